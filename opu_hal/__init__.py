@@ -1,0 +1,39 @@
+"""opu-hal: one device interface for optical processing units, simulated OPUs and torch.
+
+User code needs :func:`load_device`; everything a projection returns is in :class:`Projection`.
+"""
+
+from .capabilities import Capabilities, InputKind, OutputKind
+from .device import Device
+from .errors import DeviceTimeout, DeviceUnavailable, InputError, OpuHalError, ProfileError
+from .loader import load_device
+from .noise import NoiseReport, Projection
+from .profiles import BaseProfile, TorchProfile, list_profiles, load_profile, validate_profile
+from .registry import BackendSpec, backend_names, get_backend, register_backend, unregister_backend
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BackendSpec",
+    "BaseProfile",
+    "Capabilities",
+    "Device",
+    "DeviceTimeout",
+    "DeviceUnavailable",
+    "InputError",
+    "InputKind",
+    "NoiseReport",
+    "OpuHalError",
+    "OutputKind",
+    "ProfileError",
+    "Projection",
+    "TorchProfile",
+    "backend_names",
+    "get_backend",
+    "list_profiles",
+    "load_device",
+    "load_profile",
+    "register_backend",
+    "unregister_backend",
+    "validate_profile",
+]

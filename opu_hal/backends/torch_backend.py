@@ -1,0 +1,92 @@
+"""``backend = "torch"``: the GPU/CPU fallback with software noise of an exactly known std."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..capabilities import Capabilities
+from ..device import Device
+from ..errors import DeviceUnavailable, InputError
+from ..noise import NoiseReport, Projection
+from ..profiles import TorchProfile
+from ..seeding import stream_seed
+
+_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def resolve_torch_device(requested: str) -> torch.device:
+    """``auto`` -> CUDA when present else CPU; ``cuda`` without CUDA is refused."""
+    if requested == "cpu":
+        return torch.device("cpu")
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if requested == "cuda":
+        raise DeviceUnavailable(
+            "profile asks for device = \"cuda\" but torch sees no CUDA device "
+            f"(torch {torch.__version__}, CUDA build: {torch.version.cuda or 'no'}); "
+            "set device = \"auto\" or \"cpu\" in the profile"
+        )
+    return torch.device("cpu")
+
+
+def gaussian_matrix(in_features: int, out_features: int, std: float, seed: int) -> torch.Tensor:
+    """The ``(in, out)`` matrix with i.i.d. N(0, std^2) entries, drawn on the CPU from ``seed``.
+
+    Drawn on the CPU so that the same seed gives the same matrix on every device kind.
+    """
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    matrix = torch.randn(in_features, out_features, generator=generator, dtype=torch.float64)
+    return matrix.mul_(std)
+
+
+class TorchDevice(Device[TorchProfile]):
+    """``values = x B + g`` with ``g ~ N(0, noise_std^2)`` added in software (exact report)."""
+
+    def __init__(self, profile: TorchProfile) -> None:
+        super().__init__(profile)
+        self._device = resolve_torch_device(profile.device)
+        self._dtype = _DTYPES[profile.dtype]
+        std = profile.matrix_std if profile.matrix_std is not None else 1.0 / math.sqrt(profile.in_features)
+        self._matrix = gaussian_matrix(
+            profile.in_features, profile.out_features, std, stream_seed(profile.seed, "matrix")
+        ).to(device=self._device, dtype=self._dtype)
+        self._noise_std = profile.noise_std
+        self._noise_generator = torch.Generator(device=self._device)
+        self._noise_generator.manual_seed(stream_seed(profile.seed, "noise"))
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            input_kind=self._profile.input_kind,
+            output_kind="linear",
+            max_in_features=None,
+            max_out_features=None,
+            temperature_settable=False,
+            noise_settable=True,
+            compute_device=self._device.type,
+        )
+
+    @property
+    def matrix(self) -> torch.Tensor:
+        """The ``(in_features, out_features)`` projection matrix (read-only view)."""
+        return self._matrix
+
+    def set_noise_std(self, std: float) -> None:
+        """Change the software noise std (output units) for the following projections."""
+        if not (math.isfinite(std) and std >= 0):
+            raise InputError(f"noise std must be finite and >= 0, got {std}")
+        self._noise_std = float(std)
+
+    def noise_report(self) -> NoiseReport:
+        return NoiseReport(std=self._noise_std, std_lower=self._noise_std, source="software")
+
+    def _project(self, x: torch.Tensor) -> Projection:
+        values = x.to(device=self._device, dtype=self._dtype) @ self._matrix
+        if self._noise_std > 0:
+            noise = torch.randn(
+                values.shape, generator=self._noise_generator, device=self._device, dtype=self._dtype
+            )
+            values.add_(noise, alpha=self._noise_std)
+        return Projection(values=values, noise=self.noise_report())

@@ -1,0 +1,141 @@
+"""``opu-hal``: list and inspect device profiles, project a batch.
+
+Commands register themselves on one argparse parser; the trainers package adds its own
+(``train``, ...) through :func:`main`'s ``extra`` hook, so opu_hal never imports trainers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+
+from .errors import OpuHalError
+from .loader import load_device
+from .profiles import list_profiles, load_profile
+
+Register = Callable[[argparse._SubParsersAction], None]
+
+
+def _cmd_devices(args: argparse.Namespace) -> int:
+    paths = list_profiles(args.dir)
+    if not paths:
+        print(f"no profiles found in {args.dir or 'device_profiles/'}", file=sys.stderr)
+        return 1
+    rows = []
+    for path in paths:
+        try:
+            profile = load_profile(path)
+            rows.append((path.stem, profile.backend, f"{profile.in_features}->{profile.out_features}",
+                         profile.description))
+        except OpuHalError as exc:
+            rows.append((path.stem, "INVALID", "", str(exc).splitlines()[0]))
+    widths = [max(len(str(r[i])) for r in rows + [("profile", "backend", "size", "")]) for i in range(3)]
+    print(f"{'profile':<{widths[0]}}  {'backend':<{widths[1]}}  {'size':<{widths[2]}}  description")
+    for row in rows:
+        print(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:<{widths[2]}}  {row[3]}")
+    return 0
+
+
+def describe_device(profile_source: str) -> dict[str, object]:
+    """The validated profile, the device's capabilities and its current noise, as one dict."""
+    profile = load_profile(profile_source)
+    with load_device(profile) as device:
+        return {
+            "profile": {"source": str(profile.source), **profile.model_dump()},
+            "capabilities": device.capabilities.to_dict(),
+            "noise": device.noise_report().to_dict(),
+        }
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    info = describe_device(args.profile)
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    for section, content in info.items():
+        print(f"[{section}]")
+        for key, value in content.items():  # type: ignore[union-attr]
+            print(f"  {key:<22} {value}")
+    return 0
+
+
+def _cmd_project(args: argparse.Namespace) -> int:
+    profile = load_profile(args.profile)
+    with load_device(profile) as device:
+        generator = torch.Generator().manual_seed(args.seed)
+        kind = device.capabilities.input_kind
+        shape = (args.batch, device.in_features)
+        if kind == "real":
+            x = torch.randn(shape, generator=generator)
+        else:
+            low = -1 if kind == "ternary" else 0
+            x = torch.randint(low, 2, shape, generator=generator).float()
+        projection = device.project(x)
+        result = {
+            "profile": profile.label,
+            "backend": profile.backend,
+            "input_shape": list(shape),
+            "input_kind": kind,
+            "values_shape": list(projection.values.shape),
+            "values_mean": float(projection.values.mean()),
+            "values_std": float(projection.values.std()),
+            "noise": projection.noise.to_dict(),
+        }
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"profile {result['profile']} (backend {result['backend']})")
+        print(f"input  {tuple(shape)} {kind}")
+        print(f"values {tuple(projection.values.shape)}  mean {result['values_mean']:.4g}  "
+              f"std {result['values_std']:.4g}")
+        noise = projection.noise
+        print(f"noise  std {noise.std:.6g}  std_lower {noise.std_lower:.6g}  source {noise.source}  "
+              f"temperature_c {noise.temperature_c}  exposure_us {noise.exposure_us}")
+    return 0
+
+
+def _register_device_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("devices", help="list the profiles with backend and sizes")
+    p.add_argument("--dir", default=None, help="profile folder (default: device_profiles/)")
+    p.set_defaults(func=_cmd_devices)
+
+    p = sub.add_parser("info", help="print one validated profile and the device's capabilities")
+    p.add_argument("profile", help="profile path or name")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_info)
+
+    p = sub.add_parser("project", help="project a random batch and print the noise report")
+    p.add_argument("profile", help="profile path or name")
+    p.add_argument("--batch", type=int, default=8, help="rows in the batch (default 8)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random batch")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_project)
+
+
+def build_parser(extra: Sequence[Register] = ()) -> argparse.ArgumentParser:
+    """The ``opu-hal`` parser with the device commands and any ``extra`` registrations."""
+    parser = argparse.ArgumentParser(prog="opu-hal", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _register_device_commands(sub)
+    for register in extra:
+        register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, extra: Sequence[Register] = ()) -> int:
+    """Run a command; an :class:`OpuHalError` is printed (no traceback) and exits 2."""
+    args = build_parser(extra).parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except OpuHalError as exc:
+        print(f"opu-hal {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

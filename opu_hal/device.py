@@ -1,0 +1,108 @@
+"""The device contract every backend implements."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from types import TracebackType
+from typing import Any, Generic, TypeVar
+
+import torch
+
+from .capabilities import Capabilities
+from .errors import DeviceUnavailable
+from .inputs import check_batch
+from .noise import NoiseReport, Projection
+from .profiles import BaseProfile
+
+P = TypeVar("P", bound=BaseProfile)
+
+
+class Device(ABC, Generic[P]):
+    """A noisy random projection ``p = B x + g`` of a batch ``x`` (paper 000, eq. 5).
+
+    Built by :func:`opu_hal.load_device` from a profile. Acquisition of the hardware is explicit
+    (:meth:`open` or ``with device:``); :meth:`project` opens a device that was not opened yet,
+    and refuses once it is closed. Input is checked against :attr:`capabilities` before anything
+    reaches the backend, so a bad batch leaves the device usable.
+    """
+
+    def __init__(self, profile: P) -> None:
+        self._profile = profile
+        self._is_open = False
+        self._closed = False
+
+    # -- description -------------------------------------------------------------------------
+    @property
+    def profile(self) -> P:
+        return self._profile
+
+    @property
+    def in_features(self) -> int:
+        return self._profile.in_features
+
+    @property
+    def out_features(self) -> int:
+        return self._profile.out_features
+
+    @property
+    @abstractmethod
+    def capabilities(self) -> Capabilities:
+        """What the device accepts and returns."""
+
+    @abstractmethod
+    def noise_report(self) -> NoiseReport:
+        """The noise a projection made now would carry (input-independent part)."""
+
+    # -- life cycle ----------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def open(self) -> "Device[P]":
+        """Acquire the device (a no-op for software backends); returns the device."""
+        if self._closed:
+            raise DeviceUnavailable(f"device {self._profile.label!r} is closed; load it again")
+        if not self._is_open:
+            self._acquire()
+            self._is_open = True
+        return self
+
+    def close(self) -> None:
+        """Release the device; further projections raise :class:`DeviceUnavailable`."""
+        if not self._closed:
+            if self._is_open:
+                self._release()
+            self._closed = True
+            self._is_open = False
+
+    def __enter__(self) -> "Device[P]":
+        return self.open()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- projection ----------------------------------------------------------------------------
+    def project(self, x: Any) -> Projection:
+        """Project a batch ``(n, in_features)``; returns values ``(n, out_features)`` and noise."""
+        self.open()
+        batch = check_batch(x, self.in_features, self.capabilities)
+        return self._project(batch)
+
+    @abstractmethod
+    def _project(self, x: torch.Tensor) -> Projection:
+        """Backend projection of an already validated batch."""
+
+    def _acquire(self) -> None:
+        """Backend hook: take hold of the hardware."""
+
+    def _release(self) -> None:
+        """Backend hook: let go of the hardware."""
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("open" if self._is_open else "ready")
+        return (
+            f"<{type(self).__name__} {self._profile.label!r} {self.in_features}->{self.out_features} "
+            f"{state}>"
+        )

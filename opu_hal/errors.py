@@ -1,0 +1,23 @@
+"""Typed errors of the hardware path; every message says what went wrong and what to do."""
+
+from __future__ import annotations
+
+
+class OpuHalError(Exception):
+    """Base class of every error opu_hal raises on purpose."""
+
+
+class ProfileError(OpuHalError, ValueError):
+    """A device profile is missing, malformed, or holds a value outside its allowed range."""
+
+
+class DeviceUnavailable(OpuHalError, RuntimeError):
+    """The device cannot be reached or acquired (no hardware, no SDK, closed device)."""
+
+
+class DeviceTimeout(OpuHalError, TimeoutError):
+    """The device did not answer within the allowed time, retries included."""
+
+
+class InputError(OpuHalError, ValueError):
+    """A batch handed to a device does not fit its capabilities (shape, values, kind)."""

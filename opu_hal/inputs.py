@@ -1,0 +1,73 @@
+"""Checks a batch against a device before it is projected; failures raise :class:`InputError`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from .capabilities import Capabilities
+from .errors import InputError
+
+_ALLOWED_VALUES = {"binary": (0.0, 1.0), "ternary": (-1.0, 0.0, 1.0)}
+
+
+def as_batch(x: Any) -> torch.Tensor:
+    """``x`` as a tensor, without copying a tensor that is already one."""
+    if isinstance(x, torch.Tensor):
+        return x
+    try:
+        return torch.as_tensor(np.asarray(x))
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise InputError(f"cannot read the batch as a tensor ({type(x).__name__}): {exc}") from None
+
+
+def check_batch(x: Any, in_features: int, capabilities: Capabilities) -> torch.Tensor:
+    """Validate rank, width, dtype, finiteness and value kind; return the batch as a tensor."""
+    batch = as_batch(x)
+    expected = f"(n, {in_features})"
+    if batch.ndim != 2:
+        raise InputError(f"expected a batch of shape {expected}, got shape {tuple(batch.shape)}")
+    n, width = batch.shape
+    if n == 0:
+        raise InputError(f"expected a batch of shape {expected} with n >= 1, got an empty batch")
+    limit = capabilities.max_in_features
+    if limit is not None and width > limit:
+        raise InputError(
+            f"batch has {width} features but the device supports at most {limit} "
+            f"(this profile is configured for {in_features}); expected shape {expected}"
+        )
+    if width != in_features:
+        raise InputError(f"expected a batch of shape {expected}, got shape {tuple(batch.shape)}")
+    if batch.is_complex() or not (batch.is_floating_point() or batch.dtype in _INTEGER_DTYPES):
+        raise InputError(f"expected real numbers, got dtype {batch.dtype}")
+    if batch.is_floating_point():
+        bad = ~torch.isfinite(batch)
+        if bool(bad.any()):
+            where = tuple(int(i) for i in bad.nonzero()[0])
+            raise InputError(
+                f"batch holds {int(bad.sum())} NaN/inf value(s), first at index {where}: "
+                f"{batch[where].item()}"
+            )
+    _check_kind(batch, capabilities.input_kind)
+    return batch
+
+
+_INTEGER_DTYPES = {torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64}
+
+
+def _check_kind(batch: torch.Tensor, kind: str) -> None:
+    if kind not in _ALLOWED_VALUES:
+        return
+    allowed = _ALLOWED_VALUES[kind]
+    ok = torch.zeros_like(batch, dtype=torch.bool)
+    for value in allowed:
+        ok |= batch == value
+    if not bool(ok.all()):
+        where = tuple(int(i) for i in (~ok).nonzero()[0])
+        hint = "; project ternary errors with opu_hal.project_ternary" if kind == "binary" else ""
+        raise InputError(
+            f"{kind}-input device accepts only values in {{{', '.join(f'{v:g}' for v in allowed)}}}, "
+            f"got {batch[where].item()} at index {where}{hint}"
+        )

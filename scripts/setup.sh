@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Creates .venv and installs opu-hal into it, once (again only when the install files change).
+# Sourced by scripts/main.sh and scripts/test.sh; safe to run by hand.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${OPU_HAL_VENV:-$ROOT/.venv}"
+STAMP="$VENV/.opu-hal-setup"
+want="$(cat "$ROOT/pyproject.toml" "$ROOT/scripts/setup.sh" | sha256sum | cut -d' ' -f1)"
+
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
+  echo "setup: installing opu-hal into $VENV (first run takes about a minute)" >&2
+  python3 -m venv "$VENV"
+  pip=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
+  links=()
+  [ -d /opt/wheels ] && links=(--find-links /opt/wheels)
+  # torch first, pinned: an unpinned requirement would pull a multi-GB CUDA build.
+  "${pip[@]}" "${links[@]}" torch==2.13.0
+  "${pip[@]}" "${links[@]}" -e "$ROOT[lighton,dev]"
+  # lightonml pins numexpr==2.7.*, which does not build on Python 3.11; the [lighton] extra
+  # above installs a current numexpr, attrs and requests, and lightonml goes in without deps.
+  "${pip[@]}" --no-deps lightonml==1.4.3
+  echo "$want" > "$STAMP"
+fi
+export PATH="$VENV/bin:$PATH"
