@@ -8,7 +8,8 @@ from .device import Device
 from .errors import DeviceTimeout, DeviceUnavailable, InputError, OpuHalError, ProfileError
 from .loader import load_device
 from .noise import NoiseReport, Projection
-from .profiles import BaseProfile, TorchProfile, list_profiles, load_profile, validate_profile
+from .profiles import BaseProfile, SimulatedProfile, TorchProfile, list_profiles, load_profile, validate_profile
+from .ternary import combine_independent, project_ternary
 from .registry import BackendSpec, backend_names, get_backend, register_backend, unregister_backend
 
 __version__ = "0.1.0"
@@ -27,12 +28,15 @@ __all__ = [
     "OutputKind",
     "ProfileError",
     "Projection",
+    "SimulatedProfile",
     "TorchProfile",
     "backend_names",
+    "combine_independent",
     "get_backend",
     "list_profiles",
     "load_device",
     "load_profile",
+    "project_ternary",
     "register_backend",
     "unregister_backend",
     "validate_profile",

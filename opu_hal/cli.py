@@ -99,6 +99,31 @@ def _cmd_project(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_noise(args: argparse.Namespace) -> int:
+    device = load_device(args.profile)
+    if not device.capabilities.temperature_settable:
+        print(json.dumps(device.noise_report().to_dict()) if args.json else device.noise_report())
+        return 0
+    profile = device.profile
+    low = profile.temperature_min_c if args.min is None else args.min
+    high = profile.temperature_max_c if args.max is None else args.max
+    rows = []
+    for i in range(args.points):
+        celsius = low + (high - low) * i / max(1, args.points - 1)
+        device.set_temperature(celsius)
+        report = device.noise_report()
+        rows.append({"temperature_c": celsius, "std": report.std, "std_lower": report.std_lower,
+                     "dark_e": report.details.get("dark_e")})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{profile.label}: noise of an input with half the mirrors on (output units)")
+    print(f"{'T (C)':>7} {'dark (e-)':>10} {'std':>8} {'std_lower':>10}")
+    for row in rows:
+        print(f"{row['temperature_c']:7.1f} {row['dark_e']:10.1f} {row['std']:8.4f} {row['std_lower']:10.4f}")
+    return 0
+
+
 def _register_device_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("devices", help="list the profiles with backend and sizes")
     p.add_argument("--dir", default=None, help="profile folder (default: device_profiles/)")
@@ -108,6 +133,14 @@ def _register_device_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("profile", help="profile path or name")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_info)
+
+    p = sub.add_parser("noise", help="noise report against sensor temperature")
+    p.add_argument("profile", help="profile path or name")
+    p.add_argument("--min", type=float, default=None, help="lowest temperature, C (profile's)")
+    p.add_argument("--max", type=float, default=None, help="highest temperature, C (profile's)")
+    p.add_argument("--points", type=int, default=9, help="temperatures in the sweep")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_noise)
 
     p = sub.add_parser("project", help="project a random batch and print the noise report")
     p.add_argument("profile", help="profile path or name")

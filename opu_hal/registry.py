@@ -14,7 +14,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Callable, Union
 
 from .errors import OpuHalError, ProfileError
-from .profiles import BaseProfile, TorchProfile
+from .profiles import BaseProfile, SimulatedProfile, TorchProfile
 
 if TYPE_CHECKING:
     from .device import Device
@@ -45,6 +45,9 @@ class BackendSpec:
 
 _BUILTINS: dict[str, BackendSpec] = {
     "torch": BackendSpec("torch", TorchProfile, "opu_hal.backends.torch_backend:TorchDevice"),
+    "simulated": BackendSpec(
+        "simulated", SimulatedProfile, "opu_hal.backends.simulated.device:SimulatedDevice"
+    ),
 }
 _registered: dict[str, BackendSpec] = {}
 _discovered: dict[str, BackendSpec] | None = None

@@ -1,0 +1,1 @@
+"""``backend = "simulated"``: optics (:mod:`.optics`), camera (:mod:`.camera`), device (:mod:`.device`)."""

@@ -1,0 +1,109 @@
+"""Camera sensor model of the simulated OPU (Konnik and Welsh 2014, "High-level numerical
+simulations of noise in CCD and CMOS photosensors").
+
+One frame of a pixel whose expected photo-electron count is ``s`` is read as
+
+    e   = Poisson(s + D)                      photon shot noise and dark-current shot noise
+    e   = min(e, full_well) + N(0, sigma_r^2)  full-well saturation, then read noise
+    DN  = clip(round(e / g) + black, 0, 2^bits - 1)   gain g (e-/DN), ADC offset, bit depth
+
+with the dark signal ``D = D_R(T) * t_exp`` and the dark-current rate (Konnik and Welsh eq. for
+dark current, after Janesick)
+
+    D_R(T) = 2.55e15 * P_A * D_FM * T^1.5 * exp(-E_g(T) / (2 k T))      [e-/s/pixel]
+
+where ``P_A`` is the pixel area [cm^2], ``D_FM`` the dark-current figure of merit at 300 K
+[nA/cm^2], and the silicon band gap follows Varshni, ``E_g(T) = E_g(0) - alpha T^2 / (T + beta)``
+(``E_g(0) = 1.1557 eV``, ``alpha = 7.021e-4 eV/K``, ``beta = 1108 K``). The readout converts
+back to electrons, ``e_hat = (DN - black) * g - D``; in the Gaussian approximation its variance is
+
+    Var(e_hat) = s + D + sigma_r^2 + g^2 / 12                            (shot + dark + read + ADC)
+
+The ADC term is rounding, a deterministic function of the noisy count (post-processing): it is
+part of the noise in the values but never of the noise a privacy bound may rely on. The Gaussian
+approximation of rounding needs the frame noise to exceed about half a step (``g / 2``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+BOLTZMANN_EV_PER_K = 8.617333262e-5
+KELVIN_OFFSET = 273.15
+SILICON_EG0_EV = 1.1557
+SILICON_VARSHNI_ALPHA_EV_PER_K = 7.021e-4
+SILICON_VARSHNI_BETA_K = 1108.0
+
+
+def band_gap_ev(temperature_k: float) -> float:
+    """Silicon band gap by the Varshni relation [eV]."""
+    t = temperature_k
+    return SILICON_EG0_EV - SILICON_VARSHNI_ALPHA_EV_PER_K * t * t / (t + SILICON_VARSHNI_BETA_K)
+
+
+def dark_current_rate(temperature_c: float, pixel_area_cm2: float, dark_fom_na_per_cm2: float) -> float:
+    """Mean dark current [e-/s/pixel] at ``temperature_c`` (Konnik and Welsh 2014)."""
+    t = temperature_c + KELVIN_OFFSET
+    return (
+        2.55e15 * pixel_area_cm2 * dark_fom_na_per_cm2 * t**1.5
+        * math.exp(-band_gap_ev(t) / (2 * BOLTZMANN_EV_PER_K * t))
+    )
+
+
+@dataclass(frozen=True)
+class Sensor:
+    """Fixed camera parameters plus the operating point (temperature, exposure)."""
+
+    temperature_c: float
+    exposure_us: float
+    pixel_pitch_um: float
+    dark_fom_na_per_cm2: float
+    read_noise_e: float
+    gain_e_per_dn: float
+    adc_bits: int
+    black_level_dn: int
+    full_well_e: float
+
+    @property
+    def dark_e(self) -> float:
+        """Mean dark electrons per pixel per exposure, ``D = D_R(T) t_exp``."""
+        area_cm2 = (self.pixel_pitch_um * 1e-4) ** 2
+        rate = dark_current_rate(self.temperature_c, area_cm2, self.dark_fom_na_per_cm2)
+        return rate * self.exposure_us * 1e-6
+
+    @property
+    def max_dn(self) -> int:
+        return 2**self.adc_bits - 1
+
+    @property
+    def saturation_e(self) -> float:
+        """Electron count above which a frame clips (full well or top of the ADC)."""
+        adc_top = (self.max_dn - self.black_level_dn) * self.gain_e_per_dn
+        return min(self.full_well_e, adc_top)
+
+    @property
+    def random_floor_e2(self) -> float:
+        """Signal-independent random variance of one frame: dark shot + read noise [e-^2]."""
+        return self.dark_e + self.read_noise_e**2
+
+    @property
+    def quantization_e2(self) -> float:
+        """Variance of ADC rounding, ``g^2 / 12`` [e-^2]: deterministic, so never privacy noise."""
+        return self.gain_e_per_dn**2 / 12.0
+
+    def read(self, signal_e: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, int]:
+        """One noisy frame in electrons (dark-subtracted) and the number of clipped pixels."""
+        electrons = torch.poisson(signal_e + self.dark_e, generator=generator)
+        clipped = electrons > self.full_well_e
+        electrons = torch.minimum(electrons, torch.full_like(electrons, self.full_well_e))
+        if self.read_noise_e > 0:
+            electrons = electrons + self.read_noise_e * torch.randn(
+                electrons.shape, generator=generator, dtype=electrons.dtype
+            )
+        dn = torch.round(electrons / self.gain_e_per_dn) + self.black_level_dn
+        clipped |= (dn < 0) | (dn > self.max_dn)
+        dn = dn.clamp_(0, self.max_dn)
+        return (dn - self.black_level_dn) * self.gain_e_per_dn - self.dark_e, int(clipped.sum())

@@ -1,0 +1,207 @@
+"""The simulated OPU: binary DMD input, complex Gaussian medium, camera frames, temperature.
+
+Notation (per output pixel ``j``; electrons per pixel per exposure unless said otherwise):
+
+- ``Phi = QE * P_signal * t_exp / (h c / lambda) / N_pixels``: mean signal with every mirror on.
+- ``z = sqrt(Phi / n_in) * x T``, ``T_jk ~ CN(0, 1)``: the camera field of a DMD pattern ``x``.
+- ``a_j = A exp(i theta_j)``, ``A^2 = QE * P_anchor * t_exp / (h c / lambda) / N_pixels``: the
+  anchor (reference) field, uniform amplitude, fixed random phase.
+
+**Intensity mode** reads one frame ``e_2 = frame(|z|^2)`` and returns ``e_2 / Phi``, whose mean is
+``|x T|^2 / n_in``; its variance is ``(|z|^2 + F) / Phi^2`` with ``F`` the camera's
+signal-independent floor (dark shot + read + ADC rounding, see :mod:`.camera`).
+
+**Linear mode** reads three frames, ``e_1 = frame(|z + a|^2)``, ``e_2 = frame(|z|^2)``,
+``e_3 = frame(|a|^2)``, and uses ``|z + a|^2 - |z|^2 - |a|^2 = 2 Re(conj(a) z)``:
+
+    y = (e_1 - e_2 - e_3) / (2 A) * sqrt(2 / Phi) = x B + g,   B_jk = sqrt(2 / n_in) Re(e^{-i theta_j} T_jk)
+
+so ``B`` has i.i.d. ``N(0, 1 / n_in)`` entries, as paper 000's ``p = B x + g`` (eq. 5, 10). The
+noise ``g`` is the three frames' noise propagated; frames are independent, so in the Gaussian
+approximation
+
+    Var(g_j) = (|z_j + a_j|^2 + |z_j|^2 + A^2 + 3 F) / (2 A^2 Phi).
+
+It grows with the signal (shot noise). Its data-independent lower bound uses
+``min_z |z + a|^2 + |z|^2 = A^2 / 2`` (at ``z = -a / 2``):
+
+    Var(g_j) >= (1.5 A^2 + 3 F_r) / (2 A^2 Phi)      for every input        -> ``std_lower``
+
+where ``F_r = D + sigma_r^2`` leaves out ADC rounding, which is deterministic post-processing of
+the noisy frames and so may not count as privacy noise (intensity mode: ``F_r / Phi^2``).
+
+The reported ``std`` is the root mean of ``Var(g_j)`` over the batch's entries (the Gaussian
+approximation at the current operating point); :meth:`noise_report` without a batch gives it for
+an input with half the mirrors on (``E|z|^2 = Phi / 2``). Temperature enters through the dark
+signal in ``F``; exposure and laser/anchor power through ``Phi``, ``A^2`` and ``F``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import torch
+
+from ...capabilities import Capabilities
+from ...device import Device
+from ...errors import InputError
+from ...noise import NoiseReport, Projection
+from ...profiles import CAMERA_PIXELS, DMD_MIRRORS, SimulatedProfile
+from ...seeding import stream_seed
+from .camera import Sensor
+from .optics import TransmissionMatrix
+
+PLANCK_J_S = 6.62607015e-34
+LIGHT_SPEED_M_S = 299_792_458.0
+MIB = 1 << 20
+
+
+class SaturationWarning(UserWarning):
+    """Some camera pixels clipped: those values carry less noise than declared and are biased."""
+
+
+def electrons_per_pixel(power_uw: float, profile: SimulatedProfile, exposure_us: float) -> float:
+    """Mean photo-electrons per pixel per exposure for ``power_uw`` spread over the sensor."""
+    photon_energy_j = PLANCK_J_S * LIGHT_SPEED_M_S / (profile.wavelength_nm * 1e-9)
+    photons = power_uw * 1e-6 * exposure_us * 1e-6 / photon_energy_j
+    return profile.quantum_efficiency * photons / profile.sensor_pixels
+
+
+class SimulatedDevice(Device[SimulatedProfile]):
+    """Numerical twin of a LightOn OPU; its noise report is declared by the model above."""
+
+    def __init__(self, profile: SimulatedProfile) -> None:
+        super().__init__(profile)
+        self._temperature_c = profile.temperature_c
+        self._exposure_us = profile.exposure_us
+        self._optics = TransmissionMatrix(
+            profile.in_features, profile.out_features, stream_seed(profile.seed, "matrix"),
+            block_bytes=int(profile.block_mb * MIB), cache_bytes=int(profile.cache_mb * MIB),
+        )
+        phase_generator = torch.Generator().manual_seed(stream_seed(profile.seed, "anchor"))
+        theta = 2 * math.pi * torch.rand(profile.out_features, generator=phase_generator)
+        self._anchor_cos, self._anchor_sin = torch.cos(theta), torch.sin(theta)
+        self._camera_generator = torch.Generator().manual_seed(stream_seed(profile.seed, "camera"))
+        self.saturated_pixels = 0
+
+    # -- operating point ---------------------------------------------------------------------
+    @property
+    def temperature_c(self) -> float:
+        return self._temperature_c
+
+    def set_temperature(self, celsius: float) -> None:
+        """Set the sensor temperature; refused outside the profile's allowed range."""
+        low, high = self._profile.temperature_min_c, self._profile.temperature_max_c
+        if not (math.isfinite(celsius) and low <= celsius <= high):
+            raise InputError(
+                f"temperature {celsius} C is outside this sensor's range [{low}, {high}] C "
+                f"(profile keys temperature_min_c / temperature_max_c)"
+            )
+        self._temperature_c = float(celsius)
+
+    @property
+    def sensor(self) -> Sensor:
+        p = self._profile
+        return Sensor(
+            temperature_c=self._temperature_c, exposure_us=self._exposure_us,
+            pixel_pitch_um=p.pixel_pitch_um, dark_fom_na_per_cm2=p.dark_fom_na_per_cm2,
+            read_noise_e=p.read_noise_e, gain_e_per_dn=p.gain_e_per_dn, adc_bits=p.adc_bits,
+            black_level_dn=p.black_level_dn, full_well_e=p.full_well_e,
+        )
+
+    @property
+    def signal_e(self) -> float:
+        """``Phi``: mean electrons per pixel with every mirror on."""
+        return electrons_per_pixel(self._profile.laser_power_uw, self._profile, self._exposure_us)
+
+    @property
+    def anchor_e(self) -> float:
+        """``A^2``: anchor electrons per pixel."""
+        return electrons_per_pixel(self._profile.anchor_power_uw, self._profile, self._exposure_us)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            input_kind="binary",
+            output_kind=self._profile.mode,
+            max_in_features=DMD_MIRRORS,
+            max_out_features=CAMERA_PIXELS,
+            temperature_settable=True,
+            noise_settable=True,
+            compute_device="cpu",
+        )
+
+    # -- noise model ---------------------------------------------------------------------------
+    def _output_variance(self, frames_signal_e: torch.Tensor | float, *, random_only: bool = False):
+        """Variance in output units of a value whose frames sum to ``frames_signal_e`` electrons.
+
+        ``random_only`` leaves out ADC rounding (deterministic post-processing of the frames).
+        """
+        sensor = self.sensor
+        floor = sensor.random_floor_e2 + (0.0 if random_only else sensor.quantization_e2)
+        phi = self.signal_e
+        if self._profile.mode == "intensity":
+            return (frames_signal_e + floor) / phi**2
+        a2 = self.anchor_e
+        return (frames_signal_e + a2 + 3 * floor) / (2 * a2 * phi)
+
+    def _lower_variance(self) -> float:
+        """Data-independent, rounding-free lower bound of the output variance (module docstring)."""
+        least_frames = 0.0 if self._profile.mode == "intensity" else 0.5 * self.anchor_e
+        return float(self._output_variance(least_frames, random_only=True))
+
+    def _report(self, variance: float) -> NoiseReport:
+        sensor = self.sensor
+        lower = math.sqrt(self._lower_variance())
+        std = math.sqrt(variance)
+        return NoiseReport(
+            std=max(std, lower), std_lower=lower, source="declared",
+            temperature_c=self._temperature_c, exposure_us=self._exposure_us,
+            details={"signal_e": self.signal_e, "anchor_e": self.anchor_e,
+                     "dark_e": sensor.dark_e, "read_noise_e": sensor.read_noise_e,
+                     "quantization_e2": sensor.quantization_e2},
+        )
+
+    def noise_report(self) -> NoiseReport:
+        """Noise for an input with half the mirrors on (``E|z|^2 = Phi / 2``)."""
+        half = 0.5 * self.signal_e
+        frames = half if self._profile.mode == "intensity" else 2 * half + self.anchor_e
+        return self._report(float(self._output_variance(frames)))
+
+    # -- projection ----------------------------------------------------------------------------
+    def ideal(self, x: torch.Tensor) -> torch.Tensor:
+        """The noiseless output for a binary batch: ``x B`` (linear) or ``|x T|^2 / n_in``."""
+        real, imag = self._optics.field(x.float())
+        if self._profile.mode == "intensity":
+            return (real**2 + imag**2) / self.in_features
+        return (real * self._anchor_cos + imag * self._anchor_sin) * math.sqrt(2 / self.in_features)
+
+    def _project(self, x: torch.Tensor) -> Projection:
+        real, imag = self._optics.field(x.float())
+        field_scale = math.sqrt(self.signal_e / self.in_features)
+        real.mul_(field_scale)
+        imag.mul_(field_scale)
+        signal = real**2 + imag**2
+        sensor = self.sensor
+        e2, clipped = sensor.read(signal, self._camera_generator)
+        if self._profile.mode == "intensity":
+            values = e2 / self.signal_e
+            variance = self._output_variance(signal)
+        else:
+            amplitude = math.sqrt(self.anchor_e)
+            with_anchor = (real + amplitude * self._anchor_cos) ** 2 + (imag + amplitude * self._anchor_sin) ** 2
+            e1, clipped1 = sensor.read(with_anchor, self._camera_generator)
+            e3, clipped3 = sensor.read(torch.full_like(signal, self.anchor_e), self._camera_generator)
+            clipped += clipped1 + clipped3
+            values = (e1 - e2 - e3) * (math.sqrt(2 / self.signal_e) / (2 * amplitude))
+            variance = self._output_variance(with_anchor + signal)
+        if clipped:
+            self.saturated_pixels += clipped
+            warnings.warn(
+                f"{clipped} camera pixel reads clipped (saturation or ADC range) in a batch of "
+                f"{x.shape[0]}: lower laser_power_uw / anchor_power_uw / exposure_us, or the "
+                "temperature; clipped values carry less noise than the report says",
+                SaturationWarning, stacklevel=3,
+            )
+        return Projection(values=values, noise=self._report(float(variance.mean())))

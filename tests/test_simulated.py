@@ -1,0 +1,184 @@
+"""The simulated OPU: optics, camera physics, temperature, and its declared noise."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import pytest
+import torch
+from scipy import stats
+
+import opu_hal
+from opu_hal import InputError, ProfileError, SimulatedProfile
+from opu_hal.backends.simulated.camera import band_gap_ev, dark_current_rate
+from opu_hal.backends.simulated.device import SaturationWarning, SimulatedDevice
+from opu_hal.backends.simulated.optics import TransmissionMatrix
+
+ELECTRON_CHARGE_C = 1.602176634e-19
+
+
+def make(**overrides) -> SimulatedDevice:
+    fields = dict(backend="simulated", in_features=16, out_features=512, seed=5)
+    return opu_hal.load_device(SimulatedProfile(**{**fields, **overrides}))
+
+
+def binary(n: int, width: int, seed: int = 0, p: float = 0.5) -> torch.Tensor:
+    return (torch.rand(n, width, generator=torch.Generator().manual_seed(seed)) < p).float()
+
+
+def repeats(device: SimulatedDevice, x: torch.Tensor, n: int) -> torch.Tensor:
+    return device.project(x.expand(n, -1).clone()).values.double()
+
+
+# -- camera physics ------------------------------------------------------------------------------
+def test_band_gap_follows_varshni_for_silicon():
+    assert band_gap_ev(0.0) == pytest.approx(1.1557)
+    assert band_gap_ev(300.0) == pytest.approx(1.1557 - 7.021e-4 * 300**2 / 1408)
+
+
+def test_dark_current_at_300k_equals_the_figure_of_merit_times_pixel_area():
+    area_cm2, fom_na = (5.5e-4) ** 2, 0.5
+    expected = fom_na * 1e-9 * area_cm2 / ELECTRON_CHARGE_C  # e-/s at 300 K, by definition of D_FM
+    assert dark_current_rate(300.0 - 273.15, area_cm2, fom_na) == pytest.approx(expected, rel=0.01)
+
+
+def test_dark_current_doubles_every_few_kelvin_near_room_temperature():
+    rate = lambda c: dark_current_rate(c, 3e-7, 1.0)  # noqa: E731
+    doubling = 10 * math.log(2) / math.log(rate(35.0) / rate(25.0))
+    assert 5.0 < doubling < 12.0
+
+
+# -- optics --------------------------------------------------------------------------------------
+def test_linear_mode_matrix_is_real_gaussian_with_variance_one_over_in_features():
+    device = make(in_features=64, out_features=4096)
+    matrix = device.ideal(torch.eye(64)).flatten().double()
+    assert matrix.mean().item() == pytest.approx(0.0, abs=5 / math.sqrt(matrix.numel() * 64))
+    assert matrix.var().item() == pytest.approx(1 / 64, rel=0.03)
+    assert stats.kurtosis(matrix.numpy(), fisher=False) == pytest.approx(3.0, abs=0.1)
+
+
+def test_matrix_does_not_depend_on_block_size_or_cache():
+    x = binary(3, 300)
+    small = make(in_features=300, out_features=5000, block_mb=0.1, cache_mb=0.0)
+    large = make(in_features=300, out_features=5000, block_mb=64.0, cache_mb=512.0)
+    assert small._optics.n_blocks > 1 and large._optics.n_blocks == 1
+    assert torch.allclose(small.ideal(x), large.ideal(x), atol=1e-5)
+
+
+def test_block_cache_stays_within_its_budget():
+    budget = 40 << 20
+    optics = TransmissionMatrix(1000, 20_000, seed=0, block_bytes=8 << 20, cache_bytes=budget)
+    optics.field(torch.ones(1, 1000))
+    assert optics.n_blocks > 5 and 0 < optics.cached_bytes <= budget
+
+
+def test_intensity_mode_returns_the_squared_modulus_on_average():
+    device = make(mode="intensity", in_features=32, out_features=256)
+    x = binary(1, 32, seed=1)
+    ideal = device.ideal(x)[0].double()
+    assert torch.allclose(device._optics.field(x)[0] ** 2 + device._optics.field(x)[1] ** 2,
+                          ideal.float() * 32, rtol=1e-4, atol=1e-4)
+    mean = repeats(device, x, 400).mean(dim=0)
+    standard_error = device.project(x).noise.std / math.sqrt(400)
+    assert (mean - ideal).abs().max().item() < 5 * standard_error
+
+
+def test_linear_values_are_unbiased_estimates_of_x_b():
+    device = make()
+    x = binary(1, 16, seed=2)
+    values = repeats(device, x, 1000)
+    z = (values.mean(dim=0) - device.ideal(x)[0]) / (values.std(dim=0) / math.sqrt(1000))
+    assert abs(z.mean().item()) < 4 / math.sqrt(z.numel())  # no common bias
+    assert z.abs().max().item() < 5.0
+
+
+# -- temperature and the noise report ------------------------------------------------------------
+def test_noise_std_increases_with_temperature_at_long_exposure():
+    device = opu_hal.load_device("opu-sim-privacy")
+    x = binary(1, device.in_features, seed=3)
+    declared, empirical = [], []
+    for celsius in (0.0, 40.0, 60.0, 80.0):
+        device.set_temperature(celsius)
+        values = repeats(device, x, 200)
+        declared.append(device.noise_report().std)
+        empirical.append(values.std(dim=0).pow(2).mean().sqrt().item())
+    assert declared == sorted(declared) and declared[-1] > 2 * declared[0]
+    assert empirical == sorted(empirical) and empirical[-1] > 2 * empirical[0]
+
+
+def test_temperature_outside_the_sensor_range_is_refused_and_device_stays_usable():
+    device = make(temperature_min_c=0.0, temperature_max_c=50.0)
+    with pytest.raises(InputError, match=r"\[0.0, 50.0\]"):
+        device.set_temperature(60.0)
+    assert device.temperature_c == 25.0
+    assert device.project(binary(1, 16)).noise.temperature_c == 25.0
+
+
+def test_profile_temperature_outside_its_own_range_is_a_profile_error():
+    with pytest.raises(ProfileError, match="temperature_c = 90.0 is outside"):
+        opu_hal.validate_profile({"backend": "simulated", "in_features": 4, "out_features": 4,
+                                  "temperature_c": 90.0, "temperature_max_c": 85.0})
+
+
+def test_std_lower_bounds_every_coordinate_variance():
+    device = make(in_features=16, out_features=1024)
+    for seed in range(3):
+        x = binary(1, 16, seed=seed, p=0.2 + 0.3 * seed)
+        variance = repeats(device, x, 400).var(dim=0)
+        low = device.noise_report().std_lower ** 2 * stats.chi2.ppf(1e-6, 399) / 399
+        assert variance.min().item() >= low
+
+
+def test_report_tracks_the_operating_point():
+    device = opu_hal.load_device("opu-sim-privacy")
+    device.set_temperature(70.0)
+    report = device.project(binary(2, device.in_features)).noise
+    assert report.temperature_c == 70.0 and report.exposure_us == 100_000.0
+    assert report.source == "declared" and report.details["dark_e"] > 1000
+
+
+def test_saturation_warns_and_is_counted():
+    device = make(laser_power_uw=50.0)
+    with pytest.warns(SaturationWarning, match="clipped"):
+        device.project(torch.ones(2, 16))
+    assert device.saturated_pixels > 0
+
+
+def test_default_profiles_do_not_saturate_on_dense_inputs():
+    for name in ("opu-sim", "opu-sim-privacy"):
+        device = opu_hal.load_device(name)
+        if name == "opu-sim-privacy":
+            device.set_temperature(device.profile.temperature_max_c)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", SaturationWarning)
+            device.project(binary(256, device.in_features, p=0.5))
+
+
+# -- ternary helper ------------------------------------------------------------------------------
+def test_ternary_projection_is_two_binary_passes_with_combined_noise():
+    device = make(in_features=16, out_features=512)
+    e = torch.randint(-1, 2, (1, 16), generator=torch.Generator().manual_seed(4)).float()
+    projection = opu_hal.project_ternary(device, e.expand(600, -1).clone())
+    assert projection.noise.passes == 2
+    single = device.noise_report()
+    assert projection.noise.std_lower == pytest.approx(math.sqrt(2) * single.std_lower)
+    expected = device.ideal((e > 0).float()) - device.ideal((e < 0).float())
+    values = projection.values.double()
+    standard_error = projection.noise.std / math.sqrt(600)
+    assert (values.mean(dim=0) - expected[0]).abs().max().item() < 5.5 * standard_error
+    empirical = values.var(dim=0).mean().sqrt().item()
+    assert empirical == pytest.approx(projection.noise.std, rel=0.03)
+
+
+def test_ternary_projection_on_a_real_input_device_is_one_pass():
+    device = opu_hal.load_device("torch-cpu")
+    projection = opu_hal.project_ternary(device, torch.tensor([[1.0, -1.0] + [0.0] * 8]))
+    assert projection.noise.passes == 1
+
+
+def test_ternary_projection_refuses_non_ternary_values_and_intensity_devices():
+    with pytest.raises(InputError, match="ternary"):
+        opu_hal.project_ternary(make(), torch.full((1, 16), 0.5))
+    with pytest.raises(InputError, match="linear-output"):
+        opu_hal.project_ternary(make(mode="intensity"), torch.zeros(1, 16))
