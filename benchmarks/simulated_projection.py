@@ -1,0 +1,99 @@
+"""Simulated OPU speed and memory, as ratios to a plain torch matmul measured in the same run.
+
+    python -m benchmarks.simulated_projection [--skip-memory]
+
+Prints, for batch 256 in 10 -> out 1024 and batch 64 in 4096 -> out 16384, the median time of a
+linear-mode simulated projection (three camera frames per row) and of ``x @ W`` of the same shape;
+then the peak resident memory of a projection with in 10 000 -> out 100 000 (goal: < 2 GiB),
+measured in a child process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+
+import torch
+
+import opu_hal
+from benchmarks.timing import median_seconds
+
+SHAPES = [(256, 10, 1024), (64, 4096, 16384)]
+LARGE = (8, 10_000, 100_000)
+
+
+def simulated(in_features: int, out_features: int, mode: str = "linear") -> opu_hal.Device:
+    return opu_hal.load_device(opu_hal.SimulatedProfile(
+        backend="simulated", in_features=in_features, out_features=out_features, mode=mode,
+    ))
+
+
+def time_shape(batch: int, in_features: int, out_features: int) -> dict[str, float]:
+    generator = torch.Generator().manual_seed(0)
+    x = (torch.rand(batch, in_features, generator=generator) < 0.5).float()
+    weights = torch.randn(in_features, out_features, generator=generator)
+    linear = simulated(in_features, out_features)
+    intensity = simulated(in_features, out_features, mode="intensity")
+    matmul_s = median_seconds(lambda: x @ weights)
+    linear_s = median_seconds(lambda: linear.project(x))
+    intensity_s = median_seconds(lambda: intensity.project(x))
+    return {"matmul_s": matmul_s, "linear_s": linear_s, "intensity_s": intensity_s,
+            "linear_ratio": linear_s / matmul_s, "intensity_ratio": intensity_s / matmul_s}
+
+
+def high_water_rss_bytes() -> int:
+    """Peak resident memory of this process (VmHWM; ru_maxrss would include the parent's)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def peak_memory_child() -> None:
+    """Runs in a child: one large projection, then prints the peak RSS in bytes."""
+    batch, in_features, out_features = LARGE
+    before = high_water_rss_bytes()
+    device = simulated(in_features, out_features)
+    x = (torch.rand(batch, in_features, generator=torch.Generator().manual_seed(0)) < 0.5).float()
+    values = device.project(x).values
+    assert values.shape == (batch, out_features)
+    print(json.dumps({"peak_rss_bytes": high_water_rss_bytes(), "rss_after_imports_bytes": before}))
+
+
+def measure_peak_memory() -> dict[str, float]:
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.simulated_projection", "--child"],
+        capture_output=True, text=True, check=True,
+    )
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--skip-memory", action="store_true", help="skip the 10k x 100k case")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        peak_memory_child()
+        return
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print(f"{'shape (batch, in, out)':<24} {'matmul':>10} {'linear':>10} {'ratio':>7} "
+          f"{'intensity':>10} {'ratio':>7}")
+    for shape in SHAPES:
+        r = time_shape(*shape)
+        print(f"{str(shape):<24} {r['matmul_s'] * 1e3:8.3f}ms {r['linear_s'] * 1e3:8.2f}ms "
+              f"{r['linear_ratio']:6.1f}x {r['intensity_s'] * 1e3:8.2f}ms {r['intensity_ratio']:6.1f}x")
+    if not args.skip_memory:
+        memory = measure_peak_memory()
+        gib = memory["peak_rss_bytes"] / 2**30
+        base = memory["rss_after_imports_bytes"] / 2**30
+        print(f"peak RSS, linear projection batch {LARGE[0]}, in {LARGE[1]} -> out {LARGE[2]}: "
+              f"{gib:.2f} GiB (process after imports: {base:.2f} GiB; goal < 2 GiB)")
+
+
+if __name__ == "__main__":
+    main()
