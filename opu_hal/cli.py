@@ -1,4 +1,4 @@
-"""``opu-hal``: list and inspect device profiles, project a batch.
+"""``opu-hal``: list and inspect device profiles, project a batch, account for privacy.
 
 Commands register themselves on one argparse parser; the trainers package adds its own
 (``train``, ...) through :func:`main`'s ``extra`` hook, so opu_hal never imports trainers.
@@ -16,6 +16,8 @@ import torch
 
 from .errors import OpuHalError
 from .loader import load_device
+from .privacy.commands import register_privacy_commands
+from .privacy.events import PrivacyParameterError
 from .profiles import list_profiles, load_profile
 
 Register = Callable[[argparse._SubParsersAction], None]
@@ -32,7 +34,7 @@ def _cmd_devices(args: argparse.Namespace) -> int:
             profile = load_profile(path)
             rows.append((path.stem, profile.backend, f"{profile.in_features}->{profile.out_features}",
                          profile.description))
-        except OpuHalError as exc:
+        except (OpuHalError, PrivacyParameterError) as exc:
             rows.append((path.stem, "INVALID", "", str(exc).splitlines()[0]))
     widths = [max(len(str(r[i])) for r in rows + [("profile", "backend", "size", "")]) for i in range(3)]
     print(f"{'profile':<{widths[0]}}  {'backend':<{widths[1]}}  {'size':<{widths[2]}}  description")
@@ -155,6 +157,7 @@ def build_parser(extra: Sequence[Register] = ()) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="opu-hal", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _register_device_commands(sub)
+    register_privacy_commands(sub)
     for register in extra:
         register(sub)
     return parser
@@ -165,7 +168,7 @@ def main(argv: Sequence[str] | None = None, extra: Sequence[Register] = ()) -> i
     args = build_parser(extra).parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except OpuHalError as exc:
+    except (OpuHalError, PrivacyParameterError) as exc:
         print(f"opu-hal {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -1,0 +1,30 @@
+"""A privacy budget: answers whether the next step still fits, so training stops before crossing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .accountant import Accountant
+from .events import Event, PrivacyParameterError
+
+
+@dataclass(frozen=True)
+class PrivacyBudget:
+    """Target ``(epsilon, delta)``; :meth:`allows` is checked before each step."""
+
+    target_epsilon: float
+    delta: float
+
+    def __post_init__(self) -> None:
+        if not (self.target_epsilon > 0):
+            raise PrivacyParameterError(f"target_epsilon must be > 0, got {self.target_epsilon}")
+        if not (0 < self.delta < 1):
+            raise PrivacyParameterError(f"delta must be in (0, 1), got {self.delta}")
+
+    def allows(self, accountant: Accountant, event: Event, count: int = 1) -> bool:
+        """Whether ``count`` more ``event`` keep the composition within the target."""
+        return accountant.epsilon_after(event, count, self.delta) <= self.target_epsilon
+
+    def spent(self, accountant: Accountant) -> float:
+        """Epsilon spent so far at this budget's delta."""
+        return accountant.get_epsilon(self.delta)

@@ -1,0 +1,104 @@
+"""``opu-hal account`` (epsilon of a described run) and ``opu-hal plan`` (noise for a target)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from typing import Callable
+
+from .accountant import Accountant
+from .events import (
+    Event,
+    FixedSizeGaussianEvent,
+    Neighboring,
+    PoissonGaussianEvent,
+    PrivacyParameterError,
+    SampledWithRejectionGaussianEvent,
+)
+from .inverse import noise_std_for, smallest_noise_multiplier
+
+SAMPLINGS = ("poisson", "fixed", "rejection")
+
+
+def run_description(args: argparse.Namespace) -> tuple[Callable[[float], Event], Neighboring, int]:
+    """(event for a noise multiplier, neighbouring relation, steps) of the described run."""
+    n, m = args.dataset_size, args.batch_size
+    if not (n >= 1 and 1 <= m <= n):
+        raise PrivacyParameterError(f"need 1 <= --batch-size <= --dataset-size, got {m} and {n}")
+    q = m / n
+    steps = args.steps if args.steps is not None else math.ceil(args.epochs * n / m)
+    if args.sampling == "poisson":
+        return (lambda z: PoissonGaussianEvent(q, z)), "add_remove", steps
+    if args.sampling == "fixed":
+        return (lambda z: FixedSizeGaussianEvent(n, m, z)), "replace_one", steps
+    min_batch = args.min_batch if args.min_batch is not None else max(1, int(0.9 * m))
+    return (lambda z: SampledWithRejectionGaussianEvent(q, z, min_batch, n)), "add_remove", steps
+
+
+def _cmd_account(args: argparse.Namespace) -> int:
+    event_for, neighboring, steps = run_description(args)
+    event = event_for(args.noise_multiplier)
+    accountant = Accountant(neighboring)
+    accountant.step(event, steps)
+    epsilon, order = accountant.get_epsilon_and_order(args.delta)
+    result = {"event": event.to_dict(), "neighboring": neighboring, "steps": steps,
+              "delta": args.delta, "epsilon_rdp": epsilon, "optimal_order": order}
+    if event.pld_supported:
+        result["epsilon_pld"] = accountant.get_epsilon_pld(args.delta)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"{type(event).__name__} {event.to_dict()}  ({neighboring}), {steps} steps")
+    print(f"epsilon (RDP) = {epsilon:.6g} at delta = {args.delta:g} (order {order:g})")
+    if "epsilon_pld" in result:
+        print(f"epsilon (PLD) = {result['epsilon_pld']:.6g}")
+    return 0
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    event_for, neighboring, steps = run_description(args)
+    z = smallest_noise_multiplier(event_for, steps, args.target_epsilon, args.delta, neighboring)
+    accountant = Accountant(neighboring)
+    accountant.step(event_for(z), steps)
+    result = {"noise_multiplier": z, "steps": steps, "neighboring": neighboring,
+              "target_epsilon": args.target_epsilon, "delta": args.delta,
+              "epsilon_rdp": accountant.get_epsilon(args.delta)}
+    if args.sensitivity is not None:
+        result["sensitivity"] = args.sensitivity
+        result["noise_std"] = noise_std_for(z, args.sensitivity)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"smallest noise multiplier: {z:.6g} ({steps} steps, {neighboring}); "
+          f"epsilon = {result['epsilon_rdp']:.6g} <= {args.target_epsilon:g} at delta = {args.delta:g}")
+    if "noise_std" in result:
+        print(f"device noise std at sensitivity {args.sensitivity:g}: {result['noise_std']:.6g}")
+    return 0
+
+
+def _add_run_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sampling", choices=SAMPLINGS, default="poisson",
+                   help="poisson (DP-SGD), fixed (without replacement, DP-DFA), rejection (DP-ULR)")
+    p.add_argument("--dataset-size", type=int, required=True, help="training examples N")
+    p.add_argument("--batch-size", type=int, required=True, help="(expected) batch size m")
+    length = p.add_mutually_exclusive_group(required=True)
+    length.add_argument("--steps", type=int, help="training steps")
+    length.add_argument("--epochs", type=float, help="epochs (steps = ceil(epochs * N / m))")
+    p.add_argument("--min-batch", type=int, default=None, help="rejection threshold N_B (rejection)")
+    p.add_argument("--delta", type=float, default=1e-5, help="target delta (default 1e-5)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def register_privacy_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("account", help="epsilon of a described private training run")
+    _add_run_arguments(p)
+    p.add_argument("--noise-multiplier", type=float, required=True, help="noise std / sensitivity")
+    p.set_defaults(func=_cmd_account)
+
+    p = sub.add_parser("plan", help="smallest noise multiplier for a target (epsilon, delta)")
+    _add_run_arguments(p)
+    p.add_argument("--target-epsilon", type=float, required=True, help="target epsilon")
+    p.add_argument("--sensitivity", type=float, default=None,
+                   help="l2 sensitivity, to also print the device noise std")
+    p.set_defaults(func=_cmd_plan)

@@ -1,0 +1,314 @@
+"""Privacy events: one step of a mechanism, as an RDP curve over a grid of orders.
+
+Standard Gaussian events are computed by Google's ``dp_accounting`` (their RDP is that library's);
+only the curves no library offers are written here: the photonic DFA bound of Ohana et al.
+(paper 000, Proposition 3) and the sampled-with-rejection Gaussian of DP-ULR (paper 004,
+Theorem 3.5). Each event names the neighbouring relation its bound is stated for.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar, Literal
+
+import dp_accounting
+import numpy as np
+from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
+from scipy import stats
+
+Neighboring = Literal["add_remove", "replace_one"]
+_LIBRARY_RELATION = {
+    "add_remove": dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
+    "replace_one": dp_accounting.NeighboringRelation.REPLACE_ONE,
+}
+DEFAULT_ORDERS: tuple[float, ...] = tuple(rdp_lib.DEFAULT_RDP_ORDERS)
+
+
+class PrivacyParameterError(ValueError):
+    """An event's parameters are outside the range where its bound holds."""
+
+
+def _positive(name: str, value: float) -> None:
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise PrivacyParameterError(f"{name} must be a finite number > 0, got {value!r}")
+
+
+def _rate(name: str, value: float) -> None:
+    if not (isinstance(value, (int, float)) and 0 < value <= 1):
+        raise PrivacyParameterError(f"{name} must be in (0, 1], got {value!r}")
+
+
+@dataclass(frozen=True)
+class Event(ABC):
+    """Base class: an event knows its RDP curve, its relations and how to serialize."""
+
+    kind: ClassVar[str] = ""
+    relations: ClassVar[tuple[str, ...]] = ()
+    pld_supported: ClassVar[bool] = False
+
+    @abstractmethod
+    def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
+        """RDP epsilon of one occurrence at each order."""
+
+    def library_event(self) -> "dp_accounting.DpEvent | None":
+        """The equivalent ``dp_accounting`` event, or None when the library has none."""
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **asdict(self)}
+
+
+@dataclass(frozen=True)
+class _LibraryEvent(Event):
+    """An event whose RDP comes from dp_accounting's RdpAccountant."""
+
+    def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
+        accountant = dp_accounting.rdp.RdpAccountant(list(orders), _LIBRARY_RELATION[neighboring])
+        accountant.compose(self.library_event())
+        return np.asarray(accountant._rdp, dtype=np.float64).copy()
+
+
+@dataclass(frozen=True)
+class GaussianEvent(_LibraryEvent):
+    """Gaussian mechanism, noise multiplier ``z = std / l2-sensitivity`` (Mironov 2017, Prop. 7:
+    ``eps(alpha) = alpha / (2 z^2)``). Sensitivity is taken under the accountant's relation."""
+
+    noise_multiplier: float
+    kind: ClassVar[str] = "gaussian"
+    relations: ClassVar[tuple[str, ...]] = ("add_remove", "replace_one")
+    pld_supported: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        _positive("noise_multiplier", self.noise_multiplier)
+
+    def library_event(self) -> dp_accounting.DpEvent:
+        return dp_accounting.GaussianDpEvent(self.noise_multiplier)
+
+
+@dataclass(frozen=True)
+class PoissonGaussianEvent(_LibraryEvent):
+    """Poisson-subsampled Gaussian (each example kept with probability ``q``), add/remove-one
+    adjacency, as DP-SGD uses (Mironov, Talwar, Zhang 2019, Sampled Gaussian Mechanism)."""
+
+    sampling_rate: float
+    noise_multiplier: float
+    kind: ClassVar[str] = "poisson_gaussian"
+    relations: ClassVar[tuple[str, ...]] = ("add_remove",)
+    pld_supported: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        _rate("sampling_rate", self.sampling_rate)
+        _positive("noise_multiplier", self.noise_multiplier)
+
+    def library_event(self) -> dp_accounting.DpEvent:
+        return dp_accounting.PoissonSampledDpEvent(
+            self.sampling_rate, dp_accounting.GaussianDpEvent(self.noise_multiplier)
+        )
+
+
+@dataclass(frozen=True)
+class FixedSizeGaussianEvent(_LibraryEvent):
+    """Gaussian on a minibatch of fixed size drawn without replacement, replace-one adjacency
+    (Wang, Balle, Kasiviswanathan 2019), as DP-DFA uses (Lee and Kifer, paper 002, Lemma 3)."""
+
+    dataset_size: int
+    batch_size: int
+    noise_multiplier: float
+    kind: ClassVar[str] = "fixed_size_gaussian"
+    relations: ClassVar[tuple[str, ...]] = ("replace_one",)
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.dataset_size, int) and isinstance(self.batch_size, int)
+                and 1 <= self.batch_size <= self.dataset_size):
+            raise PrivacyParameterError(
+                f"need integers 1 <= batch_size <= dataset_size, got batch_size={self.batch_size!r}, "
+                f"dataset_size={self.dataset_size!r}"
+            )
+        _positive("noise_multiplier", self.noise_multiplier)
+
+    def library_event(self) -> dp_accounting.DpEvent:
+        return dp_accounting.SampledWithoutReplacementDpEvent(
+            self.dataset_size, self.batch_size, dp_accounting.GaussianDpEvent(self.noise_multiplier)
+        )
+
+
+@dataclass(frozen=True)
+class PhotonicDFAEvent(Event):
+    """One step of photonic DFA (Ohana et al., paper 000, Proposition 3, eq. 17), per layer.
+
+    ``eps_PDFA(alpha) = C * 2 n_l alpha / (m sigma^2) * (g_max t_max tau_B)^2 / (g_min t_min)^2
+                        + n_l alpha / (2 (alpha - 1)) * log(m g^2 / ((m + 1) g^2 - G^2))``
+
+    with ``g = gamma_min tau_h_min``, ``G = gamma_max tau_h_max``; ``C = 1`` as eq. 17 states it.
+    The appendix (eq. 19) and the derivation give the first term without ``n_l``
+    (``first_term="appendix"``). ``log_term="alternative"`` uses the appendix's tighter
+    ``log((m - 1) / m + G^2 / (m g^2))``. ``case="equal_covariance"`` is A.2 (log term 0),
+    ``case="saturating"`` is A.3 (``eps = 2 alpha tau_B^2 / (m sigma^2)``). The curve is
+    multiplied by ``columns`` (n_{l-1}) and ``layers`` (L) as the proposition composes them.
+
+    Doubts, kept visible: (i) the paper composes ``T`` epochs, not steps, although fresh noise is
+    drawn at every step; by default the accountant composes per step. ``steps_per_epoch`` set to
+    an integer reproduces the paper's per-epoch reading (each step adds 1/steps_per_epoch of an
+    epoch) and is unsound for per-step noise. (ii) With ``gamma_min = 0`` (tanh without bounded
+    pre-activations) or ``(m + 1) g^2 <= G^2`` the bound is infinite.
+    """
+
+    n_l: int
+    batch_size: int
+    sigma: float
+    gamma_min: float
+    gamma_max: float
+    tau_h_min: float
+    tau_h_max: float
+    tau_b: float
+    columns: int = 1
+    layers: int = 1
+    case: Literal["general", "equal_covariance", "saturating"] = "general"
+    first_term: Literal["eq17", "appendix"] = "eq17"
+    log_term: Literal["proposition", "alternative"] = "proposition"
+    steps_per_epoch: int | None = None
+    kind: ClassVar[str] = "photonic_dfa"
+    relations: ClassVar[tuple[str, ...]] = ("replace_one",)
+
+    def __post_init__(self) -> None:
+        for name in ("n_l", "batch_size", "columns", "layers"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and value >= 1):
+                raise PrivacyParameterError(f"{name} must be an integer >= 1, got {value!r}")
+        _positive("sigma", self.sigma)
+        _positive("tau_b", self.tau_b)
+        _positive("gamma_max", self.gamma_max)
+        _positive("tau_h_max", self.tau_h_max)
+        for name in ("gamma_min", "tau_h_min"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise PrivacyParameterError(f"{name} must be finite and >= 0, got {value!r}")
+        if self.gamma_min > self.gamma_max or self.tau_h_min > self.tau_h_max:
+            raise PrivacyParameterError("need gamma_min <= gamma_max and tau_h_min <= tau_h_max")
+        if self.steps_per_epoch is not None and self.steps_per_epoch < 1:
+            raise PrivacyParameterError(f"steps_per_epoch must be >= 1, got {self.steps_per_epoch}")
+
+    def epsilon_pdfa(self, alpha: np.ndarray) -> np.ndarray:
+        """``eps_PDFA(alpha)`` of eq. 17 (or its A.2 / A.3 cases) for one column of one layer."""
+        alpha = np.asarray(alpha, dtype=np.float64)
+        m, sigma = self.batch_size, self.sigma
+        if self.case == "saturating":
+            return 2 * alpha * self.tau_b**2 / (m * sigma**2)
+        g = self.gamma_min * self.tau_h_min
+        big = self.gamma_max * self.tau_h_max
+        if g == 0:
+            return np.full_like(alpha, np.inf)
+        factor = self.n_l if self.first_term == "eq17" else 1
+        first = factor * 2 * alpha / (m * sigma**2) * (big * self.tau_b) ** 2 / g**2
+        if self.case == "equal_covariance":
+            return first
+        if self.log_term == "alternative":
+            log_arg = (m - 1) / m + big**2 / (m * g**2)
+        else:
+            denominator = (m + 1) * g**2 - big**2
+            if denominator <= 0:
+                return np.full_like(alpha, np.inf)
+            log_arg = m * g**2 / denominator
+        with np.errstate(divide="ignore"):
+            second = self.n_l * alpha / (2 * (alpha - 1)) * math.log(log_arg)
+        return first + second
+
+    def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
+        per_step = self.columns * self.layers * self.epsilon_pdfa(orders)
+        if self.steps_per_epoch is not None:
+            per_step = per_step / self.steps_per_epoch
+        return per_step
+
+
+@dataclass(frozen=True)
+class SampledWithRejectionGaussianEvent(Event):
+    """One step of DP-ULR's sampled-with-rejection Gaussian (paper 004, Definition 3.4,
+    Theorem 3.5, eq. 9; Theorem 3.6, eq. 10, composes it over T steps):
+
+    ``gamma(alpha) = q p(N_B - 1; N, q) / (1 - P(N_B - 1; N, q)) + 2 q^2 alpha / sigma^2``
+
+    with ``p``/``P`` the binomial(N, q) pmf/cdf, ``N`` the minimum dataset size and ``sigma`` the
+    noise multiplier (``sigma_0`` of DP-ULR's privacy controller). Valid only for
+    ``1 <= N_B <= q N``, ``q <= 1/5``, ``sigma >= 4`` and ``1 < alpha <= sigma^2 A / 2 - 2 ln sigma``,
+    ``alpha <= (sigma^2 A^2 / 2 - ln 5 - 2 ln sigma) / (A + ln(q alpha) + 1 / (2 sigma^2))``,
+    ``A = ln(1 + 1 / (q (alpha - 1)))``: parameters outside are refused; orders outside get an
+    infinite curve (they cannot be used), and a grid with no valid order is refused.
+    Adjacency: add/remove one, as the Sampled Gaussian Mechanism it extends.
+    """
+
+    sampling_rate: float
+    noise_multiplier: float
+    min_batch_size: int
+    min_dataset_size: int
+    kind: ClassVar[str] = "sampled_with_rejection_gaussian"
+    relations: ClassVar[tuple[str, ...]] = ("add_remove",)
+
+    def __post_init__(self) -> None:
+        q, sigma = self.sampling_rate, self.noise_multiplier
+        _rate("sampling_rate", q)
+        _positive("noise_multiplier", sigma)
+        if q > 0.2:
+            raise PrivacyParameterError(f"SRGM bound needs sampling_rate q <= 1/5, got {q}")
+        if sigma < 4:
+            raise PrivacyParameterError(f"SRGM bound needs noise_multiplier sigma_0 >= 4, got {sigma}")
+        if not (isinstance(self.min_dataset_size, int) and self.min_dataset_size > 1):
+            raise PrivacyParameterError(f"min_dataset_size must be an integer > 1, got {self.min_dataset_size!r}")
+        if not (isinstance(self.min_batch_size, int)
+                and 1 <= self.min_batch_size <= q * self.min_dataset_size):
+            raise PrivacyParameterError(
+                f"SRGM bound needs 1 <= N_B <= q * N = {q * self.min_dataset_size:g}, "
+                f"got N_B = {self.min_batch_size!r}"
+            )
+
+    def order_is_valid(self, alpha: float) -> bool:
+        """Whether Theorem 3.5's conditions on the order hold."""
+        q, sigma = self.sampling_rate, self.noise_multiplier
+        if alpha <= 1:
+            return False
+        a = math.log1p(1 / (q * (alpha - 1)))
+        if alpha > 0.5 * sigma**2 * a - 2 * math.log(sigma):
+            return False
+        denominator = a + math.log(q * alpha) + 1 / (2 * sigma**2)
+        numerator = 0.5 * sigma**2 * a**2 - math.log(5) - 2 * math.log(sigma)
+        return denominator > 0 and alpha <= numerator / denominator
+
+    def rejection_term(self) -> float:
+        """``q p(N_B - 1; N, q) / (1 - P(N_B - 1; N, q))``: the price of rejecting small batches."""
+        k, n, q = self.min_batch_size - 1, self.min_dataset_size, self.sampling_rate
+        return q * float(stats.binom.pmf(k, n, q)) / float(stats.binom.sf(k, n, q))
+
+    def gamma(self, alpha: float) -> float:
+        """eq. 9 at one order; refused outside the theorem's range."""
+        if not self.order_is_valid(alpha):
+            raise PrivacyParameterError(
+                f"order alpha = {alpha} is outside Theorem 3.5's valid range for q = "
+                f"{self.sampling_rate}, sigma = {self.noise_multiplier}"
+            )
+        return self.rejection_term() + 2 * self.sampling_rate**2 * alpha / self.noise_multiplier**2
+
+    def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
+        curve = np.array([self.gamma(a) if self.order_is_valid(a) else np.inf for a in orders])
+        if not np.isfinite(curve).any():
+            raise PrivacyParameterError(
+                f"no order of the accountant's grid satisfies Theorem 3.5 for q = "
+                f"{self.sampling_rate}, sigma = {self.noise_multiplier}"
+            )
+        return curve
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.kind: cls
+    for cls in (GaussianEvent, PoissonGaussianEvent, FixedSizeGaussianEvent, PhotonicDFAEvent,
+                SampledWithRejectionGaussianEvent)
+}
+
+
+def event_from_dict(data: dict[str, Any]) -> Event:
+    """Rebuild an event from :meth:`Event.to_dict` output."""
+    fields = dict(data)
+    kind = fields.pop("kind", None)
+    if kind not in EVENT_TYPES:
+        raise PrivacyParameterError(f"unknown event kind {kind!r}; known: {sorted(EVENT_TYPES)}")
+    return EVENT_TYPES[kind](**fields)

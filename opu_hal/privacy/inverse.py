@@ -1,0 +1,64 @@
+"""Inverse accounting: the smallest noise that keeps a planned run within a target budget."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+from .accountant import Accountant
+from .events import DEFAULT_ORDERS, Event, Neighboring, PrivacyParameterError
+
+EventForNoise = Callable[[float], Event]
+
+
+def planned_epsilon(
+    event_for: EventForNoise, noise_multiplier: float, steps: int, delta: float,
+    neighboring: Neighboring, orders: Sequence[float] = DEFAULT_ORDERS,
+) -> float:
+    """Epsilon of ``steps`` occurrences of ``event_for(noise_multiplier)``."""
+    accountant = Accountant(neighboring, orders)
+    accountant.step(event_for(noise_multiplier), steps)
+    return accountant.get_epsilon(delta)
+
+
+def smallest_noise_multiplier(
+    event_for: EventForNoise, steps: int, target_epsilon: float, delta: float,
+    neighboring: Neighboring, *, low: float = 1e-2, high: float = 1e3, rtol: float = 1e-4,
+    orders: Sequence[float] = DEFAULT_ORDERS,
+) -> float:
+    """Smallest noise multiplier ``z`` (within ``rtol``) whose planned run has epsilon <= target.
+
+    Bisection on ``log z``; epsilon falls as ``z`` grows. The returned ``z`` always satisfies the
+    target (it is the upper end of the final bracket).
+    """
+    if not (target_epsilon > 0 and 0 < delta < 1 and steps >= 1):
+        raise PrivacyParameterError(
+            f"need target_epsilon > 0, 0 < delta < 1, steps >= 1; got {target_epsilon}, {delta}, {steps}"
+        )
+
+    def fits(z: float) -> bool:
+        try:
+            return planned_epsilon(event_for, z, steps, delta, neighboring, orders) <= target_epsilon
+        except PrivacyParameterError:
+            return False
+
+    if not fits(high):
+        raise PrivacyParameterError(
+            f"even noise multiplier {high:g} does not reach epsilon {target_epsilon} in {steps} steps"
+        )
+    if fits(low):
+        return low
+    while high / low > 1 + rtol:
+        middle = math.sqrt(low * high)
+        if fits(middle):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def noise_std_for(noise_multiplier: float, sensitivity: float) -> float:
+    """Device noise std (output units) that gives ``noise_multiplier`` at ``sensitivity``."""
+    if not (sensitivity > 0):
+        raise PrivacyParameterError(f"sensitivity must be > 0, got {sensitivity}")
+    return noise_multiplier * sensitivity
