@@ -48,6 +48,7 @@ class Accountant:
         self._rdp = np.zeros_like(self.orders)
         self._ledger: list[LedgerEntry] = []
         self._curves: dict[Event, np.ndarray] = {}
+        self._totals: dict[Event, int] = {}  # occurrences per event, in order of first use
 
     # -- composing ---------------------------------------------------------------------------
     def curve(self, event: Event) -> np.ndarray:
@@ -72,14 +73,15 @@ class Accountant:
             self._ledger[-1].count += count
         else:
             self._ledger.append(LedgerEntry(event, count))
-        self._rdp = self._compose(self._ledger)
+        self._totals[event] = self._totals.get(event, 0) + count
+        self._rdp = self._compose(self._totals)
 
-    def _compose(self, ledger: list[LedgerEntry]) -> np.ndarray:
-        """RDP of a ledger: a function of the ledger alone, so a restored ledger is bit-identical."""
-        total = np.zeros_like(self.orders)
-        for entry in ledger:
-            total = total + entry.count * self._curves[entry.event]
-        return total
+    def _compose(self, totals: dict[Event, int]) -> np.ndarray:
+        """RDP of per-event totals: a function of the ledger alone, so a restore is bit-identical."""
+        rdp = np.zeros_like(self.orders)
+        for event, count in totals.items():
+            rdp = rdp + count * self._curves[event]
+        return rdp
 
     @property
     def rdp(self) -> np.ndarray:
@@ -112,7 +114,9 @@ class Accountant:
         """Epsilon the composition would have after ``count`` more ``event``; changes nothing."""
         _check_delta(delta)
         self.curve(event)
-        rdp = self._compose(self._ledger + [LedgerEntry(event, count)])
+        totals = dict(self._totals)
+        totals[event] = totals.get(event, 0) + count
+        rdp = self._compose(totals)
         return float(rdp_lib.compute_epsilon(self.orders, rdp, delta)[0])
 
     def get_epsilon_pld(self, delta: float, value_discretization_interval: float = 1e-4) -> float:
