@@ -8,7 +8,7 @@ from .device import Device
 from .errors import DeviceTimeout, DeviceUnavailable, InputError, OpuHalError, ProfileError
 from .loader import load_device
 from .noise import NoiseReport, Projection
-from .profiles import BaseProfile, SimulatedProfile, TorchProfile, list_profiles, load_profile, validate_profile
+from .profiles import BaseProfile, LightonProfile, SimulatedProfile, TorchProfile, list_profiles, load_profile, validate_profile
 from .ternary import combine_independent, project_ternary
 from .registry import BackendSpec, backend_names, get_backend, register_backend, unregister_backend
 
@@ -23,6 +23,7 @@ __all__ = [
     "DeviceUnavailable",
     "InputError",
     "InputKind",
+    "LightonProfile",
     "NoiseReport",
     "OpuHalError",
     "OutputKind",

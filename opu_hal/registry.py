@@ -14,7 +14,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING, Callable, Union
 
 from .errors import OpuHalError, ProfileError
-from .profiles import BaseProfile, SimulatedProfile, TorchProfile
+from .profiles import BaseProfile, LightonProfile, SimulatedProfile, TorchProfile
 
 if TYPE_CHECKING:
     from .device import Device
@@ -48,6 +48,7 @@ _BUILTINS: dict[str, BackendSpec] = {
     "simulated": BackendSpec(
         "simulated", SimulatedProfile, "opu_hal.backends.simulated.device:SimulatedDevice"
     ),
+    "lighton": BackendSpec("lighton", LightonProfile, "opu_hal.backends.lighton:LightonDevice"),
 }
 _registered: dict[str, BackendSpec] = {}
 _discovered: dict[str, BackendSpec] | None = None

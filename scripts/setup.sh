@@ -17,7 +17,8 @@ if [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
   "${pip[@]}" "${links[@]}" torch==2.13.0
   "${pip[@]}" "${links[@]}" -e "$ROOT[lighton,dev]"
   # lightonml pins numexpr==2.7.*, which does not build on Python 3.11; the [lighton] extra
-  # above installs a current numexpr, attrs and requests, and lightonml goes in without deps.
+  # above installs a current numexpr, attrs, requests and setuptools (lightonml imports
+  # pkg_resources), and lightonml goes in without deps.
   "${pip[@]}" --no-deps lightonml==1.4.3
   echo "$want" > "$STAMP"
 fi

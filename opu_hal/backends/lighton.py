@@ -1,0 +1,219 @@
+"""``backend = "lighton"``: the real OPU through LightOn's SDK ``lightonml`` (1.4.3).
+
+The SDK is imported lazily: without it, building a device raises :class:`DeviceUnavailable`
+saying how to install it. ``OPU.fit1d`` runs once (at :meth:`open`) for ``in_features``;
+``linear_transform`` serves linear mode and ``transform`` intensity mode. Every transform is
+retried with bounded exponential backoff and a per-call timeout; a call either returns the whole
+batch or raises, never a partial batch.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import json
+import math
+import threading
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from ..capabilities import Capabilities
+from ..device import Device
+from ..errors import DeviceTimeout, DeviceUnavailable, ProfileError
+from ..noise import NoiseReport, Projection
+from ..profiles import CAMERA_PIXELS, DMD_MIRRORS, LightonProfile
+from ..seeding import stream_seed
+
+INSTALL_HINT = (
+    "install the SDK with `pip install --no-deps lightonml==1.4.3` next to numexpr, attrs, requests "
+    "and setuptools<81 "
+    "(scripts/setup.sh does this; lightonml pins numexpr==2.7.*, which does not build on Python 3.11)"
+)
+LIGHTON_CONFIG_GLOB = "/etc/lighton/*.json"
+
+
+def import_sdk() -> Any:
+    """The ``lightonml`` module, or :class:`DeviceUnavailable` with the install command."""
+    try:
+        with warnings.catch_warnings():  # lightonml 1.4.3 imports the deprecated pkg_resources
+            warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
+            return importlib.import_module("lightonml")
+    except ImportError as exc:
+        raise DeviceUnavailable(f"lightonml is not importable ({exc}); {INSTALL_HINT}") from None
+
+
+def check_hardware_present() -> None:
+    """Refuse early, with what to do, when this host has no OPU configuration or driver."""
+    if not glob.glob(LIGHTON_CONFIG_GLOB):
+        raise DeviceUnavailable(
+            f"no OPU on this host: no configuration file matches {LIGHTON_CONFIG_GLOB} "
+            "(an OPU host has one from LightOn's installation); use a profile with "
+            "simulated = true, or run on a machine with a LightOn OPU"
+        )
+    try:
+        importlib.import_module("lightonopu")
+    except ImportError:
+        raise DeviceUnavailable(
+            "the OPU driver package lightonopu is missing: install it from LightOn's "
+            "repository on the OPU host (`pip install lightonml[drivers]`)"
+        ) from None
+
+
+def read_calibration(profile: LightonProfile) -> NoiseReport | None:
+    """The calibrated noise report named by the profile, or None."""
+    if profile.calibration is None:
+        return None
+    path = Path(profile.calibration)
+    if not path.is_absolute() and profile.source is not None:
+        path = profile.source.parent / path
+    try:
+        data = json.loads(path.read_text())
+        return NoiseReport(
+            std=float(data["std"]), std_lower=float(data["std_lower"]), source="calibrated",
+            temperature_c=data.get("temperature_c"), exposure_us=data.get("exposure_us"),
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ProfileError(f"{profile.source}: key 'calibration': cannot use {path}: {exc}") from None
+
+
+def call_with_retries(
+    call: Callable[[], Any], *, retries: int, timeout_s: float, backoff_s: float,
+    sleep: Callable[[float], None] = time.sleep, what: str = "OPU transform",
+) -> Any:
+    """Run ``call`` with a timeout per attempt; retry failures with delays backoff * 2^k.
+
+    After ``retries`` retries: :class:`DeviceTimeout` if the last attempt timed out, else
+    :class:`DeviceUnavailable`. A hung attempt is abandoned in its daemon thread; its result,
+    if it ever comes, is discarded.
+    """
+    last_error: BaseException | None = None
+    timed_out = False
+    for attempt in range(retries + 1):
+        if attempt:
+            sleep(backoff_s * 2 ** (attempt - 1))
+        outcome: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                outcome["value"] = call()
+            except BaseException as exc:  # handed to the caller's thread below
+                outcome["error"] = exc
+
+        worker = threading.Thread(target=target, daemon=True, name=f"opu-hal {what}")
+        worker.start()
+        worker.join(timeout_s)
+        if worker.is_alive():
+            timed_out, last_error = True, TimeoutError(f"no answer within {timeout_s} s")
+            continue
+        if "error" in outcome:
+            timed_out, last_error = False, outcome["error"]
+            continue
+        return outcome["value"]
+    attempts = retries + 1
+    if timed_out:
+        raise DeviceTimeout(
+            f"{what} timed out {attempts} time(s) ({timeout_s} s each); check the OPU host, or "
+            "raise timeout_s / retries in the profile"
+        )
+    raise DeviceUnavailable(f"{what} failed {attempts} time(s); last error: {last_error!r}")
+
+
+class LightonDevice(Device[LightonProfile]):
+    """LightOn OPU (hardware, or the SDK's simulated device) behind the device contract."""
+
+    def __init__(self, profile: LightonProfile, opu_device: Any = None) -> None:
+        super().__init__(profile)
+        self._sdk = import_sdk()
+        if not profile.simulated and opu_device is None:
+            check_hardware_present()
+        self._opu_device = opu_device
+        self._opu: Any = None
+        self._calibration = read_calibration(profile)
+        self._noise_generator = torch.Generator().manual_seed(stream_seed(profile.seed, "noise"))
+        self.attempts = 0
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(
+            input_kind="binary", output_kind=self._profile.mode, max_in_features=DMD_MIRRORS,
+            max_out_features=CAMERA_PIXELS, temperature_settable=False,
+            noise_settable=self._profile.simulated,
+        )
+
+    @property
+    def calibrated(self) -> bool:
+        return self._calibration is not None
+
+    def noise_report(self) -> NoiseReport:
+        """Software noise (simulated), calibrated noise (hardware), or zero when uncalibrated."""
+        p = self._profile
+        if p.simulated:
+            return NoiseReport(std=p.noise_std, std_lower=p.noise_std, source="software",
+                               exposure_us=p.exposure_us)
+        if self._calibration is not None:
+            return self._calibration
+        return NoiseReport(std=0.0, std_lower=0.0, source="declared", exposure_us=p.exposure_us,
+                           details={"uncalibrated": 1.0})
+
+    def _acquire(self) -> None:
+        p = self._profile
+        device = self._opu_device
+        if device is None and p.simulated:
+            kwargs = {k: int(v) for k, v in (("exposure_us", p.exposure_us),
+                                             ("frametime_us", p.frametime_us)) if v is not None}
+            device = self._sdk.internal.simulated_device.SimulatedOpuDevice(
+                linear=p.mode == "linear", **kwargs
+            )
+        override = {}
+        if not p.simulated and device is None:
+            if p.exposure_us is not None:
+                override["output"] = {"exposure_us": p.exposure_us}
+            if p.frametime_us is not None:
+                override["input"] = {"frametime_us": p.frametime_us}
+        try:
+            opu = self._sdk.OPU(
+                n_components=p.out_features, opu_device=device, max_n_features=p.in_features,
+                config_override=override or None, rescale=p.rescale, disable_pbar=True,
+                open_at_init=False,
+            )
+            if hasattr(opu.device, "build_random_matrix"):
+                opu.device.build_random_matrix(p.in_features, p.out_features,
+                                               seed=stream_seed(p.seed, "matrix") % 2**32)
+            opu.open()
+            opu.fit1d(n_features=p.in_features)
+        except (RuntimeError, OSError, ImportError) as exc:
+            raise DeviceUnavailable(f"could not open the OPU through lightonml: {exc}") from None
+        self._opu = opu
+
+    def _release(self) -> None:
+        if self._opu is not None:
+            self._opu.close()
+            self._opu = None
+
+    def _transform(self, batch: np.ndarray) -> np.ndarray:
+        self.attempts += 1
+        method = self._opu.linear_transform if self._profile.mode == "linear" else self._opu.transform
+        output = np.asarray(method(batch), dtype=np.float32)
+        if output.shape != (batch.shape[0], self.out_features):
+            raise RuntimeError(
+                f"OPU returned shape {output.shape}, expected {(batch.shape[0], self.out_features)}"
+            )
+        return output
+
+    def _project(self, x: torch.Tensor) -> Projection:
+        batch = x.detach().cpu().numpy().astype(np.uint8)
+        p = self._profile
+        output = call_with_retries(
+            lambda: self._transform(batch), retries=p.retries, timeout_s=p.timeout_s,
+            backoff_s=p.backoff_s,
+        )
+        values = torch.from_numpy(output.copy())
+        report = self.noise_report()
+        if p.simulated and p.noise_std > 0:
+            values += p.noise_std * torch.randn(values.shape, generator=self._noise_generator)
+        return Projection(values=values, noise=report)

@@ -1,0 +1,160 @@
+"""The LightOn backend through the real lightonml SDK (its simulated device), faults included.
+
+Faults are injected through the SDK's own ``opu_device`` seam. lightonml accepts only objects
+whose class is named ``SimulatedOpuDevice`` or ``OpuDevice``, so the faulty devices below are
+subclasses of the SDK's simulated device under that name.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import numpy as np
+import pytest
+import torch
+from lightonml.internal import simulated_device
+
+import opu_hal
+from opu_hal import DeviceTimeout, DeviceUnavailable, LightonProfile, ProfileError
+from opu_hal.backends import lighton
+from opu_hal.backends.lighton import LightonDevice, call_with_retries
+from opu_hal.cli import main
+
+
+def profile(**overrides) -> LightonProfile:
+    fields = dict(backend="lighton", in_features=12, out_features=64, simulated=True,
+                  retries=2, timeout_s=2.0, backoff_s=0.0)
+    return LightonProfile(**{**fields, **overrides})
+
+
+def faulty(failures: int | None = None, hang: threading.Event | None = None):
+    """A simulated SDK device failing ``failures`` times (None: always), or hanging on ``hang``."""
+
+    class SimulatedOpuDevice(simulated_device.SimulatedOpuDevice):
+        calls = 0
+
+        def transform2(self, X, Y, _=None):
+            type(self).calls += 1
+            if hang is not None:
+                hang.wait()
+            if failures is None or type(self).calls <= failures:
+                raise RuntimeError("camera frame lost")
+            return super().transform2(X, Y, _)
+
+    return SimulatedOpuDevice(linear=True)
+
+
+BATCH = (torch.rand(6, 12, generator=torch.Generator().manual_seed(0)) < 0.5).float()
+
+
+def test_simulated_sdk_projection_is_x_times_the_real_part_of_its_matrix():
+    with LightonDevice(profile()) as device:
+        values = device.project(BATCH).values
+        matrix = device._opu.device.random_matrix
+    np.testing.assert_allclose(values.numpy(), BATCH.numpy() @ matrix.real, rtol=1e-5, atol=1e-5)
+
+
+def test_profile_seed_selects_the_sdk_matrix():
+    with LightonDevice(profile(seed=1)) as one, LightonDevice(profile(seed=2)) as two:
+        assert not torch.equal(one.project(BATCH).values, two.project(BATCH).values)
+
+
+def test_simulated_noise_is_software_noise_with_an_exact_report():
+    with LightonDevice(profile(noise_std=0.2, out_features=4096)) as device:
+        noisy = device.project(BATCH[:1]).values
+        clean = torch.from_numpy(BATCH[:1].numpy() @ device._opu.device.random_matrix.real)
+        assert device.project(BATCH[:1]).noise == opu_hal.NoiseReport(0.2, 0.2, "software")
+    assert (noisy - clean).std().item() == pytest.approx(0.2, rel=0.05)
+
+
+def test_intensity_mode_returns_squared_modulus():
+    with LightonDevice(profile(mode="intensity")) as device:
+        values = device.project(BATCH).values
+        matrix = device._opu.device.random_matrix
+    np.testing.assert_allclose(values.numpy(), np.abs(BATCH.numpy() @ matrix) ** 2, rtol=1e-4, atol=1e-5)
+
+
+def test_transient_failures_are_retried_and_the_whole_batch_returned():
+    device = LightonDevice(profile(retries=3), opu_device=faulty(failures=2))
+    with device:
+        projection = device.project(BATCH)
+    assert projection.values.shape == (6, 64) and device.attempts == 3
+
+
+def test_failing_forever_raises_device_unavailable_after_bounded_retries():
+    device = LightonDevice(profile(retries=2), opu_device=faulty(failures=None))
+    with device, pytest.raises(DeviceUnavailable, match="failed 3 time"):
+        device.project(BATCH)
+    assert device.attempts == 3
+
+
+def test_hanging_device_raises_device_timeout():
+    release = threading.Event()
+    device = LightonDevice(profile(retries=1, timeout_s=0.2), opu_device=faulty(hang=release))
+    try:
+        with device, pytest.raises(DeviceTimeout, match="timed out 2 time"):
+            device.project(BATCH)
+    finally:
+        release.set()
+
+
+def test_backoff_doubles_and_no_partial_result_escapes():
+    delays: list[float] = []
+    outputs = iter([RuntimeError("lost"), RuntimeError("lost"), np.ones((6, 64))])
+
+    def call():
+        item = next(outputs)
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    result = call_with_retries(call, retries=3, timeout_s=1.0, backoff_s=0.5, sleep=delays.append)
+    assert delays == [0.5, 1.0] and result.shape == (6, 64)
+
+
+def test_partial_batch_from_the_sdk_counts_as_a_failure():
+    device = LightonDevice(profile(retries=1))
+    with device:
+        device._opu.linear_transform = lambda batch: np.zeros((batch.shape[0] - 1, 64))
+        with pytest.raises(DeviceUnavailable, match="expected"):
+            device.project(BATCH)
+
+
+def test_missing_sdk_is_device_unavailable_with_the_install_command(monkeypatch):
+    monkeypatch.setitem(sys.modules, "lightonml", None)
+    with pytest.raises(DeviceUnavailable, match="pip install --no-deps lightonml==1.4.3"):
+        opu_hal.load_device(profile())
+
+
+def test_hardware_profile_without_opu_configuration_is_device_unavailable(monkeypatch):
+    monkeypatch.setattr(lighton, "LIGHTON_CONFIG_GLOB", "/nonexistent/lighton/*.json")
+    with pytest.raises(DeviceUnavailable, match="no OPU on this host"):
+        opu_hal.load_device(profile(simulated=False))
+
+
+def test_cli_info_on_the_cloud_profile_explains_and_exits_2(capsys):
+    assert main(["info", "lighton-cloud"]) == 2
+    err = capsys.readouterr().err
+    assert "no OPU on this host" in err and "Traceback" not in err
+
+
+def test_uncalibrated_hardware_reports_zero_noise_and_calibration_file_is_used(tmp_path, monkeypatch):
+    monkeypatch.setattr(lighton, "check_hardware_present", lambda: None)
+    device = LightonDevice(profile(simulated=False))
+    assert not device.calibrated and device.noise_report().std == 0.0
+    (tmp_path / "cal.json").write_text('{"std": 0.03, "std_lower": 0.025, "temperature_c": 31.0}')
+    (tmp_path / "opu.toml").write_text(
+        'backend = "lighton"\nin_features = 12\nout_features = 64\ncalibration = "cal.json"\n'
+    )
+    calibrated = LightonDevice(opu_hal.load_profile(tmp_path / "opu.toml"))
+    assert calibrated.noise_report() == opu_hal.NoiseReport(0.03, 0.025, "calibrated", 31.0)
+
+
+def test_software_noise_on_hardware_and_credentials_in_profiles_are_refused():
+    with pytest.raises(ProfileError, match="noise_std is software noise"):
+        opu_hal.validate_profile({"backend": "lighton", "in_features": 4, "out_features": 4,
+                                  "noise_std": 0.1})
+    with pytest.raises(ProfileError, match="unknown key"):
+        opu_hal.validate_profile({"backend": "lighton", "in_features": 4, "out_features": 4,
+                                  "simulated": True, "api_token": "secret"})
