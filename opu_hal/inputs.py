@@ -11,6 +11,7 @@ from .capabilities import Capabilities
 from .errors import InputError
 
 _ALLOWED_VALUES = {"binary": (0.0, 1.0), "ternary": (-1.0, 0.0, 1.0)}
+_INTEGER_DTYPES = {torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64}
 
 
 def as_batch(x: Any) -> torch.Tensor:
@@ -52,9 +53,6 @@ def check_batch(x: Any, in_features: int, capabilities: Capabilities) -> torch.T
             )
     _check_kind(batch, capabilities.input_kind)
     return batch
-
-
-_INTEGER_DTYPES = {torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64}
 
 
 def _check_kind(batch: torch.Tensor, kind: str) -> None:

@@ -72,12 +72,6 @@ class TransmissionMatrix:
         self._remember(index, block)
         return block
 
-    def dense(self) -> torch.Tensor:
-        """The whole complex matrix (for tests and small sizes only)."""
-        real = torch.cat([self.block(i)[0] for i in range(self.n_blocks)], dim=1)
-        imag = torch.cat([self.block(i)[1] for i in range(self.n_blocks)], dim=1)
-        return torch.complex(real, imag)
-
     def field(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(Re z, Im z)`` of ``z = x T`` for a batch ``(n, in)``: each ``(n, out)``."""
         if self.n_blocks == 1:
