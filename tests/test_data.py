@@ -1,0 +1,72 @@
+"""IDX datasets: small files built here; errors name the path and the fix."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from trainers.data import DATA_DIR_ENV, FILES, DatasetError, load_dataset, read_idx
+
+
+def write_idx(path: Path, array: np.ndarray, compress: bool = False) -> None:
+    magic = 0x00000803 if array.ndim == 3 else 0x00000801
+    header = magic.to_bytes(4, "big") + b"".join(int(d).to_bytes(4, "big") for d in array.shape)
+    payload = header + array.astype(np.uint8).tobytes()
+    if compress:
+        path = path.with_name(path.name + ".gz")
+        path.write_bytes(gzip.compress(payload))
+    else:
+        path.write_bytes(payload)
+
+
+def make_dataset(folder: Path, n_train: int = 50, n_test: int = 20, compress: bool = True) -> None:
+    rng = np.random.default_rng(0)
+    write_idx(folder / FILES["train_images"], rng.integers(0, 256, (n_train, 28, 28)), compress)
+    write_idx(folder / FILES["train_labels"], rng.integers(0, 10, n_train), compress)
+    write_idx(folder / FILES["test_images"], rng.integers(0, 256, (n_test, 28, 28)), compress)
+    write_idx(folder / FILES["test_labels"], rng.integers(0, 10, n_test), compress)
+
+
+def test_gzipped_idx_files_load_with_a_ten_percent_validation_split(tmp_path):
+    make_dataset(tmp_path)
+    data = load_dataset("fashion-mnist", tmp_path)
+    assert (len(data.train), len(data.validation), len(data.test)) == (45, 5, 20)
+    assert data.n_features == 784 and 0.0 <= float(data.train.x.min()) and float(data.train.x.max()) <= 1.0
+
+
+def test_split_is_seeded_and_disjoint(tmp_path):
+    make_dataset(tmp_path, compress=False)
+    first, again = load_dataset("mnist", tmp_path, seed=3), load_dataset("mnist", tmp_path, seed=3)
+    assert (first.validation.x == again.validation.x).all()
+    rows = {tuple(r.tolist()) for r in first.train.x} & {tuple(r.tolist()) for r in first.validation.x}
+    assert not rows
+
+
+def test_data_dir_comes_from_the_environment(tmp_path, monkeypatch):
+    make_dataset(tmp_path)
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))
+    assert len(load_dataset("mnist").test) == 20
+
+
+def test_missing_files_name_the_path_and_the_debian_package(tmp_path):
+    with pytest.raises(DatasetError, match="apt-get install -y dataset-fashion-mnist") as info:
+        load_dataset("fashion-mnist", tmp_path)
+    assert str(tmp_path) in str(info.value)
+
+
+def test_bad_magic_number_is_reported(tmp_path):
+    path = tmp_path / "x-idx3-ubyte"
+    path.write_bytes(b"\x00\x00\x09\x99" + bytes(16))
+    with pytest.raises(DatasetError, match="bad IDX magic number 0x00000999"):
+        read_idx(path)
+
+
+def test_truncated_file_is_reported(tmp_path):
+    path = tmp_path / "x-idx3-ubyte"
+    write_idx(path, np.zeros((4, 28, 28)))
+    path.write_bytes(path.read_bytes()[:-10])
+    with pytest.raises(DatasetError, match="truncated or corrupt"):
+        read_idx(path)

@@ -1,0 +1,143 @@
+"""MNIST-format datasets (FashionMNIST, MNIST) read from the original IDX files.
+
+Default FashionMNIST location: the Debian package ``dataset-fashion-mnist``
+(``/usr/share/datasets/fashion-mnist/``), overridable by ``data_dir`` or the environment variable
+``OPU_HAL_DATA_DIR``. Files may be gzipped. A 10% validation split is carved from the training
+set with a seeded permutation, as in paper 000 (section 4).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+DATA_DIR_ENV = "OPU_HAL_DATA_DIR"
+DEFAULT_DIRS = {"fashion-mnist": Path("/usr/share/datasets/fashion-mnist"), "mnist": None}
+FILES = {
+    "train_images": "train-images-idx3-ubyte",
+    "train_labels": "train-labels-idx1-ubyte",
+    "test_images": "t10k-images-idx3-ubyte",
+    "test_labels": "t10k-labels-idx1-ubyte",
+}
+_MAGIC = {0x00000803: 3, 0x00000801: 1}  # unsigned-byte IDX of rank 3 (images) and 1 (labels)
+
+
+class DatasetError(ValueError):
+    """Dataset files are missing or unreadable; the message names the path and the fix."""
+
+
+def read_idx(path: Path) -> np.ndarray:
+    """An unsigned-byte IDX file (optionally ``.gz``) as a numpy array."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rb") as handle:
+            data = handle.read()
+    except (OSError, EOFError) as exc:
+        raise DatasetError(f"{path}: cannot read ({exc}); re-install or re-download the file") from None
+    if len(data) < 4:
+        raise DatasetError(f"{path}: truncated IDX file ({len(data)} bytes)")
+    magic = int.from_bytes(data[:4], "big")
+    if magic not in _MAGIC:
+        raise DatasetError(
+            f"{path}: bad IDX magic number 0x{magic:08x} (expected 0x00000803 for images or "
+            "0x00000801 for labels); the file is corrupt or not an IDX file"
+        )
+    rank = _MAGIC[magic]
+    header = 4 + 4 * rank
+    if len(data) < header:
+        raise DatasetError(f"{path}: truncated IDX header")
+    shape = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(rank))
+    expected = header + int(np.prod(shape))
+    if len(data) != expected:
+        raise DatasetError(
+            f"{path}: IDX header announces shape {shape} ({expected} bytes) but the file has "
+            f"{len(data)} bytes: truncated or corrupt; re-install or re-download it"
+        )
+    return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(shape)
+
+
+def find_file(directory: Path, stem: str) -> Path:
+    for candidate in (directory / stem, directory / f"{stem}.gz"):
+        if candidate.is_file():
+            return candidate
+    raise DatasetError(
+        f"{directory / stem}[.gz]: missing. For FashionMNIST install the Debian package "
+        "(`apt-get update && apt-get install -y dataset-fashion-mnist`), or point --data-dir / "
+        f"${DATA_DIR_ENV} to a folder holding the four IDX files"
+    )
+
+
+@dataclass(frozen=True)
+class Split:
+    """Images flattened to ``(n, 784)`` floats in [0, 1] and integer labels."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+
+    def __len__(self) -> int:
+        return int(self.y.shape[0])
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    train: Split
+    validation: Split
+    test: Split
+
+    @property
+    def n_features(self) -> int:
+        return int(self.train.x.shape[1])
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.train.y.max()) + 1
+
+
+def resolve_dir(name: str, data_dir: str | os.PathLike[str] | None) -> Path:
+    if data_dir is not None:
+        return Path(data_dir)
+    if os.environ.get(DATA_DIR_ENV):
+        return Path(os.environ[DATA_DIR_ENV])
+    default = DEFAULT_DIRS.get(name)
+    if default is None:
+        raise DatasetError(f"dataset {name!r} has no default folder; give --data-dir or ${DATA_DIR_ENV}")
+    return default
+
+
+def _split(images: np.ndarray, labels: np.ndarray, path: Path) -> Split:
+    if images.ndim != 3 or labels.ndim != 1 or images.shape[0] != labels.shape[0]:
+        raise DatasetError(
+            f"{path}: images {images.shape} and labels {labels.shape} do not match"
+        )
+    x = torch.from_numpy(images.reshape(images.shape[0], -1).astype(np.float32) / 255.0)
+    return Split(x=x, y=torch.from_numpy(labels.astype(np.int64)))
+
+
+def load_dataset(
+    name: str = "fashion-mnist", data_dir: str | os.PathLike[str] | None = None,
+    validation_fraction: float = 0.1, seed: int = 0,
+) -> Dataset:
+    """Train / validation / test splits of an MNIST-format dataset."""
+    if name not in DEFAULT_DIRS:
+        raise DatasetError(f"unknown dataset {name!r}; known: {', '.join(DEFAULT_DIRS)}")
+    if not 0 <= validation_fraction < 1:
+        raise DatasetError(f"validation_fraction must be in [0, 1), got {validation_fraction}")
+    directory = resolve_dir(name, data_dir)
+    arrays = {key: read_idx(find_file(directory, stem)) for key, stem in FILES.items()}
+    train = _split(arrays["train_images"], arrays["train_labels"], directory)
+    test = _split(arrays["test_images"], arrays["test_labels"], directory)
+    order = torch.randperm(len(train), generator=torch.Generator().manual_seed(seed))
+    n_val = int(round(validation_fraction * len(train)))
+    val_idx, train_idx = order[:n_val], order[n_val:]
+    return Dataset(
+        name=name,
+        train=Split(train.x[train_idx], train.y[train_idx]),
+        validation=Split(train.x[val_idx], train.y[val_idx]),
+        test=test,
+    )
