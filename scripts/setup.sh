@@ -22,4 +22,10 @@ if [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
   "${pip[@]}" --no-deps lightonml==1.4.3
   echo "$want" > "$STAMP"
 fi
+# Real FashionMNIST: the Debian package installs the original IDX files (no download at run time).
+DATA_DIR=/usr/share/datasets/fashion-mnist
+if [ ! -d "$DATA_DIR" ] && [ -z "${OPU_HAL_DATA_DIR:-}" ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+  echo "setup: installing FashionMNIST (apt-get install dataset-fashion-mnist)" >&2
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dataset-fashion-mnist >/dev/null
+fi
 export PATH="$VENV/bin:$PATH"

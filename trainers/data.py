@@ -141,3 +141,22 @@ def load_dataset(
         validation=Split(train.x[val_idx], train.y[val_idx]),
         test=test,
     )
+
+
+def scale_inputs(data: Dataset, how: str, reference: Split | None = None) -> Dataset:
+    """``unit``: pixels in [0, 1] as read; ``centered``: ``2 x - 1``; ``standardized``:
+    ``(x - mean) / std`` with the scalar mean and std of ``reference`` (default: the training split)."""
+    if how == "unit":
+        return data
+    if how == "centered":
+        shift, scale = 0.5, 0.5
+    elif how == "standardized":
+        source = reference or data.train
+        shift, scale = float(source.x.mean()), float(source.x.std())
+    else:
+        raise DatasetError(f"unknown input scaling {how!r}; choose unit, centered or standardized")
+
+    def apply(split: Split) -> Split:
+        return Split((split.x - shift) / scale, split.y)
+
+    return Dataset(name=data.name, train=apply(data.train), validation=apply(data.validation), test=apply(data.test))

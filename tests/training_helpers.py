@@ -1,0 +1,34 @@
+"""Small synthetic datasets and devices for the trainer tests (fast, no files)."""
+
+from __future__ import annotations
+
+import torch
+
+from opu_hal import load_device
+from opu_hal.profiles import validate_profile
+from trainers.data import Dataset, Split
+
+
+def clusters(n_train: int = 600, n_test: int = 200, features: int = 20, classes: int = 10,
+             seed: int = 0, spread: float = 0.6) -> Dataset:
+    """Separable Gaussian clusters: every method should learn them."""
+    g = torch.Generator().manual_seed(seed)
+    centers = torch.randn(classes, features, generator=g)
+
+    def split(n: int) -> Split:
+        y = torch.randint(0, classes, (n,), generator=g)
+        return Split(centers[y] + spread * torch.randn(n, features, generator=g), y)
+
+    return Dataset(name="clusters", train=split(n_train), validation=split(n_test // 2), test=split(n_test))
+
+
+def torch_device(out_features: int = 48, in_features: int = 10, noise_std: float = 0.0, seed: int = 0):
+    profile = validate_profile({"backend": "torch", "in_features": in_features, "out_features": out_features,
+                                "seed": seed, "device": "cpu", "noise_std": noise_std, "input_kind": "real"})
+    return load_device(profile)
+
+
+def simulated_device(out_features: int = 48, in_features: int = 10, seed: int = 0):
+    profile = validate_profile({"backend": "simulated", "in_features": in_features,
+                                "out_features": out_features, "seed": seed, "mode": "linear"})
+    return load_device(profile)

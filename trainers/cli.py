@@ -1,0 +1,129 @@
+"""``opu-hal train`` and ``opu-hal plot``: the trainers' commands on opu_hal's parser."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from opu_hal import cli as hal_cli
+
+from .config import METHOD_NAMES, TrainConfig
+from .data import DatasetError
+from .errors import TrainingConfigError
+
+
+def _widths(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--hidden takes comma-separated widths like 512,512, got {text!r}") from None
+
+
+def _add_train_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--method", required=True, choices=METHOD_NAMES)
+    p.add_argument("--profile", default=None, help="device profile name or path (default: the method's)")
+    p.add_argument("--dataset", default="fashion-mnist", choices=("fashion-mnist", "mnist"))
+    p.add_argument("--data-dir", default=None, help="folder of IDX files (default: $OPU_HAL_DATA_DIR or the "
+                   "Debian package's /usr/share/datasets/fashion-mnist)")
+    p.add_argument("--epochs", type=int, default=None, help="default 15")
+    p.add_argument("--batch-size", type=int, default=None, help="default 256 (dp-dfa/dp-sgd: 128)")
+    p.add_argument("--hidden", type=_widths, default=None, help="hidden widths, default 512,512")
+    p.add_argument("--activation", choices=("tanh", "sigmoid", "relu"), default=None)
+    p.add_argument("--optimizer", choices=("sgd", "adam"), default=None)
+    p.add_argument("--lr", type=float, default=None)
+    p.add_argument("--momentum", type=float, default=None)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--threshold", type=float, default=None, help="ternarization threshold t (default 0.15)")
+    p.add_argument("--inputs", choices=("unit", "centered", "standardized"), default=None,
+                   help="pixel scaling: [0,1], [-1,1], or standardized by the training split (default; "
+                        "private methods: unit)")
+    p.add_argument("--train-limit", type=int, default=None, help="use only the first N training examples")
+    p.add_argument("--no-alignment", dest="alignment", action="store_false", default=None,
+                   help="skip the per-epoch gradient alignment")
+    priv = p.add_argument_group("privacy (photonic-dp, dp-dfa, dp-sgd)")
+    priv.add_argument("--target-epsilon", type=float, default=None)
+    priv.add_argument("--delta", type=float, default=None, help="default 1e-5")
+    priv.add_argument("--noise-multiplier", type=float, default=None,
+                      help="fix the noise multiplier instead of choosing it for --target-epsilon")
+    priv.add_argument("--noise-source", choices=("software", "device"), default=None)
+    priv.add_argument("--sampling", choices=("poisson", "fixed"), default=None, help="dp-sgd minibatch sampling")
+    priv.add_argument("--clip-norm", type=float, default=None, help="dp-sgd per-example clip C (default 1)")
+    priv.add_argument("--beta", type=float, default=None, help="dp-dfa feedback spectral norm (default 0.9)")
+    priv.add_argument("--tau-e", type=float, default=None, help="dp-dfa error clip (default 0.1)")
+    priv.add_argument("--tau-h", type=float, default=None, help="dp-dfa activation clip (default 1)")
+    priv.add_argument("--tau-h-min", type=float, default=None, help="photonic-dp (default 0)")
+    priv.add_argument("--tau-h-max", type=float, default=None, help="photonic-dp (default 1)")
+    priv.add_argument("--tau-b", type=float, default=None, help="photonic-dp scale of B e (default 1)")
+    priv.add_argument("--sigma", type=float, default=None,
+                      help="photonic-dp on a torch profile: software noise std (paper 000 Table 1 sigma)")
+    priv.add_argument("--ternarize", action="store_true", default=None,
+                      help="photonic-dp on a torch profile: ternarize the error (paper 000's TDFA row)")
+    priv.add_argument("--temperature-c", type=float, default=None, help="simulated OPU sensor temperature")
+    ck = p.add_argument_group("checkpoints")
+    ck.add_argument("--checkpoint", default=None, help="checkpoint path (written atomically)")
+    ck.add_argument("--checkpoint-every", type=int, default=None, help="steps between checkpoints (default 50)")
+    ck.add_argument("--resume", action="store_true", default=None, help="continue from --checkpoint")
+    p.add_argument("--out", default=None, help="write the result record (JSON) here")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+OPTION_NAMES = ("profile", "dataset", "data_dir", "epochs", "batch_size", "hidden", "activation", "optimizer",
+                "lr", "momentum", "seed", "threshold", "ternarize", "inputs", "train_limit", "alignment", "target_epsilon", "delta",
+                "noise_multiplier", "noise_source", "sampling", "clip_norm", "beta", "tau_e", "tau_h",
+                "tau_h_min", "tau_h_max", "tau_b", "sigma", "temperature_c", "checkpoint", "checkpoint_every",
+                "resume")
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    return TrainConfig.for_method(args.method, **{name: getattr(args, name) for name in OPTION_NAMES})
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from .loop import train  # torch-heavy; imported only when training
+
+    try:
+        config = config_from_args(args)
+        record = train(config, out=args.out, progress=not args.quiet)
+    except DatasetError as exc:
+        raise TrainingConfigError(str(exc)) from exc
+    final = record["final"]
+    line = (f"{config.method} on {record['profile']['name'] if record['profile'] else 'no device'}: "
+            f"test accuracy {final['test_accuracy']:.4f} after {final['epochs_completed']} epoch(s), "
+            f"{final['wall_time_s']:.1f} s")
+    if "epsilon" in final:
+        line += f"; spent (epsilon {final['epsilon']:.4g}, delta {final['delta']:g})"
+    print(line)
+    if args.out:
+        print(f"result record: {args.out}")
+    return 0
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from .plot import plot_records
+
+    path = plot_records(args.records, args.out, metric=args.metric, title=args.title)
+    print(f"wrote {path}")
+    return 0
+
+
+def register_train_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="train an MLP with a DFA-family or private method")
+    _add_train_arguments(p)
+    p.set_defaults(func=_cmd_train)
+
+    p = sub.add_parser("plot", help="accuracy curves (PNG) from result records")
+    p.add_argument("records", nargs="+", help="result JSON files written by train --out")
+    p.add_argument("--out", required=True, help="PNG path")
+    p.add_argument("--metric", default="test_accuracy",
+                   help="per-epoch key to plot (test_accuracy, validation_accuracy, train_loss, epsilon, ...)")
+    p.add_argument("--title", default=None)
+    p.set_defaults(func=_cmd_plot)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return hal_cli.main(argv, extra=[register_train_commands])
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,312 @@
+"""The loop every method shares: data, sampling, optimizer, accounting, checkpoints, record.
+
+``train(config)`` returns the result record (a dict) and writes it to ``out`` when given. The
+record holds the method, profile, dataset, hyperparameters, per-epoch train / validation / test
+loss and accuracy, gradient alignment, epsilon, the noise reports seen, and ``final`` with
+``test_accuracy`` (a fraction), ``wall_time_s`` and, for private methods, ``epsilon``/``delta``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from tqdm import tqdm
+
+from opu_hal import Device, load_device
+from opu_hal.privacy import Accountant, PrivacyBudget
+
+from .checkpoint import StepJournal, load_checkpoint, save_checkpoint
+from .config import TrainConfig
+from .data import Dataset, Split, load_dataset, scale_inputs
+from .errors import TrainingConfigError
+from .evaluation import evaluate
+from .alignment import gradient_alignment
+from .methods import METHODS, Method, MethodContext
+from .model import MLP
+from .privacy import plan_noise
+from .records import NoiseLog, write_json
+from .sampling import Sampler
+
+# Test hook: kill the process (SIGKILL) once this global step has run, to exercise --resume.
+KILL_AFTER_STEP_ENV = "OPU_HAL_KILL_AFTER_STEP"
+
+
+def make_optimizer(config: TrainConfig, model: torch.nn.Module) -> torch.optim.Optimizer:
+    if config.optimizer == "adam":
+        return torch.optim.Adam(model.parameters(), lr=config.lr)
+    return torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
+
+
+def build_method(config: TrainConfig, model: MLP, device: Device | None, data: Dataset,
+                 train: Split) -> Method:
+    cls = METHODS[config.method]
+    context = MethodContext(config=config, device=device, n_features=data.n_features,
+                            n_classes=data.n_classes, dataset_size=len(train))
+    return cls(model, context)
+
+
+def _limit(split: Split, limit: int | None) -> Split:
+    if limit is None or limit >= len(split):
+        return split
+    return Split(split.x[:limit], split.y[:limit])
+
+
+class Trainer:
+    """One run; :meth:`run` trains and returns the record."""
+
+    def __init__(self, config: TrainConfig, *, data: Dataset | None = None, device: Device | None = None,
+                 progress: bool = True, log: Callable[[str], None] | None = None) -> None:
+        config.validate()
+        self.config = config
+        self.progress = progress
+        self.log = log or (lambda message: print(message, file=sys.stderr, flush=True))
+        raw = data or load_dataset(config.dataset, config.data_dir, config.validation_fraction, config.seed)
+        raw_train = _limit(raw.train, config.train_limit)
+        self.data = scale_inputs(raw, config.inputs, reference=raw_train)
+        self.train_split = _limit(self.data.train, config.train_limit)
+        cls = METHODS.get(config.method)
+        if cls is None:
+            raise TrainingConfigError(f"method {config.method!r} is not available")
+        profile = config.profile_name
+        self.device = device
+        if self.device is None and profile is not None and (cls.uses_device or config.profile is not None
+                                                           or config.noise_source == "device"):
+            self.device = load_device(profile)
+        if self.device is not None and config.temperature_c is not None:
+            if not self.device.capabilities.temperature_settable:
+                raise TrainingConfigError(
+                    f"--temperature-c: profile {self.device.profile.label!r} has no settable temperature")
+            self.device.set_temperature(config.temperature_c)  # type: ignore[attr-defined]
+        sizes = [self.data.n_features, *config.hidden, self.data.n_classes]
+        self.model = MLP(sizes, config.activation, seed=config.seed)
+        self.method = build_method(config, self.model, self.device, self.data, self.train_split)
+        self.optimizer = make_optimizer(config, self.model)
+        sampling = config.sampling or self.method.sampling
+        self.sampler = Sampler(sampling, len(self.train_split), config.batch_size, config.seed)
+        self.accountant: Accountant | None = None
+        self.budget: PrivacyBudget | None = None
+        self.planned_steps = config.epochs * self.sampler.steps_per_epoch
+        self.noise_log = NoiseLog()
+        self.epochs: list[dict[str, Any]] = []
+        self.position = (0, 0)  # (epoch, step in epoch) of the next step
+        self.global_step = 0
+        self.elapsed = 0.0
+        self.stopped_by_budget = False
+        self.lost_steps_charged = 0
+        if self.method.private:
+            self.accountant = Accountant(self.method.neighboring)  # type: ignore[arg-type]
+            if config.target_epsilon is not None:
+                self.budget = PrivacyBudget(config.target_epsilon, config.delta)
+            plan_noise(self.method, self.planned_steps, config, self.log)
+        self.journal = StepJournal(f"{config.checkpoint}.journal") if config.checkpoint else None
+        if config.resume:
+            self._resume()
+        elif self.journal is not None:
+            self.journal.reset()
+
+    # -- checkpoints -----------------------------------------------------------------------------
+    def _state(self) -> dict[str, Any]:
+        return {
+            "config": self.config.to_dict(),
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "method": self.method.state_dict(),
+            "accountant": self.accountant.to_json() if self.accountant else None,
+            "position": self.position, "global_step": self.global_step,
+            "epochs": self.epochs, "noise_log": self.noise_log.to_list(), "elapsed": self.elapsed,
+            "lost_steps_charged": self.lost_steps_charged,
+        }
+
+    def checkpoint(self) -> None:
+        if self.config.checkpoint:
+            save_checkpoint(self.config.checkpoint, self._state())
+
+    def _resume(self) -> None:
+        state = load_checkpoint(self.config.checkpoint)  # type: ignore[arg-type]
+        saved = dict(state["config"])
+        mine = self.config.to_dict()
+        for key in ("method", "dataset", "hidden", "activation", "batch_size", "seed", "lr", "optimizer",
+                    "noise_source", "train_limit", "clip_norm", "tau_e", "tau_h", "beta"):
+            if saved.get(key) != mine.get(key):
+                raise TrainingConfigError(
+                    f"--resume: checkpoint {self.config.checkpoint} was made with {key}={saved.get(key)!r}, "
+                    f"this run has {key}={mine.get(key)!r}; resume with the same settings")
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.method.load_state_dict(state["method"])
+        if state["accountant"] is not None:
+            self.accountant = Accountant.from_json(state["accountant"])
+        self.position = tuple(state["position"])  # type: ignore[assignment]
+        self.global_step = int(state["global_step"])
+        self.epochs = list(state["epochs"])
+        self.noise_log = NoiseLog(state["noise_log"])
+        self.elapsed = float(state["elapsed"])
+        self.lost_steps_charged = int(state["lost_steps_charged"])
+        last = self.journal.last_step() if self.journal else None
+        lost = 0 if last is None else max(0, last + 1 - self.global_step)
+        if lost and self.accountant is not None and not self.method.replayable:
+            # Device noise cannot be drawn again: the lost steps' outputs existed, so they count.
+            self._account(lost)
+            self.lost_steps_charged += lost
+            self.log(f"resume: charged {lost} step(s) that ran after the checkpoint (device noise)")
+        elif lost:
+            self.log(f"resume: replaying {lost} step(s) after the checkpoint with the same seeds")
+
+    # -- one epoch -------------------------------------------------------------------------------
+    def _step(self, indices: torch.Tensor) -> tuple[float, int, int]:
+        x, y = self.train_split.x[indices], self.train_split.y[indices]
+        self.optimizer.zero_grad(set_to_none=True)
+        self.method.current_step = self.global_step
+        output = self.method.compute_gradients(x, y)
+        self.optimizer.step()
+        self.noise_log.add(output.noise)
+        return output.loss_sum, output.correct, output.count
+
+    def _events(self) -> list:
+        event = self.method.privacy_event()
+        return list(event) if isinstance(event, (list, tuple)) else [event]
+
+    def _account(self, count: int = 1) -> None:
+        for event in self._events():
+            self.accountant.step(event, count)  # type: ignore[union-attr]
+
+    def _budget_allows(self) -> bool:
+        if self.budget is None or self.accountant is None:
+            return True
+        after = self.accountant.epsilon_after_events(self._events(), self.budget.delta)
+        return after <= self.budget.target_epsilon
+
+    def _run_epoch(self, epoch: int, start: int) -> dict[str, float] | None:
+        loss_sum, correct, count = 0.0, 0, 0
+        bar = tqdm(total=self.sampler.steps_per_epoch, initial=start, desc=f"epoch {epoch + 1}/{self.config.epochs}",
+                   disable=not self.progress, leave=False, file=sys.stderr, dynamic_ncols=True)
+        kill_after = os.environ.get(KILL_AFTER_STEP_ENV)
+        try:
+            for step, indices in self.sampler.epoch(epoch, start):
+                if self.method.private and not self._budget_allows():
+                    self.stopped_by_budget = True
+                    break
+                if self.journal is not None:
+                    self.journal.begin(self.global_step)
+                batch_loss, batch_correct, batch_count = self._step(indices)
+                if self.accountant is not None:
+                    self._account()
+                loss_sum, correct, count = loss_sum + batch_loss, correct + batch_correct, count + batch_count
+                self.global_step += 1
+                self.position = (epoch, step + 1)
+                if self.config.checkpoint and self.global_step % self.config.checkpoint_every == 0:
+                    self.checkpoint()
+                if kill_after is not None and self.global_step == int(kill_after):
+                    os.kill(os.getpid(), 9)
+                bar.update(1)
+                if step % 10 == 0 and count:
+                    bar.set_postfix(loss=f"{loss_sum / count:.4f}", acc=f"{correct / count:.4f}")
+        finally:
+            bar.close()
+        if count == 0:
+            return None
+        return {"train_loss": loss_sum / count, "train_accuracy": correct / count}
+
+    def _probe(self) -> tuple[torch.Tensor, torch.Tensor]:
+        source = self.data.validation if len(self.data.validation) else self.data.test
+        size = min(self.config.batch_size, len(source))
+        return source.x[:size], source.y[:size]
+
+    def _epoch_record(self, epoch: int, train_stats: dict[str, float], seconds: float) -> dict[str, Any]:
+        val_loss, val_acc = evaluate(self.model, self.data.validation)
+        test_loss, test_acc = evaluate(self.model, self.data.test)
+        record: dict[str, Any] = {"epoch": epoch + 1, "steps": self.global_step, **train_stats,
+                                  "validation_loss": val_loss, "validation_accuracy": val_acc,
+                                  "test_loss": test_loss, "test_accuracy": test_acc, "epoch_time_s": seconds}
+        if self.config.alignment and not self.method.private:
+            x, y = self._probe()
+            self.method.current_step = -1 - epoch
+            record["alignment"] = gradient_alignment(self.method, x, y)
+        if self.accountant is not None:
+            record["epsilon"] = self.accountant.get_epsilon(self.config.delta)
+        return record
+
+    def run(self) -> dict[str, Any]:
+        epoch, start = self.position
+        if start >= self.sampler.steps_per_epoch:
+            epoch, start = epoch + 1, 0
+        while epoch < self.config.epochs and not self.stopped_by_budget:
+            began = time.perf_counter()
+            stats = self._run_epoch(epoch, start)
+            seconds = time.perf_counter() - began
+            self.elapsed += seconds
+            if stats is None:
+                break
+            record = self._epoch_record(epoch, stats, seconds)
+            self.epochs.append(record)
+            self.log(self._summary(record))
+            self.position = (epoch + 1, 0)
+            self.checkpoint()
+            epoch, start = epoch + 1, 0
+        if self.stopped_by_budget:
+            self.log(f"stopped at step {self.global_step}: the next step would exceed epsilon "
+                     f"{self.config.target_epsilon} at delta {self.config.delta}")
+        self.checkpoint()
+        return self.record()
+
+    def _summary(self, record: dict[str, Any]) -> str:
+        text = (f"epoch {record['epoch']:>3}  loss {record['train_loss']:.4f}  train {record['train_accuracy']:.4f}  "
+                f"val {record['validation_accuracy']:.4f}  test {record['test_accuracy']:.4f}  "
+                f"{record['epoch_time_s']:.1f}s")
+        if "epsilon" in record:
+            text += f"  eps {record['epsilon']:.4g}"
+        return text
+
+    # -- record ----------------------------------------------------------------------------------
+    def record(self) -> dict[str, Any]:
+        last = self.epochs[-1] if self.epochs else {}
+        final: dict[str, Any] = {
+            "test_accuracy": last.get("test_accuracy", float("nan")),
+            "validation_accuracy": last.get("validation_accuracy", float("nan")),
+            "wall_time_s": self.elapsed, "epochs_completed": len(self.epochs), "steps": self.global_step,
+        }
+        privacy: dict[str, Any] | None = None
+        if self.accountant is not None:
+            final["epsilon"] = self.accountant.get_epsilon(self.config.delta)
+            final["delta"] = self.config.delta
+            privacy = {"neighboring": self.accountant.neighboring, "ledger": self.accountant.to_dict(),
+                       "stopped_by_budget": self.stopped_by_budget,
+                       "target_epsilon": self.config.target_epsilon,
+                       "lost_steps_charged": self.lost_steps_charged, **self.method.describe()}
+        device = self.device
+        return {
+            "method": self.config.method,
+            "profile": None if device is None else {"name": device.profile.label,
+                                                     "backend": device.profile.backend,
+                                                     "source": str(device.profile.source)},
+            "dataset": {"name": self.data.name, "train": len(self.train_split),
+                        "validation": len(self.data.validation), "test": len(self.data.test)},
+            "hyperparameters": self.config.to_dict(),
+            "sampling": {"kind": self.sampler.kind, "steps_per_epoch": self.sampler.steps_per_epoch},
+            "epochs": self.epochs,
+            "noise_reports": self.noise_log.to_list(),
+            "privacy": privacy,
+            "final": final,
+            "torch": {"version": torch.__version__, "threads": torch.get_num_threads()},
+        }
+
+
+def train(config: TrainConfig, *, out: str | os.PathLike[str] | None = None, progress: bool = True,
+          data: Dataset | None = None, device: Device | None = None,
+          log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Train as ``config`` says; returns the result record and writes it to ``out`` if given."""
+    trainer = Trainer(config, data=data, device=device, progress=progress, log=log)
+    try:
+        record = trainer.run()
+    finally:
+        if trainer.device is not None and config.profile_name is not None and device is None:
+            trainer.device.close()
+    if out is not None:
+        write_json(out, record)
+    return record

@@ -1,0 +1,95 @@
+"""What every training method provides to the loop: gradients for one batch, and its privacy event."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import torch
+import torch.nn.functional as F
+
+from opu_hal import Device, NoiseReport
+from opu_hal.privacy import Event
+
+from ..config import TrainConfig
+from ..model import MLP
+
+
+@dataclass
+class StepOutput:
+    """Loss summed over the batch, correct predictions, batch size, noise the device reported."""
+
+    loss_sum: float
+    correct: int
+    count: int
+    noise: NoiseReport | None = None
+
+
+@dataclass
+class MethodContext:
+    """What a method may know about the run: config, device, data sizes."""
+
+    config: TrainConfig
+    device: Device | None
+    n_features: int
+    n_classes: int
+    dataset_size: int
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+class Method(ABC):
+    """A way of turning a batch into ``.grad`` on every parameter of the model."""
+
+    name: ClassVar[str] = ""
+    uses_device: ClassVar[bool] = False
+    private: ClassVar[bool] = False
+    neighboring: ClassVar[str] = "add_remove"
+    sampling: ClassVar[str] = "shuffle"  # shuffle | fixed | poisson
+    # Whether a step can be recomputed bit for bit from its seed (no physical noise involved).
+    replayable: ClassVar[bool] = True
+
+    #: Global step being computed; the loop sets it so per-step random streams are reproducible.
+    current_step: int = 0
+
+    def __init__(self, model: MLP, context: MethodContext) -> None:
+        self.model = model
+        self.context = context
+
+    @abstractmethod
+    def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
+        """Set ``p.grad`` of every parameter from the batch ``(x, y)``."""
+
+    def privacy_event(self) -> Event | None:
+        """The accounting event of one step (``None`` for non-private methods)."""
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        """Method-specific facts for the result record (noise multiplier, sensitivity, ...)."""
+        return {}
+
+    def state_dict(self) -> dict[str, Any]:
+        """Random-generator states and the like, for checkpoints."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+
+
+def batch_stats(logits: torch.Tensor, y: torch.Tensor) -> tuple[float, int]:
+    """Summed cross-entropy and number of correct predictions."""
+    loss = F.cross_entropy(logits, y, reduction="sum")
+    return float(loss), int((logits.argmax(1) == y).sum())
+
+
+def output_error(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Per-example error ``e = softmax(z^L) - onehot(y)`` (paper 002, eq. 2 at l = L)."""
+    e = torch.softmax(logits, dim=1)
+    e[torch.arange(y.shape[0]), y] -= 1
+    return e
+
+
+def set_linear_grads(layer: torch.nn.Linear, delta: torch.Tensor, inputs: torch.Tensor) -> None:
+    """``dW = delta^T h``, ``db = sum delta`` for a batch (paper 002, eq. 3-4)."""
+    layer.weight.grad = delta.T @ inputs
+    layer.bias.grad = delta.sum(0)

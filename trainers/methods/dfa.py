@@ -1,0 +1,49 @@
+"""Direct feedback alignment: hidden layers learn from ``(B^{l+1} e) * phi'(z^l)`` (paper 000, eq. 4).
+
+The projection ``B e`` is the device's (any linear, real-input profile; a torch profile gives DFA
+on GPU/CPU). One projection covers every hidden layer (see :mod:`trainers.feedback`).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..feedback import DeviceFeedback, FeedbackProjection
+from .base import Method, MethodContext, StepOutput, batch_stats, output_error, set_linear_grads
+
+
+class DFA(Method):
+    name = "dfa"
+    uses_device = True
+    ternary = False
+
+    def __init__(self, model, context: MethodContext) -> None:
+        super().__init__(model, context)
+        if context.device is None:
+            raise ValueError(f"method {self.name!r} needs a device profile")
+        self.check_device(context)
+        self.feedback = DeviceFeedback(
+            context.device, context.n_classes, model.hidden_widths, ternary=self.ternary,
+            threshold=context.config.threshold,
+        )
+
+    def check_device(self, context: MethodContext) -> None:
+        """Method-specific refusal of an unsuitable device (see subclasses)."""
+
+    def project(self, e: torch.Tensor) -> FeedbackProjection:
+        return self.feedback.project(e)
+
+    def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
+        with torch.no_grad():
+            trace = self.model.forward_trace(x)
+            loss_sum, correct = batch_stats(trace.logits, y)
+            m = y.shape[0]
+            e = output_error(trace.logits, y)
+            feedback = self.project(e)
+            layers = self.model.layers
+            derivative = self.model.activation.derivative
+            for index, projected in enumerate(feedback.slices):
+                delta = projected * derivative(trace.preacts[index]) / m
+                set_linear_grads(layers[index], delta, trace.inputs[index])
+            set_linear_grads(layers[-1], e / m, trace.inputs[-1])
+        return StepOutput(loss_sum, correct, m, noise=feedback.noise)

@@ -1,0 +1,116 @@
+"""Photonic DP-DFA (Ohana et al., paper 000, Algorithm 1, eq. 8-9), accounted with eq. 17.
+
+Per layer ``l`` with input width ``n``: the input is offset and clipped element-wise,
+``clip_c(offset_nu(h))`` with ``c = tau_h_max / sqrt(n)``, ``nu = tau_h_min / sqrt(n)`` (eq. 9), so
+``tau_h_min <= ||h|| <= tau_h_max``; the projected error is scaled to norm ``<= tau_B``; the
+update is ``(scale(B e) + g) * phi'(z) clip(offset(h))^T`` averaged over the batch (eq. 8).
+
+The noise ``g`` is the device's own: the trainer reads the ``NoiseReport`` of each projection and
+accounts with its ``std_lower`` (torch profile: ``--sigma`` sets the software noise, the paper's
+"DFA"/"TDFA" rows; simulated OPU: the operating point, ``--temperature-c``). The output layer,
+which DFA updates with ``e`` itself, gets Gaussian noise of that same ``std_lower`` in software.
+
+Doubts, kept visible (see also :class:`opu_hal.privacy.PhotonicDFAEvent`): the device adds its
+noise *inside* the projection, so ``scale_{tau_B}`` acts on ``B e + g`` and shrinks ``g`` with the
+signal, whereas eq. 8 adds ``g`` after scaling; and eq. 17 is infinite for tanh/sigmoid without a
+positive ``gamma_min`` or when ``tau_h_min = 0``. The epsilon printed is eq. 17 evaluated, not a
+guarantee one should rely on; ``dp-dfa --noise-source device`` is the sound photonic mechanism.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from opu_hal.privacy import PhotonicDFAEvent
+
+from ..clipping import clip_norm, clip_values, offset
+from ..errors import TrainingConfigError
+from ..feedback import DeviceFeedback
+from ..sampling import step_generator
+from .base import Method, MethodContext, StepOutput, batch_stats, output_error
+
+
+class PhotonicDP(Method):
+    name = "photonic-dp"
+    uses_device = True
+    private = True
+    neighboring = "replace_one"
+    sampling = "fixed"
+    replayable = False
+
+    def __init__(self, model, context: MethodContext) -> None:
+        super().__init__(model, context)
+        config, device = context.config, context.device
+        if device is None:
+            raise TrainingConfigError("photonic-dp needs a device profile")
+        if device.profile.backend == "torch":
+            if config.sigma is not None:
+                device.set_noise_std(config.sigma)  # type: ignore[attr-defined]
+        elif config.sigma is not None:
+            raise TrainingConfigError(
+                f"--sigma sets software noise on torch profiles; {device.profile.label!r} is an optical device "
+                "whose noise is set by its operating point (--temperature-c)")
+        ternary = device.capabilities.input_kind == "binary" or config.ternarize
+        self.feedback = DeviceFeedback(device, context.n_classes, model.hidden_widths, ternary=ternary,
+                                       threshold=config.threshold)
+        self.std_lower = device.noise_report().std_lower
+        if config.target_epsilon is not None and not math.isfinite(self._epsilon_bound()):
+            raise TrainingConfigError(
+                "photonic-dp: eq. 17 is infinite at these settings (tanh/sigmoid have gamma_min = 0, or "
+                f"tau_h_min = {config.tau_h_min}), so no --target-epsilon can be met; train without a target "
+                "to see the bound, or use dp-dfa --noise-source device for a finite guarantee")
+
+    def _events_at(self, sigma: float) -> list[PhotonicDFAEvent]:
+        config = self.context.config
+        act = self.model.activation
+        events = []
+        for index, layer in enumerate(self.model.layers):
+            hidden = index < len(self.model.layers) - 1
+            events.append(PhotonicDFAEvent(
+                n_l=layer.out_features, batch_size=config.batch_size, sigma=max(sigma, 1e-300),
+                gamma_min=act.gamma_min if hidden else 1.0, gamma_max=act.gamma_max if hidden else 1.0,
+                tau_h_min=config.tau_h_min, tau_h_max=config.tau_h_max, tau_b=config.tau_b,
+                columns=layer.in_features, layers=1))
+        return events
+
+    def _epsilon_bound(self) -> float:
+        from opu_hal.privacy import Accountant
+
+        accountant = Accountant("replace_one")
+        for event in self._events_at(self.std_lower):
+            accountant.step(event)
+        return accountant.get_epsilon(self.context.config.delta)
+
+    def privacy_event(self) -> list[PhotonicDFAEvent]:  # type: ignore[override]
+        return self._events_at(self.std_lower)
+
+    def describe(self) -> dict[str, Any]:
+        config = self.context.config
+        return {"sigma_accounted": self.std_lower, "tau_h_min": config.tau_h_min, "tau_h_max": config.tau_h_max,
+                "tau_b": config.tau_b, "bound": "paper 000 eq. 17, per step"}
+
+    def _clip_input(self, h: torch.Tensor) -> torch.Tensor:
+        config = self.context.config
+        n = h.shape[1]
+        return clip_values(offset(h, config.tau_h_min / math.sqrt(n)), config.tau_h_max / math.sqrt(n))
+
+    def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
+        config = self.context.config
+        with torch.no_grad():
+            trace = self.model.forward_trace(x)
+            loss_sum, correct = batch_stats(trace.logits, y)
+            m = config.batch_size
+            e = output_error(trace.logits, y)
+            projection = self.feedback.project(e)
+            self.std_lower = min(self.std_lower, projection.noise.std_lower)
+            derivative = self.model.activation.derivative
+            deltas = [clip_norm(p, config.tau_b) * derivative(z) for p, z in zip(projection.slices, trace.preacts)]
+            generator = step_generator(config.seed, "noise", self.current_step)
+            deltas.append(clip_norm(e, config.tau_b) + self.std_lower * torch.randn(e.shape, generator=generator))
+            for layer, delta, h in zip(self.model.layers, deltas, trace.inputs):
+                layer.weight.grad = delta.T @ self._clip_input(h) / m
+                layer.bias.grad = delta.sum(0) / m
+        return StepOutput(loss_sum, correct, int(y.shape[0]), noise=projection.noise)

@@ -1,0 +1,104 @@
+"""The multilayer perceptron every method trains, with the quantities DFA needs exposed.
+
+``forward_trace`` returns, per layer ``l``, its input ``h^{l-1}`` and pre-activation ``z^l``
+(paper 002, eq. 1-2; paper 000, eq. 1-3), so update rules can be written as in the papers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+from torch import nn
+
+
+@dataclass(frozen=True)
+class Activation:
+    """An element-wise nonlinearity, its derivative and the bounds ``gamma_min <= |phi'| <= gamma_max``."""
+
+    name: str
+    fn: Callable[[torch.Tensor], torch.Tensor]
+    derivative: Callable[[torch.Tensor], torch.Tensor]
+    gamma_min: float
+    gamma_max: float
+
+
+def _tanh_derivative(z: torch.Tensor) -> torch.Tensor:
+    return 1 - torch.tanh(z) ** 2
+
+
+def _sigmoid_derivative(z: torch.Tensor) -> torch.Tensor:
+    s = torch.sigmoid(z)
+    return s * (1 - s)
+
+
+def _relu_derivative(z: torch.Tensor) -> torch.Tensor:
+    return (z > 0).to(z.dtype)
+
+
+ACTIVATIONS: dict[str, Activation] = {
+    "tanh": Activation("tanh", torch.tanh, _tanh_derivative, 0.0, 1.0),
+    "sigmoid": Activation("sigmoid", torch.sigmoid, _sigmoid_derivative, 0.0, 0.25),
+    "relu": Activation("relu", torch.relu, _relu_derivative, 0.0, 1.0),
+}
+
+
+def get_activation(name: str) -> Activation:
+    try:
+        return ACTIVATIONS[name]
+    except KeyError:
+        raise ValueError(f"unknown activation {name!r}; choose one of {', '.join(ACTIVATIONS)}") from None
+
+
+@dataclass
+class Trace:
+    """One forward pass: layer inputs ``h^{l-1}``, pre-activations ``z^l`` and the logits."""
+
+    inputs: list[torch.Tensor]
+    preacts: list[torch.Tensor]
+    logits: torch.Tensor
+
+
+class MLP(nn.Module):
+    """Fully connected network ``sizes[0] -> ... -> sizes[-1]``; hidden layers use ``activation``,
+    the output layer is linear (softmax lives in the loss)."""
+
+    def __init__(self, sizes: Sequence[int], activation: str = "tanh", seed: int = 0) -> None:
+        super().__init__()
+        if len(sizes) < 2 or any(int(s) < 1 for s in sizes):
+            raise ValueError(f"MLP sizes must be >= 2 positive integers, got {list(sizes)}")
+        self.sizes = [int(s) for s in sizes]
+        self.activation = get_activation(activation)
+        generator = torch.Generator().manual_seed(seed)
+        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(self.sizes[:-1], self.sizes[1:]))
+        with torch.no_grad():
+            for layer in self.layers:  # torch's default init, drawn from our own seeded stream
+                bound = 1 / layer.in_features**0.5
+                layer.weight.copy_(torch.empty_like(layer.weight).uniform_(-bound, bound, generator=generator))
+                layer.bias.copy_(torch.empty_like(layer.bias).uniform_(-bound, bound, generator=generator))
+
+    @property
+    def hidden_widths(self) -> list[int]:
+        return self.sizes[1:-1]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x
+        for layer in self.layers[:-1]:
+            h = self.activation.fn(layer(h))
+        return self.layers[-1](h)
+
+    def forward_trace(self, x: torch.Tensor) -> Trace:
+        """Forward pass keeping every layer's input and pre-activation."""
+        inputs, preacts = [], []
+        h = x
+        for index, layer in enumerate(self.layers):
+            inputs.append(h)
+            z = layer(h)
+            preacts.append(z)
+            h = self.activation.fn(z) if index < len(self.layers) - 1 else z
+        return Trace(inputs=inputs, preacts=preacts, logits=h)
+
+    def layer_names(self) -> list[str]:
+        n = len(self.layers)
+        return [f"layer{i + 1}" if i < n - 1 else "output" for i in range(n)]

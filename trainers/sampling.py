@@ -1,0 +1,59 @@
+"""Minibatch index streams, stateless given ``(seed, epoch, step)`` so a resumed run draws exactly
+the batches an uninterrupted one would.
+
+- ``shuffle``: disjoint batches of a fresh permutation each epoch (non-private training).
+- ``fixed``: every step, ``m`` indices drawn uniformly without replacement, independently of the
+  other steps (paper 002, Algorithm 1 line 5; accounted by ``FixedSizeGaussianEvent``).
+- ``poisson``: every step, each example joins independently with probability ``q = m / N``
+  (Abadi et al.; accounted by ``PoissonGaussianEvent``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import zlib
+
+import numpy as np
+import torch
+
+
+def step_generator(seed: int, stream: str, index: int) -> torch.Generator:
+    """A generator for one ``(stream, index)`` pair, independent of every other pair."""
+    words = np.random.SeedSequence([seed, zlib.crc32(stream.encode()), index]).generate_state(2)
+    return torch.Generator().manual_seed(int(words[0]) << 31 | int(words[1]) >> 1)
+
+
+@dataclass(frozen=True)
+class Sampler:
+    kind: str
+    dataset_size: int
+    batch_size: int
+    seed: int
+
+    @property
+    def steps_per_epoch(self) -> int:
+        if self.kind == "shuffle":
+            return -(-self.dataset_size // self.batch_size)
+        return max(1, self.dataset_size // self.batch_size)
+
+    @property
+    def sampling_rate(self) -> float:
+        return self.batch_size / self.dataset_size
+
+    def batch(self, epoch: int, step_in_epoch: int) -> torch.Tensor:
+        """Indices of batch ``step_in_epoch`` of ``epoch``."""
+        global_step = epoch * self.steps_per_epoch + step_in_epoch
+        if self.kind == "shuffle":
+            order = torch.randperm(self.dataset_size, generator=step_generator(self.seed, "epoch", epoch))
+            return order[step_in_epoch * self.batch_size:(step_in_epoch + 1) * self.batch_size]
+        generator = step_generator(self.seed, "batch", global_step)
+        if self.kind == "fixed":
+            return torch.randperm(self.dataset_size, generator=generator)[: self.batch_size]
+        mask = torch.rand(self.dataset_size, generator=generator) < self.sampling_rate
+        return mask.nonzero().flatten()
+
+    def epoch(self, epoch: int, start: int = 0) -> Iterator[tuple[int, torch.Tensor]]:
+        for step in range(start, self.steps_per_epoch):
+            yield step, self.batch(epoch, step)
