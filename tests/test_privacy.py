@@ -314,3 +314,16 @@ def test_account_command_refuses_invalid_srgm_with_exit_2(capsys):
             "--steps", "10", "--noise-multiplier", "2"]
     assert main(args) == 2
     assert "sigma_0 >= 4" in capsys.readouterr().err
+
+
+def test_composed_event_adds_its_parts_and_round_trips_through_the_ledger():
+    from opu_hal.privacy import ComposedEvent, FixedSizeGaussianEvent
+
+    a, b = FixedSizeGaussianEvent(1000, 10, 1.0), FixedSizeGaussianEvent(1000, 10, 2.0)
+    composed, separate = Accountant("replace_one"), Accountant("replace_one")
+    composed.step(ComposedEvent((a, b)), 5)
+    separate.step(a, 5)
+    separate.step(b, 5)
+    assert composed.get_epsilon(1e-5) == pytest.approx(separate.get_epsilon(1e-5), rel=1e-12)
+    assert len(composed.ledger) == 1
+    assert Accountant.from_json(composed.to_json()).get_epsilon(1e-5) == composed.get_epsilon(1e-5)

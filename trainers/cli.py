@@ -107,6 +107,13 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_table(args: argparse.Namespace) -> int:
+    from .table import markdown_table
+
+    print(markdown_table(args.records))
+    return 0
+
+
 def register_train_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train an MLP with a DFA-family or private method")
     _add_train_arguments(p)
@@ -119,6 +126,10 @@ def register_train_commands(sub: argparse._SubParsersAction) -> None:
                    help="per-epoch key to plot (test_accuracy, validation_accuracy, train_loss, epsilon, ...)")
     p.add_argument("--title", default=None)
     p.set_defaults(func=_cmd_plot)
+
+    p = sub.add_parser("table", help="markdown table of result records")
+    p.add_argument("records", nargs="+", help="result JSON files")
+    p.set_defaults(func=_cmd_table)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,6 +6,7 @@ Consumes numbers only (noise multipliers, sampling, steps), never a device.
 from .accountant import Accountant, LedgerEntry
 from .budget import PrivacyBudget
 from .events import (
+    ComposedEvent,
     DEFAULT_ORDERS,
     Event,
     FixedSizeGaussianEvent,
@@ -20,6 +21,7 @@ from .inverse import noise_std_for, planned_epsilon, smallest_noise_multiplier
 
 __all__ = [
     "Accountant",
+    "ComposedEvent",
     "DEFAULT_ORDERS",
     "Event",
     "FixedSizeGaussianEvent",

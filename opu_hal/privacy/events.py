@@ -298,10 +298,36 @@ class SampledWithRejectionGaussianEvent(Event):
         return curve
 
 
+@dataclass(frozen=True)
+class ComposedEvent(Event):
+    """Several mechanisms applied in one step (e.g. one per layer): RDP adds up (paper 000,
+    Theorem 1). One ledger entry per step instead of one per part."""
+
+    parts: tuple[Event, ...]
+    kind: ClassVar[str] = "composed"
+
+    def __post_init__(self) -> None:
+        if not self.parts or not all(isinstance(p, Event) for p in self.parts):
+            raise PrivacyParameterError("ComposedEvent needs one or more events")
+
+    @property
+    def relations(self) -> tuple[str, ...]:  # type: ignore[override]
+        common = set(self.parts[0].relations)
+        for part in self.parts[1:]:
+            common &= set(part.relations)
+        return tuple(sorted(common))
+
+    def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
+        return np.sum([part.rdp(orders, neighboring) for part in self.parts], axis=0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "parts": [part.to_dict() for part in self.parts]}
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (GaussianEvent, PoissonGaussianEvent, FixedSizeGaussianEvent, PhotonicDFAEvent,
-                SampledWithRejectionGaussianEvent)
+                SampledWithRejectionGaussianEvent, ComposedEvent)
 }
 
 
@@ -309,6 +335,8 @@ def event_from_dict(data: dict[str, Any]) -> Event:
     """Rebuild an event from :meth:`Event.to_dict` output."""
     fields = dict(data)
     kind = fields.pop("kind", None)
+    if kind == ComposedEvent.kind:
+        return ComposedEvent(tuple(event_from_dict(part) for part in fields.get("parts", [])))
     if kind not in EVENT_TYPES:
         raise PrivacyParameterError(f"unknown event kind {kind!r}; known: {sorted(EVENT_TYPES)}")
     return EVENT_TYPES[kind](**fields)

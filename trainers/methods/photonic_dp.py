@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from opu_hal.privacy import PhotonicDFAEvent
+from opu_hal.privacy import ComposedEvent, PhotonicDFAEvent
 
 from ..clipping import clip_norm, clip_values, offset
 from ..errors import TrainingConfigError
@@ -84,8 +84,9 @@ class PhotonicDP(Method):
             accountant.step(event)
         return accountant.get_epsilon(self.context.config.delta)
 
-    def privacy_event(self) -> list[PhotonicDFAEvent]:  # type: ignore[override]
-        return self._events_at(self.std_lower)
+    def privacy_event(self) -> ComposedEvent:
+        """One step: eq. 17 for every layer, composed (one ledger entry per step)."""
+        return ComposedEvent(tuple(self._events_at(self.std_lower)))
 
     def describe(self) -> dict[str, Any]:
         config = self.context.config

@@ -1,0 +1,47 @@
+"""Epoch time of DFA against BP, and of PDFA on the default simulated OPU against DFA.
+
+    python -m benchmarks.training_speed [--train 13824] [--epochs 3]
+
+Paper 000's network (784-512-512-10 tanh, batch 256, SGD), the same loop for every method, all
+measured in this run; the median epoch time over ``--epochs`` epochs (training steps only, no
+evaluation). Goals: dfa <= 1.1x bp; pdfa <= 2x dfa.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+
+import torch
+
+from benchmarks.data import fashion_or_random
+from trainers.config import TrainConfig
+from trainers.loop import train
+
+GOALS = {("dfa", "bp"): 1.1, ("pdfa", "dfa"): 2.0}
+
+
+def epoch_seconds(method: str, data, epochs: int) -> float:
+    config = TrainConfig.for_method(method, epochs=epochs, alignment=False)
+    record = train(config, data=data, progress=False, log=lambda message: None)
+    return statistics.median(e["epoch_time_s"] for e in record["epochs"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--train", type=int, default=13_824, help="training examples per epoch (54 batches)")
+    parser.add_argument("--epochs", type=int, default=3)
+    args = parser.parse_args()
+    data = fashion_or_random(args.train)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.train} examples per epoch, "
+          f"median of {args.epochs} epochs")
+    times = {m: epoch_seconds(m, data, args.epochs) for m in ("bp", "dfa", "pdfa")}
+    for method, seconds in times.items():
+        print(f"  {method:<5} {seconds:8.3f} s/epoch")
+    for (a, b), goal in GOALS.items():
+        ratio = times[a] / times[b]
+        print(f"  {a}/{b} = {ratio:.2f}x  (goal <= {goal}x: {'met' if ratio <= goal else 'NOT met'})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Paper 000, Table 1, private columns: photonic DP-DFA (eq. 8-9) at sigma in {0.01 ... 0.2},
+# tau_h_max = 1, tau_B = tau_f = 1, on the torch profile (software noise: the "DFA" row, and the
+# "TDFA" row with --ternarize). 784-512-512-10 tanh, 15 epochs, batch 256, SGD 0.01/0.9.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../setup.sh"
+cd "$ROOT"
+OUT=results/table1
+mkdir -p "$OUT"
+EPOCHS="${EPOCHS:-15}"
+for sigma in 0.01 0.03 0.05 0.1 0.2; do
+  opu-hal train --method photonic-dp --profile torch-cpu --sigma "$sigma" --inputs standardized \
+    --epochs "$EPOCHS" --quiet --no-alignment --out "$OUT/dfa-sigma$sigma.json"
+  opu-hal train --method photonic-dp --profile torch-cpu --sigma "$sigma" --ternarize --inputs standardized \
+    --epochs "$EPOCHS" --quiet --no-alignment --out "$OUT/tdfa-sigma$sigma.json"
+done
+opu-hal table "$OUT"/*.json
