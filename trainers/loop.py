@@ -168,19 +168,13 @@ class Trainer:
         self.noise_log.add(output.noise)
         return output.loss_sum, output.correct, output.count
 
-    def _events(self) -> list:
-        event = self.method.privacy_event()
-        return list(event) if isinstance(event, (list, tuple)) else [event]
-
     def _account(self, count: int = 1) -> None:
-        for event in self._events():
-            self.accountant.step(event, count)  # type: ignore[union-attr]
+        self.accountant.step(self.method.privacy_event(), count)  # type: ignore[union-attr, arg-type]
 
     def _budget_allows(self) -> bool:
         if self.budget is None or self.accountant is None:
             return True
-        after = self.accountant.epsilon_after_events(self._events(), self.budget.delta)
-        return after <= self.budget.target_epsilon
+        return self.budget.allows(self.accountant, self.method.privacy_event())  # type: ignore[arg-type]
 
     def _run_epoch(self, epoch: int, start: int) -> dict[str, float] | None:
         loss_sum, correct, count = 0.0, 0, 0

@@ -51,10 +51,5 @@ class NoiseLog:
                 return
         self.entries.append({"operating_point": key, "count": 1, "std_min": report.std, "std_max": report.std})
 
-    @property
-    def least_std_lower(self) -> float | None:
-        values = [e["operating_point"]["std_lower"] for e in self.entries]
-        return min(values) if values else None
-
     def to_list(self) -> list[dict[str, Any]]:
         return [dict(entry) for entry in self.entries]

@@ -119,16 +119,6 @@ class Accountant:
         rdp = self._compose(totals)
         return float(rdp_lib.compute_epsilon(self.orders, rdp, delta)[0])
 
-    def epsilon_after_events(self, events: Sequence[Event], delta: float) -> float:
-        """Epsilon after one more occurrence of each of ``events`` (one step of a composite
-        mechanism, e.g. one event per layer); changes nothing."""
-        _check_delta(delta)
-        totals = dict(self._totals)
-        for event in events:
-            self.curve(event)
-            totals[event] = totals.get(event, 0) + 1
-        return float(rdp_lib.compute_epsilon(self.orders, self._compose(totals), delta)[0])
-
     def get_epsilon_pld(self, delta: float, value_discretization_interval: float = 1e-4) -> float:
         """Epsilon from dp_accounting's PLD accountant (tighter), when every event is standard."""
         _check_delta(delta)

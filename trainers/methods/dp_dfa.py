@@ -29,7 +29,7 @@ from ..clipping import clip_norm
 from ..device_noise import DeviceNoise
 from ..errors import TrainingConfigError
 from ..sampling import step_generator
-from .base import Method, MethodContext, StepOutput, batch_stats, output_error
+from .base import Method, MethodContext, StepOutput, batch_stats, output_error, set_linear_grads
 
 
 def spectral_feedback(rows: int, cols: int, beta: float, generator: torch.Generator) -> torch.Tensor:
@@ -117,8 +117,7 @@ class DPDFA(Method):
             deltas = [(e @ b.T) * derivative(z) for b, z in zip(self.feedback, trace.preacts)]
             deltas.append(self.output_scale * e)
             for layer, delta, h in zip(self.model.layers, deltas, trace.inputs):
-                layer.weight.grad = delta.T @ clip_norm(h, config.tau_h) / m
-                layer.bias.grad = delta.sum(0) / m
+                set_linear_grads(layer, delta / m, clip_norm(h, config.tau_h))
             self._add_noise()
         report = self.device_noise.last_report if self.device_noise else None
         return StepOutput(loss_sum, correct, int(y.shape[0]), noise=report)

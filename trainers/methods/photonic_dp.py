@@ -24,13 +24,13 @@ from typing import Any
 
 import torch
 
-from opu_hal.privacy import ComposedEvent, PhotonicDFAEvent
+from opu_hal.privacy import Accountant, ComposedEvent, PhotonicDFAEvent
 
 from ..clipping import clip_norm, clip_values, offset
 from ..errors import TrainingConfigError
 from ..feedback import DeviceFeedback
 from ..sampling import step_generator
-from .base import Method, MethodContext, StepOutput, batch_stats, output_error
+from .base import Method, MethodContext, StepOutput, batch_stats, output_error, set_linear_grads
 
 
 class PhotonicDP(Method):
@@ -77,12 +77,8 @@ class PhotonicDP(Method):
         return events
 
     def _epsilon_bound(self) -> float:
-        from opu_hal.privacy import Accountant
-
-        accountant = Accountant("replace_one")
-        for event in self._events_at(self.std_lower):
-            accountant.step(event)
-        return accountant.get_epsilon(self.context.config.delta)
+        """Epsilon of one step (infinite whenever eq. 17 is)."""
+        return Accountant("replace_one").epsilon_after(self.privacy_event(), 1, self.context.config.delta)
 
     def privacy_event(self) -> ComposedEvent:
         """One step: eq. 17 for every layer, composed (one ledger entry per step)."""
@@ -112,6 +108,5 @@ class PhotonicDP(Method):
             generator = step_generator(config.seed, "noise", self.current_step)
             deltas.append(clip_norm(e, config.tau_b) + self.std_lower * torch.randn(e.shape, generator=generator))
             for layer, delta, h in zip(self.model.layers, deltas, trace.inputs):
-                layer.weight.grad = delta.T @ self._clip_input(h) / m
-                layer.bias.grad = delta.sum(0) / m
+                set_linear_grads(layer, delta / m, self._clip_input(h))
         return StepOutput(loss_sum, correct, int(y.shape[0]), noise=projection.noise)
