@@ -17,7 +17,8 @@ class Capabilities:
     ``real`` accepts any finite value. ``output_kind``: ``linear`` returns ``B x``,
     ``intensity`` returns ``|B x|^2``. ``max_in_features`` / ``max_out_features`` are the
     hardware limits (``None``: bounded only by memory). ``noise_settable``: the noise level can
-    be changed at run time (software noise, temperature, exposure).
+    be changed at run time (software noise, temperature, exposure). ``privacy_noise``: the device
+    can serve as a privacy-noise source (:meth:`opu_hal.Device.draw_privacy_counts`).
     """
 
     input_kind: InputKind
@@ -27,6 +28,7 @@ class Capabilities:
     temperature_settable: bool
     noise_settable: bool = False
     compute_device: str = "cpu"
+    privacy_noise: bool = False
 
     def accepts(self, kind: InputKind) -> bool:
         """Whether inputs of ``kind`` can be projected in one pass."""

@@ -11,7 +11,7 @@ import torch
 from .capabilities import Capabilities
 from .errors import DeviceUnavailable
 from .inputs import check_batch
-from .noise import NoiseReport, Projection
+from .noise import NoiseReport, PrivacyCounts, Projection
 from .profiles import BaseProfile
 
 P = TypeVar("P", bound=BaseProfile)
@@ -89,6 +89,16 @@ class Device(ABC, Generic[P]):
         self.open()
         batch = check_batch(x, self.in_features, self.capabilities)
         return self._project(batch)
+
+    def draw_privacy_counts(self, n_values: int, poisson_mean: float) -> PrivacyCounts:
+        """``n_values`` integer noise values, each the difference of two independent sums of
+        photo-electron counts whose Poisson means are at least ``poisson_mean`` (Skellam noise;
+        :mod:`opu_hal.privacy.skellam`), drawn from a secure generator. Devices that cannot
+        guarantee that (``capabilities.privacy_noise`` is false) raise :class:`DeviceUnavailable`."""
+        raise DeviceUnavailable(
+            f"profile {self._profile.label!r} ({self._profile.backend}) cannot serve as a privacy-noise "
+            "source: it does not produce photo-electron counts of a known distribution"
+        )
 
     @abstractmethod
     def _project(self, x: torch.Tensor) -> Projection:

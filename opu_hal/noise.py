@@ -3,13 +3,47 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 import torch
 
 NoiseSource = Literal["declared", "calibrated", "software"]
 NOISE_SOURCES: tuple[str, ...] = ("declared", "calibrated", "software")
+
+
+@dataclass(frozen=True)
+class NoiseDistribution:
+    """What the noise in a release IS, beyond its std: what a discrete privacy mechanism needs.
+
+    ``kind``: ``"gaussian"`` (software noise, continuous) or ``"poisson-counts"`` (differences of
+    photo-electron counts: Skellam). For counts: ``poisson_mean`` is the mean of each count (the
+    model's or calibration's estimate) and ``poisson_mean_lower`` the figure accounting may use
+    (never above the applied mean); ``reads_per_value`` pixel reads summed into each count;
+    ``read_noise_e`` and ``gain_e_per_dn`` of the camera; ``lattice_step`` the output units of one
+    count; ``clip_probability`` the probability that one read saturates (the analysis assumes it
+    never does); ``generator`` names the random source.
+    """
+
+    kind: Literal["gaussian", "poisson-counts"]
+    generator: str
+    poisson_mean: float | None = None
+    poisson_mean_lower: float | None = None
+    reads_per_value: int | None = None
+    read_noise_e: float | None = None
+    gain_e_per_dn: float | None = None
+    lattice_step: float | None = None
+    clip_probability: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.poisson_mean_lower is not None and self.poisson_mean is not None:
+            if not 0 < self.poisson_mean_lower <= self.poisson_mean:
+                raise ValueError(
+                    f"poisson_mean_lower ({self.poisson_mean_lower}) must be in (0, poisson_mean = "
+                    f"{self.poisson_mean}]: accounting may never use more noise than is applied")
+
+    def to_dict(self) -> dict[str, object]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -30,6 +64,7 @@ class NoiseReport:
     exposure_us: float | None = None
     passes: int = 1
     details: dict[str, float] = field(default_factory=dict, compare=False)
+    distribution: NoiseDistribution | None = None
 
     def __post_init__(self) -> None:
         if self.source not in NOISE_SOURCES:
@@ -56,7 +91,18 @@ class NoiseReport:
             "exposure_us": self.exposure_us,
             "passes": self.passes,
             **({"details": dict(self.details)} if self.details else {}),
+            **({"distribution": self.distribution.to_dict()} if self.distribution else {}),
         }
+
+
+@dataclass(frozen=True)
+class PrivacyCounts:
+    """Integer privacy noise drawn from a device: ``counts`` (int64, one value per requested
+    coordinate) is the difference of two independent sums of Poisson counts, each of mean at least
+    ``distribution.poisson_mean_lower``; ``report`` says how it was made."""
+
+    counts: torch.Tensor
+    distribution: NoiseDistribution
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ import torch
 from ..capabilities import Capabilities
 from ..device import Device
 from ..errors import DeviceUnavailable, InputError
-from ..noise import NoiseReport, Projection
+from ..noise import NoiseDistribution, NoiseReport, PrivacyCounts, Projection
+from ..secure_random import SecureGenerator
 from ..profiles import TorchProfile
 from ..seeding import stream_seed
 
@@ -55,6 +56,7 @@ class TorchDevice(Device[TorchProfile]):
         self._noise_std = profile.noise_std
         self._noise_generator = torch.Generator(device=self._device)
         self._noise_generator.manual_seed(stream_seed(profile.seed, "noise"))
+        self._privacy_generator: SecureGenerator | None = None
 
     @property
     def capabilities(self) -> Capabilities:
@@ -66,7 +68,22 @@ class TorchDevice(Device[TorchProfile]):
             temperature_settable=False,
             noise_settable=True,
             compute_device=self._device.type,
+            privacy_noise=True,
         )
+
+    def draw_privacy_counts(self, n_values: int, poisson_mean: float) -> PrivacyCounts:
+        """Exact software Skellam noise (two Poisson counts of mean ``poisson_mean``), from the secure
+        generator: the torch fallback's privacy-noise source."""
+        if not (math.isfinite(poisson_mean) and poisson_mean > 0):
+            raise InputError(f"requested Poisson mean must be finite and > 0, got {poisson_mean}")
+        if self._privacy_generator is None:
+            self._privacy_generator = SecureGenerator()
+        counts = self._privacy_generator.skellam(poisson_mean, n_values)
+        return PrivacyCounts(
+            counts=torch.from_numpy(counts),
+            distribution=NoiseDistribution(kind="poisson-counts", generator=self._privacy_generator.name,
+                                           poisson_mean=poisson_mean, poisson_mean_lower=poisson_mean,
+                                           reads_per_value=None, lattice_step=1.0, clip_probability=0.0))
 
     @property
     def matrix(self) -> torch.Tensor:

@@ -46,11 +46,13 @@ import torch
 from ...capabilities import Capabilities
 from ...device import Device
 from ...errors import InputError
-from ...noise import NoiseReport, Projection
+from ...noise import NoiseReport, PrivacyCounts, Projection
+from ...secure_random import SecureGenerator
 from ...profiles import CAMERA_PIXELS, DMD_MIRRORS, SimulatedProfile
 from ...seeding import stream_seed
 from .camera import Sensor
 from .optics import TransmissionMatrix
+from .privacy_noise import CLIP_LIMIT, clip_probability, draw_counts
 
 PLANCK_J_S = 6.62607015e-34
 LIGHT_SPEED_M_S = 299_792_458.0
@@ -83,6 +85,7 @@ class SimulatedDevice(Device[SimulatedProfile]):
         theta = 2 * math.pi * torch.rand(profile.out_features, generator=phase_generator)
         self._anchor_cos, self._anchor_sin = torch.cos(theta), torch.sin(theta)
         self._camera_generator = torch.Generator().manual_seed(stream_seed(profile.seed, "camera"))
+        self._privacy_generator = SecureGenerator()  # never seeded: privacy counts are secret
         self.saturated_pixels = 0
 
     # -- operating point ---------------------------------------------------------------------
@@ -130,7 +133,25 @@ class SimulatedDevice(Device[SimulatedProfile]):
             temperature_settable=True,
             noise_settable=True,
             compute_device="cpu",
+            privacy_noise=self._privacy_source_ok(),
         )
+
+    # -- privacy noise (opu_hal.privacy.skellam; see privacy_noise.py) -------------------------
+    @property
+    def anchor_read_e(self) -> float:
+        """Mean photo-electrons of one anchor-only read: ``A^2 + D``."""
+        return self.anchor_e + self.sensor.dark_e
+
+    def _privacy_source_ok(self) -> bool:
+        sensor = self.sensor
+        return (abs(sensor.gain_e_per_dn - 1.0) <= 1e-12 and self.anchor_read_e > 0
+                and clip_probability(self.anchor_read_e, sensor) <= CLIP_LIMIT)
+
+    def draw_privacy_counts(self, n_values: int, poisson_mean: float) -> PrivacyCounts:
+        """Skellam noise from summed anchor-only reads, drawn from the secure generator."""
+        self.open()
+        return draw_counts(self._privacy_generator, self.sensor, self.anchor_read_e, n_values,
+                           poisson_mean, self._profile.label)
 
     # -- noise model ---------------------------------------------------------------------------
     def _output_variance(self, frames_signal_e: torch.Tensor | float, *, random_only: bool = False):

@@ -1,0 +1,99 @@
+"""Privacy noise from the simulated camera: differences of summed anchor-only reads (Skellam).
+
+An anchor-only frame (signal off, reference beam on) has the same mean at every pixel:
+``lambda_read = A^2 + D`` photo-electrons (anchor plus dark signal, see :mod:`.device` and
+:mod:`.camera`). A value of privacy noise is ``C1 - C2``, where each ``C`` sums ``n`` pixel reads:
+a sum of ``n`` independent Poisson(``lambda_read``) counts IS Poisson(``n lambda_read``), so it is
+drawn exactly in one draw, from the secure generator (:mod:`opu_hal.secure_random`).
+
+Conditions of the analysis (:mod:`opu_hal.privacy.skellam`), each refused with the profile key to
+change:
+
+- gain exactly 1 e-/DN: then ``DN = P + round(G) + black`` with ``P`` the count and ``G`` the read
+  noise, so the count read in electrons is ``P`` plus independent integer noise (post-processing).
+  At other gains the ADC mixes the count with read noise in a way the Skellam bound does not cover;
+- no read may clip (full well, ADC top, ADC bottom): the probability that one read clips is bounded
+  (Poisson and normal tails, :func:`clip_probability`) and must be below :data:`CLIP_LIMIT`;
+- a positive Poisson mean.
+
+The read noise of ``n`` reads, ``sum round(G_i)``, is simulated as one rounded normal of the same
+variance: it is independent of the data and of the counts, so this shortcut changes only how much
+extra (unaccounted) noise the simulation adds, never the privacy analysis.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+from scipy import stats
+
+from ...errors import DeviceUnavailable
+from ...noise import NoiseDistribution, PrivacyCounts
+from ...secure_random import SecureGenerator
+
+if TYPE_CHECKING:
+    from .camera import Sensor
+
+CLIP_LIMIT = 1e-24
+
+
+def clip_probability(mean_e: float, sensor: "Sensor") -> float:
+    """Upper bound on the probability that one read of Poisson(``mean_e``) electrons plus read noise
+    leaves the ADC's range (saturation above, black level below)."""
+    read = max(sensor.read_noise_e, 1e-12)
+    top = sensor.saturation_e
+    bottom = -sensor.black_level_dn * sensor.gain_e_per_dn
+    if not bottom < mean_e < top:
+        return 1.0
+    upper_gap, lower_gap = (top - mean_e) / 2, (mean_e - bottom) / 2
+    above = stats.poisson.sf(math.floor(mean_e + upper_gap), mean_e) + stats.norm.sf(upper_gap / read)
+    below = stats.poisson.cdf(math.ceil(mean_e - lower_gap) - 1, mean_e) + stats.norm.sf(lower_gap / read)
+    return float(min(1.0, above + below))
+
+
+def check_privacy_source(sensor: "Sensor", read_mean_e: float, label: str) -> float:
+    """Refuse an operating point where the Skellam analysis does not hold; returns the clip bound."""
+    if abs(sensor.gain_e_per_dn - 1.0) > 1e-12:
+        raise DeviceUnavailable(
+            f"profile {label!r}: privacy noise needs gain_e_per_dn = 1 (one DN per photo-electron, so "
+            f"the ADC reads the count plus independent noise); got {sensor.gain_e_per_dn}")
+    if not read_mean_e > 0:
+        raise DeviceUnavailable(
+            f"profile {label!r}: anchor-only reads carry no photo-electrons; raise anchor_power_uw or exposure_us")
+    p_clip = clip_probability(read_mean_e, sensor)
+    if p_clip > CLIP_LIMIT:
+        raise DeviceUnavailable(
+            f"profile {label!r}: an anchor-only read of {read_mean_e:.4g} e- may clip (probability "
+            f"{p_clip:.3g} > {CLIP_LIMIT:g}; saturation at {sensor.saturation_e:.4g} e-): lower "
+            "anchor_power_uw or exposure_us, or raise full_well_e / adc_bits")
+    return p_clip
+
+
+def draw_counts(generator: SecureGenerator, sensor: "Sensor", read_mean_e: float, n_values: int,
+                poisson_mean: float, label: str, read_mean_lower_e: float | None = None) -> PrivacyCounts:
+    """Skellam noise whose counts have Poisson mean ``>= poisson_mean``, from summed anchor reads.
+
+    ``read_mean_e`` is the true mean of one read (the simulation draws with it);
+    ``read_mean_lower_e`` the figure the number of reads is planned with (a calibration's lower
+    bound; default: the model's value)."""
+    p_clip = check_privacy_source(sensor, read_mean_e, label)
+    if not (math.isfinite(poisson_mean) and poisson_mean > 0):
+        raise DeviceUnavailable(f"requested Poisson mean must be finite and > 0, got {poisson_mean}")
+    lower = read_mean_e if read_mean_lower_e is None else min(read_mean_lower_e, read_mean_e)
+    reads = max(1, math.ceil(poisson_mean / lower))
+    while reads * lower < poisson_mean:
+        reads += 1
+    applied = reads * read_mean_e
+    counts = generator.skellam(applied, n_values)
+    read_var = 2 * reads * (sensor.read_noise_e**2 + 1 / 12) if sensor.read_noise_e > 0 else 0.0
+    if read_var > 0:
+        counts = counts + np.rint(math.sqrt(read_var) * generator.standard_normal(n_values).numpy()).astype(np.int64)
+    distribution = NoiseDistribution(
+        kind="poisson-counts", generator=generator.name, poisson_mean=applied,
+        poisson_mean_lower=poisson_mean,
+        reads_per_value=reads, read_noise_e=sensor.read_noise_e, gain_e_per_dn=sensor.gain_e_per_dn,
+        lattice_step=1.0, clip_probability=p_clip)
+    return PrivacyCounts(counts=torch.from_numpy(counts), distribution=distribution)

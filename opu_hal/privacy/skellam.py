@@ -1,0 +1,209 @@
+"""The Skellam mechanism on a lattice: accounting for integer noise made of photo-electron counts.
+
+**Why.** A camera counts photo-electrons: the noise it produces is integer-valued. Adding
+lattice-valued noise to a continuous update leaks the update's position inside the lattice cell
+exactly (issue 12: 100/100 distinguishing through dp-dfa). Mechanisms that use device noise
+therefore work on integers (DESIGN.md, "Discrete noise").
+
+**Mechanism** (for a query ``u(D) in R^d`` of L2 sensitivity ``Delta`` under the accountant's
+neighbouring relation):
+
+1. scale to the lattice, ``x = gamma u``, with ``gamma Delta = k sqrt(d)`` (``k``: the lattice
+   resolution, :class:`SkellamLattice`);
+2. round every coordinate randomly and without bias, ``R(x)_j = floor(x_j) + Bernoulli(frac x_j)``,
+   with uniforms from the secure generator;
+3. add ``K_j = C1_j - C2_j``, where ``C1``, ``C2`` are independent sums of photo-electron counts
+   with Poisson means ``>= lambda`` each (so ``K_j`` is Skellam(lambda, lambda) plus independent
+   noise, see below); release ``(R(x) + K) / gamma``.
+
+**Sensitivity after rounding.** Couple the roundings of neighbouring ``x``, ``x'`` through the same
+uniforms: their difference ``D`` has ``|D_j| <= ceil(|x_j - x'_j|) < |x_j - x'_j| + 1``, so
+``||D||_2 <= gamma Delta + sqrt(d) = (k + 1) sqrt(d)`` and
+``||D||_1 <= sqrt(d) gamma Delta + d = (k + 1) d``. The released distributions are mixtures, over
+the shared uniforms, of shifted Skellam laws; ``exp((alpha - 1) D_alpha)`` is jointly convex, so
+the mechanism's Renyi divergence is at most the largest over the coupled pairs: the Skellam
+mechanism's at those sensitivities.
+
+**Skellam RDP** (Agarwal, Kairouz and Liu, "The Skellam Mechanism for Differentially Private
+Federated Learning", NeurIPS 2021, Theorem 3.5 / Corollary 3.6; stated there for noise of variance
+``mu = 2 lambda``): for integer ``alpha > 1`` and integer-valued queries of L1 / L2 sensitivity
+``Delta_1`` / ``Delta_2``,
+
+    eps(alpha) <= alpha Delta_2^2 / (4 lambda)
+                  + min(((2 alpha - 1) Delta_2^2 + 6 Delta_1) / (16 lambda^2), 3 Delta_1 / (4 lambda)).
+
+Non-integer orders get ``inf`` (the theorem does not cover them).
+
+**What may count as noise.** Only the Poisson counts. ``Sk(lambda_j) = Sk(lambda) + Sk(lambda_j -
+lambda)`` in law for ``lambda_j >= lambda`` (Poisson additivity), and two counts of different
+means ``>= lambda`` are ``Sk(lambda)`` plus independent noise: in every case the release is a
+post-processing of the Skellam mechanism with mean ``lambda`` (the LOWER bound of the means).
+Read noise and ADC rounding count only where they provably cannot reduce privacy: at a gain of
+``1/n`` e-/DN (``n`` a whole number), ``DN = n P + round(n G)`` exactly, so the count read in
+electrons is ``P`` plus independent noise (post-processing). Other gains are refused by the device.
+
+**Subsampling.** DP-DFA draws fixed-size batches without replacement (replace-one): the amplified
+curve is the general bound of Wang, Balle and Kasiviswanathan 2019 ("Subsampled Renyi Differential
+Privacy and Analytical Moments Accountant", Theorem 9) for a base mechanism whose
+``eps(infinity) = infinity``, capped by the unamplified curve (joint convexity again).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, ClassVar
+
+import numpy as np
+from scipy.special import gammaln
+
+from .events import EVENT_TYPES, Event, Neighboring, PrivacyParameterError, _positive
+
+
+def _integer_orders(orders: np.ndarray) -> np.ndarray:
+    orders = np.asarray(orders, dtype=np.float64)
+    return (orders > 1) & np.isfinite(orders) & (orders == np.floor(orders))
+
+
+def skellam_rdp(orders: np.ndarray, l2_sensitivity: float, l1_sensitivity: float,
+                poisson_mean: float) -> np.ndarray:
+    """Agarwal-Kairouz-Liu bound (Theorem 3.5) for Skellam(lambda, lambda) noise; inf at non-integer
+    orders. ``poisson_mean`` is ``lambda``, the mean of each of the two counts."""
+    orders = np.asarray(orders, dtype=np.float64)
+    lam, d2sq, d1 = poisson_mean, l2_sensitivity**2, l1_sensitivity
+    with np.errstate(over="ignore", invalid="ignore"):
+        curve = orders * d2sq / (4 * lam) + np.minimum(
+            ((2 * orders - 1) * d2sq + 6 * d1) / (16 * lam**2), 3 * d1 / (4 * lam))
+    return np.where(_integer_orders(orders), curve, np.inf)
+
+
+def _log_comb(n: int, k: np.ndarray) -> np.ndarray:
+    return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
+
+
+def subsampled_without_replacement_rdp(base: Callable[[np.ndarray], np.ndarray], sampling_rate: float,
+                                       orders: np.ndarray) -> np.ndarray:
+    """Wang-Balle-Kasiviswanathan 2019, Theorem 9, for a base mechanism with ``eps(inf) = inf``:
+
+        eps'(alpha) <= log(1 + q^2 C(alpha, 2) min(4 (e^eps(2) - 1), 2 e^eps(2))
+                           + sum_{j=3}^{alpha} q^j C(alpha, j) 2 e^{(j - 1) eps(j)}) / (alpha - 1)
+
+    at integer orders (inf elsewhere), and never above ``base(alpha)``."""
+    orders = np.asarray(orders, dtype=np.float64)
+    q = sampling_rate
+    out = np.full_like(orders, np.inf)
+    if q == 1:
+        return np.where(_integer_orders(orders), base(orders), np.inf)
+    for index, alpha in enumerate(orders):
+        if not _integer_orders(np.array([alpha]))[0]:
+            continue
+        a = int(alpha)
+        eps2 = float(base(np.array([2.0]))[0])
+        second = 2 * math.log(q) + float(_log_comb(a, np.array([2]))[0]) + min(
+            math.log(4) + eps2 + math.log(-math.expm1(-eps2)) if eps2 > 0 else -math.inf,
+            eps2 + math.log(2))
+        terms = [0.0, second]
+        if a >= 3:
+            j = np.arange(3, a + 1, dtype=np.float64)
+            terms.extend(j * math.log(q) + _log_comb(a, j) + math.log(2) + (j - 1) * base(j))
+        log_a = float(np.logaddexp.reduce(np.asarray(terms)))
+        out[index] = min(log_a / (a - 1), float(base(np.array([alpha]))[0]))
+    return out
+
+
+@dataclass(frozen=True)
+class SkellamLattice:
+    """The lattice of a release: ``gamma`` (lattice units per update unit) from the resolution ``k``
+    (``gamma Delta = k sqrt(d)``), and the sensitivities after randomized rounding (module doc).
+
+    Noise in update units has std ``sqrt(2 lambda) / gamma``; for a Gaussian-equivalent noise
+    multiplier ``z`` (``lambda = (z Delta_2)^2 / 2``) that is ``z Delta (k + 1) / k``: the price of
+    the lattice is the factor ``(k + 1) / k`` on the noise, and ``lambda`` grows as ``(k + 1)^2``.
+    """
+
+    dimension: int
+    sensitivity: float
+    resolution: float = 10.0
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.dimension, int) and not isinstance(self.dimension, bool) and self.dimension >= 1):
+            raise PrivacyParameterError(f"dimension must be an integer >= 1, got {self.dimension!r}")
+        _positive("sensitivity", self.sensitivity)
+        _positive("resolution", self.resolution)
+
+    @property
+    def gamma(self) -> float:
+        return self.resolution * math.sqrt(self.dimension) / self.sensitivity
+
+    @property
+    def l2_sensitivity(self) -> float:
+        return (self.resolution + 1) * math.sqrt(self.dimension)
+
+    @property
+    def l1_sensitivity(self) -> float:
+        return (self.resolution + 1) * self.dimension
+
+    def poisson_mean(self, noise_multiplier: float) -> float:
+        """``lambda`` giving Skellam variance ``2 lambda = (z Delta_2)^2`` in lattice units."""
+        return (noise_multiplier * self.l2_sensitivity) ** 2 / 2
+
+    def noise_std(self, poisson_mean: float) -> float:
+        """Std of the Skellam noise in update units, ``sqrt(2 lambda) / gamma``."""
+        return math.sqrt(2 * poisson_mean) / self.gamma
+
+
+@dataclass(frozen=True)
+class SkellamEvent(Event):
+    """One release of the lattice Skellam mechanism (no subsampling); sensitivities in lattice units
+    under the accountant's relation, ``poisson_mean`` = ``lambda`` of each count."""
+
+    l2_sensitivity: float
+    l1_sensitivity: float
+    poisson_mean: float
+    kind: ClassVar[str] = "skellam"
+    relations: ClassVar[tuple[str, ...]] = ("add_remove", "replace_one")
+
+    def __post_init__(self) -> None:
+        _positive("l2_sensitivity", self.l2_sensitivity)
+        _positive("l1_sensitivity", self.l1_sensitivity)
+        _positive("poisson_mean", self.poisson_mean)
+
+    def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
+        return skellam_rdp(orders, self.l2_sensitivity, self.l1_sensitivity, self.poisson_mean)
+
+
+@dataclass(frozen=True)
+class FixedSizeSkellamEvent(Event):
+    """The lattice Skellam mechanism on a batch of ``batch_size`` drawn without replacement from
+    ``dataset_size`` examples (replace-one; Wang-Balle-Kasiviswanathan Theorem 9), as DP-DFA with
+    device noise uses it."""
+
+    dataset_size: int
+    batch_size: int
+    l2_sensitivity: float
+    l1_sensitivity: float
+    poisson_mean: float
+    kind: ClassVar[str] = "fixed_size_skellam"
+    relations: ClassVar[tuple[str, ...]] = ("replace_one",)
+
+    def __post_init__(self) -> None:
+        for name in ("dataset_size", "batch_size"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+                raise PrivacyParameterError(f"{name} must be an integer >= 1, got {value!r}")
+        if self.batch_size > self.dataset_size:
+            raise PrivacyParameterError(
+                f"need batch_size <= dataset_size, got {self.batch_size} > {self.dataset_size}")
+        _positive("l2_sensitivity", self.l2_sensitivity)
+        _positive("l1_sensitivity", self.l1_sensitivity)
+        _positive("poisson_mean", self.poisson_mean)
+
+    def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
+        def base(alphas: np.ndarray) -> np.ndarray:
+            return skellam_rdp(alphas, self.l2_sensitivity, self.l1_sensitivity, self.poisson_mean)
+
+        return subsampled_without_replacement_rdp(base, self.batch_size / self.dataset_size, orders)
+
+
+for _cls in (SkellamEvent, FixedSizeSkellamEvent):
+    EVENT_TYPES[_cls.kind] = _cls
