@@ -1,15 +1,25 @@
-"""Atomic training checkpoints and the step journal that keeps a killed run's privacy spend.
+"""Atomic, integrity-checked training checkpoints and the step journal that keeps a killed run's
+privacy spend.
 
-A checkpoint holds the model, the optimizer, the method's state, the accountant's ledger, the
-position (epoch, step) and the record so far. Before each private step the loop appends the step
-number to ``<checkpoint>.journal`` (flushed and fsynced), so after a kill the resumed run knows
-which steps ran after the last checkpoint: replayable steps (software noise drawn from a
-per-step seed, batches from a per-step seed) are recomputed bit for bit and cost nothing more;
-steps whose noise came from a physical device cannot be replayed and are charged again.
+A checkpoint holds the model, the optimizer, the method's state (including the SECRET state of the
+privacy-noise generator: a checkpoint must be kept as private as the training data), the
+accountant's ledger, the position, the record so far, and how many journal lines its ledger has
+charged. The file is ``MAGIC, sha256 of the payload, payload``; a file whose hash does not match is
+refused.
+
+Before each private step the loop appends the step number to ``<checkpoint>.journal`` (flushed and
+fsynced). Every line is one draw of privacy noise. On resume, the lines beyond those the checkpoint
+charged were steps that ran after it: their noise was released, so a device-noise run (which
+cannot draw the same noise again) charges them at once and writes a new checkpoint before drawing
+anything; a software-noise run restores its generator and replays them bit for bit, which releases
+nothing new. A journal shorter than the checkpoint says, missing, or with a malformed line is
+refused rather than guessed at.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import io
 import os
 from pathlib import Path
@@ -20,22 +30,32 @@ import torch
 from .errors import CheckpointError
 from .records import write_atomic
 
-FORMAT = 1
+FORMAT = 2
+MAGIC = b"OPU-HAL CHECKPOINT 2\n"
 
 
 def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> None:
     buffer = io.BytesIO()
     torch.save({"format": FORMAT, **state}, buffer)
-    write_atomic(path, buffer.getvalue())
+    payload = buffer.getvalue()
+    write_atomic(path, MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
 
 
 def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     target = Path(path)
     if not target.is_file():
         raise CheckpointError(f"--resume: no checkpoint at {target} (was --checkpoint the same path?)")
+    data = target.read_bytes()
+    header = len(MAGIC) + 65
+    if not data.startswith(MAGIC) or len(data) < header or data[header - 1:header] != b"\n":
+        raise CheckpointError(f"{target}: not an opu-hal checkpoint of format {FORMAT}")
+    digest, payload = data[len(MAGIC):header - 1].decode("ascii", "replace"), data[header:]
+    if hashlib.sha256(payload).hexdigest() != digest:
+        raise CheckpointError(f"{target}: checkpoint is corrupted (its sha256 does not match its content); "
+                              "restore it from a copy or start a new run")
     try:
-        state = torch.load(target, map_location="cpu", weights_only=False)
-    except Exception as exc:  # a truncated or foreign file
+        state = torch.load(io.BytesIO(payload), map_location="cpu", weights_only=False)
+    except Exception as exc:  # a hash-valid file that torch cannot read
         raise CheckpointError(f"{target}: not a readable opu-hal checkpoint ({exc})") from exc
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise CheckpointError(f"{target}: not an opu-hal checkpoint of format {FORMAT}")
@@ -43,7 +63,7 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 class StepJournal:
-    """Append-only record of the private steps begun, one line per step, durable before the step."""
+    """Append-only record of the private steps begun, one line per draw, durable before the draw."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -54,12 +74,48 @@ class StepJournal:
             handle.flush()
             os.fsync(handle.fileno())
 
-    def last_step(self) -> int | None:
-        """The highest step begun, or ``None``; a torn last line is ignored."""
+    def entries(self, max_step: int) -> list[int]:
+        """The steps begun, in order; a torn last line (no newline: its write never completed, so its
+        step never started) is dropped. Any other malformed line, or a step outside ``[0, max_step)``,
+        is refused."""
         if not self.path.is_file():
-            return None
-        steps = [int(line) for line in self.path.read_text(encoding="ascii").split("\n") if line.strip().isdigit()]
-        return max(steps) if steps else None
+            return []
+        text = self.path.read_text(encoding="ascii", errors="replace")
+        lines = text.split("\n")
+        complete, torn = lines[:-1], lines[-1]
+        steps = []
+        for number, line in enumerate(complete, start=1):
+            if not line.isdigit() or int(line) >= max_step:
+                raise CheckpointError(
+                    f"{self.path}: line {number} is {line[:40]!r}, not a step in [0, {max_step}); the journal "
+                    "is corrupt: the privacy spent cannot be known, so the run is not resumed")
+            steps.append(int(line))
+        del torn
+        return steps
 
-    def reset(self) -> None:
-        self.path.unlink(missing_ok=True)
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+
+class RunLock:
+    """An exclusive lock on ``<checkpoint>.lock``: two processes never train on one checkpoint."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._handle: Any = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            raise CheckpointError(f"{self.path}: another process is training on this checkpoint") from None
+        self._handle = handle
+
+    def release(self) -> None:
+        if self._handle is not None:
+            fcntl.flock(self._handle.fileno(), fcntl.LOCK_UN)
+            self._handle.close()
+            self._handle = None

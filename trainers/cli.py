@@ -59,6 +59,8 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
                       help="photonic-dp on a torch profile: software noise std (paper 000 Table 1 sigma)")
     priv.add_argument("--ternarize", action="store_true", default=None,
                       help="photonic-dp on a torch profile: ternarize the error (paper 000's TDFA row)")
+    priv.add_argument("--lattice-resolution", type=float, default=None,
+                      help="dp-dfa device noise: k in gamma*Delta = k*sqrt(d); noise grows by (k+1)/k (default 10)")
     priv.add_argument("--temperature-c", type=float, default=None, help="simulated OPU sensor temperature")
     ck = p.add_argument_group("checkpoints")
     ck.add_argument("--checkpoint", default=None, help="checkpoint path (written atomically)")
@@ -71,7 +73,7 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
 OPTION_NAMES = ("profile", "dataset", "data_dir", "epochs", "batch_size", "hidden", "activation", "optimizer",
                 "lr", "momentum", "seed", "threshold", "ternarize", "inputs", "train_limit", "alignment", "target_epsilon", "delta",
                 "noise_multiplier", "noise_source", "sampling", "clip_norm", "beta", "tau_e", "tau_h",
-                "tau_h_min", "tau_h_max", "tau_b", "sigma", "temperature_c", "checkpoint", "checkpoint_every",
+                "tau_h_min", "tau_h_max", "tau_b", "sigma", "temperature_c", "lattice_resolution", "checkpoint", "checkpoint_every",
                 "resume")
 
 

@@ -72,6 +72,7 @@ class TrainConfig:
     tau_b: float = 1.0
     sigma: float | None = None
     temperature_c: float | None = None
+    lattice_resolution: float = 10.0
     # checkpoints
     checkpoint: str | None = None
     checkpoint_every: int = 50
@@ -104,7 +105,7 @@ class TrainConfig:
         if self.profile is not None:
             return self.profile
         if self.method == "dp-dfa" and self.noise_source == "device":
-            return "opu-sim"
+            return "opu-sim-dp"
         return DEFAULT_PROFILES.get(self.method)
 
     def validate(self) -> None:
@@ -139,6 +140,8 @@ class TrainConfig:
             need(math.isfinite(value) and value > 0, f"--{name.replace('_', '-')} must be > 0, got {value}")
         need(0 <= self.tau_h_min <= self.tau_h_max,
              f"--tau-h-min must be in [0, tau_h_max={self.tau_h_max}], got {self.tau_h_min}")
+        need(math.isfinite(self.lattice_resolution) and 0.5 <= self.lattice_resolution <= 1000,
+             f"--lattice-resolution must be in [0.5, 1000], got {self.lattice_resolution}")
         need(self.sigma is None or self.sigma >= 0, f"--sigma must be >= 0, got {self.sigma}")
         need(self.checkpoint_every >= 1, f"--checkpoint-every must be >= 1, got {self.checkpoint_every}")
         need(not self.resume or self.checkpoint is not None, "--resume needs --checkpoint PATH")

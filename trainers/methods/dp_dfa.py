@@ -2,7 +2,7 @@
 
 Feedback matrices ``B^{l+1}`` are Gaussian rescaled to spectral norm ``beta``; the error is
 clipped to ``tau_e`` and each layer's input to ``tau_h`` (L2, per example); Gaussian noise of std
-``sigma = z * Delta`` is added to every averaged update (lines 15-16); minibatches of fixed size
+``noise_std = z * Delta`` is added to every averaged update (lines 15-16); minibatches of fixed size
 ``m`` are drawn without replacement and accounted by ``FixedSizeGaussianEvent`` (replace-one).
 
 Sensitivity (section 4.2), per layer: ``2 gamma_l beta_{l+1} tau_e sqrt(1 + tau_h^2) / m``, and
@@ -12,8 +12,12 @@ visible: the output layer is updated with ``e`` itself (``B = I``, no ``phi'``),
 output layer's update is multiplied by ``gamma beta`` so that every layer has the same term (the
 equal allocation the paper uses for its hybrid networks) and the formula holds as stated.
 
-``noise_source="device"``: the noise comes from the device's measurement noise
-(:mod:`trainers.device_noise`), scaled so its std is at least ``sigma``; accounting uses ``sigma``.
+Noise (issue 12): ``noise_source="software"`` adds Gaussian noise of std ``noise_std = z * Delta``
+from the secure generator (:class:`opu_hal.mechanisms.GaussianRelease`), accounted by
+``FixedSizeGaussianEvent``. ``noise_source="device"`` releases the update through the lattice
+Skellam mechanism (:mod:`opu_hal.privacy.skellam`): scaled to the lattice, randomly rounded, plus
+integer photo-electron counts drawn from the device (:class:`opu_hal.mechanisms.SkellamRelease`),
+accounted by ``FixedSizeSkellamEvent`` at the Poisson mean the device guarantees as a lower bound.
 """
 
 from __future__ import annotations
@@ -23,10 +27,13 @@ from typing import Any
 
 import torch
 
-from opu_hal.privacy import FixedSizeGaussianEvent
+from opu_hal import DeviceUnavailable
+from opu_hal.mechanisms import GaussianRelease, SkellamRelease
+from opu_hal.privacy import Event, FixedSizeGaussianEvent
+from opu_hal.privacy.skellam import FixedSizeSkellamEvent, SkellamLattice
+from opu_hal.secure_random import SecureGenerator
 
 from ..clipping import clip_norm
-from ..device_noise import DeviceNoise
 from ..errors import TrainingConfigError
 from ..sampling import step_generator
 from .base import Method, MethodContext, StepOutput, batch_stats, output_error, set_linear_grads
@@ -61,49 +68,93 @@ class DPDFA(Method):
         self.layer_sensitivities = terms
         self.sensitivity = math.sqrt(sum(t * t for t in terms))
         self.noise_multiplier: float | None = None
-        self.device_noise: DeviceNoise | None = None
+        self.dimension = sum(p.numel() for p in model.parameters())
+        self.generator = SecureGenerator()
+        self.mechanism: GaussianRelease | SkellamRelease | None = None
+        self.lattice: SkellamLattice | None = None
         if config.noise_source == "device":
-            if context.device is None:
-                raise TrainingConfigError("--noise-source device needs --profile (e.g. opu-sim)")
-            self.device_noise = DeviceNoise(context.device, seed=config.seed)
-            self.replayable = False
+            self._check_noise_device(context)
+            self.lattice = SkellamLattice(self.dimension, self.sensitivity, config.lattice_resolution)
+            self.replayable = False  # device counts cannot be drawn again
+
+    @staticmethod
+    def _check_noise_device(context: MethodContext) -> None:
+        device = context.device
+        if device is None:
+            raise TrainingConfigError("--noise-source device needs --profile (e.g. opu-sim-dp)")
+        if not device.capabilities.privacy_noise:
+            try:
+                device.draw_privacy_counts(1, 1.0)
+            except DeviceUnavailable as exc:
+                raise TrainingConfigError(f"--noise-source device: {exc}") from None
+            raise TrainingConfigError(f"--noise-source device: profile {device.profile.label!r} is no privacy-noise source")
 
     # -- accounting ----------------------------------------------------------------------------
-    def event_for(self, z: float) -> FixedSizeGaussianEvent:
-        return FixedSizeGaussianEvent(self.context.dataset_size, self.context.config.batch_size, z)
+    def event_for(self, z: float) -> Event:
+        ctx = self.context
+        if self.lattice is None:
+            return FixedSizeGaussianEvent(ctx.dataset_size, ctx.config.batch_size, z)
+        return FixedSizeSkellamEvent(ctx.dataset_size, ctx.config.batch_size, self.lattice.l2_sensitivity,
+                                     self.lattice.l1_sensitivity, self.lattice.poisson_mean(z))
 
     def set_noise_multiplier(self, z: float) -> None:
         self.noise_multiplier = float(z)
+        if self.lattice is None:
+            self.mechanism = GaussianRelease(z * self.sensitivity, self.generator)
+        else:
+            self.mechanism = SkellamRelease(self.context.device, self.lattice, self.lattice.poisson_mean(z),
+                                            self.generator)
 
     @property
-    def sigma(self) -> float:
-        """Std of the noise on each averaged update coordinate, ``z * Delta``."""
-        assert self.noise_multiplier is not None
-        return self.noise_multiplier * self.sensitivity
+    def noise_std(self) -> float:
+        """Std of the noise on each averaged update coordinate (``z * Delta``; times ``(k + 1) / k``
+        on the lattice)."""
+        assert self.mechanism is not None
+        return self.mechanism.noise_std
 
-    def privacy_event(self) -> FixedSizeGaussianEvent:
+    def privacy_event(self) -> Event:
         assert self.noise_multiplier is not None
         return self.event_for(self.noise_multiplier)
 
     def describe(self) -> dict[str, Any]:
-        return {"noise_multiplier": self.noise_multiplier, "sensitivity": self.sensitivity,
-                "layer_sensitivities": self.layer_sensitivities, "noise_std": self.sigma,
-                "noise_source": self.context.config.noise_source,
-                "device_projections_for_noise": self.device_noise.projections if self.device_noise else 0}
+        mechanism = self.mechanism
+        info: dict[str, Any] = {
+            "noise_multiplier": self.noise_multiplier, "sensitivity": self.sensitivity,
+            "layer_sensitivities": self.layer_sensitivities, "noise_std": self.noise_std,
+            "noise_source": self.context.config.noise_source,
+            "mechanism": mechanism.mechanism if mechanism else None,
+            "generator": self.generator.name,
+        }
+        if self.lattice is not None and isinstance(mechanism, SkellamRelease):
+            info["lattice"] = {"dimension": self.lattice.dimension, "resolution": self.lattice.resolution,
+                               "gamma": self.lattice.gamma, "l2_sensitivity": self.lattice.l2_sensitivity,
+                               "l1_sensitivity": self.lattice.l1_sensitivity,
+                               "poisson_mean_accounted": mechanism.poisson_mean}
+            if mechanism.distribution is not None:
+                info["device_noise"] = mechanism.distribution.to_dict()
+        return info
+
+    def state_dict(self) -> dict[str, Any]:
+        """The secure generator's state (secret: checkpoints only) so resumed steps replay exactly."""
+        return {"generator": self.generator.secret_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.generator = SecureGenerator.from_secret_state(state["generator"])
+        if self.noise_multiplier is not None:
+            self.set_noise_multiplier(self.noise_multiplier)
 
     # -- noise -----------------------------------------------------------------------------------
-    def _noise(self, count: int) -> torch.Tensor:
-        if self.device_noise is not None:
-            return self.sigma * self.device_noise.standard(count)
-        return self.sigma * torch.randn(count, generator=step_generator(self.context.config.seed, "noise",
-                                                                         self.current_step))
+    def release_update(self, u: torch.Tensor) -> torch.Tensor:
+        """The noisy release of the flattened clipped update (Algorithm 1, lines 15-16)."""
+        assert self.mechanism is not None, "set_noise_multiplier first"
+        return self.mechanism.release(u)
 
     def _add_noise(self) -> None:
         params = [p for layer in self.model.layers for p in (layer.weight, layer.bias)]
-        sizes = [p.numel() for p in params]
-        noise = self._noise(sum(sizes)).split(sizes)
-        for p, n in zip(params, noise):
-            p.grad.add_(n.view_as(p))
+        flat = torch.cat([p.grad.flatten() for p in params])
+        released = self.release_update(flat)
+        for p, part in zip(params, released.split([p.numel() for p in params])):
+            p.grad.copy_(part.view_as(p))
 
     # -- update ----------------------------------------------------------------------------------
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
@@ -119,5 +170,4 @@ class DPDFA(Method):
             for layer, delta, h in zip(self.model.layers, deltas, trace.inputs):
                 set_linear_grads(layer, delta / m, clip_norm(h, config.tau_h))
             self._add_noise()
-        report = self.device_noise.last_report if self.device_noise else None
-        return StepOutput(loss_sum, correct, int(y.shape[0]), noise=report)
+        return StepOutput(loss_sum, correct, int(y.shape[0]))

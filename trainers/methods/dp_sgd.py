@@ -21,7 +21,9 @@ import torch.nn.functional as F
 
 from opu_hal.privacy import Event, FixedSizeGaussianEvent, PoissonGaussianEvent
 
-from ..sampling import step_generator
+from opu_hal.secure_random import SecureGenerator
+
+from ..errors import TrainingConfigError
 from .base import Method, MethodContext, StepOutput
 
 
@@ -33,7 +35,12 @@ class DPSGD(Method):
     def __init__(self, model, context: MethodContext) -> None:
         super().__init__(model, context)
         config = context.config
+        if config.noise_source != "software":
+            raise TrainingConfigError(
+                "dp-sgd adds software Gaussian noise only; drop --noise-source device (the device-noise "
+                "mechanism is dp-dfa's)")
         self.sampling = config.sampling or "poisson"
+        self.generator = SecureGenerator()
         self.neighboring = "add_remove" if self.sampling == "poisson" else "replace_one"
         self.noise_multiplier: float | None = None
         # Noise std per unit of the multiplier: the L2 sensitivity of the clipped sum.
@@ -54,7 +61,18 @@ class DPSGD(Method):
 
     def describe(self) -> dict[str, Any]:
         return {"noise_multiplier": self.noise_multiplier, "clip_norm": self.context.config.clip_norm,
-                "sampling": self.sampling, "noise_std_on_sum": (self.noise_multiplier or 0) * self.sensitivity}
+                "sampling": self.sampling, "mechanism": "gaussian", "generator": self.generator.name,
+                "noise_std_on_sum": (self.noise_multiplier or 0) * self.sensitivity}
+
+    def _normal(self, shape: torch.Size) -> torch.Tensor:
+        return self.generator.standard_normal(shape.numel()).view(shape)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The secure generator's state (secret: checkpoints only), so resumed steps replay exactly."""
+        return {"generator": self.generator.secret_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.generator = SecureGenerator.from_secret_state(state["generator"])
 
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         config = self.context.config
@@ -72,13 +90,12 @@ class DPSGD(Method):
         with torch.no_grad():
             squared = sum(g.pow(2).sum(1) * (a.pow(2).sum(1) + 1) for g, a in zip(output_grads, inputs))
             scale = torch.clamp(config.clip_norm / squared.sqrt().clamp_min(1e-12), max=1.0)
-            generator = step_generator(config.seed, "noise", self.current_step)
             std = self.noise_multiplier * self.sensitivity  # type: ignore[operator]
             denominator = config.batch_size  # expected batch q N for Poisson, m for fixed
             for layer, g, a in zip(layers, output_grads, inputs):
                 weighted = g * scale[:, None]
-                weight_grad = weighted.T @ a + std * torch.randn(layer.weight.shape, generator=generator)
-                bias_grad = weighted.sum(0) + std * torch.randn(layer.bias.shape, generator=generator)
+                weight_grad = weighted.T @ a + std * self._normal(layer.weight.shape)
+                bias_grad = weighted.sum(0) + std * self._normal(layer.bias.shape)
                 layer.weight.grad = weight_grad / denominator
                 layer.bias.grad = bias_grad / denominator
         correct = int((h.argmax(1) == y).sum()) if y.numel() else 0

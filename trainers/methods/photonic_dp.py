@@ -25,11 +25,11 @@ from typing import Any
 import torch
 
 from opu_hal.privacy import Accountant, ComposedEvent, PhotonicDFAEvent
+from opu_hal.secure_random import SecureGenerator
 
 from ..clipping import clip_norm, clip_values, offset
 from ..errors import TrainingConfigError
 from ..feedback import DeviceFeedback
-from ..sampling import step_generator
 from .base import Method, MethodContext, StepOutput, batch_stats, output_error, set_linear_grads
 
 
@@ -57,6 +57,7 @@ class PhotonicDP(Method):
         self.feedback = DeviceFeedback(device, context.n_classes, model.hidden_widths, ternary=ternary,
                                        threshold=config.threshold)
         self.std_lower = device.noise_report().std_lower
+        self.generator = SecureGenerator()  # the output layer's software noise
         if config.target_epsilon is not None and not math.isfinite(self._epsilon_bound()):
             raise TrainingConfigError(
                 "photonic-dp: eq. 17 is infinite at these settings (tanh/sigmoid have gamma_min = 0, or "
@@ -105,8 +106,8 @@ class PhotonicDP(Method):
             self.std_lower = min(self.std_lower, projection.noise.std_lower)
             derivative = self.model.activation.derivative
             deltas = [clip_norm(p, config.tau_b) * derivative(z) for p, z in zip(projection.slices, trace.preacts)]
-            generator = step_generator(config.seed, "noise", self.current_step)
-            deltas.append(clip_norm(e, config.tau_b) + self.std_lower * torch.randn(e.shape, generator=generator))
+            noise = self.generator.standard_normal(e.numel()).view_as(e).to(e.dtype)
+            deltas.append(clip_norm(e, config.tau_b) + self.std_lower * noise)
             for layer, delta, h in zip(self.model.layers, deltas, trace.inputs):
                 set_linear_grads(layer, delta / m, self._clip_input(h))
         return StepOutput(loss_sum, correct, int(y.shape[0]), noise=projection.noise)
