@@ -166,6 +166,9 @@ class Trainer:
         self.method.current_step = self.global_step
         output = self.method.compute_gradients(x, y)
         self.optimizer.step()
+        after_step = getattr(self.method, "after_step", None)
+        if after_step is not None:
+            after_step()
         self.noise_log.add(output.noise)
         return output.loss_sum, output.correct, output.count
 

@@ -6,6 +6,7 @@ from .base import Method, MethodContext, StepOutput
 from .bp import Backprop
 from .dp_dfa import DPDFA
 from .dp_sgd import DPSGD
+from .dp_mac import DPMAC
 from .dp_ulr import DPULR
 from .dfa import DFA
 from .pdfa import PhotonicDFA
@@ -13,7 +14,7 @@ from .photonic_dp import PhotonicDP
 from .tdfa import TernarizedDFA
 
 METHODS: dict[str, type[Method]] = {
-    cls.name: cls for cls in (Backprop, DFA, TernarizedDFA, PhotonicDFA, PhotonicDP, DPDFA, DPSGD, DPULR)
+    cls.name: cls for cls in (Backprop, DFA, TernarizedDFA, PhotonicDFA, PhotonicDP, DPDFA, DPSGD, DPULR, DPMAC)
 }
 
 
