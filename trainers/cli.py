@@ -23,13 +23,13 @@ def _widths(text: str) -> tuple[int, ...]:
 def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", required=True, choices=METHOD_NAMES)
     p.add_argument("--profile", default=None, help="device profile name or path (default: the method's)")
-    p.add_argument("--dataset", default="fashion-mnist", choices=("fashion-mnist", "mnist"))
+    p.add_argument("--dataset", default="fashion-mnist", choices=("fashion-mnist", "mnist", "digits"))
     p.add_argument("--data-dir", default=None, help="folder of IDX files (default: $OPU_HAL_DATA_DIR or the "
                    "Debian package's /usr/share/datasets/fashion-mnist)")
     p.add_argument("--epochs", type=int, default=None, help="default 15")
     p.add_argument("--batch-size", type=int, default=None, help="default 256 (dp-dfa/dp-sgd: 128)")
     p.add_argument("--hidden", type=_widths, default=None, help="hidden widths, default 512,512")
-    p.add_argument("--activation", choices=("tanh", "sigmoid", "relu"), default=None)
+    p.add_argument("--activation", choices=("tanh", "sigmoid", "relu", "gelu", "softplus"), default=None)
     p.add_argument("--optimizer", choices=("sgd", "adam"), default=None)
     p.add_argument("--lr", type=float, default=None)
     p.add_argument("--momentum", type=float, default=None)
@@ -47,7 +47,11 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     priv.add_argument("--noise-multiplier", type=float, default=None,
                       help="fix the noise multiplier instead of choosing it for --target-epsilon")
     priv.add_argument("--noise-source", choices=("software", "device"), default=None)
-    priv.add_argument("--sampling", choices=("poisson", "fixed"), default=None, help="dp-sgd minibatch sampling")
+    priv.add_argument("--sampling", choices=("poisson", "fixed", "rejection"), default=None,
+                      help="dp-sgd / dp-ulr minibatch sampling (rejection: dp-ulr, paper 004)")
+    priv.add_argument("--opt", dest="extra", action="append", default=None, metavar="KEY=VALUE",
+                      help="method option, repeatable (dp-ulr: mode, repeats, forward_std, min_batch, remediation; "
+                           "dp-mac: bounds, t_b, t_b_max, t_z, t_w, z_steps, z_lr, sigma_hist, bins, pretrain_epochs)")
     priv.add_argument("--clip-norm", type=float, default=None, help="dp-sgd per-example clip C (default 1)")
     priv.add_argument("--beta", type=float, default=None, help="dp-dfa feedback spectral norm (default 0.9)")
     priv.add_argument("--tau-e", type=float, default=None, help="dp-dfa error clip (default 0.1)")
@@ -77,8 +81,21 @@ OPTION_NAMES = ("profile", "dataset", "data_dir", "epochs", "batch_size", "hidde
                 "resume")
 
 
+def _extra(pairs: list[str] | None) -> dict[str, str] | None:
+    if not pairs:
+        return None
+    extra: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise TrainingConfigError(f"--opt takes KEY=VALUE, got {pair!r}")
+        extra[key.strip()] = value.strip()
+    return extra
+
+
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    return TrainConfig.for_method(args.method, **{name: getattr(args, name) for name in OPTION_NAMES})
+    return TrainConfig.for_method(args.method, extra=_extra(getattr(args, "extra", None)),
+                                  **{name: getattr(args, name) for name in OPTION_NAMES})
 
 
 def _cmd_train(args: argparse.Namespace) -> int:

@@ -18,12 +18,12 @@ from .errors import TrainingConfigError
 # nothing from the private data).
 INPUT_SCALINGS = ("unit", "centered", "standardized")
 
-METHOD_NAMES = ("bp", "dfa", "tdfa", "pdfa", "photonic-dp", "dp-dfa", "dp-sgd")
+METHOD_NAMES = ("bp", "dfa", "tdfa", "pdfa", "photonic-dp", "dp-dfa", "dp-sgd", "dp-ulr", "dp-mac")
 
 # Profile used when none is given; None: the method needs no device.
 DEFAULT_PROFILES: dict[str, str | None] = {
     "bp": None, "dfa": "torch-auto", "tdfa": "torch-auto", "pdfa": "opu-sim",
-    "photonic-dp": "torch-cpu", "dp-dfa": None, "dp-sgd": None,
+    "photonic-dp": "torch-cpu", "dp-dfa": None, "dp-sgd": None, "dp-ulr": None, "dp-mac": None,
 }
 
 # Paper 002, section 5: Adam (lr 1e-3), beta = 0.9, tau_e = 0.1; fully connected 128-256 sigmoid,
@@ -34,6 +34,12 @@ METHOD_DEFAULTS: dict[str, dict[str, Any]] = {
                "batch_size": 128},
     "dp-sgd": {"inputs": "unit", "optimizer": "adam", "lr": 1e-3, "hidden": (128, 256), "activation": "sigmoid",
                "batch_size": 128},
+    # Paper 004, section 4.2: MLP 128-64-32-10 GELU, Adam lr 0.01, C = 1, batch 500 (q = 1/120).
+    "dp-ulr": {"inputs": "unit", "optimizer": "adam", "lr": 0.01, "hidden": (128, 64, 32), "activation": "gelu",
+               "batch_size": 500},
+    # Paper 003, Table 2 (classifier): 300-100 softplus, batch 50, Adam W lr 0.003.
+    "dp-mac": {"inputs": "unit", "optimizer": "adam", "lr": 0.003, "hidden": (300, 100), "activation": "softplus",
+               "batch_size": 50},
 }
 
 
@@ -128,8 +134,8 @@ class TrainConfig:
         need(self.inputs in INPUT_SCALINGS, f"--inputs {self.inputs!r}: choose one of {', '.join(INPUT_SCALINGS)}")
         need(self.noise_source in ("software", "device"),
              f"--noise-source {self.noise_source!r}: choose software or device")
-        need(self.sampling in (None, "poisson", "fixed"),
-             f"--sampling {self.sampling!r}: choose poisson or fixed")
+        need(self.sampling in (None, "poisson", "fixed", "rejection"),
+             f"--sampling {self.sampling!r}: choose poisson, fixed or rejection (dp-ulr)")
         need(0 < self.delta < 1, f"--delta must be in (0, 1), got {self.delta}")
         need(self.target_epsilon is None or self.target_epsilon > 0,
              f"--target-epsilon must be > 0, got {self.target_epsilon}")
@@ -145,6 +151,6 @@ class TrainConfig:
         need(self.sigma is None or self.sigma >= 0, f"--sigma must be >= 0, got {self.sigma}")
         need(self.checkpoint_every >= 1, f"--checkpoint-every must be >= 1, got {self.checkpoint_every}")
         need(not self.resume or self.checkpoint is not None, "--resume needs --checkpoint PATH")
-        if self.method in ("dp-dfa", "dp-sgd"):
+        if self.method in ("dp-dfa", "dp-sgd", "dp-ulr", "dp-mac"):
             need(self.target_epsilon is not None or self.noise_multiplier is not None,
                  f"method {self.method!r} needs --target-epsilon (noise chosen for it) or --noise-multiplier")

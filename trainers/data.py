@@ -18,6 +18,8 @@ import torch
 
 DATA_DIR_ENV = "OPU_HAL_DATA_DIR"
 DEFAULT_DIRS = {"fashion-mnist": Path("/usr/share/datasets/fashion-mnist"), "mnist": None}
+# Small real data sets shipped inside a Python package (no files, no download).
+BUNDLED = ("digits",)
 FILES = {
     "train_images": "train-images-idx3-ubyte",
     "train_labels": "train-labels-idx1-ubyte",
@@ -123,7 +125,9 @@ def load_dataset(
     name: str = "fashion-mnist", data_dir: str | os.PathLike[str] | None = None,
     validation_fraction: float = 0.1, seed: int = 0,
 ) -> Dataset:
-    """Train / validation / test splits of an MNIST-format dataset."""
+    """Train / validation / test splits of an MNIST-format dataset (or a bundled one)."""
+    if name in BUNDLED:
+        return load_digits_dataset(validation_fraction, seed)
     if name not in DEFAULT_DIRS:
         raise DatasetError(f"unknown dataset {name!r}; known: {', '.join(DEFAULT_DIRS)}")
     if not 0 <= validation_fraction < 1:
@@ -160,3 +164,23 @@ def scale_inputs(data: Dataset, how: str, reference: Split | None = None) -> Dat
         return Split((split.x - shift) / scale, split.y)
 
     return Dataset(name=data.name, train=apply(data.train), validation=apply(data.validation), test=apply(data.test))
+
+
+def load_digits_dataset(validation_fraction: float = 0.1, seed: int = 0, test_fraction: float = 0.2) -> Dataset:
+    """scikit-learn's bundled 8x8 handwritten digits (1797 images, UCI), pixels scaled to [0, 1];
+    a seeded permutation gives the test split, then the validation split."""
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError:
+        raise DatasetError("--dataset digits needs scikit-learn (pip install 'opu-hal[data]')") from None
+    if not 0 <= validation_fraction < 1:
+        raise DatasetError(f"validation_fraction must be in [0, 1), got {validation_fraction}")
+    bunch = load_digits()
+    x = torch.from_numpy(bunch.data.astype(np.float32) / 16.0)
+    y = torch.from_numpy(bunch.target.astype(np.int64))
+    order = torch.randperm(len(y), generator=torch.Generator().manual_seed(seed))
+    n_test = int(round(test_fraction * len(y)))
+    rest = order[n_test:]
+    n_val = int(round(validation_fraction * len(rest)))
+    pick = lambda idx: Split(x[idx], y[idx])  # noqa: E731
+    return Dataset(name="digits", train=pick(rest[n_val:]), validation=pick(rest[:n_val]), test=pick(order[:n_test]))

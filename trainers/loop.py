@@ -88,7 +88,8 @@ class Trainer:
         self.method = build_method(config, self.model, self.device, self.data, self.train_split)
         self.optimizer = make_optimizer(config, self.model)
         sampling = config.sampling or self.method.sampling
-        self.sampler = Sampler(sampling, len(self.train_split), config.batch_size, config.seed)
+        self.sampler = Sampler(sampling, len(self.train_split), config.batch_size, config.seed,
+                               min_batch=getattr(self.method, "min_batch", 0))
         self.accountant: Accountant | None = None
         self.budget: PrivacyBudget | None = None
         self.planned_steps = config.epochs * self.sampler.steps_per_epoch
@@ -132,7 +133,7 @@ class Trainer:
         saved = dict(state["config"])
         mine = self.config.to_dict()
         for key in ("method", "dataset", "hidden", "activation", "batch_size", "seed", "lr", "optimizer",
-                    "noise_source", "train_limit", "clip_norm", "tau_e", "tau_h", "beta"):
+                    "noise_source", "train_limit", "clip_norm", "tau_e", "tau_h", "beta", "extra"):
             if saved.get(key) != mine.get(key):
                 raise TrainingConfigError(
                     f"--resume: checkpoint {self.config.checkpoint} was made with {key}={saved.get(key)!r}, "
@@ -165,6 +166,9 @@ class Trainer:
         self.method.current_step = self.global_step
         output = self.method.compute_gradients(x, y)
         self.optimizer.step()
+        after_step = getattr(self.method, "after_step", None)
+        if after_step is not None:
+            after_step()
         self.noise_log.add(output.noise)
         return output.loss_sum, output.correct, output.count
 
@@ -227,6 +231,10 @@ class Trainer:
         return record
 
     def run(self) -> dict[str, Any]:
+        prepare = getattr(self.method, "prepare", None)
+        if prepare is not None and prepare(self.train_split, self.accountant, self.log):
+            # A method's private set-up ran (DP-MAC's pre-training and histogram), charged to the ledger.
+            self.checkpoint()
         epoch, start = self.position
         if start >= self.sampler.steps_per_epoch:
             epoch, start = epoch + 1, 0

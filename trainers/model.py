@@ -37,10 +37,21 @@ def _relu_derivative(z: torch.Tensor) -> torch.Tensor:
     return (z > 0).to(z.dtype)
 
 
+def _gelu_derivative(z: torch.Tensor) -> torch.Tensor:
+    """``Phi(z) + z phi(z)``; lies in [-0.1290, 1.1290] (paper 004's MLP uses GELU)."""
+    return 0.5 * (1 + torch.erf(z / 2**0.5)) + z * torch.exp(-0.5 * z * z) / (2 * torch.pi) ** 0.5
+
+
+def _softplus_derivative(z: torch.Tensor) -> torch.Tensor:
+    return torch.sigmoid(z)
+
+
 ACTIVATIONS: dict[str, Activation] = {
     "tanh": Activation("tanh", torch.tanh, _tanh_derivative, 0.0, 1.0),
     "sigmoid": Activation("sigmoid", torch.sigmoid, _sigmoid_derivative, 0.0, 0.25),
     "relu": Activation("relu", torch.relu, _relu_derivative, 0.0, 1.0),
+    "gelu": Activation("gelu", torch.nn.functional.gelu, _gelu_derivative, 0.0, 1.129),
+    "softplus": Activation("softplus", torch.nn.functional.softplus, _softplus_derivative, 0.0, 1.0),
 }
 
 

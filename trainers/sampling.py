@@ -6,6 +6,8 @@ the batches an uninterrupted one would.
   other steps (paper 002, Algorithm 1 line 5; accounted by ``FixedSizeGaussianEvent``).
 - ``poisson``: every step, each example joins independently with probability ``q = m / N``
   (Abadi et al.; accounted by ``PoissonGaussianEvent``).
+- ``rejection``: Poisson sampling, redrawn while the batch has fewer than ``min_batch`` examples
+  (paper 004, Definition 3.4; accounted by ``SampledWithRejectionGaussianEvent``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class Sampler:
     dataset_size: int
     batch_size: int
     seed: int
+    min_batch: int = 0
 
     @property
     def steps_per_epoch(self) -> int:
@@ -52,6 +55,9 @@ class Sampler:
         if self.kind == "fixed":
             return torch.randperm(self.dataset_size, generator=generator)[: self.batch_size]
         mask = torch.rand(self.dataset_size, generator=generator) < self.sampling_rate
+        if self.kind == "rejection":
+            while int(mask.sum()) < self.min_batch:  # rejected: draw the whole batch again
+                mask = torch.rand(self.dataset_size, generator=generator) < self.sampling_rate
         return mask.nonzero().flatten()
 
     def epoch(self, epoch: int, start: int = 0) -> Iterator[tuple[int, torch.Tensor]]:

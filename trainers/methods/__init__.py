@@ -6,13 +6,15 @@ from .base import Method, MethodContext, StepOutput
 from .bp import Backprop
 from .dp_dfa import DPDFA
 from .dp_sgd import DPSGD
+from .dp_mac import DPMAC
+from .dp_ulr import DPULR
 from .dfa import DFA
 from .pdfa import PhotonicDFA
 from .photonic_dp import PhotonicDP
 from .tdfa import TernarizedDFA
 
 METHODS: dict[str, type[Method]] = {
-    cls.name: cls for cls in (Backprop, DFA, TernarizedDFA, PhotonicDFA, PhotonicDP, DPDFA, DPSGD)
+    cls.name: cls for cls in (Backprop, DFA, TernarizedDFA, PhotonicDFA, PhotonicDP, DPDFA, DPSGD, DPULR, DPMAC)
 }
 
 
