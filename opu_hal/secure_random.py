@@ -13,6 +13,7 @@ therefore a secret, like the training data itself.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -38,6 +39,20 @@ def _chacha(key: int) -> np.random.Generator:
 
 def _fresh_key() -> int:
     return int.from_bytes(os.urandom(32), "little")
+
+
+def new_secret_key() -> str:
+    """256 bits from OS entropy, hex-encoded: the key of a run's secret per-step streams."""
+    return os.urandom(32).hex()
+
+
+def keyed_torch_generator(key: str, stream: str, index: int) -> torch.Generator:
+    """A torch generator for ``(stream, index)`` seeded by keyed BLAKE2b (a PRF) of the secret
+    ``key``: stateless, so a resumed run replays a step exactly from the key in its checkpoint, and
+    nothing public (seeds, records) determines it. Use for batch sampling and for methods that need
+    torch's samplers; the draws themselves are torch's Mersenne Twister from that secret seed."""
+    digest = hashlib.blake2b(f"{stream}:{index}".encode(), key=bytes.fromhex(key), digest_size=8).digest()
+    return torch.Generator().manual_seed(int.from_bytes(digest, "little") >> 1)
 
 
 class SecureGenerator:

@@ -3,6 +3,8 @@ sensitivities, budget stop, resume."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import math
 
 import numpy as np
@@ -272,11 +274,16 @@ def test_budget_stops_before_crossing_the_target(name):
 def test_resume_equals_uninterrupted(name, extra, tmp_path):
     data = clusters(n_train=400)
     kw = dict(noise_multiplier=4.0 if name == "dp-ulr" else 1.5, epochs=2, extra=extra)
-    full = quiet_train(cfg(name, **kw), data=data)
-    path = str(tmp_path / "ck.pt")
-    first = Trainer(cfg(name, checkpoint=path, **{**kw, "epochs": 1}), data=data, progress=False, log=lambda m: None)
-    first.run()
-    resumed = quiet_train(cfg(name, checkpoint=path, resume=True, **kw), data=data)
+    path = tmp_path / "ck.pt"
+    first = Trainer(cfg(name, checkpoint=str(path), **kw), data=data, progress=False, log=lambda m: None)
+    first.run(max_epochs=1)
+    saved = tmp_path / "saved.pt"
+    saved.write_bytes(path.read_bytes())
+    full = first.run()  # the uninterrupted run, continued in process
+    first.release()
+    path.write_bytes(saved.read_bytes())
+    Path(f"{path}.journal").write_text("".join(f"{i}\n" for i in range(full["final"]["steps"] // 2)))
+    resumed = quiet_train(cfg(name, checkpoint=str(path), resume=True, **kw), data=data)
     assert resumed["final"]["test_accuracy"] == full["final"]["test_accuracy"]
     assert resumed["final"]["epsilon"] == pytest.approx(full["final"]["epsilon"], rel=1e-12)
     assert resumed["epochs"][-1]["train_loss"] == pytest.approx(full["epochs"][-1]["train_loss"], rel=1e-9)

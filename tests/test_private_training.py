@@ -17,7 +17,7 @@ from scipy import stats
 from opu_hal.privacy import Accountant, FixedSizeGaussianEvent
 from trainers.checkpoint import load_checkpoint
 from trainers.config import TrainConfig
-from trainers.device_noise import DeviceNoise
+from opu_hal import load_device
 from trainers.errors import TrainingConfigError
 from trainers.loop import Trainer, train
 from trainers.methods import METHODS, MethodContext
@@ -118,53 +118,49 @@ def test_target_epsilon_chooses_the_noise_and_is_met():
 
 def test_private_methods_learn_clusters():
     data = clusters(n_train=3000, spread=0.3)
-    record = quiet_train(cfg("dp-dfa", epochs=4, target_epsilon=8.0, lr=0.01), data=data)
-    assert record["final"]["test_accuracy"] > 0.3  # chance is 0.1
+    record = quiet_train(cfg("dp-dfa", epochs=4, target_epsilon=8.0, lr=0.03), data=data)
+    assert record["final"]["test_accuracy"] > 0.4  # chance is 0.1; 0.77 to 0.83 in 4 runs
     record = quiet_train(cfg("dp-sgd", epochs=4, target_epsilon=8.0, lr=0.01), data=data)
     assert record["final"]["test_accuracy"] > 0.5
 
 
-def test_device_noise_has_the_declared_std_and_no_correlation():
-    device = simulated_device(out_features=256)
-    source = DeviceNoise(device, seed=0)
-    draws = torch.stack([source.standard(2048) for _ in range(40)]).double()  # (steps, coordinates)
-    lower = source.last_report.std_lower
-    declared = source.last_report.std
-    values = draws.flatten() * lower
-    # Variance: chi-square interval for the declared std (per-coordinate variances average to it).
-    n = values.numel()
-    ratio = float(values.var()) / declared**2
-    half_width = 4 * math.sqrt(2 / n)
-    assert abs(ratio - 1) < half_width + 0.05
-    assert float(draws.std()) >= 1.0  # unit-scaled by std_lower: never below the accounted std
-    assert abs(float(values.mean())) < 4 * declared / math.sqrt(n)
-    limit = 4 / math.sqrt(draws.shape[0] * (draws.shape[1] - 1))
-    across_coordinates = float(torch.corrcoef(torch.stack([draws[:, :-1].flatten(), draws[:, 1:].flatten()]))[0, 1])
-    across_steps = float(torch.corrcoef(torch.stack([draws[:-1].flatten(), draws[1:].flatten()]))[0, 1])
-    assert abs(across_coordinates) < limit * 1.5 and abs(across_steps) < limit * 1.5
-    # Shot noise differs by coordinate; each coordinate's variance must stay above std_lower^2.
-    per_coordinate = (draws.var(dim=0) * lower**2 / lower**2).numpy()
-    floor = stats.chi2.ppf(1e-3, draws.shape[0] - 1) / (draws.shape[0] - 1)
-    assert np.mean(per_coordinate < floor) <= 0.005
+def test_dp_dfa_device_noise_refuses_a_device_that_cannot_serve_privacy_noise():
+    config = cfg("dp-dfa", noise_source="device", noise_multiplier=1.0, epochs=1)
+    with pytest.raises(TrainingConfigError, match="gain_e_per_dn"):
+        quiet_train(config, data=clusters(), device=simulated_device(out_features=64))
 
 
-def test_device_noise_refuses_a_noiseless_or_intensity_device():
-    with pytest.raises(TrainingConfigError, match="std_lower = 0"):
-        DeviceNoise(torch_device(noise_std=0.0))
-    from opu_hal import load_device
-    from opu_hal.profiles import validate_profile
-    intensity = load_device(validate_profile({"backend": "simulated", "in_features": 10, "out_features": 32,
-                                              "mode": "intensity"}))
-    with pytest.raises(TrainingConfigError, match="intensity"):
-        DeviceNoise(intensity)
-
-
-def test_dp_dfa_with_device_noise_accounts_with_std_lower_scaled_noise():
+def test_dp_dfa_with_device_noise_charges_the_skellam_event_at_the_delivered_poisson_mean():
     config = cfg("dp-dfa", noise_source="device", noise_multiplier=1.0, epochs=1, alignment=False)
-    record = quiet_train(config, data=clusters(), device=simulated_device(out_features=512))
+    record = quiet_train(config, data=clusters(), device=load_device("opu-sim-dp"))
     privacy = record["privacy"]
-    assert privacy["noise_source"] == "device" and privacy["device_projections_for_noise"] > 0
-    assert record["noise_reports"][0]["operating_point"]["source"] == "declared"
+    assert privacy["mechanism"] == "skellam" and privacy["generator"].startswith("ChaCha20")
+    accounted = privacy["lattice"]["poisson_mean_accounted"]
+    assert privacy["device_noise"]["poisson_mean_lower"] >= accounted
+    event = privacy["ledger"]["entries"][0]["event"]
+    assert event["kind"] == "fixed_size_skellam" and event["poisson_mean"] == accounted
+    assert event["l2_sensitivity"] == pytest.approx(privacy["lattice"]["l2_sensitivity"])
+
+
+def test_dp_dfa_device_release_has_at_least_the_noise_std_it_accounts():
+    config = cfg("dp-dfa", noise_source="device", noise_multiplier=1.0)
+    method = METHODS["dp-dfa"](MLP([20, *HIDDEN, 10], "sigmoid"),
+                               MethodContext(config, load_device("opu-sim-dp"), 20, 10, 600))
+    method.set_noise_multiplier(1.0)
+    released = method.release_update(torch.zeros(200_000))
+    # Applied noise = accounted Skellam + the summed reads' read noise (~3% of the std here), never less.
+    assert method.noise_std * 0.99 <= float(released.std()) <= method.noise_std * 1.06
+    assert method.noise_std == pytest.approx(1.0 * method.sensitivity * 11 / 10)
+
+
+def test_software_noise_replays_exactly_from_the_generator_state():
+    config = cfg("dp-dfa", noise_multiplier=1.0)
+    method = METHODS["dp-dfa"](MLP([20, *HIDDEN, 10], "sigmoid"), MethodContext(config, None, 20, 10, 600))
+    method.set_noise_multiplier(1.0)
+    state = method.state_dict()
+    first = method.release_update(torch.zeros(1000))
+    method.load_state_dict(state)
+    assert torch.equal(method.release_update(torch.zeros(1000)), first)
 
 
 def test_photonic_dp_prints_eq17_epsilon_which_is_infinite_for_tanh():
@@ -190,10 +186,17 @@ def _run_cli(args: list[str], data_dir: Path, env_extra: dict[str, str] | None =
                           capture_output=True, text=True, timeout=300)
 
 
+def _ledger_steps(record) -> int:
+    return sum(entry["count"] for entry in record["privacy"]["ledger"]["entries"])
+
+
+COMMON = ["--method", "dp-dfa", "--batch-size", "20", "--hidden", "16,16", "--noise-multiplier", "1.0",
+          "--quiet", "--no-alignment"]
+
+
 def test_killed_run_resumes_with_the_ledger_of_an_uninterrupted_run(tmp_path):
     make_dataset(tmp_path, n_train=400, n_test=50, compress=False)
-    common = ["--method", "dp-dfa", "--epochs", "2", "--batch-size", "20", "--hidden", "16,16",
-              "--noise-multiplier", "1.0", "--quiet", "--no-alignment", "--checkpoint-every", "4"]
+    common = [*COMMON, "--epochs", "2", "--checkpoint-every", "4"]
     whole = _run_cli([*common, "--out", str(tmp_path / "whole.json")], tmp_path)
     assert whole.returncode == 0, whole.stderr
     ck = tmp_path / "run.ckpt"
@@ -207,25 +210,68 @@ def test_killed_run_resumes_with_the_ledger_of_an_uninterrupted_run(tmp_path):
     a, b = (json.loads((tmp_path / name).read_text()) for name in ("whole.json", "resumed.json"))
     assert a["privacy"]["ledger"] == b["privacy"]["ledger"]
     assert a["final"]["epsilon"] == b["final"]["epsilon"] and a["final"]["steps"] == b["final"]["steps"] == 36
-    assert a["final"]["test_accuracy"] == b["final"]["test_accuracy"]
-    assert [e["train_loss"] for e in a["epochs"]][1] == pytest.approx([e["train_loss"] for e in b["epochs"]][1], rel=0.2)
 
 
-def test_resume_charges_lost_steps_when_noise_came_from_a_device(tmp_path):
-    make_dataset(tmp_path, n_train=400, n_test=50, compress=False)
-    common = ["--method", "dp-dfa", "--epochs", "1", "--batch-size", "20", "--hidden", "16,16",
-              "--noise-multiplier", "1.0", "--quiet", "--no-alignment", "--checkpoint-every", "5",
-              "--noise-source", "device", "--profile", "opu-sim"]
-    ck = tmp_path / "run.ckpt"
-    killed = _run_cli([*common, "--checkpoint", str(ck)], tmp_path, {"OPU_HAL_KILL_AFTER_STEP": "7"})
-    assert killed.returncode == -9
-    resumed = _run_cli([*common, "--checkpoint", str(ck), "--resume", "--out", str(tmp_path / "r.json")], tmp_path)
-    assert resumed.returncode == 0, resumed.stderr
+def test_device_noise_steps_are_charged_once_through_two_kills(tmp_path):
+    """Kill after a checkpoint, resume, kill again before the next checkpoint, resume: every draw charged."""
     import json
+    make_dataset(tmp_path, n_train=400, n_test=50, compress=False)
+    common = [*COMMON, "--epochs", "1", "--checkpoint-every", "5", "--noise-source", "device",
+              "--profile", "opu-sim-dp", "--checkpoint", str(tmp_path / "run.ckpt")]
+    assert _run_cli(common, tmp_path, {"OPU_HAL_KILL_AFTER_STEP": "7"}).returncode == -9  # 7 drawn, 5 saved
+    again = _run_cli([*common, "--resume"], tmp_path, {"OPU_HAL_KILL_AFTER_STEP": "9"})
+    assert again.returncode == -9 and "charged 2 step(s)" in again.stderr  # then steps 5..8 drawn again
+    final = _run_cli([*common, "--resume", "--out", str(tmp_path / "r.json")], tmp_path)
+    assert final.returncode == 0, final.stderr
     record = json.loads((tmp_path / "r.json").read_text())
-    assert record["privacy"]["lost_steps_charged"] == 2
-    total = sum(entry["count"] for entry in record["privacy"]["ledger"]["entries"])
-    assert total == 18 + 2
+    journal = (tmp_path / "run.ckpt.journal").read_text().split()
+    assert _ledger_steps(record) == len(journal) == 18 + 2 + 4  # 18 steps, 2 + (9 - 5) lost draws
+    assert record["privacy"]["lost_steps_charged"] == 6
+
+
+@pytest.fixture
+def device_run(tmp_path):
+    make_dataset(tmp_path, n_train=400, n_test=50, compress=False)
+    common = [*COMMON, "--epochs", "1", "--checkpoint-every", "5", "--noise-source", "device",
+              "--profile", "opu-sim-dp", "--checkpoint", str(tmp_path / "run.ckpt")]
+    assert _run_cli(common, tmp_path, {"OPU_HAL_KILL_AFTER_STEP": "7"}).returncode == -9
+    return tmp_path, common
+
+
+def test_restarting_without_resume_over_a_recorded_run_is_refused(device_run):
+    tmp_path, common = device_run
+    result = _run_cli(common, tmp_path)
+    assert result.returncode == 2 and "--resume" in result.stderr
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda p: (p / "run.ckpt.journal").unlink(), "truncated or deleted"),
+    (lambda p: (p / "run.ckpt.journal").write_text("0\n1\n99999999\n"), "journal is corrupt"),
+    (lambda p: (p / "run.ckpt").write_bytes(_flip_bit((p / "run.ckpt").read_bytes())), "corrupted"),
+])
+def test_resume_refuses_a_damaged_journal_or_checkpoint(device_run, damage, message):
+    tmp_path, common = device_run
+    damage(tmp_path)
+    result = _run_cli([*common, "--resume"], tmp_path)
+    assert result.returncode == 2 and message in result.stderr
+
+
+def _flip_bit(data: bytes) -> bytes:
+    middle = len(data) // 2
+    return data[:middle] + bytes([data[middle] ^ 1]) + data[middle + 1:]
+
+
+@pytest.mark.parametrize("option", [["--noise-multiplier", "0.3"], ["--epochs", "3"], ["--delta", "1e-6"],
+                                    ["--profile", "torch-cpu"]])
+def test_resume_refuses_any_changed_privacy_data_or_model_setting(device_run, option):
+    tmp_path, common = device_run
+    changed = list(common)
+    if option[0] in changed:
+        changed[changed.index(option[0]) + 1] = option[1]
+    else:
+        changed += option
+    result = _run_cli([*changed, "--resume"], tmp_path)
+    assert result.returncode == 2 and option[0].lstrip("-").replace("-", "_") in result.stderr
 
 
 def test_resume_refuses_a_checkpoint_made_with_other_settings(tmp_path):

@@ -41,4 +41,7 @@ def test_dp_dfa_with_device_noise_runs_on_fashion_mnist_within_budget(fashion):
                                     target_epsilon=8.0, alignment=False)
     record = train(config, data=fashion, progress=False, log=lambda message: None)
     assert record["final"]["epsilon"] <= 8.0 and record["final"]["delta"] == 1e-5
-    assert record["privacy"]["noise_source"] == "device" and record["privacy"]["device_projections_for_noise"] > 0
+    privacy = record["privacy"]
+    assert privacy["noise_source"] == "device" and privacy["mechanism"] == "skellam"
+    assert record["profile"]["name"] == "opu-sim-dp"
+    assert privacy["device_noise"]["poisson_mean_lower"] >= privacy["lattice"]["poisson_mean_accounted"]

@@ -16,15 +16,17 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
+from dataclasses import replace
 from tqdm import tqdm
 
 from opu_hal import Device, load_device
 from opu_hal.privacy import Accountant, PrivacyBudget
+from opu_hal.secure_random import new_secret_key
 
-from .checkpoint import StepJournal, load_checkpoint, save_checkpoint
+from .checkpoint import RunLock, StepJournal, load_checkpoint, save_checkpoint
 from .config import TrainConfig
 from .data import Dataset, Split, load_dataset, scale_inputs
-from .errors import TrainingConfigError
+from .errors import CheckpointError, TrainingConfigError
 from .evaluation import evaluate
 from .alignment import gradient_alignment
 from .methods import METHODS, Method, MethodContext
@@ -32,6 +34,9 @@ from .model import MLP
 from .privacy import plan_noise
 from .records import NoiseLog, write_json
 from .sampling import Sampler
+
+# Settings a resumed run may change: none affects privacy, data or the model.
+RESUMABLE_KEYS = frozenset({"resume", "checkpoint_every", "alignment"})
 
 # Test hook: kill the process (SIGKILL) once this global step has run, to exercise --resume.
 KILL_AFTER_STEP_ENV = "OPU_HAL_KILL_AFTER_STEP"
@@ -55,6 +60,17 @@ def _limit(split: Split, limit: int | None) -> Split:
     if limit is None or limit >= len(split):
         return split
     return Split(split.x[:limit], split.y[:limit])
+
+
+def check_output_path(path: str | os.PathLike[str], option: str) -> None:
+    """Refuse, before any training, an output path that could not be written afterwards."""
+    target = Path(path)
+    if target.is_dir():
+        raise TrainingConfigError(f"{option} {target}: is a directory; give a file path")
+    parent = target.parent if str(target.parent) else Path(".")
+    existing = next((p for p in [parent, *parent.parents] if p.exists()), Path("."))
+    if not existing.is_dir() or not os.access(existing, os.W_OK):
+        raise TrainingConfigError(f"{option} {target}: {existing} is not a writable folder")
 
 
 class Trainer:
@@ -89,7 +105,8 @@ class Trainer:
         self.optimizer = make_optimizer(config, self.model)
         sampling = config.sampling or self.method.sampling
         self.sampler = Sampler(sampling, len(self.train_split), config.batch_size, config.seed,
-                               min_batch=getattr(self.method, "min_batch", 0))
+                               min_batch=getattr(self.method, "min_batch", 0),
+                               secret_key=new_secret_key() if self.method.private else None)
         self.accountant: Accountant | None = None
         self.budget: PrivacyBudget | None = None
         self.planned_steps = config.epochs * self.sampler.steps_per_epoch
@@ -106,10 +123,23 @@ class Trainer:
                 self.budget = PrivacyBudget(config.target_epsilon, config.delta)
             plan_noise(self.method, self.planned_steps, config, self.log)
         self.journal = StepJournal(f"{config.checkpoint}.journal") if config.checkpoint else None
-        if config.resume:
-            self._resume()
-        elif self.journal is not None:
-            self.journal.reset()
+        self.journal_lines = 0  # journal lines whose draws the ledger has charged
+        self.lock = RunLock(f"{config.checkpoint}.lock") if config.checkpoint else None
+        if self.lock is not None:
+            self.lock.acquire()
+        try:
+            if config.resume:
+                self._resume()
+            elif self.journal is not None:
+                self._refuse_overwriting_a_run()
+        except BaseException:
+            self.release()
+            raise
+
+    def release(self) -> None:
+        """Let go of the checkpoint lock (the device is closed by whoever opened it)."""
+        if self.lock is not None:
+            self.lock.release()
 
     # -- checkpoints -----------------------------------------------------------------------------
     def _state(self) -> dict[str, Any]:
@@ -121,23 +151,36 @@ class Trainer:
             "accountant": self.accountant.to_json() if self.accountant else None,
             "position": self.position, "global_step": self.global_step,
             "epochs": self.epochs, "noise_log": self.noise_log.to_list(), "elapsed": self.elapsed,
-            "lost_steps_charged": self.lost_steps_charged,
+            "lost_steps_charged": self.lost_steps_charged, "journal_lines": self.journal_lines,
+            "sampler_secret_key": self.sampler.secret_key,  # secret: checkpoints only
         }
 
     def checkpoint(self) -> None:
         if self.config.checkpoint:
             save_checkpoint(self.config.checkpoint, self._state())
 
-    def _resume(self) -> None:
-        state = load_checkpoint(self.config.checkpoint)  # type: ignore[arg-type]
-        saved = dict(state["config"])
+    def _refuse_overwriting_a_run(self) -> None:
+        path = Path(self.config.checkpoint)  # type: ignore[arg-type]
+        if path.exists() or self.journal.exists():  # type: ignore[union-attr]
+            raise CheckpointError(
+                f"--checkpoint {path}: a run is already recorded there (checkpoint or journal). Pass --resume to "
+                f"continue it, or delete {path} and {self.journal.path} to start over (the privacy that run "  # type: ignore[union-attr]
+                "spent is then no longer counted by opu-hal)")
+
+    def _check_same_settings(self, saved: dict[str, Any]) -> None:
         mine = self.config.to_dict()
-        for key in ("method", "dataset", "hidden", "activation", "batch_size", "seed", "lr", "optimizer",
-                    "noise_source", "train_limit", "clip_norm", "tau_e", "tau_h", "beta", "extra"):
+        for key in sorted(set(saved) | set(mine)):
+            if key in RESUMABLE_KEYS:
+                continue
             if saved.get(key) != mine.get(key):
                 raise TrainingConfigError(
                     f"--resume: checkpoint {self.config.checkpoint} was made with {key}={saved.get(key)!r}, "
-                    f"this run has {key}={mine.get(key)!r}; resume with the same settings")
+                    f"this run has {key}={mine.get(key)!r}; a resumed run keeps every privacy, data and model "
+                    "setting: resume with the same settings")
+
+    def _resume(self) -> None:
+        state = load_checkpoint(self.config.checkpoint)  # type: ignore[arg-type]
+        self._check_same_settings(dict(state["config"]))
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.method.load_state_dict(state["method"])
@@ -149,15 +192,26 @@ class Trainer:
         self.noise_log = NoiseLog(state["noise_log"])
         self.elapsed = float(state["elapsed"])
         self.lost_steps_charged = int(state["lost_steps_charged"])
-        last = self.journal.last_step() if self.journal else None
-        lost = 0 if last is None else max(0, last + 1 - self.global_step)
-        if lost and self.accountant is not None and not self.method.replayable:
-            # Device noise cannot be drawn again: the lost steps' outputs existed, so they count.
-            self._account(lost)
-            self.lost_steps_charged += lost
-            self.log(f"resume: charged {lost} step(s) that ran after the checkpoint (device noise)")
-        elif lost:
-            self.log(f"resume: replaying {lost} step(s) after the checkpoint with the same seeds")
+        self.journal_lines = int(state["journal_lines"])
+        self.sampler = replace(self.sampler, secret_key=state["sampler_secret_key"])
+        lines = len(self.journal.entries(max(self.planned_steps, 1)))  # type: ignore[union-attr]
+        if lines < self.journal_lines:
+            raise CheckpointError(
+                f"--resume: {self.journal.path} records {lines} private step(s) but the checkpoint has charged "  # type: ignore[union-attr]
+                f"{self.journal_lines}: the journal was truncated or deleted, so the privacy spent is unknown; "
+                "the run is not resumed")
+        extra = lines - self.journal_lines
+        if extra and self.accountant is not None and not self.method.replayable:
+            # Device noise cannot be drawn again: those releases existed, so they count, once, now.
+            self._account(extra)
+            self.lost_steps_charged += extra
+            self.journal_lines = lines
+            self.checkpoint()
+            self.log(f"resume: charged {extra} step(s) that drew device noise after the checkpoint")
+        elif extra:
+            # Software noise: the restored generator replays those steps bit for bit (no new release).
+            self.journal_lines = lines
+            self.log(f"resume: replaying {extra} step(s) after the checkpoint with the restored generator")
 
     # -- one epoch -------------------------------------------------------------------------------
     def _step(self, indices: torch.Tensor) -> tuple[float, int, int]:
@@ -183,7 +237,7 @@ class Trainer:
     def _run_epoch(self, epoch: int, start: int) -> dict[str, float] | None:
         loss_sum, correct, count = 0.0, 0, 0
         bar = tqdm(total=self.sampler.steps_per_epoch, initial=start, desc=f"epoch {epoch + 1}/{self.config.epochs}",
-                   disable=not self.progress, leave=False, file=sys.stderr, dynamic_ncols=True)
+                   disable=not (self.progress and sys.stderr.isatty()), leave=False, file=sys.stderr, dynamic_ncols=True)
         kill_after = os.environ.get(KILL_AFTER_STEP_ENV)
         try:
             for step, indices in self.sampler.epoch(epoch, start):
@@ -195,6 +249,7 @@ class Trainer:
                 batch_loss, batch_correct, batch_count = self._step(indices)
                 if self.accountant is not None:
                     self._account()
+                self.journal_lines += self.journal is not None
                 loss_sum, correct, count = loss_sum + batch_loss, correct + batch_correct, count + batch_count
                 self.global_step += 1
                 self.position = (epoch, step + 1)
@@ -230,7 +285,9 @@ class Trainer:
             record["epsilon"] = self.accountant.get_epsilon(self.config.delta)
         return record
 
-    def run(self) -> dict[str, Any]:
+    def run(self, max_epochs: int | None = None) -> dict[str, Any]:
+        """Train to the configured number of epochs (or ``max_epochs`` more of them, to train in
+        stages: a later :meth:`run` or a ``--resume`` continues); returns the record so far."""
         prepare = getattr(self.method, "prepare", None)
         if prepare is not None and prepare(self.train_split, self.accountant, self.log):
             # A method's private set-up ran (DP-MAC's pre-training and histogram), charged to the ledger.
@@ -238,7 +295,8 @@ class Trainer:
         epoch, start = self.position
         if start >= self.sampler.steps_per_epoch:
             epoch, start = epoch + 1, 0
-        while epoch < self.config.epochs and not self.stopped_by_budget:
+        last = self.config.epochs if max_epochs is None else min(self.config.epochs, epoch + max_epochs)
+        while epoch < last and not self.stopped_by_budget:
             began = time.perf_counter()
             stats = self._run_epoch(epoch, start)
             seconds = time.perf_counter() - began
@@ -303,10 +361,13 @@ def train(config: TrainConfig, *, out: str | os.PathLike[str] | None = None, pro
           data: Dataset | None = None, device: Device | None = None,
           log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Train as ``config`` says; returns the result record and writes it to ``out`` if given."""
+    if out is not None:
+        check_output_path(out, "--out")
     trainer = Trainer(config, data=data, device=device, progress=progress, log=log)
     try:
         record = trainer.run()
     finally:
+        trainer.release()
         if trainer.device is not None and config.profile_name is not None and device is None:
             trainer.device.close()
     if out is not None:

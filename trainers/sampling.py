@@ -12,13 +12,15 @@ the batches an uninterrupted one would.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator
 
 import zlib
 
 import numpy as np
 import torch
+
+from opu_hal.secure_random import keyed_torch_generator
 
 
 def step_generator(seed: int, stream: str, index: int) -> torch.Generator:
@@ -34,6 +36,14 @@ class Sampler:
     batch_size: int
     seed: int
     min_batch: int = 0
+    #: Private runs: batches are drawn from streams keyed by this secret (never recorded), because
+    #: subsampling amplifies privacy only if nobody can tell which examples a batch holds.
+    secret_key: str | None = field(default=None, repr=False)
+
+    def _generator(self, stream: str, index: int) -> torch.Generator:
+        if self.secret_key is not None:
+            return keyed_torch_generator(self.secret_key, stream, index)
+        return step_generator(self.seed, stream, index)
 
     @property
     def steps_per_epoch(self) -> int:
@@ -49,9 +59,9 @@ class Sampler:
         """Indices of batch ``step_in_epoch`` of ``epoch``."""
         global_step = epoch * self.steps_per_epoch + step_in_epoch
         if self.kind == "shuffle":
-            order = torch.randperm(self.dataset_size, generator=step_generator(self.seed, "epoch", epoch))
+            order = torch.randperm(self.dataset_size, generator=self._generator("epoch", epoch))
             return order[step_in_epoch * self.batch_size:(step_in_epoch + 1) * self.batch_size]
-        generator = step_generator(self.seed, "batch", global_step)
+        generator = self._generator("batch", global_step)
         if self.kind == "fixed":
             return torch.randperm(self.dataset_size, generator=generator)[: self.batch_size]
         mask = torch.rand(self.dataset_size, generator=generator) < self.sampling_rate

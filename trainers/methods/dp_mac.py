@@ -37,7 +37,7 @@ from opu_hal.privacy import Accountant, ComposedEvent, GaussianEvent, PoissonGau
 from .. import mac
 from ..errors import TrainingConfigError
 from ..options import choice, count, parse_options, positive
-from ..sampling import step_generator
+from opu_hal.secure_random import keyed_torch_generator, new_secret_key
 from .base import Method, MethodContext, StepOutput, batch_stats
 
 OPTIONS = {
@@ -63,6 +63,7 @@ class DPMAC(Method):
     def __init__(self, model, context: MethodContext) -> None:
         super().__init__(model, context)
         config = context.config
+        self.secret_key = new_secret_key()  # keys the per-step noise streams; never recorded
         if config.noise_source == "device":
             raise TrainingConfigError("dp-mac: --noise-source device is not supported (software Gaussian noise "
                                       "on the coefficients, paper 003 eq. 5)")
@@ -102,9 +103,11 @@ class DPMAC(Method):
         return (self.noise_multiplier or 0.0) * math.sqrt(len(self.bounds)) * self.bounds[k]
 
     def state_dict(self) -> dict[str, Any]:
-        return {"bounds": self.bounds, "prepared": self.prepared, "histograms": self.histograms}
+        return {"bounds": self.bounds, "prepared": self.prepared, "histograms": self.histograms,
+                "secret_key": self.secret_key}  # secret: checkpoints only
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.secret_key = state["secret_key"]
         self.bounds = list(state["bounds"])
         self.prepared = bool(state["prepared"])
         self.histograms = list(state["histograms"])
@@ -128,7 +131,7 @@ class DPMAC(Method):
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         with torch.no_grad():
             loss_sum, correct = batch_stats(self.model(x), y)
-        self._step(self.model, x, y, step_generator(self.context.config.seed, "noise", self.current_step))
+        self._step(self.model, x, y, keyed_torch_generator(self.secret_key, "noise", self.current_step))
         return StepOutput(loss_sum, correct, int(y.shape[0]))
 
     def after_step(self) -> None:
@@ -147,10 +150,10 @@ class DPMAC(Method):
         model = copy.deepcopy(self.model)
         optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
         for step in range(steps):
-            mask = torch.rand(n, generator=step_generator(seed, "mac-pretrain-batch", step)) < self.sampling_rate
+            mask = torch.rand(n, generator=keyed_torch_generator(self.secret_key, "mac-pretrain-batch", step)) < self.sampling_rate
             idx = mask.nonzero().flatten()
             optimizer.zero_grad(set_to_none=True)
-            self._step(model, train.x[idx], train.y[idx], step_generator(seed, "mac-pretrain-noise", step))
+            self._step(model, train.x[idx], train.y[idx], keyed_torch_generator(self.secret_key, "mac-pretrain-noise", step))
             optimizer.step()
             mac.project_columns(model, o["t_w"])
         parts = []
@@ -158,7 +161,7 @@ class DPMAC(Method):
             coords, deltas = self._coefficients(model, train.x[i:i + 1000], train.y[i:i + 1000])
             parts.append(mac.coefficient_norms(deltas, coords))
         norms = torch.cat(parts, dim=1)
-        generator = step_generator(seed, "mac-histogram", 0)
+        generator = keyed_torch_generator(self.secret_key, "mac-histogram", 0)
         bounds, histograms = [], []
         for layer_norms in norms:
             bound, counts = mac.histogram_bound(layer_norms, o["t_b_max"], o["bins"], o["sigma_hist"], generator)

@@ -46,7 +46,7 @@ from opu_hal.privacy import Event, PoissonGaussianEvent, SampledWithRejectionGau
 
 from ..errors import TrainingConfigError
 from ..options import Option, choice, count, parse_options, positive
-from ..sampling import step_generator
+from opu_hal.secure_random import keyed_torch_generator, new_secret_key
 from .. import ulr
 from .base import Method, MethodContext, StepOutput
 
@@ -81,6 +81,7 @@ class DPULR(Method):
     def __init__(self, model, context: MethodContext) -> None:
         super().__init__(model, context)
         config = context.config
+        self.secret_key = new_secret_key()  # keys the per-step noise streams; never recorded
         if config.noise_source == "device":
             raise TrainingConfigError(DEVICE_REFUSAL)
         self.options = parse_options(self.name, config.extra, OPTIONS)
@@ -152,13 +153,19 @@ class DPULR(Method):
                 "remediation of Appendix A.4 (--opt remediation=on)")
         return (allowed if allowed > 0 else cap), (eigenvalues, eigenvectors)
 
+    def state_dict(self) -> dict[str, Any]:
+        return {"secret_key": self.secret_key}  # secret: checkpoints only, for an exact replay
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.secret_key = state["secret_key"]
+
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         config, options = self.context.config, self.options
         controller = options["mode"] == "controller"
         sigma0, clip = self.noise_multiplier, config.clip_norm
         assert sigma0 is not None
-        forward = step_generator(config.seed, "forward", self.current_step)
-        noise = step_generator(config.seed, "noise", self.current_step)
+        forward = keyed_torch_generator(self.secret_key, "forward", self.current_step)
+        noise = keyed_torch_generator(self.secret_key, "noise", self.current_step)
         with torch.no_grad():
             trace = self.model.forward_trace(x)
             clean = F.cross_entropy(trace.logits, y, reduction="none")
