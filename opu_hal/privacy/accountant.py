@@ -10,6 +10,7 @@ same RDP vector, so a checkpoint restores exactly.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -24,6 +25,8 @@ from .events import (
     Neighboring,
     PrivacyParameterError,
     event_from_dict,
+    is_count,
+    is_real,
 )
 
 LEDGER_VERSION = 1
@@ -44,7 +47,7 @@ class Accountant:
                 f"neighboring must be 'add_remove' or 'replace_one', got {neighboring!r}"
             )
         self.neighboring: Neighboring = neighboring
-        self.orders = np.asarray(orders, dtype=np.float64)
+        self.orders = _check_orders(orders)
         self._rdp = np.zeros_like(self.orders)
         self._ledger: list[LedgerEntry] = []
         self._curves: dict[Event, np.ndarray] = {}
@@ -55,17 +58,20 @@ class Accountant:
         """RDP of one occurrence of ``event`` on this accountant's grid (memoized)."""
         if event not in self._curves:
             if self.neighboring not in event.relations:
+                stated = " / ".join(event.relations) or "no common"
                 raise PrivacyParameterError(
-                    f"{type(event).__name__} is stated for {' / '.join(event.relations)} adjacency; "
+                    f"{type(event).__name__} is stated for {stated} adjacency; "
                     f"this accountant uses {self.neighboring!r}"
                 )
-            self._curves[event] = event.rdp(self.orders, self.neighboring)
+            curve = np.asarray(event.rdp(self.orders, self.neighboring), dtype=np.float64)
+            if curve.shape != self.orders.shape or np.isnan(curve).any() or (curve < 0).any():
+                raise PrivacyParameterError(f"{type(event).__name__} gave an invalid RDP curve (NaN or negative)")
+            self._curves[event] = curve
         return self._curves[event]
 
     def step(self, event: Event, count: int = 1) -> None:
         """Record ``count`` occurrences of ``event``."""
-        if not (isinstance(count, int) and count >= 0):
-            raise PrivacyParameterError(f"count must be an integer >= 0, got {count!r}")
+        count = _check_count(count)
         curve = self.curve(event)
         if count == 0:
             return
@@ -80,7 +86,10 @@ class Accountant:
         """RDP of per-event totals: a function of the ledger alone, so a restore is bit-identical."""
         rdp = np.zeros_like(self.orders)
         for event, count in totals.items():
-            rdp = rdp + count * self._curves[event]
+            if count:  # 0 * inf would be NaN
+                rdp = rdp + count * self._curves[event]
+        if np.isnan(rdp).any():
+            raise PrivacyParameterError("the composed RDP curve holds NaN")
         return rdp
 
     @property
@@ -101,30 +110,50 @@ class Accountant:
         return self.get_epsilon_and_order(delta)[0]
 
     def get_epsilon_and_order(self, delta: float) -> tuple[float, float]:
+        self._refuse_claims()
+        return self._epsilon_and_order(self._rdp, delta)
+
+    def _epsilon_and_order(self, rdp: np.ndarray, delta: float) -> tuple[float, float]:
         _check_delta(delta)
-        epsilon, order = rdp_lib.compute_epsilon(self.orders, self._rdp, delta)
+        epsilon, order = rdp_lib.compute_epsilon(self.orders, rdp, delta)
+        if math.isnan(epsilon):
+            raise PrivacyParameterError("epsilon came out NaN")
         return float(epsilon), float(order)
 
+    def _refuse_claims(self, extra: Event | None = None) -> None:
+        events = [e.event for e in self._ledger] + ([extra] if extra is not None else [])
+        claims = sorted({type(e).__name__ for e in events if not e.is_guarantee})
+        if claims:
+            raise PrivacyParameterError(
+                f"the ledger holds {', '.join(claims)}: a published claim, not a valid bound; no epsilon "
+                "guarantee can be given (Accountant.paper_claim_epsilon reports the claim)")
+
+    def paper_claim_epsilon(self, delta: float) -> float:
+        """Epsilon the ledger's events CLAIM, published bounds included that are not valid (e.g. paper
+        000's eq. 17). For comparison with a paper only; never a guarantee."""
+        return self._epsilon_and_order(self._rdp, delta)[0]
+
     def get_delta(self, epsilon: float) -> float:
-        if not (epsilon >= 0):
+        if not (is_real(epsilon) and epsilon >= 0):
             raise PrivacyParameterError(f"epsilon must be >= 0, got {epsilon}")
+        self._refuse_claims()
         return float(rdp_lib.compute_delta(self.orders, self._rdp, epsilon)[0])
 
     def epsilon_after(self, event: Event, count: int, delta: float) -> float:
         """Epsilon the composition would have after ``count`` more ``event``; changes nothing."""
-        _check_delta(delta)
+        count = _check_count(count)
+        self._refuse_claims(event)
         self.curve(event)
         totals = dict(self._totals)
         totals[event] = totals.get(event, 0) + count
-        rdp = self._compose(totals)
-        return float(rdp_lib.compute_epsilon(self.orders, rdp, delta)[0])
+        return self._epsilon_and_order(self._compose(totals), delta)[0]
 
     def get_epsilon_pld(self, delta: float, value_discretization_interval: float = 1e-4) -> float:
         """Epsilon from dp_accounting's PLD accountant (tighter), when every event is standard."""
         _check_delta(delta)
         composed = []
         for entry in self._ledger:
-            library = entry.event.library_event()
+            library = entry.event.pld_event(self.neighboring)
             if library is None or not entry.event.pld_supported:
                 raise PrivacyParameterError(
                     f"the PLD accountant does not cover {type(entry.event).__name__}; use get_epsilon"
@@ -155,7 +184,7 @@ class Accountant:
             raise PrivacyParameterError(f"unknown ledger version {data.get('version')!r}")
         accountant = cls(data["neighboring"], data["orders"])
         for entry in data["entries"]:
-            accountant.step(event_from_dict(entry["event"]), int(entry["count"]))
+            accountant.step(event_from_dict(entry["event"]), _check_count(entry["count"]))
         return accountant
 
     @classmethod
@@ -167,5 +196,21 @@ class Accountant:
 
 
 def _check_delta(delta: float) -> None:
-    if not (0 < delta < 1):
-        raise PrivacyParameterError(f"delta must be in (0, 1), got {delta}")
+    if not (is_real(delta) and 0 < delta < 1):
+        raise PrivacyParameterError(f"delta must be in (0, 1), got {delta!r}")
+
+
+def _check_count(count: object) -> int:
+    if not (is_count(count) and count >= 0):
+        raise PrivacyParameterError(f"count must be a whole number >= 0, got {count!r}")
+    return int(count)  # type: ignore[call-overload]
+
+
+def _check_orders(orders: Sequence[float]) -> np.ndarray:
+    try:
+        values = np.asarray(orders, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise PrivacyParameterError(f"orders must be numbers, got {orders!r}") from None
+    if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values)) or not np.all(values > 1):
+        raise PrivacyParameterError(f"orders must be a non-empty list of finite numbers > 1, got {list(np.ravel(values))}")
+    return values

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .accountant import Accountant
-from .events import Event, PrivacyParameterError
+from .events import Event, PrivacyParameterError, is_real
 
 
 @dataclass(frozen=True)
@@ -16,9 +17,9 @@ class PrivacyBudget:
     delta: float
 
     def __post_init__(self) -> None:
-        if not (self.target_epsilon > 0):
-            raise PrivacyParameterError(f"target_epsilon must be > 0, got {self.target_epsilon}")
-        if not (0 < self.delta < 1):
+        if not (is_real(self.target_epsilon) and math.isfinite(self.target_epsilon) and self.target_epsilon > 0):
+            raise PrivacyParameterError(f"target_epsilon must be a finite number > 0, got {self.target_epsilon!r}")
+        if not (is_real(self.delta) and 0 < self.delta < 1):
             raise PrivacyParameterError(f"delta must be in (0, 1), got {self.delta}")
 
     def allows(self, accountant: Accountant, event: Event, count: int = 1) -> bool:

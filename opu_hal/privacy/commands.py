@@ -19,21 +19,35 @@ from .events import (
 from .inverse import noise_std_for, smallest_noise_multiplier
 
 SAMPLINGS = ("poisson", "fixed", "rejection")
+MAX_STEPS = 10**8
+PLD_MAX_EPSILON = 30.0  # beyond this the PLD's grid would not fit in memory; RDP is printed instead
+
+
+RELATION_WORDS = {"add_remove": "add/remove-one (e.g. C for a sum clipped to C)",
+                  "replace_one": "replace-one (e.g. 2C for a sum clipped to C)"}
 
 
 def run_description(args: argparse.Namespace) -> tuple[Callable[[float], Event], Neighboring, int]:
     """(event for a noise multiplier, neighbouring relation, steps) of the described run."""
     n, m = args.dataset_size, args.batch_size
-    if not (n >= 1 and 1 <= m <= n):
-        raise PrivacyParameterError(f"need 1 <= --batch-size <= --dataset-size, got {m} and {n}")
+    if not (n >= 2 and 1 <= m <= n):
+        raise PrivacyParameterError(f"need 1 <= --batch-size <= --dataset-size and --dataset-size >= 2, got {m} and {n}")
     q = m / n
-    steps = args.steps if args.steps is not None else math.ceil(args.epochs * n / m)
+    if args.steps is not None:
+        steps = args.steps
+    else:
+        if not (math.isfinite(args.epochs) and 0 < args.epochs <= MAX_STEPS * m / n):
+            raise PrivacyParameterError(f"--epochs must be finite, > 0 and give at most {MAX_STEPS:g} steps, got {args.epochs}")
+        steps = math.ceil(args.epochs * n / m)
+    if not 1 <= steps <= MAX_STEPS:
+        raise PrivacyParameterError(f"--steps must be in [1, {MAX_STEPS:g}], got {steps}")
     if args.sampling == "poisson":
         return (lambda z: PoissonGaussianEvent(q, z)), "add_remove", steps
     if args.sampling == "fixed":
         return (lambda z: FixedSizeGaussianEvent(n, m, z)), "replace_one", steps
     min_batch = args.min_batch if args.min_batch is not None else max(1, int(0.9 * m))
-    return (lambda z: SampledWithRejectionGaussianEvent(q, z, min_batch, n)), "add_remove", steps
+    # Theorem B.1 needs N-bar at most the smaller neighbour: n - 1 under add/remove.
+    return (lambda z: SampledWithRejectionGaussianEvent(q, z, min_batch, n - 1)), "add_remove", steps
 
 
 def _cmd_account(args: argparse.Namespace) -> int:
@@ -44,15 +58,21 @@ def _cmd_account(args: argparse.Namespace) -> int:
     epsilon, order = accountant.get_epsilon_and_order(args.delta)
     result = {"event": event.to_dict(), "neighboring": neighboring, "steps": steps,
               "delta": args.delta, "epsilon_rdp": epsilon, "optimal_order": order}
+    if not args.json:
+        print(f"{type(event).__name__} {event.to_dict()}  ({neighboring}), {steps} steps")
+        print(f"epsilon (RDP) = {epsilon:.6g} at delta = {args.delta:g} (order {order:g})", flush=True)
     if event.pld_supported:
-        result["epsilon_pld"] = accountant.get_epsilon_pld(args.delta)
+        if epsilon > PLD_MAX_EPSILON:
+            result["epsilon_pld_skipped"] = f"RDP epsilon {epsilon:.4g} > {PLD_MAX_EPSILON:g}: the PLD would not fit in memory"
+        else:
+            result["epsilon_pld"] = accountant.get_epsilon_pld(args.delta)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
-    print(f"{type(event).__name__} {event.to_dict()}  ({neighboring}), {steps} steps")
-    print(f"epsilon (RDP) = {epsilon:.6g} at delta = {args.delta:g} (order {order:g})")
     if "epsilon_pld" in result:
         print(f"epsilon (PLD) = {result['epsilon_pld']:.6g}")
+    elif "epsilon_pld_skipped" in result:
+        print(f"epsilon (PLD) skipped: {result['epsilon_pld_skipped']}")
     return 0
 
 
@@ -73,7 +93,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     print(f"smallest noise multiplier: {z:.6g} ({steps} steps, {neighboring}); "
           f"epsilon = {result['epsilon_rdp']:.6g} <= {args.target_epsilon:g} at delta = {args.delta:g}")
     if "noise_std" in result:
-        print(f"device noise std at sensitivity {args.sensitivity:g}: {result['noise_std']:.6g}")
+        print(f"noise std at L2 sensitivity {args.sensitivity:g} under {RELATION_WORDS[neighboring]}: "
+              f"{result['noise_std']:.6g}")
     return 0
 
 
@@ -100,5 +121,7 @@ def register_privacy_commands(sub: argparse._SubParsersAction) -> None:
     _add_run_arguments(p)
     p.add_argument("--target-epsilon", type=float, required=True, help="target epsilon")
     p.add_argument("--sensitivity", type=float, default=None,
-                   help="l2 sensitivity, to also print the device noise std")
+                   help="L2 sensitivity under the sampling's relation, to also print the noise std: poisson and "
+                        "rejection: add/remove one example (C for a sum of per-example terms clipped to C); "
+                        "fixed: replace one example (2C for the same sum)")
     p.set_defaults(func=_cmd_plan)

@@ -9,6 +9,7 @@ Theorem 3.5). Each event names the neighbouring relation its bound is stated for
 from __future__ import annotations
 
 import math
+import numbers
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, Literal
@@ -18,6 +19,8 @@ import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 from scipy import stats
 
+from ..errors import OpuHalError
+
 Neighboring = Literal["add_remove", "replace_one"]
 _LIBRARY_RELATION = {
     "add_remove": dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
@@ -26,17 +29,31 @@ _LIBRARY_RELATION = {
 DEFAULT_ORDERS: tuple[float, ...] = tuple(rdp_lib.DEFAULT_RDP_ORDERS)
 
 
-class PrivacyParameterError(ValueError):
+class PrivacyParameterError(OpuHalError, ValueError):
     """An event's parameters are outside the range where its bound holds."""
 
 
-def _positive(name: str, value: float) -> None:
-    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-        raise PrivacyParameterError(f"{name} must be a finite number > 0, got {value!r}")
+MAX_NOISE_MULTIPLIER = 1e8  # beyond this every epsilon is 0 to double precision
+
+
+def is_real(value: object) -> bool:
+    """A real number (Python or numpy), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def is_count(value: object) -> bool:
+    """A whole number (Python or numpy), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _positive(name: str, value: float, upper: float = math.inf) -> None:
+    if not (is_real(value) and math.isfinite(value) and 0 < value <= upper):
+        bound = f" and <= {upper:g}" if math.isfinite(upper) else ""
+        raise PrivacyParameterError(f"{name} must be a finite number > 0{bound}, got {value!r}")
 
 
 def _rate(name: str, value: float) -> None:
-    if not (isinstance(value, (int, float)) and 0 < value <= 1):
+    if not (is_real(value) and 0 < value <= 1):
         raise PrivacyParameterError(f"{name} must be in (0, 1], got {value!r}")
 
 
@@ -47,6 +64,8 @@ class Event(ABC):
     kind: ClassVar[str] = ""
     relations: ClassVar[tuple[str, ...]] = ()
     pld_supported: ClassVar[bool] = False
+    #: False for a published claim that is not a valid bound (kept for comparison, never for budgets).
+    is_guarantee: ClassVar[bool] = True
 
     @abstractmethod
     def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
@@ -55,6 +74,11 @@ class Event(ABC):
     def library_event(self) -> "dp_accounting.DpEvent | None":
         """The equivalent ``dp_accounting`` event, or None when the library has none."""
         return None
+
+    def pld_event(self, neighboring: Neighboring) -> "dp_accounting.DpEvent | None":
+        """The library event for its PLD accountant under ``neighboring``, in this module's convention
+        (noise multiplier = std / L2 sensitivity under the accountant's relation)."""
+        return self.library_event()
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, **asdict(self)}
@@ -81,10 +105,17 @@ class GaussianEvent(_LibraryEvent):
     pld_supported: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        _positive("noise_multiplier", self.noise_multiplier)
+        _positive("noise_multiplier", self.noise_multiplier, MAX_NOISE_MULTIPLIER)
 
     def library_event(self) -> dp_accounting.DpEvent:
         return dp_accounting.GaussianDpEvent(self.noise_multiplier)
+
+    def pld_event(self, neighboring: Neighboring) -> dp_accounting.DpEvent:
+        """dp-accounting's PLD takes a replace-one pair as two add/remove steps (sensitivity 2 per unit
+        of the multiplier) while its RDP does not: in this module's convention the sensitivity is
+        the relation's own, so under replace-one the library gets twice the multiplier."""
+        factor = 2.0 if neighboring == "replace_one" else 1.0
+        return dp_accounting.GaussianDpEvent(factor * self.noise_multiplier)
 
 
 @dataclass(frozen=True)
@@ -100,7 +131,7 @@ class PoissonGaussianEvent(_LibraryEvent):
 
     def __post_init__(self) -> None:
         _rate("sampling_rate", self.sampling_rate)
-        _positive("noise_multiplier", self.noise_multiplier)
+        _positive("noise_multiplier", self.noise_multiplier, MAX_NOISE_MULTIPLIER)
 
     def library_event(self) -> dp_accounting.DpEvent:
         return dp_accounting.PoissonSampledDpEvent(
@@ -120,13 +151,13 @@ class FixedSizeGaussianEvent(_LibraryEvent):
     relations: ClassVar[tuple[str, ...]] = ("replace_one",)
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.dataset_size, int) and isinstance(self.batch_size, int)
+        if not (is_count(self.dataset_size) and is_count(self.batch_size)
                 and 1 <= self.batch_size <= self.dataset_size):
             raise PrivacyParameterError(
                 f"need integers 1 <= batch_size <= dataset_size, got batch_size={self.batch_size!r}, "
                 f"dataset_size={self.dataset_size!r}"
             )
-        _positive("noise_multiplier", self.noise_multiplier)
+        _positive("noise_multiplier", self.noise_multiplier, MAX_NOISE_MULTIPLIER)
 
     def library_event(self) -> dp_accounting.DpEvent:
         return dp_accounting.SampledWithoutReplacementDpEvent(
@@ -147,6 +178,16 @@ class PhotonicDFAEvent(Event):
     ``log((m - 1) / m + G^2 / (m g^2))``. ``case="equal_covariance"`` is A.2 (log term 0),
     ``case="saturating"`` is A.3 (``eps = 2 alpha tau_B^2 / (m sigma^2)``). The curve is
     multiplied by ``columns`` (n_{l-1}) and ``layers`` (L) as the proposition composes them.
+
+    **Not a valid RDP bound: the paper's claim, never a guarantee** (``is_guarantee = False``: the
+    accountant reports it only through :meth:`Accountant.paper_claim_epsilon`, and a budget refuses
+    it). The clipping of eq. 8-9 allows a replace-one pair with an unchanged mean whose per-coordinate
+    variance ratio is ``r = ((m - 1) g^2 + G^2) / (m g^2)``; for that pair the Renyi divergence is
+    infinite for ``alpha >= r / (r - 1)``, while eq. 17 is finite at every order. Example:
+    ``n_l = 10, m = 16, sigma = 1e4, gamma_min = 0.5, gamma_max = 1, tau_h_min = tau_h_max = tau_b = 1``:
+    eq. 17 gives epsilon 1.043 at delta 1e-5 (order 1024), but that pair alone needs 2.625 (closed
+    form with chi-square laws; at epsilon 1.043 its delta is 5.8e-3, and a Monte Carlo of 4e6 draws
+    gives 5.8e-3; ``tests/test_photonic_claim.py``).
 
     Doubts, kept visible: (i) the paper composes ``T`` epochs, not steps, although fresh noise is
     drawn at every step; by default the accountant composes per step. ``steps_per_epoch`` set to
@@ -171,11 +212,12 @@ class PhotonicDFAEvent(Event):
     steps_per_epoch: int | None = None
     kind: ClassVar[str] = "photonic_dfa"
     relations: ClassVar[tuple[str, ...]] = ("replace_one",)
+    is_guarantee: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         for name in ("n_l", "batch_size", "columns", "layers"):
             value = getattr(self, name)
-            if not (isinstance(value, int) and value >= 1):
+            if not (is_count(value) and value >= 1):
                 raise PrivacyParameterError(f"{name} must be an integer >= 1, got {value!r}")
         _positive("sigma", self.sigma)
         _positive("tau_b", self.tau_b)
@@ -253,9 +295,9 @@ class SampledWithRejectionGaussianEvent(Event):
             raise PrivacyParameterError(f"SRGM bound needs sampling_rate q <= 1/5, got {q}")
         if sigma < 4:
             raise PrivacyParameterError(f"SRGM bound needs noise_multiplier sigma_0 >= 4, got {sigma}")
-        if not (isinstance(self.min_dataset_size, int) and self.min_dataset_size > 1):
+        if not (is_count(self.min_dataset_size) and self.min_dataset_size > 1):
             raise PrivacyParameterError(f"min_dataset_size must be an integer > 1, got {self.min_dataset_size!r}")
-        if not (isinstance(self.min_batch_size, int)
+        if not (is_count(self.min_batch_size)
                 and 1 <= self.min_batch_size <= q * self.min_dataset_size):
             raise PrivacyParameterError(
                 f"SRGM bound needs 1 <= N_B <= q * N = {q * self.min_dataset_size:g}, "
@@ -299,6 +341,18 @@ class SampledWithRejectionGaussianEvent(Event):
 
 
 @dataclass(frozen=True)
+class UnboundedEvent(Event):
+    """A mechanism with no proven bound: infinite at every order (sound, and says why)."""
+
+    reason: str
+    kind: ClassVar[str] = "unbounded"
+    relations: ClassVar[tuple[str, ...]] = ("add_remove", "replace_one")
+
+    def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
+        return np.full(np.shape(orders), np.inf)
+
+
+@dataclass(frozen=True)
 class ComposedEvent(Event):
     """Several mechanisms applied in one step (e.g. one per layer): RDP adds up (paper 000,
     Theorem 1). One ledger entry per step instead of one per part."""
@@ -309,6 +363,10 @@ class ComposedEvent(Event):
     def __post_init__(self) -> None:
         if not self.parts or not all(isinstance(p, Event) for p in self.parts):
             raise PrivacyParameterError("ComposedEvent needs one or more events")
+
+    @property
+    def is_guarantee(self) -> bool:  # type: ignore[override]
+        return all(part.is_guarantee for part in self.parts)
 
     @property
     def relations(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -327,7 +385,7 @@ class ComposedEvent(Event):
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.kind: cls
     for cls in (GaussianEvent, PoissonGaussianEvent, FixedSizeGaussianEvent, PhotonicDFAEvent,
-                SampledWithRejectionGaussianEvent, ComposedEvent)
+                SampledWithRejectionGaussianEvent, UnboundedEvent, ComposedEvent)
 }
 
 
@@ -339,4 +397,7 @@ def event_from_dict(data: dict[str, Any]) -> Event:
         return ComposedEvent(tuple(event_from_dict(part) for part in fields.get("parts", [])))
     if kind not in EVENT_TYPES:
         raise PrivacyParameterError(f"unknown event kind {kind!r}; known: {sorted(EVENT_TYPES)}")
-    return EVENT_TYPES[kind](**fields)
+    try:
+        return EVENT_TYPES[kind](**fields)
+    except TypeError as exc:
+        raise PrivacyParameterError(f"event {kind!r}: {exc}") from None

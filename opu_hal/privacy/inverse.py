@@ -31,9 +31,9 @@ def smallest_noise_multiplier(
     Bisection on ``log z``; epsilon falls as ``z`` grows. The returned ``z`` always satisfies the
     target (it is the upper end of the final bracket).
     """
-    if not (target_epsilon > 0 and 0 < delta < 1 and steps >= 1):
+    if not (math.isfinite(target_epsilon) and target_epsilon > 0 and 0 < delta < 1 and steps >= 1):
         raise PrivacyParameterError(
-            f"need target_epsilon > 0, 0 < delta < 1, steps >= 1; got {target_epsilon}, {delta}, {steps}"
+            f"need a finite target_epsilon > 0, 0 < delta < 1, steps >= 1; got {target_epsilon}, {delta}, {steps}"
         )
 
     def fits(z: float) -> bool:

@@ -13,8 +13,10 @@ which DFA updates with ``e`` itself, gets Gaussian noise of that same ``std_lowe
 Doubts, kept visible (see also :class:`opu_hal.privacy.PhotonicDFAEvent`): the device adds its
 noise *inside* the projection, so ``scale_{tau_B}`` acts on ``B e + g`` and shrinks ``g`` with the
 signal, whereas eq. 8 adds ``g`` after scaling; and eq. 17 is infinite for tanh/sigmoid without a
-positive ``gamma_min`` or when ``tau_h_min = 0``. The epsilon printed is eq. 17 evaluated, not a
-guarantee one should rely on; ``dp-dfa --noise-source device`` is the sound photonic mechanism.
+positive ``gamma_min`` or when ``tau_h_min = 0``. The run is charged an unbounded event (epsilon
+infinity, the only sound statement); eq. 17 composed per step is recorded as
+``paper_claim_epsilon_eq17``, the paper's claim. ``dp-dfa --noise-source device`` is the sound photonic
+mechanism.
 """
 
 from __future__ import annotations
@@ -25,12 +27,18 @@ from typing import Any
 import torch
 
 from opu_hal.privacy import Accountant, ComposedEvent, PhotonicDFAEvent
+from opu_hal.privacy.events import UnboundedEvent
 from opu_hal.secure_random import SecureGenerator
 
 from ..clipping import clip_norm, clip_values, offset
 from ..errors import TrainingConfigError
 from ..feedback import DeviceFeedback
 from .base import Method, MethodContext, StepOutput, batch_stats, output_error, set_linear_grads
+
+
+NO_BOUND = ("paper 000's eq. 17 is not a valid RDP bound (a replace-one pair of unchanged mean and "
+            "variance ratio r has infinite Renyi divergence for alpha >= r/(r-1)), and the device adds its noise "
+            "before scale_tau_B, so the released noise is not the Gaussian eq. 8 assumes")
 
 
 class PhotonicDP(Method):
@@ -58,11 +66,12 @@ class PhotonicDP(Method):
                                        threshold=config.threshold)
         self.std_lower = device.noise_report().std_lower
         self.generator = SecureGenerator()  # the output layer's software noise
-        if config.target_epsilon is not None and not math.isfinite(self._epsilon_bound()):
+        self.paper_claim = Accountant("replace_one")  # eq. 17 composed per step: the paper's claim
+        if config.target_epsilon is not None:
             raise TrainingConfigError(
-                "photonic-dp: eq. 17 is infinite at these settings (tanh/sigmoid have gamma_min = 0, or "
-                f"tau_h_min = {config.tau_h_min}), so no --target-epsilon can be met; train without a target "
-                "to see the bound, or use dp-dfa --noise-source device for a finite guarantee")
+                f"photonic-dp has no proven privacy bound ({NO_BOUND}), so no --target-epsilon can be "
+                "met; train without a target to see the paper's claim, or use dp-dfa --noise-source device "
+                "for a guarantee")
 
     def _events_at(self, sigma: float) -> list[PhotonicDFAEvent]:
         config = self.context.config
@@ -77,17 +86,28 @@ class PhotonicDP(Method):
                 columns=layer.in_features, layers=1))
         return events
 
-    def _epsilon_bound(self) -> float:
-        """Epsilon of one step (infinite whenever eq. 17 is)."""
-        return Accountant("replace_one").epsilon_after(self.privacy_event(), 1, self.context.config.delta)
-
-    def privacy_event(self) -> ComposedEvent:
-        """One step: eq. 17 for every layer, composed (one ledger entry per step)."""
+    def claimed_event(self) -> ComposedEvent:
+        """One step as paper 000 accounts it: eq. 17 for every layer (a claim, not a bound)."""
         return ComposedEvent(tuple(self._events_at(self.std_lower)))
+
+    def privacy_event(self) -> UnboundedEvent:
+        """What is charged: no proven bound, so infinity (see the module docstring)."""
+        return UnboundedEvent(NO_BOUND)
+
+    def after_step(self) -> None:
+        self.paper_claim.step(self.claimed_event())
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"paper_claim": self.paper_claim.to_json()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.paper_claim = Accountant.from_json(state["paper_claim"])
 
     def describe(self) -> dict[str, Any]:
         config = self.context.config
-        return {"sigma_accounted": self.std_lower, "tau_h_min": config.tau_h_min, "tau_h_max": config.tau_h_max,
+        claim = self.paper_claim.paper_claim_epsilon(config.delta) if self.paper_claim.steps else None
+        return {"guarantee": "none: " + NO_BOUND, "paper_claim_epsilon_eq17": claim,
+                "sigma_accounted": self.std_lower, "tau_h_min": config.tau_h_min, "tau_h_max": config.tau_h_max,
                 "tau_b": config.tau_b, "bound": "paper 000 eq. 17, per step"}
 
     def _clip_input(self, h: torch.Tensor) -> torch.Tensor:
