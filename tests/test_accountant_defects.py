@@ -132,4 +132,14 @@ def test_cli_account_refuses_unusable_epochs_without_a_traceback(epochs):
 
 def test_cli_account_prints_rdp_and_skips_a_pld_too_large_for_memory():
     out = _cli("account", "--dataset-size", "1000", "--batch-size", "300", "--steps", "30000", "--noise-multiplier", "0.4")
-    assert out.returncode == 0 and "64709" in out.stdout and "skipped" in out.stdout
+    # 64709 with the library's loose fractional orders; 21169 with exact ones (item 7).
+    assert out.returncode == 0 and "epsilon (RDP) = 21169" in out.stdout and "skipped" in out.stdout
+
+
+@pytest.mark.parametrize("q, z, alpha", [(0.3, 8.0, 1.1), (0.1, 1.0, 1.6), (0.01, 1.1, 1.5), (0.004, 0.8, 2.5)])
+def test_fractional_orders_are_exact_and_never_below_opacus(q, z, alpha):
+    from opacus.accountants.analysis.rdp import _compute_rdp
+
+    ours = PoissonGaussianEvent(q, z).rdp(np.array([alpha]), "add_remove")[0]
+    reference = _compute_rdp(q, z, alpha)
+    assert reference <= ours <= reference * (1 + 1e-5)

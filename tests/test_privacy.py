@@ -39,15 +39,23 @@ def library_epsilon(event: dp_accounting.DpEvent, steps: int, relation) -> float
 
 
 # -- agreement with the reference libraries ------------------------------------------------------
+@pytest.mark.filterwarnings("ignore")  # the library's fractional-order series warns where it does not converge
 @pytest.mark.parametrize("q, z, steps", GRID)
-def test_poisson_gaussian_epsilon_agrees_with_dp_accounting(q, z, steps):
+def test_poisson_gaussian_epsilon_never_exceeds_dp_accounting_and_equals_opacus(q, z, steps):
+    """dp-accounting's fractional orders are loose (issue 18, item 7): ours are exact, so our epsilon is
+    never above the library's and equals Opacus's (whose fractional series is exact) to 1e-5."""
     ours = Accountant("add_remove")
     ours.step(PoissonGaussianEvent(q, z), steps)
-    expected = library_epsilon(
+    library = library_epsilon(
         dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(z)), steps,
         dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
     )
-    assert ours.get_epsilon(DELTA) == pytest.approx(expected, rel=1e-6)
+    orders = list(DEFAULT_ORDERS)
+    reference = np.array(opacus_compute_rdp(q=q, noise_multiplier=z, steps=steps, orders=orders))
+    opacus_epsilon, _ = opacus_privacy_spent(orders=orders, rdp=reference, delta=DELTA)
+    epsilon = ours.get_epsilon(DELTA)
+    assert epsilon <= library * (1 + 2e-6)  # ours are rounded up by 1e-6 relative
+    assert epsilon == pytest.approx(opacus_epsilon, rel=1e-5)
 
 
 INTEGER = np.array([float(a).is_integer() for a in DEFAULT_ORDERS])
@@ -71,7 +79,7 @@ def test_fractional_orders_are_never_below_opacus_and_epsilon_never_below_it(q, 
     ours.step(PoissonGaussianEvent(q, z), steps)
     orders = list(DEFAULT_ORDERS)
     reference = np.array(opacus_compute_rdp(q=q, noise_multiplier=z, steps=steps, orders=orders))
-    assert (ours.rdp >= reference * (1 - 1e-6)).all()
+    assert (ours.rdp >= reference * (1 - 1e-6)).all()  # exact fractional orders (issue 18, item 7)
     epsilon, order = ours.get_epsilon_and_order(DELTA)
     opacus_epsilon, _ = opacus_privacy_spent(orders=orders, rdp=reference, delta=DELTA)
     assert epsilon >= opacus_epsilon * (1 - 1e-6)
@@ -224,7 +232,8 @@ def test_epsilon_grows_with_sampling_rate(q1, q2, z, steps):
 @given(rates, noises, noises, counts)
 def test_epsilon_falls_with_noise(q, z1, z2, steps):
     low, high = sorted((z1, z2))
-    assert epsilon_of(q, high, steps) <= epsilon_of(q, low, steps) + 1e-12
+    # the exact fractional orders come from quadrature (accurate to ~1e-7 relative, rounded up 1e-6)
+    assert epsilon_of(q, high, steps) <= epsilon_of(q, low, steps) * (1 + 1e-7) + 1e-12
 
 
 # -- accountant, ledger, budget, inverse ---------------------------------------------------------

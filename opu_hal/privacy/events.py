@@ -138,6 +138,54 @@ class PoissonGaussianEvent(_LibraryEvent):
             self.sampling_rate, dp_accounting.GaussianDpEvent(self.noise_multiplier)
         )
 
+    def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
+        """The library's curve at integer orders; at fractional orders (where its series overestimates,
+        up to 26x) the exact value by quadrature, :func:`sampled_gaussian_rdp_quadrature`."""
+        orders = np.asarray(orders, dtype=np.float64)
+        fractional = orders != np.floor(orders)
+        curve = np.empty_like(orders)
+        if (~fractional).any():
+            curve[~fractional] = super().rdp(orders[~fractional], neighboring)
+        if fractional.any():
+            curve[fractional] = sampled_gaussian_rdp_quadrature(
+                self.sampling_rate, self.noise_multiplier, orders[fractional])
+        return curve
+
+
+def sampled_gaussian_rdp_quadrature(q: float, sigma: float, orders: np.ndarray) -> np.ndarray:
+    """RDP of the Poisson-subsampled Gaussian at any order > 1 (Mironov, Talwar, Zhang 2019, ``A_alpha``,
+    the larger direction): ``log E_{z ~ N(0, s^2)}[(1 - q + q exp((2z - 1) / (2 s^2)))^alpha]
+    / (alpha - 1)``, by the trapezoid rule in log space on ``[-30 s - 1, alpha + 30 s + 1]`` with
+    steps of ``s / 40`` (the integrand is a Gaussian of width ``s`` around ``z <= alpha``: the rule is
+    exponentially accurate there, and agrees with Opacus' series to 1e-7). Rounded up by 1e-6
+    relative, so the figure is never below the exact one."""
+    out = np.empty(len(orders))
+    for i, alpha in enumerate(np.asarray(orders, dtype=np.float64)):
+        low, high = -30 * sigma - 1, alpha + 30 * sigma + 1
+        points = int(min(200_001, max(2001, (high - low) / (sigma / 40))))
+        z = np.linspace(low, high, points)
+        log_ratio = (2 * z - 1) / (2 * sigma**2)
+        # alpha * log(1 - q + q r), computed without cancellation when q (r - 1) is small
+        if q < 1:
+            near = np.log1p(q * np.expm1(np.minimum(log_ratio, 1.0)))
+            far = np.logaddexp(math.log1p(-q), math.log(q) + log_ratio)
+            t = alpha * np.where(log_ratio < 1.0, near, far)
+        else:
+            t = alpha * log_ratio
+        log_phi = -z**2 / (2 * sigma**2) - 0.5 * math.log(2 * math.pi * sigma**2)
+        step = z[1] - z[0]
+        weights = np.full(points, step)
+        weights[[0, -1]] /= 2
+        if float(np.max(t)) < 700 and q < 1:
+            # A - 1 = E[(1 - q + q r)^alpha - 1]: integrate the difference, so a tiny A - 1 keeps its digits.
+            log_a = math.log1p(float(np.sum(weights * np.exp(log_phi) * np.expm1(t))))
+        else:
+            log_a = float(np.logaddexp.reduce(log_phi + t + np.log(weights)))
+        if not math.isfinite(log_a):
+            raise PrivacyParameterError(f"sampled Gaussian RDP quadrature failed at q={q}, sigma={sigma}, alpha={alpha}")
+        out[i] = max(0.0, log_a / (alpha - 1)) * (1 + 1e-6)
+    return out
+
 
 @dataclass(frozen=True)
 class FixedSizeGaussianEvent(_LibraryEvent):
