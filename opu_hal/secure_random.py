@@ -37,6 +37,16 @@ def _chacha(key: int) -> np.random.Generator:
     return np.random.Generator(ChaCha(key=key, rounds=20))
 
 
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=_THREADS, thread_name_prefix="opu-hal-secure")
+    return _POOL
+
+
 def _fresh_key() -> int:
     return int.from_bytes(os.urandom(32), "little")
 
@@ -104,8 +114,7 @@ class SecureGenerator:
             if n < _PARALLEL_MIN:
                 return draw(self._streams[0], n)
             half = n // 2
-            with ThreadPoolExecutor(max_workers=_THREADS) as pool:
-                parts = list(pool.map(draw, self._streams, (half, n - half)))
+            parts = list(_pool().map(draw, self._streams, (half, n - half)))
             return np.concatenate(parts)
 
     def standard_normal(self, n: int) -> torch.Tensor:

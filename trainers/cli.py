@@ -113,9 +113,24 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if "epsilon" in final:
         line += f"; spent (epsilon {final['epsilon']:.4g}, delta {final['delta']:g})"
     print(line)
+    privacy = record.get("privacy") or {}
+    if privacy.get("mechanism"):
+        print(privacy_summary(privacy, record.get("profile")))
     if args.out:
         print(f"result record: {args.out}")
     return 0
+
+
+def privacy_summary(privacy: dict, profile: dict | None) -> str:
+    """One line: the mechanism, where its noise came from, the generator, the calibration used."""
+    parts = [f"mechanism {privacy['mechanism']}", f"noise source {privacy.get('noise_source', 'software')}"]
+    device_noise = privacy.get("device_noise")
+    if device_noise:
+        parts.append(f"device {profile['name'] if profile else '?'}: Poisson mean >= {device_noise['poisson_mean_lower']:.4g} "
+                     f"e- per count ({device_noise.get('reads_per_value')} anchor reads each)")
+        parts.append(f"calibration {privacy.get('calibration') or 'none (the profile model declares the means)'}")
+    parts.append(f"generator {privacy.get('generator', '?')}")
+    return "privacy: " + "; ".join(parts)
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ extra (unaccounted) noise the simulation adds, never the privacy analysis.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 CLIP_LIMIT = 1e-24
 
 
+@functools.lru_cache(maxsize=256)
 def clip_probability(mean_e: float, sensor: "Sensor") -> float:
     """Upper bound on the probability that one read of Poisson(``mean_e``) electrons plus read noise
     leaves the ADC's range (saturation above, black level below)."""
