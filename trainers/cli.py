@@ -70,6 +70,8 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     ck.add_argument("--checkpoint", default=None, help="checkpoint path (written atomically)")
     ck.add_argument("--checkpoint-every", type=int, default=None, help="steps between checkpoints (default 50)")
     ck.add_argument("--resume", action="store_true", default=None, help="continue from --checkpoint")
+    p.add_argument("--compute", choices=("auto", "cpu", "cuda"), default=None,
+                   help="where model, data, feedback and noise live: auto = CUDA when present (default)")
     p.add_argument("--out", default=None, help="write the result record (JSON) here")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -77,7 +79,7 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
 OPTION_NAMES = ("profile", "dataset", "data_dir", "epochs", "batch_size", "hidden", "activation", "optimizer",
                 "lr", "momentum", "seed", "threshold", "ternarize", "inputs", "train_limit", "alignment", "target_epsilon", "delta",
                 "noise_multiplier", "noise_source", "sampling", "clip_norm", "beta", "tau_e", "tau_h",
-                "tau_h_min", "tau_h_max", "tau_b", "sigma", "temperature_c", "lattice_resolution", "checkpoint", "checkpoint_every",
+                "tau_h_min", "tau_h_max", "tau_b", "sigma", "temperature_c", "lattice_resolution", "compute", "checkpoint", "checkpoint_every",
                 "resume")
 
 

@@ -79,6 +79,7 @@ class TrainConfig:
     sigma: float | None = None
     temperature_c: float | None = None
     lattice_resolution: float = 10.0
+    compute: str = "auto"
     # checkpoints
     checkpoint: str | None = None
     checkpoint_every: int = 50
@@ -146,6 +147,7 @@ class TrainConfig:
             need(math.isfinite(value) and value > 0, f"--{name.replace('_', '-')} must be > 0, got {value}")
         need(0 <= self.tau_h_min <= self.tau_h_max,
              f"--tau-h-min must be in [0, tau_h_max={self.tau_h_max}], got {self.tau_h_min}")
+        need(self.compute in ("auto", "cpu", "cuda"), f"--compute {self.compute!r}: choose auto, cpu or cuda")
         need(math.isfinite(self.lattice_resolution) and 0.5 <= self.lattice_resolution <= 1000,
              f"--lattice-resolution must be in [0.5, 1000], got {self.lattice_resolution}")
         need(self.sigma is None or self.sigma >= 0, f"--sigma must be >= 0, got {self.sigma}")

@@ -69,6 +69,7 @@ class DeviceFeedback:
         signal = ternarize(e, self.threshold) if self.ternary else e
         if self.device.in_features > self.n_classes:
             signal = torch.nn.functional.pad(signal, (0, self.device.in_features - self.n_classes))
+        signal = signal.to(self.device.capabilities.compute_device)
         if self.ternary:
             projection = project_ternary(self.device, signal)
         else:

@@ -62,6 +62,24 @@ def _limit(split: Split, limit: int | None) -> Split:
     return Split(split.x[:limit], split.y[:limit])
 
 
+def resolve_compute(requested: str, method: type[Method]) -> torch.device:
+    """``auto`` -> CUDA when present and the method supports it, else CPU; ``cuda`` without CUDA refused."""
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise TrainingConfigError(f"--compute cuda: torch {torch.__version__} sees no CUDA device; use --compute cpu or auto")
+    if requested == "cuda" and not method.cuda_ready:
+        raise TrainingConfigError(f"--compute cuda: method {method.name!r} runs on the CPU only; use --compute cpu")
+    if requested == "auto" and torch.cuda.is_available() and method.cuda_ready:
+        return torch.device("cuda")
+    return torch.device("cuda" if requested == "cuda" else "cpu")
+
+
+def _to(data: Dataset, device: torch.device) -> Dataset:
+    if device.type == "cpu":
+        return data
+    move = lambda split: Split(split.x.to(device), split.y.to(device))  # noqa: E731
+    return Dataset(data.name, move(data.train), move(data.validation), move(data.test))
+
+
 def check_output_path(path: str | os.PathLike[str], option: str) -> None:
     """Refuse, before any training, an output path that could not be written afterwards."""
     target = Path(path)
@@ -100,8 +118,11 @@ class Trainer:
                     f"--temperature-c: profile {self.device.profile.label!r} has no settable temperature")
             self.device.set_temperature(config.temperature_c)  # type: ignore[attr-defined]
         sizes = [self.data.n_features, *config.hidden, self.data.n_classes]
-        self.model = MLP(sizes, config.activation, seed=config.seed)
-        self.method = build_method(config, self.model, self.device, self.data, self.train_split)
+        self.compute = resolve_compute(config.compute, cls)
+        self.data = _to(self.data, self.compute)
+        self.train_split = _limit(self.data.train, config.train_limit)
+        self.model = MLP(sizes, config.activation, seed=config.seed).to(self.compute)
+        self.method = build_method(config, self.model, self.device, self.data, self.train_split).to(self.compute)
         self.optimizer = make_optimizer(config, self.model)
         sampling = config.sampling or self.method.sampling
         self.sampler = Sampler(sampling, len(self.train_split), config.batch_size, config.seed,
@@ -353,7 +374,8 @@ class Trainer:
             "noise_reports": self.noise_log.to_list(),
             "privacy": privacy,
             "final": final,
-            "torch": {"version": torch.__version__, "threads": torch.get_num_threads()},
+            "torch": {"version": torch.__version__, "threads": torch.get_num_threads(), "compute": str(self.compute),
+                      **({"gpu": torch.cuda.get_device_name(self.compute)} if self.compute.type == "cuda" else {})},
         }
 
 

@@ -60,6 +60,13 @@ class Method(ABC):
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         """Set ``p.grad`` of every parameter from the batch ``(x, y)``."""
 
+    #: Whether the method runs on a CUDA compute device (``--compute cuda``).
+    cuda_ready: ClassVar[bool] = True
+
+    def to(self, device: torch.device) -> "Method":
+        """Move the method's own tensors (feedback matrices, ...) to ``device``; the loop moves the model."""
+        return self
+
     def privacy_event(self) -> Event | None:
         """The accounting event of one step (``None`` for non-private methods)."""
         return None
@@ -85,7 +92,7 @@ def batch_stats(logits: torch.Tensor, y: torch.Tensor) -> tuple[float, int]:
 def output_error(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Per-example error ``e = softmax(z^L) - onehot(y)`` (paper 002, eq. 2 at l = L)."""
     e = torch.softmax(logits, dim=1)
-    e[torch.arange(y.shape[0]), y] -= 1
+    e[torch.arange(y.shape[0], device=e.device), y] -= 1
     return e
 
 

@@ -89,6 +89,10 @@ class DPDFA(Method):
                 raise TrainingConfigError(f"--noise-source device: {exc}") from None
             raise TrainingConfigError(f"--noise-source device: profile {device.profile.label!r} is no privacy-noise source")
 
+    def to(self, device: torch.device) -> "DPDFA":
+        self.feedback = [b.to(device) for b in self.feedback]
+        return self
+
     # -- accounting ----------------------------------------------------------------------------
     def event_for(self, z: float) -> Event:
         ctx = self.context

@@ -55,6 +55,7 @@ OPTIONS = {
 
 
 class DPMAC(Method):
+    cuda_ready = False  # CPU only for now: its estimator draws on CPU generators
     name = "dp-mac"
     private = True
     neighboring = "add_remove"

@@ -65,7 +65,7 @@ class DPSGD(Method):
                 "noise_std_on_sum": (self.noise_multiplier or 0) * self.sensitivity}
 
     def _normal(self, shape: torch.Size) -> torch.Tensor:
-        return self.generator.standard_normal(shape.numel()).view(shape)
+        return self.generator.standard_normal(shape.numel()).view(shape).to(self.model.layers[0].weight.device)
 
     def state_dict(self) -> dict[str, Any]:
         """The secure generator's state (secret: checkpoints only), so resumed steps replay exactly."""

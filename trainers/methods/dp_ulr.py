@@ -73,6 +73,7 @@ def default_min_batch(expected: float) -> int:
 
 
 class DPULR(Method):
+    cuda_ready = False  # CPU only for now: its estimator draws on CPU generators
     name = "dp-ulr"
     private = True
     neighboring = "add_remove"
