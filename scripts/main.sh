@@ -9,4 +9,4 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$ROOT"
 exec opu-hal train --method dp-dfa --noise-source device --profile "${OPU_HAL_PROFILE:-opu-sim-dp}" \
   --target-epsilon 8 --delta 1e-5 --epochs 60 --batch-size 2048 --optimizer adam --lr 3e-3 \
-  --activation tanh --tau-h 5 --lattice-resolution 20 --out results/main.json "$@"
+  --activation tanh --tau-h 5 --tau-e 0.05 --lattice-resolution 20 --out results/main.json "$@"

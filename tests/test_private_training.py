@@ -180,10 +180,11 @@ def test_photonic_dp_clips_layer_inputs_to_tau_h_max():
     assert float(clipped.norm(dim=1).max()) <= 1.0 + 1e-6
 
 
-def _run_cli(args: list[str], data_dir: Path, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OPU_HAL_DATA_DIR": str(data_dir), **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "trainers.cli", "train", *args], env=env,
-                          capture_output=True, text=True, timeout=300)
+def _run_cli(args: list[str], data_dir: Path, kill_after: int | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OPU_HAL_DATA_DIR": str(data_dir)}
+    runner = ["-m", "trainers.cli"] if kill_after is None else ["-m", "tests.kill_run", str(kill_after)]
+    return subprocess.run([sys.executable, *runner, "train", *args], env=env, capture_output=True, text=True,
+                          timeout=300, cwd=Path(__file__).resolve().parent.parent)
 
 
 def _ledger_steps(record) -> int:
@@ -200,7 +201,7 @@ def test_killed_run_resumes_with_the_ledger_of_an_uninterrupted_run(tmp_path):
     whole = _run_cli([*common, "--out", str(tmp_path / "whole.json")], tmp_path)
     assert whole.returncode == 0, whole.stderr
     ck = tmp_path / "run.ckpt"
-    killed = _run_cli([*common, "--checkpoint", str(ck)], tmp_path, {"OPU_HAL_KILL_AFTER_STEP": "27"})
+    killed = _run_cli([*common, "--checkpoint", str(ck)], tmp_path, kill_after=27)
     assert killed.returncode == -9  # killed mid-epoch 2 (18 steps per epoch), 3 steps after a checkpoint
     assert load_checkpoint(ck)["global_step"] == 24
     resumed = _run_cli([*common, "--checkpoint", str(ck), "--resume", "--out", str(tmp_path / "resumed.json")], tmp_path)
@@ -218,8 +219,8 @@ def test_device_noise_steps_are_charged_once_through_two_kills(tmp_path):
     make_dataset(tmp_path, n_train=400, n_test=50, compress=False)
     common = [*COMMON, "--epochs", "1", "--checkpoint-every", "5", "--noise-source", "device",
               "--profile", "opu-sim-dp", "--checkpoint", str(tmp_path / "run.ckpt")]
-    assert _run_cli(common, tmp_path, {"OPU_HAL_KILL_AFTER_STEP": "7"}).returncode == -9  # 7 drawn, 5 saved
-    again = _run_cli([*common, "--resume"], tmp_path, {"OPU_HAL_KILL_AFTER_STEP": "9"})
+    assert _run_cli(common, tmp_path, kill_after=7).returncode == -9  # 7 drawn, 5 saved
+    again = _run_cli([*common, "--resume"], tmp_path, kill_after=9)
     assert again.returncode == -9 and "charged 2 step(s)" in again.stderr  # then steps 5..8 drawn again
     final = _run_cli([*common, "--resume", "--out", str(tmp_path / "r.json")], tmp_path)
     assert final.returncode == 0, final.stderr
@@ -234,7 +235,7 @@ def device_run(tmp_path):
     make_dataset(tmp_path, n_train=400, n_test=50, compress=False)
     common = [*COMMON, "--epochs", "1", "--checkpoint-every", "5", "--noise-source", "device",
               "--profile", "opu-sim-dp", "--checkpoint", str(tmp_path / "run.ckpt")]
-    assert _run_cli(common, tmp_path, {"OPU_HAL_KILL_AFTER_STEP": "7"}).returncode == -9
+    assert _run_cli(common, tmp_path, kill_after=7).returncode == -9
     return tmp_path, common
 
 

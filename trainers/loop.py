@@ -38,8 +38,6 @@ from .sampling import Sampler
 # Settings a resumed run may change: none affects privacy, data or the model.
 RESUMABLE_KEYS = frozenset({"resume", "checkpoint_every", "alignment"})
 
-# Test hook: kill the process (SIGKILL) once this global step has run, to exercise --resume.
-KILL_AFTER_STEP_ENV = "OPU_HAL_KILL_AFTER_STEP"
 
 
 def make_optimizer(config: TrainConfig, model: torch.nn.Module) -> torch.optim.Optimizer:
@@ -60,6 +58,11 @@ def _limit(split: Split, limit: int | None) -> Split:
     if limit is None or limit >= len(split):
         return split
     return Split(split.x[:limit], split.y[:limit])
+
+
+#: Called with the trainer after every step (after its checkpoint): progress hooks, and the tests'
+#: fault injection (``tests/kill_run.py``), which never lives in this loop.
+STEP_CALLBACKS: list[Callable[["Trainer"], None]] = []
 
 
 def resolve_compute(requested: str, method: type[Method]) -> torch.device:
@@ -259,7 +262,6 @@ class Trainer:
         loss_sum, correct, count = 0.0, 0, 0
         bar = tqdm(total=self.sampler.steps_per_epoch, initial=start, desc=f"epoch {epoch + 1}/{self.config.epochs}",
                    disable=not (self.progress and sys.stderr.isatty()), leave=False, file=sys.stderr, dynamic_ncols=True)
-        kill_after = os.environ.get(KILL_AFTER_STEP_ENV)
         try:
             for step, indices in self.sampler.epoch(epoch, start):
                 if self.method.private and not self._budget_allows():
@@ -276,8 +278,8 @@ class Trainer:
                 self.position = (epoch, step + 1)
                 if self.config.checkpoint and self.global_step % self.config.checkpoint_every == 0:
                     self.checkpoint()
-                if kill_after is not None and self.global_step == int(kill_after):
-                    os.kill(os.getpid(), 9)
+                for callback in STEP_CALLBACKS:
+                    callback(self)
                 bar.update(1)
                 if step % 10 == 0 and count:
                     bar.set_postfix(loss=f"{loss_sum / count:.4f}", acc=f"{correct / count:.4f}")
