@@ -25,6 +25,7 @@ import torch
 from .errors import OpuHalError
 
 GENERATOR_NAME = "ChaCha20 (randomgen), 256-bit key from os.urandom"
+KEYED_GENERATOR_NAME = "torch generators seeded per step by keyed BLAKE2b of a 256-bit key from os.urandom"
 _THREADS = 2
 _PARALLEL_MIN = 1 << 16
 

@@ -190,3 +190,33 @@ def test_likelihood_ratio_test_on_gaussian_noise_flags_only_the_broken_variant(n
     s0 = mechanism.release(zero).numpy()  # LLR of N(1, z^2) vs N(0, z^2) is monotone in y
     s1 = mechanism.release(zero + 1).numpy()
     assert (empirical_epsilon(s0, s1, DELTA) > claim) is caught
+
+
+# -- (b) replay, through every private method ---------------------------------------------------------
+@pytest.mark.parametrize("method, extra", [
+    ("dp-sgd", {}), ("dp-dfa", {}), ("dp-dfa", {"noise_source": "device", "profile": "opu-sim-dp"}),
+    ("dp-ulr", {"noise_multiplier": 4.0}), ("dp-mac", {}),
+])
+def test_two_runs_with_the_same_public_settings_release_different_noise(method, extra):
+    """Everything public (config, seeds, profile) is identical, so equal models would mean the noise
+    (or the batches) can be rebuilt from what the record publishes."""
+    from trainers.config import TrainConfig
+    from trainers.loop import train
+
+    from .training_helpers import clusters
+
+    options = {"noise_multiplier": 1.0, **extra}
+    config = TrainConfig.for_method(method, epochs=1, batch_size=50, hidden=(16, 16), alignment=False, **options)
+    runs = [train(config, data=clusters(), progress=False, log=lambda m: None) for _ in range(2)]
+    assert runs[0]["epochs"][0]["validation_loss"] != runs[1]["epochs"][0]["validation_loss"]
+
+
+def test_non_private_training_is_reproducible_from_its_seed():
+    from trainers.config import TrainConfig
+    from trainers.loop import train
+
+    from .training_helpers import clusters
+
+    config = TrainConfig.for_method("bp", epochs=1, batch_size=50, hidden=(16, 16), alignment=False)
+    runs = [train(config, data=clusters(), progress=False, log=lambda m: None) for _ in range(2)]
+    assert runs[0]["epochs"][0]["validation_loss"] == runs[1]["epochs"][0]["validation_loss"]

@@ -37,7 +37,7 @@ from opu_hal.privacy import Accountant, ComposedEvent, GaussianEvent, PoissonGau
 from .. import mac
 from ..errors import TrainingConfigError
 from ..options import choice, count, parse_options, positive
-from opu_hal.secure_random import keyed_torch_generator, new_secret_key
+from opu_hal.secure_random import KEYED_GENERATOR_NAME, keyed_torch_generator, new_secret_key
 from .base import Method, MethodContext, StepOutput, batch_stats
 
 OPTIONS = {
@@ -95,7 +95,7 @@ class DPMAC(Method):
         return self.event_for(self.noise_multiplier)
 
     def describe(self) -> dict[str, Any]:
-        return {"noise_multiplier": self.noise_multiplier, "layer_bounds": self.bounds,
+        return {"noise_multiplier": self.noise_multiplier, "generator": KEYED_GENERATOR_NAME, "layer_bounds": self.bounds,
                 "noise_std_per_layer": [self.layer_noise_std(k) for k in range(len(self.bounds))],
                 "histograms": self.histograms, **{k: v for k, v in self.options.items()}}
 

@@ -46,7 +46,7 @@ from opu_hal.privacy import Event, PoissonGaussianEvent, SampledWithRejectionGau
 
 from ..errors import TrainingConfigError
 from ..options import Option, choice, count, parse_options, positive
-from opu_hal.secure_random import keyed_torch_generator, new_secret_key
+from opu_hal.secure_random import KEYED_GENERATOR_NAME, keyed_torch_generator, new_secret_key
 from .. import ulr
 from .base import Method, MethodContext, StepOutput
 
@@ -124,7 +124,8 @@ class DPULR(Method):
         guarantee = ("sampled Gaussian mechanism on the clipped sum (sound)" if mode == "gaussian" else
                      "paper 004's claim (eq. 7 controls the pre-clipping covariance; not a guarantee: "
                      "see README, DP-ULR)")
-        return {"mode": mode, "guarantee": guarantee, "noise_multiplier": self.noise_multiplier,
+        return {"mode": mode, "guarantee": guarantee, "generator": KEYED_GENERATOR_NAME,
+                "noise_multiplier": self.noise_multiplier,
                 "sigma_0": self.noise_multiplier, "clip_norm": self.context.config.clip_norm,
                 "sampling": self.sampling, "sampling_rate": self.sampling_rate, "min_batch": self.min_batch,
                 "min_dataset_size": self.context.dataset_size - 1, "repeats": self.options["repeats"],

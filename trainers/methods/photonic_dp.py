@@ -107,6 +107,7 @@ class PhotonicDP(Method):
         config = self.context.config
         claim = self.paper_claim.paper_claim_epsilon(config.delta) if self.paper_claim.steps else None
         return {"guarantee": "none: " + NO_BOUND, "paper_claim_epsilon_eq17": claim,
+                "generator": f"device noise: the device's own; output layer: {self.generator.name}",
                 "sigma_accounted": self.std_lower, "tau_h_min": config.tau_h_min, "tau_h_max": config.tau_h_max,
                 "tau_b": config.tau_b, "bound": "paper 000 eq. 17, per step"}
 

@@ -46,7 +46,7 @@ import torch
 from ...capabilities import Capabilities
 from ...device import Device
 from ...errors import InputError
-from ...noise import NoiseReport, PrivacyCounts, Projection
+from ...noise import NoiseDistribution, NoiseReport, PrivacyCounts, Projection
 from ...secure_random import SecureGenerator
 from ...profiles import CAMERA_PIXELS, DMD_MIRRORS, SimulatedProfile
 from ...seeding import stream_seed
@@ -172,7 +172,7 @@ class SimulatedDevice(Device[SimulatedProfile]):
         least_frames = 0.0 if self._profile.mode == "intensity" else 0.5 * self.anchor_e
         return float(self._output_variance(least_frames, random_only=True))
 
-    def _report(self, variance: float) -> NoiseReport:
+    def _report(self, variance: float, frames_e: float | None = None) -> NoiseReport:
         sensor = self.sensor
         lower = math.sqrt(self._lower_variance())
         std = math.sqrt(variance)
@@ -182,13 +182,32 @@ class SimulatedDevice(Device[SimulatedProfile]):
             details={"signal_e": self.signal_e, "anchor_e": self.anchor_e,
                      "dark_e": sensor.dark_e, "read_noise_e": sensor.read_noise_e,
                      "quantization_e2": sensor.quantization_e2},
+            distribution=self._distribution(frames_e),
         )
+
+    def _distribution(self, frames_e: float | None) -> NoiseDistribution:
+        """What a projection's noise is: Poisson counts of the frames behind each value (their mean
+        electrons summed over the frames, and the input-independent lower bound), read noise, gain,
+        the output units of one DN, and the probability an anchor read clips. The projection's
+        frames come from the profile-seeded camera stream: training-quality noise, never privacy
+        noise (that is :meth:`draw_privacy_counts`, from the secure generator)."""
+        sensor = self.sensor
+        linear = self._profile.mode == "linear"
+        lower = (1.5 * self.anchor_e + 3 * sensor.dark_e) if linear else sensor.dark_e
+        mean = frames_e if frames_e is not None else lower
+        step = sensor.gain_e_per_dn * (math.sqrt(2 / self.signal_e) / (2 * math.sqrt(self.anchor_e))
+                                       if linear else 1 / self.signal_e)
+        return NoiseDistribution(
+            kind="poisson-counts", generator="torch Mersenne Twister seeded by the profile (not for privacy)",
+            poisson_mean=max(mean, lower), poisson_mean_lower=lower if lower > 0 else None,
+            read_noise_e=sensor.read_noise_e, gain_e_per_dn=sensor.gain_e_per_dn, lattice_step=step,
+            clip_probability=clip_probability(self.anchor_e + sensor.dark_e, sensor))
 
     def noise_report(self) -> NoiseReport:
         """Noise for an input with half the mirrors on (``E|z|^2 = Phi / 2``)."""
         half = 0.5 * self.signal_e
         frames = half if self._profile.mode == "intensity" else 2 * half + self.anchor_e
-        return self._report(float(self._output_variance(frames)))
+        return self._report(float(self._output_variance(frames)), frames + (0 if self._profile.mode == "intensity" else self.anchor_e))
 
     # -- projection ----------------------------------------------------------------------------
     def ideal(self, x: torch.Tensor) -> torch.Tensor:
@@ -226,4 +245,5 @@ class SimulatedDevice(Device[SimulatedProfile]):
                 SaturationWarning, stacklevel=3,
             )
         # The variance is linear in the frame signal: its batch mean is the variance at the mean.
-        return Projection(values=values, noise=self._report(float(self._output_variance(mean_frames))))
+        frames_e = mean_frames + (0.0 if self._profile.mode == "intensity" else self.anchor_e)
+        return Projection(values=values, noise=self._report(float(self._output_variance(mean_frames)), frames_e))
