@@ -146,3 +146,12 @@ def test_plot_writes_a_png(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(TrainingConfigError, match="no per-epoch"):
         plot_records([str(out)], str(tmp_path / "x.png"), metric="nothing")
+
+
+@pytest.mark.parametrize("option", [{"target_epsilon": 3.0}, {"noise_multiplier": 1.0}, {"noise_source": "device"}])
+def test_privacy_options_on_a_non_private_method_are_refused(option):
+    from trainers.config import TrainConfig
+    from trainers.errors import TrainingConfigError
+
+    with pytest.raises(TrainingConfigError, match="not private"):
+        TrainConfig.for_method("dfa", **option)

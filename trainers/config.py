@@ -20,6 +20,8 @@ INPUT_SCALINGS = ("unit", "centered", "standardized")
 
 METHOD_NAMES = ("bp", "dfa", "tdfa", "pdfa", "photonic-dp", "dp-dfa", "dp-sgd", "dp-ulr", "dp-mac")
 
+PRIVATE_METHODS = frozenset({"photonic-dp", "dp-dfa", "dp-sgd", "dp-ulr", "dp-mac"})
+
 # Profile used when none is given; None: the method needs no device.
 DEFAULT_PROFILES: dict[str, str | None] = {
     "bp": None, "dfa": "torch-auto", "tdfa": "torch-auto", "pdfa": "opu-sim",
@@ -156,3 +158,10 @@ class TrainConfig:
         if self.method in ("dp-dfa", "dp-sgd", "dp-ulr", "dp-mac"):
             need(self.target_epsilon is not None or self.noise_multiplier is not None,
                  f"method {self.method!r} needs --target-epsilon (noise chosen for it) or --noise-multiplier")
+        if self.method not in PRIVATE_METHODS:
+            given = [flag for flag, value in (("--target-epsilon", self.target_epsilon),
+                                              ("--noise-multiplier", self.noise_multiplier),
+                                              ("--noise-source device", self.noise_source == "device" or None))
+                     if value is not None]
+            need(not given, f"method {self.method!r} is not private: {', '.join(given)} would be ignored; "
+                            f"use a private method ({', '.join(sorted(PRIVATE_METHODS))})")
