@@ -150,10 +150,42 @@ def _cmd_table(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from .audit import audit_dp_dfa, plot_audit
+    from .loop import check_output_path
+    from .records import write_json
+
+    for path, option in ((args.out, "--out"), (args.plot, "--plot")):
+        if path:
+            check_output_path(path, option)
+    config = config_from_args(args)
+    result = audit_dp_dfa(config, canaries=args.canaries, confidence=args.confidence,
+                          log=lambda message: print(message, file=sys.stderr, flush=True))
+    print(f"audit of {result['method']} ({result['noise_source']} noise, {result['threat_model']}): claimed epsilon "
+          f"{result['claimed_epsilon']:.4g} at delta {result['delta']:g}; empirical lower bound "
+          f"{result['epsilon_lower_bound']:.4g} at {result['confidence']:.0%} confidence "
+          f"({result['correct']}/{result['guesses']} guesses right, {result['canaries']} canaries, "
+          f"{result['time_s']:.0f} s)")
+    if args.out:
+        write_json(args.out, result)
+        print(f"audit record: {args.out}")
+    if args.plot:
+        plot_audit(result, args.plot)
+        print(f"plot: {args.plot}")
+    return 0
+
+
 def register_train_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train an MLP with a DFA-family or private method")
     _add_train_arguments(p)
     p.set_defaults(func=_cmd_train)
+
+    p = sub.add_parser("audit", help="empirical lower bound on epsilon: one-run white-box audit (dp-dfa)")
+    _add_train_arguments(p)
+    p.add_argument("--canaries", type=int, default=1000, help="white-box canaries (default 1000)")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence of the bound (default 0.95)")
+    p.add_argument("--plot", default=None, help="PNG of the canaries' scores")
+    p.set_defaults(func=_cmd_audit)
 
     p = sub.add_parser("plot", help="accuracy curves (PNG) from result records")
     p.add_argument("records", nargs="+", help="result JSON files written by train --out")
