@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from opu_hal.errors import OpuHalError
+
 DATA_DIR_ENV = "OPU_HAL_DATA_DIR"
 DEFAULT_DIRS = {"fashion-mnist": Path("/usr/share/datasets/fashion-mnist"), "mnist": None}
 FILES = {
@@ -27,7 +29,7 @@ FILES = {
 _MAGIC = {0x00000803: 3, 0x00000801: 1}  # unsigned-byte IDX of rank 3 (images) and 1 (labels)
 
 
-class DatasetError(ValueError):
+class DatasetError(OpuHalError, ValueError):
     """Dataset files are missing or unreadable; the message names the path and the fix."""
 
 

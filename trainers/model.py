@@ -12,6 +12,8 @@ from typing import Callable, Sequence
 import torch
 from torch import nn
 
+from .errors import TrainingConfigError
+
 
 @dataclass(frozen=True)
 class Activation:
@@ -48,7 +50,7 @@ def get_activation(name: str) -> Activation:
     try:
         return ACTIVATIONS[name]
     except KeyError:
-        raise ValueError(f"unknown activation {name!r}; choose one of {', '.join(ACTIVATIONS)}") from None
+        raise TrainingConfigError(f"unknown activation {name!r}; choose one of {', '.join(ACTIVATIONS)}") from None
 
 
 @dataclass
@@ -67,7 +69,7 @@ class MLP(nn.Module):
     def __init__(self, sizes: Sequence[int], activation: str = "tanh", seed: int = 0) -> None:
         super().__init__()
         if len(sizes) < 2 or any(int(s) < 1 for s in sizes):
-            raise ValueError(f"MLP sizes must be >= 2 positive integers, got {list(sizes)}")
+            raise TrainingConfigError(f"MLP sizes must be >= 2 positive integers, got {list(sizes)}")
         self.sizes = [int(s) for s in sizes]
         self.activation = get_activation(activation)
         generator = torch.Generator().manual_seed(seed)

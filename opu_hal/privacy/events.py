@@ -18,6 +18,8 @@ import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 from scipy import stats
 
+from ..errors import OpuHalError
+
 Neighboring = Literal["add_remove", "replace_one"]
 _LIBRARY_RELATION = {
     "add_remove": dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
@@ -26,7 +28,7 @@ _LIBRARY_RELATION = {
 DEFAULT_ORDERS: tuple[float, ...] = tuple(rdp_lib.DEFAULT_RDP_ORDERS)
 
 
-class PrivacyParameterError(ValueError):
+class PrivacyParameterError(OpuHalError, ValueError):
     """An event's parameters are outside the range where its bound holds."""
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 
 from ..feedback import DeviceFeedback, FeedbackProjection
+from ..errors import TrainingConfigError
 from .base import Method, MethodContext, StepOutput, batch_stats, output_error, set_linear_grads
 
 
@@ -20,7 +21,7 @@ class DFA(Method):
     def __init__(self, model, context: MethodContext) -> None:
         super().__init__(model, context)
         if context.device is None:
-            raise ValueError(f"method {self.name!r} needs a device profile")
+            raise TrainingConfigError(f"method {self.name!r} needs a device profile")
         self.check_device(context)
         self.feedback = DeviceFeedback(
             context.device, context.n_classes, model.hidden_widths, ternary=self.ternary,
