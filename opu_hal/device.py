@@ -12,7 +12,7 @@ from .capabilities import Capabilities
 from .errors import DeviceUnavailable
 from .inputs import check_batch
 from .noise import NoiseReport, Projection
-from .profiles import BaseProfile
+from .profile_base import BaseProfile
 
 P = TypeVar("P", bound=BaseProfile)
 

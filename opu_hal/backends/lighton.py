@@ -26,7 +26,8 @@ from ..capabilities import Capabilities
 from ..device import Device
 from ..errors import DeviceTimeout, DeviceUnavailable, ProfileError
 from ..noise import NoiseReport, Projection
-from ..profiles import CAMERA_PIXELS, DMD_MIRRORS, LightonProfile
+from ..profile_base import CAMERA_PIXELS, DMD_MIRRORS
+from .lighton_profile import LightonProfile
 from ..seeding import stream_seed
 
 INSTALL_HINT = (

@@ -10,7 +10,7 @@ from ..capabilities import Capabilities
 from ..device import Device
 from ..errors import DeviceUnavailable, InputError
 from ..noise import NoiseReport, Projection
-from ..profiles import TorchProfile
+from .torch_profile import TorchProfile
 from ..seeding import stream_seed
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}

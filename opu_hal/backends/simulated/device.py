@@ -47,7 +47,8 @@ from ...capabilities import Capabilities
 from ...device import Device
 from ...errors import InputError
 from ...noise import NoiseReport, Projection
-from ...profiles import CAMERA_PIXELS, DMD_MIRRORS, SimulatedProfile
+from ...profile_base import CAMERA_PIXELS, DMD_MIRRORS
+from .profile import SimulatedProfile
 from ...seeding import stream_seed
 from .camera import Sensor
 from .optics import TransmissionMatrix
