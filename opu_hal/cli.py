@@ -112,7 +112,7 @@ def _cmd_noise(args: argparse.Namespace) -> int:
     rows = []
     for i in range(args.points):
         celsius = low + (high - low) * i / max(1, args.points - 1)
-        device.set_temperature(celsius)
+        device.set_options(temperature_c=celsius)
         report = device.noise_report()
         rows.append({"temperature_c": celsius, "std": report.std, "std_lower": report.std_lower,
                      "dark_e": report.details.get("dark_e")})

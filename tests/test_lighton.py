@@ -7,6 +7,7 @@ subclasses of the SDK's simulated device under that name.
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 
@@ -158,3 +159,12 @@ def test_software_noise_on_hardware_and_credentials_in_profiles_are_refused():
     with pytest.raises(ProfileError, match="unknown key"):
         opu_hal.validate_profile({"backend": "lighton", "in_features": 4, "out_features": 4,
                                   "simulated": True, "api_token": "secret"})
+
+
+def test_sdk_simulated_device_sets_its_software_noise_through_set_options():
+    with opu_hal.load_device(profile(noise_std=0.1)) as device:
+        assert device.capabilities.settable["noise_std"][:2] == (0.0, math.inf)
+        device.set_options(noise_std=0.0)
+        first, second = device.project(BATCH), device.project(BATCH)
+    assert first.noise.std == 0.0
+    assert torch.equal(first.values, second.values)

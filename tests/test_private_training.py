@@ -234,3 +234,40 @@ def test_resume_refuses_a_checkpoint_made_with_other_settings(tmp_path):
     with pytest.raises(TrainingConfigError, match="batch_size"):
         Trainer(cfg("dp-dfa", batch_size=30, noise_multiplier=1.0, checkpoint=str(ck), resume=True),
                 data=clusters(), progress=False, log=lambda m: None)
+
+
+def test_photonic_dp_charges_the_event_its_step_returned_not_the_planned_one():
+    """The device's noise drops after the 2nd projection: the 3rd step's planned event still has
+    the old std_lower, its returned event the new one, and the ledger holds the returned one."""
+    from opu_hal.backends.torch_backend import TorchDevice
+
+    class DroppingNoise(TorchDevice):
+        def _project(self, x):
+            projection = super()._project(x)
+            self.projections = getattr(self, "projections", 0) + 1
+            if self.projections == 2:
+                self.set_options(noise_std=0.05)
+            return projection
+
+    device = DroppingNoise(torch_device(noise_std=0.1).profile)
+    trainer = Trainer(cfg("photonic-dp", epochs=1, alignment=False), data=clusters(), device=device,
+                      progress=False, log=lambda m: None)
+    planned = []
+    original = trainer.method.compute_gradients
+
+    def spy(x, y):
+        planned.append(trainer.method.planned_event())
+        output = original(x, y)
+        planned[-1] = (planned[-1], output.privacy_event)
+        return output
+
+    trainer.method.compute_gradients = spy
+    record = trainer.run()
+    entries = record["privacy"]["ledger"]["entries"]
+    sigmas = [{part["sigma"] for part in entry["event"]["parts"]} for entry in entries]
+    assert sigmas == [{0.1}, {0.05}]
+    assert [entry["count"] for entry in entries] == [2, record["final"]["steps"] - 2]
+    third_planned, third_spent = planned[2]
+    assert {p.sigma for p in third_planned.parts} == {0.1}
+    assert {p.sigma for p in third_spent.parts} == {0.05}
+    assert entries[1]["event"] == third_spent.to_dict()

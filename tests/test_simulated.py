@@ -99,7 +99,7 @@ def test_noise_std_increases_with_temperature_at_long_exposure():
     x = binary(1, device.in_features, seed=3)
     declared, empirical = [], []
     for celsius in (0.0, 40.0, 60.0, 80.0):
-        device.set_temperature(celsius)
+        device.set_options(temperature_c=celsius)
         values = repeats(device, x, 200)
         declared.append(device.noise_report().std)
         empirical.append(values.std(dim=0).pow(2).mean().sqrt().item())
@@ -109,8 +109,9 @@ def test_noise_std_increases_with_temperature_at_long_exposure():
 
 def test_temperature_outside_the_sensor_range_is_refused_and_device_stays_usable():
     device = make(temperature_min_c=0.0, temperature_max_c=50.0)
-    with pytest.raises(InputError, match=r"\[0.0, 50.0\]"):
-        device.set_temperature(60.0)
+    with pytest.raises(InputError, match=r"temperature_c = 60.0 is outside its allowed range \[0.0, 50.0\]"):
+        device.set_options(temperature_c=60.0)
+    assert device.capabilities.settable["temperature_c"][:2] == (0.0, 50.0)
     assert device.temperature_c == 25.0
     assert device.project(binary(1, 16)).noise.temperature_c == 25.0
 
@@ -132,7 +133,7 @@ def test_std_lower_bounds_every_coordinate_variance():
 
 def test_report_tracks_the_operating_point():
     device = opu_hal.load_device("opu-sim-privacy")
-    device.set_temperature(70.0)
+    device.set_options(temperature_c=70.0)
     report = device.project(binary(2, device.in_features)).noise
     assert report.temperature_c == 70.0 and report.exposure_us == 100_000.0
     assert report.source == "declared" and report.details["dark_e"] > 1000
@@ -149,7 +150,7 @@ def test_default_profiles_do_not_saturate_on_dense_inputs():
     for name in ("opu-sim", "opu-sim-privacy"):
         device = opu_hal.load_device(name)
         if name == "opu-sim-privacy":
-            device.set_temperature(device.profile.temperature_max_c)
+            device.set_options(temperature_c=device.profile.temperature_max_c)
         with warnings.catch_warnings():
             warnings.simplefilter("error", SaturationWarning)
             device.project(binary(256, device.in_features, p=0.5))

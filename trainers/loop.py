@@ -82,7 +82,7 @@ class Trainer:
             if not self.device.capabilities.temperature_settable:
                 raise TrainingConfigError(
                     f"--temperature-c: profile {self.device.profile.label!r} has no settable temperature")
-            self.device.set_temperature(config.temperature_c)  # type: ignore[attr-defined]
+            self.device.set_options(temperature_c=config.temperature_c)
         sizes = [self.data.n_features, *config.hidden, self.data.n_classes]
         self.model = MLP(sizes, config.activation, seed=config.seed)
         self.method = build_method(config, self.model, self.device, self.data, self.train_split)
@@ -152,7 +152,7 @@ class Trainer:
         lost = 0 if last is None else max(0, last + 1 - self.global_step)
         if lost and self.accountant is not None and not self.method.replayable:
             # Device noise cannot be drawn again: the lost steps' outputs existed, so they count.
-            self._account(lost)
+            self._charge_planned(lost)
             self.lost_steps_charged += lost
             self.log(f"resume: charged {lost} step(s) that ran after the checkpoint (device noise)")
         elif lost:
@@ -166,15 +166,26 @@ class Trainer:
         output = self.method.compute_gradients(x, y)
         self.optimizer.step()
         self.noise_log.add(output.noise)
+        if self.accountant is not None:
+            if output.privacy_event is None:
+                raise TrainingConfigError(
+                    f"method {self.method.name!r} is private but its step returned no privacy_event")
+            self.accountant.step(output.privacy_event)
         return output.loss_sum, output.correct, output.count
 
-    def _account(self, count: int = 1) -> None:
-        self.accountant.step(self.method.privacy_event(), count)  # type: ignore[union-attr, arg-type]
+    def _charge_planned(self, count: int) -> None:
+        """Charge ``count`` steps whose outputs were lost (resume) at the planned event."""
+        event = self.method.planned_event()
+        if self.accountant is None or event is None:
+            return
+        self.accountant.step(event, count)
 
     def _budget_allows(self) -> bool:
-        if self.budget is None or self.accountant is None:
+        """Whether the planned next step keeps epsilon within the target."""
+        event = self.method.planned_event()
+        if self.budget is None or self.accountant is None or event is None:
             return True
-        return self.budget.allows(self.accountant, self.method.privacy_event())  # type: ignore[arg-type]
+        return self.budget.allows(self.accountant, event)
 
     def _run_epoch(self, epoch: int, start: int) -> dict[str, float] | None:
         loss_sum, correct, count = 0.0, 0, 0
@@ -189,8 +200,6 @@ class Trainer:
                 if self.journal is not None:
                     self.journal.begin(self.global_step)
                 batch_loss, batch_correct, batch_count = self._step(indices)
-                if self.accountant is not None:
-                    self._account()
                 loss_sum, correct, count = loss_sum + batch_loss, correct + batch_correct, count + batch_count
                 self.global_step += 1
                 self.position = (epoch, step + 1)

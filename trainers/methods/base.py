@@ -18,12 +18,19 @@ from ..model import MLP
 
 @dataclass
 class StepOutput:
-    """Loss summed over the batch, correct predictions, batch size, noise the device reported."""
+    """Loss summed over the batch, correct predictions, batch size, noise the device reported,
+    and the privacy event the step spent (``None`` for non-private methods).
+
+    The loop charges ``privacy_event`` to the accountant: the event describes the noise this
+    step actually applied, which may differ from :meth:`Method.planned_event` before the step
+    (photonic-dp accounts with the lowest ``std_lower`` seen, this step's included).
+    """
 
     loss_sum: float
     correct: int
     count: int
     noise: NoiseReport | None = None
+    privacy_event: Event | None = None
 
 
 @dataclass
@@ -60,8 +67,10 @@ class Method(ABC):
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         """Set ``p.grad`` of every parameter from the batch ``(x, y)``."""
 
-    def privacy_event(self) -> Event | None:
-        """The accounting event of one step (``None`` for non-private methods)."""
+    def planned_event(self) -> Event | None:
+        """The accounting event the next step is expected to spend (``None`` for non-private
+        methods); the loop checks the budget with it before the step. The event actually spent
+        comes back in :attr:`StepOutput.privacy_event`."""
         return None
 
     def describe(self) -> dict[str, Any]:

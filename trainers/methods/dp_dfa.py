@@ -81,7 +81,7 @@ class DPDFA(Method):
         assert self.noise_multiplier is not None
         return self.noise_multiplier * self.sensitivity
 
-    def privacy_event(self) -> FixedSizeGaussianEvent:
+    def planned_event(self) -> FixedSizeGaussianEvent:
         assert self.noise_multiplier is not None
         return self.event_for(self.noise_multiplier)
 
@@ -120,4 +120,4 @@ class DPDFA(Method):
                 set_linear_grads(layer, delta / m, clip_norm(h, config.tau_h))
             self._add_noise()
         report = self.device_noise.last_report if self.device_noise else None
-        return StepOutput(loss_sum, correct, int(y.shape[0]), noise=report)
+        return StepOutput(loss_sum, correct, int(y.shape[0]), noise=report, privacy_event=self.planned_event())

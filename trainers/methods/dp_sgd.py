@@ -48,7 +48,7 @@ class DPSGD(Method):
     def set_noise_multiplier(self, z: float) -> None:
         self.noise_multiplier = float(z)
 
-    def privacy_event(self) -> Event:
+    def planned_event(self) -> Event:
         assert self.noise_multiplier is not None
         return self.event_for(self.noise_multiplier)
 
@@ -82,4 +82,5 @@ class DPSGD(Method):
                 layer.weight.grad = weight_grad / denominator
                 layer.bias.grad = bias_grad / denominator
         correct = int((h.argmax(1) == y).sum()) if y.numel() else 0
-        return StepOutput(float(losses.detach().sum()), correct, int(y.shape[0]))
+        return StepOutput(float(losses.detach().sum()), correct, int(y.shape[0]),
+                          privacy_event=self.planned_event())

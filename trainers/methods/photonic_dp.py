@@ -46,13 +46,13 @@ class PhotonicDP(Method):
         config, device = context.config, context.device
         if device is None:
             raise TrainingConfigError("photonic-dp needs a device profile")
-        if device.profile.backend == "torch":
-            if config.sigma is not None:
-                device.set_noise_std(config.sigma)  # type: ignore[attr-defined]
-        elif config.sigma is not None:
-            raise TrainingConfigError(
-                f"--sigma sets software noise on torch profiles; {device.profile.label!r} is an optical device "
-                "whose noise is set by its operating point (--temperature-c)")
+        if config.sigma is not None:
+            if "noise_std" not in device.capabilities.settable:
+                raise TrainingConfigError(
+                    f"--sigma sets software noise (option noise_std, e.g. torch profiles); "
+                    f"{device.profile.label!r} is an optical device whose noise is set by its operating "
+                    "point (--temperature-c)")
+            device.set_options(noise_std=config.sigma)
         ternary = device.capabilities.input_kind == "binary" or config.ternarize
         self.feedback = DeviceFeedback(device, context.n_classes, model.hidden_widths, ternary=ternary,
                                        threshold=config.threshold)
@@ -78,10 +78,12 @@ class PhotonicDP(Method):
 
     def _epsilon_bound(self) -> float:
         """Epsilon of one step (infinite whenever eq. 17 is)."""
-        return Accountant("replace_one").epsilon_after(self.privacy_event(), 1, self.context.config.delta)
+        return Accountant("replace_one").epsilon_after(self.planned_event(), 1, self.context.config.delta)
 
-    def privacy_event(self) -> ComposedEvent:
-        """One step: eq. 17 for every layer, composed (one ledger entry per step)."""
+    def planned_event(self) -> ComposedEvent:
+        """One step at the lowest ``std_lower`` seen so far: eq. 17 for every layer, composed (one
+        ledger entry per step). A step whose device reports less noise spends more; its own
+        event comes back in :attr:`StepOutput.privacy_event`."""
         return ComposedEvent(tuple(self._events_at(self.std_lower)))
 
     def describe(self) -> dict[str, Any]:
@@ -109,4 +111,5 @@ class PhotonicDP(Method):
             deltas.append(clip_norm(e, config.tau_b) + self.std_lower * torch.randn(e.shape, generator=generator))
             for layer, delta, h in zip(self.model.layers, deltas, trace.inputs):
                 set_linear_grads(layer, delta / m, self._clip_input(h))
-        return StepOutput(loss_sum, correct, int(y.shape[0]), noise=projection.noise)
+        return StepOutput(loss_sum, correct, int(y.shape[0]), noise=projection.noise,
+                          privacy_event=ComposedEvent(tuple(self._events_at(self.std_lower))))

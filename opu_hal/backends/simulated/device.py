@@ -92,14 +92,11 @@ class SimulatedDevice(Device[SimulatedProfile]):
         return self._temperature_c
 
     def set_temperature(self, celsius: float) -> None:
-        """Set the sensor temperature; refused outside the profile's allowed range."""
-        low, high = self._profile.temperature_min_c, self._profile.temperature_max_c
-        if not (math.isfinite(celsius) and low <= celsius <= high):
-            raise InputError(
-                f"temperature {celsius} C is outside this sensor's range [{low}, {high}] C "
-                f"(profile keys temperature_min_c / temperature_max_c)"
-            )
-        self._temperature_c = float(celsius)
+        """Deprecated: ``set_options(temperature_c=celsius)``."""
+        self._deprecated_setter("set_temperature", temperature_c=celsius)
+
+    def _apply_options(self, options: dict[str, float]) -> None:
+        self._temperature_c = options.get("temperature_c", self._temperature_c)
 
     @property
     def sensor(self) -> Sensor:
@@ -128,8 +125,9 @@ class SimulatedDevice(Device[SimulatedProfile]):
             output_kind=self._profile.mode,
             max_in_features=DMD_MIRRORS,
             max_out_features=CAMERA_PIXELS,
-            temperature_settable=True,
-            noise_settable=True,
+            settable={"temperature_c": (self._profile.temperature_min_c,
+                                        self._profile.temperature_max_c, "C (profile keys "
+                                        "temperature_min_c / temperature_max_c)")},
             compute_device="cpu",
         )
 
