@@ -168,17 +168,17 @@ def test_dp_dfa_with_device_noise_accounts_with_std_lower_scaled_noise():
 
 
 def test_photonic_dp_prints_eq17_epsilon_which_is_infinite_for_tanh():
-    config = cfg("photonic-dp", epochs=1, sigma=0.05, alignment=False)
+    config = cfg("photonic-dp", epochs=1, software_noise_std=0.05, alignment=False)
     record = quiet_train(config, data=clusters(), device=torch_device(noise_std=0.1))
-    assert record["privacy"]["sigma_accounted"] == pytest.approx(0.05)
+    assert record["privacy"]["std_lower_accounted"] == pytest.approx(0.05)
     assert math.isinf(record["final"]["epsilon"])
     with pytest.raises(TrainingConfigError, match="infinite"):
-        Trainer(cfg("photonic-dp", sigma=0.05, target_epsilon=8.0), data=clusters(), device=torch_device(),
+        Trainer(cfg("photonic-dp", software_noise_std=0.05, target_epsilon=8.0), data=clusters(), device=torch_device(),
                 progress=False, log=lambda m: None)
 
 
 def test_photonic_dp_clips_layer_inputs_to_tau_h_max():
-    config = cfg("photonic-dp", sigma=0.0, tau_h_max=1.0)
+    config = cfg("photonic-dp", software_noise_std=0.0, tau_h_max=1.0)
     method = METHODS["photonic-dp"](MLP([20, *HIDDEN, 10]), MethodContext(config, torch_device(), 20, 10, 600))
     clipped = method._clip_input(torch.randn(50, 16) * 10)
     assert float(clipped.norm(dim=1).max()) <= 1.0 + 1e-6

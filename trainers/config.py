@@ -12,29 +12,17 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from .errors import TrainingConfigError
+from .methods import METHODS, get_method
 
 # How pixels in [0, 1] reach the network: as they are, centred to [-1, 1], or standardized with
 # the training split's mean and std (two scalars; private methods default to "unit", which reads
 # nothing from the private data).
 INPUT_SCALINGS = ("unit", "centered", "standardized")
 
-METHOD_NAMES = ("bp", "dfa", "tdfa", "pdfa", "photonic-dp", "dp-dfa", "dp-sgd")
-
-# Profile used when none is given; None: the method needs no device.
-DEFAULT_PROFILES: dict[str, str | None] = {
-    "bp": None, "dfa": "torch-auto", "tdfa": "torch-auto", "pdfa": "opu-sim",
-    "photonic-dp": "torch-cpu", "dp-dfa": None, "dp-sgd": None,
-}
-
-# Paper 002, section 5: Adam (lr 1e-3), beta = 0.9, tau_e = 0.1; fully connected 128-256 sigmoid,
-# batch 128. Paper 000 Table 1 private columns keep the non-private SGD setting.
-METHOD_DEFAULTS: dict[str, dict[str, Any]] = {
-    "photonic-dp": {"inputs": "unit"},
-    "dp-dfa": {"inputs": "unit", "optimizer": "adam", "lr": 1e-3, "hidden": (128, 256), "activation": "sigmoid",
-               "batch_size": 128},
-    "dp-sgd": {"inputs": "unit", "optimizer": "adam", "lr": 1e-3, "hidden": (128, 256), "activation": "sigmoid",
-               "batch_size": 128},
-}
+# Method names, default profiles and paper defaults live on the method classes
+# (trainers.methods.METHODS: Method.default_profile, Method.defaults).
+#: Old option names still accepted by ``TrainConfig.for_method`` (and the CLI): old -> new.
+OPTION_ALIASES = {"sigma": "software_noise_std"}
 
 
 @dataclass
@@ -70,7 +58,9 @@ class TrainConfig:
     tau_h_min: float = 0.0
     tau_h_max: float = 1.0
     tau_b: float = 1.0
-    sigma: float | None = None
+    # software noise std of a device whose noise_std is settable (photonic-dp on torch profiles;
+    # paper 000 Table 1's "sigma"); CLI --software-noise-std, alias --sigma
+    software_noise_std: float | None = None
     temperature_c: float | None = None
     # checkpoints
     checkpoint: str | None = None
@@ -86,7 +76,13 @@ class TrainConfig:
     @classmethod
     def for_method(cls, method: str, **overrides: Any) -> "TrainConfig":
         """A config with ``method``'s paper defaults, then ``overrides`` (``None`` values ignored)."""
-        base = dict(METHOD_DEFAULTS.get(method, {}))
+        base = dict(METHODS[method].defaults) if method in METHODS else {}
+        for old, new in OPTION_ALIASES.items():
+            if overrides.get(old) is not None:
+                if overrides.get(new) is not None:
+                    raise TrainingConfigError(f"give {new} or its alias {old}, not both")
+                overrides = {**overrides, new: overrides[old]}
+            overrides = {k: v for k, v in overrides.items() if k != old}
         base.update({k: v for k, v in overrides.items() if v is not None})
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(base) - known)
@@ -101,11 +97,8 @@ class TrainConfig:
 
     @property
     def profile_name(self) -> str | None:
-        if self.profile is not None:
-            return self.profile
-        if self.method == "dp-dfa" and self.noise_source == "device":
-            return "opu-sim"
-        return DEFAULT_PROFILES.get(self.method)
+        cls = METHODS.get(self.method)
+        return cls.profile_for(self) if cls is not None else self.profile
 
     def validate(self) -> None:
         """Refuse impossible settings, naming the option and the allowed range."""
@@ -113,7 +106,7 @@ class TrainConfig:
             if not ok:
                 raise TrainingConfigError(message)
 
-        need(self.method in METHOD_NAMES, f"--method {self.method!r}: choose one of {', '.join(METHOD_NAMES)}")
+        method = get_method(self.method)
         need(self.epochs >= 1, f"--epochs must be >= 1, got {self.epochs}")
         need(self.batch_size >= 1, f"--batch-size must be >= 1, got {self.batch_size}")
         need(len(self.hidden) >= 1 and all(w >= 1 for w in self.hidden),
@@ -139,9 +132,10 @@ class TrainConfig:
             need(math.isfinite(value) and value > 0, f"--{name.replace('_', '-')} must be > 0, got {value}")
         need(0 <= self.tau_h_min <= self.tau_h_max,
              f"--tau-h-min must be in [0, tau_h_max={self.tau_h_max}], got {self.tau_h_min}")
-        need(self.sigma is None or self.sigma >= 0, f"--sigma must be >= 0, got {self.sigma}")
+        need(self.software_noise_std is None or self.software_noise_std >= 0,
+             f"--software-noise-std (--sigma) must be >= 0, got {self.software_noise_std}")
         need(self.checkpoint_every >= 1, f"--checkpoint-every must be >= 1, got {self.checkpoint_every}")
         need(not self.resume or self.checkpoint is not None, "--resume needs --checkpoint PATH")
-        if self.method in ("dp-dfa", "dp-sgd"):
+        if method.needs_noise_choice:
             need(self.target_epsilon is not None or self.noise_multiplier is not None,
                  f"method {self.method!r} needs --target-epsilon (noise chosen for it) or --noise-multiplier")

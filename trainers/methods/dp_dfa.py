@@ -2,7 +2,7 @@
 
 Feedback matrices ``B^{l+1}`` are Gaussian rescaled to spectral norm ``beta``; the error is
 clipped to ``tau_e`` and each layer's input to ``tau_h`` (L2, per example); Gaussian noise of std
-``sigma = z * Delta`` is added to every averaged update (lines 15-16); minibatches of fixed size
+``noise_std = z * Delta`` is added to every averaged update (lines 15-16); minibatches of fixed size
 ``m`` are drawn without replacement and accounted by ``FixedSizeGaussianEvent`` (replace-one).
 
 Sensitivity (section 4.2), per layer: ``2 gamma_l beta_{l+1} tau_e sqrt(1 + tau_h^2) / m``, and
@@ -13,13 +13,14 @@ output layer's update is multiplied by ``gamma beta`` so that every layer has th
 equal allocation the paper uses for its hybrid networks) and the formula holds as stated.
 
 ``noise_source="device"``: the noise comes from the device's measurement noise
-(:mod:`trainers.device_noise`), scaled so its std is at least ``sigma``; accounting uses ``sigma``.
+(:mod:`trainers.device_noise`), scaled so its std is at least ``noise_std``; accounting uses
+``noise_std``.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -29,7 +30,9 @@ from ..clipping import clip_norm
 from ..device_noise import DeviceNoise
 from ..errors import TrainingConfigError
 from ..sampling import step_generator
-from .base import Method, MethodContext, StepOutput, batch_stats, output_error, set_linear_grads
+if TYPE_CHECKING:
+    from ..config import TrainConfig
+from .base import GaussianNoiseMethod, MethodContext, StepOutput, forward_and_error, set_linear_grads
 
 
 def spectral_feedback(rows: int, cols: int, beta: float, generator: torch.Generator) -> torch.Tensor:
@@ -38,11 +41,20 @@ def spectral_feedback(rows: int, cols: int, beta: float, generator: torch.Genera
     return matrix * (beta / torch.linalg.matrix_norm(matrix, ord=2))
 
 
-class DPDFA(Method):
+class DPDFA(GaussianNoiseMethod):
     name = "dp-dfa"
     private = True
     neighboring = "replace_one"
     sampling = "fixed"
+    # Paper 002, section 5: Adam (lr 1e-3), beta = 0.9, tau_e = 0.1; 128-256 sigmoid, batch 128.
+    defaults = {"inputs": "unit", "optimizer": "adam", "lr": 1e-3, "hidden": (128, 256),
+                "activation": "sigmoid", "batch_size": 128}
+
+    @classmethod
+    def profile_for(cls, config: "TrainConfig") -> str | None:
+        if config.profile is None and config.noise_source == "device":
+            return "opu-sim"
+        return super().profile_for(config)
 
     def __init__(self, model, context: MethodContext) -> None:
         super().__init__(model, context)
@@ -60,7 +72,6 @@ class DPDFA(Method):
         terms.append(2 * self.output_scale * config.tau_e * clip_factor / m)
         self.layer_sensitivities = terms
         self.sensitivity = math.sqrt(sum(t * t for t in terms))
-        self.noise_multiplier: float | None = None
         self.device_noise: DeviceNoise | None = None
         if config.noise_source == "device":
             if context.device is None:
@@ -72,30 +83,17 @@ class DPDFA(Method):
     def event_for(self, z: float) -> FixedSizeGaussianEvent:
         return FixedSizeGaussianEvent(self.context.dataset_size, self.context.config.batch_size, z)
 
-    def set_noise_multiplier(self, z: float) -> None:
-        self.noise_multiplier = float(z)
-
-    @property
-    def sigma(self) -> float:
-        """Std of the noise on each averaged update coordinate, ``z * Delta``."""
-        assert self.noise_multiplier is not None
-        return self.noise_multiplier * self.sensitivity
-
-    def planned_event(self) -> FixedSizeGaussianEvent:
-        assert self.noise_multiplier is not None
-        return self.event_for(self.noise_multiplier)
-
     def describe(self) -> dict[str, Any]:
         return {"noise_multiplier": self.noise_multiplier, "sensitivity": self.sensitivity,
-                "layer_sensitivities": self.layer_sensitivities, "noise_std": self.sigma,
+                "layer_sensitivities": self.layer_sensitivities, "noise_std": self.noise_std,
                 "noise_source": self.context.config.noise_source,
                 "device_projections_for_noise": self.device_noise.projections if self.device_noise else 0}
 
     # -- noise -----------------------------------------------------------------------------------
     def _noise(self, count: int) -> torch.Tensor:
         if self.device_noise is not None:
-            return self.sigma * self.device_noise.standard(count)
-        return self.sigma * torch.randn(count, generator=step_generator(self.context.config.seed, "noise",
+            return self.noise_std * self.device_noise.standard(count)
+        return self.noise_std * torch.randn(count, generator=step_generator(self.context.config.seed, "noise",
                                                                          self.current_step))
 
     def _add_noise(self) -> None:
@@ -108,11 +106,11 @@ class DPDFA(Method):
     # -- update ----------------------------------------------------------------------------------
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         config = self.context.config
+        opening = forward_and_error(self.model, x, y)
+        trace = opening.trace
         with torch.no_grad():
-            trace = self.model.forward_trace(x)
-            loss_sum, correct = batch_stats(trace.logits, y)
             m = config.batch_size
-            e = clip_norm(output_error(trace.logits, y), config.tau_e)
+            e = clip_norm(opening.error, config.tau_e)
             derivative = self.model.activation.derivative
             deltas = [(e @ b.T) * derivative(z) for b, z in zip(self.feedback, trace.preacts)]
             deltas.append(self.output_scale * e)
@@ -120,4 +118,5 @@ class DPDFA(Method):
                 set_linear_grads(layer, delta / m, clip_norm(h, config.tau_h))
             self._add_noise()
         report = self.device_noise.last_report if self.device_noise else None
-        return StepOutput(loss_sum, correct, int(y.shape[0]), noise=report, privacy_event=self.planned_event())
+        return StepOutput(opening.loss_sum, opening.correct, int(y.shape[0]), noise=report,
+                          privacy_event=self.planned_event())

@@ -22,20 +22,21 @@ import torch.nn.functional as F
 from opu_hal.privacy import Event, FixedSizeGaussianEvent, PoissonGaussianEvent
 
 from ..sampling import step_generator
-from .base import Method, MethodContext, StepOutput
+from .base import GaussianNoiseMethod, MethodContext, StepOutput
 
 
-class DPSGD(Method):
+class DPSGD(GaussianNoiseMethod):
     name = "dp-sgd"
     private = True
     sampling = "poisson"
+    defaults = {"inputs": "unit", "optimizer": "adam", "lr": 1e-3, "hidden": (128, 256),
+                "activation": "sigmoid", "batch_size": 128}
 
     def __init__(self, model, context: MethodContext) -> None:
         super().__init__(model, context)
         config = context.config
         self.sampling = config.sampling or "poisson"
         self.neighboring = "add_remove" if self.sampling == "poisson" else "replace_one"
-        self.noise_multiplier: float | None = None
         # Noise std per unit of the multiplier: the L2 sensitivity of the clipped sum.
         self.sensitivity = config.clip_norm * (1 if self.sampling == "poisson" else 2)
 
@@ -45,16 +46,9 @@ class DPSGD(Method):
             return PoissonGaussianEvent(ctx.config.batch_size / ctx.dataset_size, z)
         return FixedSizeGaussianEvent(ctx.dataset_size, ctx.config.batch_size, z)
 
-    def set_noise_multiplier(self, z: float) -> None:
-        self.noise_multiplier = float(z)
-
-    def planned_event(self) -> Event:
-        assert self.noise_multiplier is not None
-        return self.event_for(self.noise_multiplier)
-
     def describe(self) -> dict[str, Any]:
         return {"noise_multiplier": self.noise_multiplier, "clip_norm": self.context.config.clip_norm,
-                "sampling": self.sampling, "noise_std_on_sum": (self.noise_multiplier or 0) * self.sensitivity}
+                "sampling": self.sampling, "noise_std_on_sum": self.noise_std}
 
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         config = self.context.config
@@ -73,7 +67,7 @@ class DPSGD(Method):
             squared = sum(g.pow(2).sum(1) * (a.pow(2).sum(1) + 1) for g, a in zip(output_grads, inputs))
             scale = torch.clamp(config.clip_norm / squared.sqrt().clamp_min(1e-12), max=1.0)
             generator = step_generator(config.seed, "noise", self.current_step)
-            std = self.noise_multiplier * self.sensitivity  # type: ignore[operator]
+            std = self.noise_std
             denominator = config.batch_size  # expected batch q N for Poisson, m for fixed
             for layer, g, a in zip(layers, output_grads, inputs):
                 weighted = g * scale[:, None]
