@@ -184,9 +184,15 @@ def test_photonic_dp_clips_layer_inputs_to_tau_h_max():
     assert float(clipped.norm(dim=1).max()) <= 1.0 + 1e-6
 
 
-def _run_cli(args: list[str], data_dir: Path, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "OPU_HAL_DATA_DIR": str(data_dir), **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "trainers.cli", "train", *args], env=env,
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run_cli(args: list[str], data_dir: Path, kill_after_step: int | None = None) -> subprocess.CompletedProcess:
+    """``opu-hal train ARGS`` in a subprocess; with ``kill_after_step``, SIGKILLed after that step."""
+    env = {**os.environ, "OPU_HAL_DATA_DIR": str(data_dir)}
+    command = (["-m", "trainers.cli", "train"] if kill_after_step is None
+               else ["-m", "tests.kill_after", str(kill_after_step)])
+    return subprocess.run([sys.executable, *command, *args], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -197,7 +203,7 @@ def test_killed_run_resumes_with_the_ledger_of_an_uninterrupted_run(tmp_path):
     whole = _run_cli([*common, "--out", str(tmp_path / "whole.json")], tmp_path)
     assert whole.returncode == 0, whole.stderr
     ck = tmp_path / "run.ckpt"
-    killed = _run_cli([*common, "--checkpoint", str(ck)], tmp_path, {"OPU_HAL_KILL_AFTER_STEP": "27"})
+    killed = _run_cli([*common, "--checkpoint", str(ck)], tmp_path, kill_after_step=27)
     assert killed.returncode == -9  # killed mid-epoch 2 (18 steps per epoch), 3 steps after a checkpoint
     assert load_checkpoint(ck)["global_step"] == 24
     resumed = _run_cli([*common, "--checkpoint", str(ck), "--resume", "--out", str(tmp_path / "resumed.json")], tmp_path)
@@ -207,8 +213,9 @@ def test_killed_run_resumes_with_the_ledger_of_an_uninterrupted_run(tmp_path):
     a, b = (json.loads((tmp_path / name).read_text()) for name in ("whole.json", "resumed.json"))
     assert a["privacy"]["ledger"] == b["privacy"]["ledger"]
     assert a["final"]["epsilon"] == b["final"]["epsilon"] and a["final"]["steps"] == b["final"]["steps"] == 36
-    assert a["final"]["test_accuracy"] == b["final"]["test_accuracy"]
-    assert [e["train_loss"] for e in a["epochs"]][1] == pytest.approx([e["train_loss"] for e in b["epochs"]][1], rel=0.2)
+    # The 3 replayed steps are bit-for-bit: the final model evaluates identically.
+    for key in ("test_accuracy", "test_loss", "validation_loss", "validation_accuracy"):
+        assert a["epochs"][1][key] == b["epochs"][1][key], key
 
 
 def test_resume_charges_lost_steps_when_noise_came_from_a_device(tmp_path):
@@ -217,7 +224,7 @@ def test_resume_charges_lost_steps_when_noise_came_from_a_device(tmp_path):
               "--noise-multiplier", "1.0", "--quiet", "--no-alignment", "--checkpoint-every", "5",
               "--noise-source", "device", "--profile", "opu-sim"]
     ck = tmp_path / "run.ckpt"
-    killed = _run_cli([*common, "--checkpoint", str(ck)], tmp_path, {"OPU_HAL_KILL_AFTER_STEP": "7"})
+    killed = _run_cli([*common, "--checkpoint", str(ck)], tmp_path, kill_after_step=7)
     assert killed.returncode == -9
     resumed = _run_cli([*common, "--checkpoint", str(ck), "--resume", "--out", str(tmp_path / "r.json")], tmp_path)
     assert resumed.returncode == 0, resumed.stderr

@@ -2,7 +2,7 @@
 
 Defaults are paper 000's non-private FashionMNIST setting (section 4): 784-512-512-10 tanh,
 15 epochs, batch 256, SGD lr 0.01 momentum 0.9, TDFA threshold 0.15. Private methods override
-what their paper uses (see :data:`METHOD_DEFAULTS`).
+what their paper uses (``Method.defaults``, applied by :meth:`TrainConfig.for_method`).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 from tqdm import tqdm
@@ -33,8 +33,16 @@ from .privacy import plan_noise
 from .records import NoiseLog, write_json
 from .sampling import Sampler
 
-# Test hook: kill the process (SIGKILL) once this global step has run, to exercise --resume.
-KILL_AFTER_STEP_ENV = "OPU_HAL_KILL_AFTER_STEP"
+
+
+class Callback:
+    """Hooks a caller installs on a :class:`Trainer` (progress reporting, tests, profiling).
+
+    Override what you need; every hook receives the trainer and returns nothing.
+    """
+
+    def after_step(self, trainer: "Trainer") -> None:
+        """Called after each step is applied, accounted and (if due) checkpointed."""
 
 
 def make_optimizer(config: TrainConfig, model: torch.nn.Module) -> torch.optim.Optimizer:
@@ -58,45 +66,79 @@ def _limit(split: Split, limit: int | None) -> Split:
 
 
 class Trainer:
-    """One run; :meth:`run` trains and returns the record."""
+    """One run; :meth:`run` trains and returns the record.
+
+    The trainer owns the device it opened from the config's profile and closes it in
+    :meth:`close` (or on leaving ``with Trainer(...) as t:``); a device handed in is the caller's
+    and is never closed here.
+    """
 
     def __init__(self, config: TrainConfig, *, data: Dataset | None = None, device: Device | None = None,
-                 progress: bool = True, log: Callable[[str], None] | None = None) -> None:
+                 progress: bool = True, log: Callable[[str], None] | None = None,
+                 callbacks: Sequence[Callback] = ()) -> None:
         config.validate()
         self.config = config
         self.progress = progress
         self.log = log or (lambda message: print(message, file=sys.stderr, flush=True))
+        self.callbacks = list(callbacks)
+        self._load_data(data)
+        self._owns_device = False
+        self.device = device if device is not None else self._open_device()
+        try:
+            self._apply_operating_point()
+            self._build_model()
+            self._build_privacy()
+            self._build_checkpointing()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- construction ----------------------------------------------------------------------------
+    def _load_data(self, data: Dataset | None) -> None:
+        config = self.config
         raw = data or load_dataset(config.dataset, config.data_dir, config.validation_fraction, config.seed)
         raw_train = _limit(raw.train, config.train_limit)
         self.data = scale_inputs(raw, config.inputs, reference=raw_train)
         self.train_split = _limit(self.data.train, config.train_limit)
-        cls = METHODS.get(config.method)
-        if cls is None:
-            raise TrainingConfigError(f"method {config.method!r} is not available")
+
+    def _open_device(self) -> Device | None:
+        """Load the config's device when the run needs one; the trainer then owns it."""
+        config = self.config
+        cls = METHODS[config.method]
         profile = config.profile_name
-        self.device = device
-        if self.device is None and profile is not None and (cls.uses_device or config.profile is not None
-                                                           or config.noise_source == "device"):
-            self.device = load_device(profile)
-        if self.device is not None and config.temperature_c is not None:
-            if not self.device.capabilities.temperature_settable:
-                raise TrainingConfigError(
-                    f"--temperature-c: profile {self.device.profile.label!r} has no settable temperature")
-            self.device.set_options(temperature_c=config.temperature_c)
+        if profile is None or not (cls.uses_device or config.profile is not None
+                                   or config.noise_source == "device"):
+            return None
+        self._owns_device = True
+        return load_device(profile)
+
+    def _apply_operating_point(self) -> None:
+        if self.device is None or self.config.temperature_c is None:
+            return
+        if not self.device.capabilities.temperature_settable:
+            raise TrainingConfigError(
+                f"--temperature-c: profile {self.device.profile.label!r} has no settable temperature")
+        self.device.set_options(temperature_c=self.config.temperature_c)
+
+    def _build_model(self) -> None:
+        config = self.config
         sizes = [self.data.n_features, *config.hidden, self.data.n_classes]
         self.model = MLP(sizes, config.activation, seed=config.seed)
         self.method = build_method(config, self.model, self.device, self.data, self.train_split)
         self.optimizer = make_optimizer(config, self.model)
         sampling = config.sampling or self.method.sampling
         self.sampler = Sampler(sampling, len(self.train_split), config.batch_size, config.seed)
-        self.accountant: Accountant | None = None
-        self.budget: PrivacyBudget | None = None
         self.planned_steps = config.epochs * self.sampler.steps_per_epoch
         self.noise_log = NoiseLog()
         self.epochs: list[dict[str, Any]] = []
         self.position = (0, 0)  # (epoch, step in epoch) of the next step
         self.global_step = 0
         self.elapsed = 0.0
+
+    def _build_privacy(self) -> None:
+        config = self.config
+        self.accountant: Accountant | None = None
+        self.budget: PrivacyBudget | None = None
         self.stopped_by_budget = False
         self.lost_steps_charged = 0
         if self.method.private:
@@ -104,11 +146,26 @@ class Trainer:
             if config.target_epsilon is not None:
                 self.budget = PrivacyBudget(config.target_epsilon, config.delta)
             plan_noise(self.method, self.planned_steps, config, self.log)
+
+    def _build_checkpointing(self) -> None:
+        config = self.config
         self.journal = StepJournal(f"{config.checkpoint}.journal") if config.checkpoint else None
         if config.resume:
             self._resume()
         elif self.journal is not None:
             self.journal.reset()
+
+    # -- device life -----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the device this trainer opened (never one it was given)."""
+        if self._owns_device and self.device is not None:
+            self.device.close()
+
+    def __enter__(self) -> "Trainer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- checkpoints -----------------------------------------------------------------------------
     def _state(self) -> dict[str, Any]:
@@ -191,7 +248,6 @@ class Trainer:
         loss_sum, correct, count = 0.0, 0, 0
         bar = tqdm(total=self.sampler.steps_per_epoch, initial=start, desc=f"epoch {epoch + 1}/{self.config.epochs}",
                    disable=not self.progress, leave=False, file=sys.stderr, dynamic_ncols=True)
-        kill_after = os.environ.get(KILL_AFTER_STEP_ENV)
         try:
             for step, indices in self.sampler.epoch(epoch, start):
                 if self.method.private and not self._budget_allows():
@@ -205,8 +261,8 @@ class Trainer:
                 self.position = (epoch, step + 1)
                 if self.config.checkpoint and self.global_step % self.config.checkpoint_every == 0:
                     self.checkpoint()
-                if kill_after is not None and self.global_step == int(kill_after):
-                    os.kill(os.getpid(), 9)
+                for callback in self.callbacks:
+                    callback.after_step(self)
                 bar.update(1)
                 if step % 10 == 0 and count:
                     bar.set_postfix(loss=f"{loss_sum / count:.4f}", acc=f"{correct / count:.4f}")
@@ -302,14 +358,13 @@ class Trainer:
 
 def train(config: TrainConfig, *, out: str | os.PathLike[str] | None = None, progress: bool = True,
           data: Dataset | None = None, device: Device | None = None,
-          log: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Train as ``config`` says; returns the result record and writes it to ``out`` if given."""
-    trainer = Trainer(config, data=data, device=device, progress=progress, log=log)
-    try:
+          log: Callable[[str], None] | None = None, callbacks: Sequence[Callback] = ()) -> dict[str, Any]:
+    """Train as ``config`` says; returns the result record and writes it to ``out`` if given.
+
+    A ``device`` handed in stays open (the caller owns it); one loaded from the profile is closed.
+    """
+    with Trainer(config, data=data, device=device, progress=progress, log=log, callbacks=callbacks) as trainer:
         record = trainer.run()
-    finally:
-        if trainer.device is not None and config.profile_name is not None and device is None:
-            trainer.device.close()
     if out is not None:
         write_json(out, record)
     return record
