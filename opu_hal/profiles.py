@@ -26,7 +26,14 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 PROFILE_DIR_ENV = "OPU_HAL_PROFILE_DIR"
-_PACKAGED_PROFILE_DIR = Path(__file__).resolve().parent.parent / "device_profiles"
+# The repository's device_profiles/ is the source of truth; the wheel ships a copy inside the
+# package (opu_hal/device_profiles, kept equal by tests/test_profiles.py).
+_SOURCE_PROFILE_DIR = Path(__file__).resolve().parent.parent / "device_profiles"
+_PACKAGED_PROFILE_DIR = Path(__file__).resolve().parent / "device_profiles"
+
+#: Profile file format versions this opu_hal reads. A file without a ``schema`` key is read as
+#: schema 1 (the format before the key existed); any other value is refused.
+PROFILE_SCHEMAS = (1,)
 
 
 def profile_search_dirs() -> list[Path]:
@@ -34,7 +41,7 @@ def profile_search_dirs() -> list[Path]:
     dirs = []
     if os.environ.get(PROFILE_DIR_ENV):
         dirs.append(Path(os.environ[PROFILE_DIR_ENV]))
-    dirs += [Path.cwd() / "device_profiles", _PACKAGED_PROFILE_DIR]
+    dirs += [Path.cwd() / "device_profiles", _SOURCE_PROFILE_DIR, _PACKAGED_PROFILE_DIR]
     unique: list[Path] = []
     for d in dirs:
         if d.resolve() not in [u.resolve() for u in unique]:
@@ -84,7 +91,18 @@ def load_profile(source: str | os.PathLike[str] | BaseProfile) -> BaseProfile:
 
 
 def validate_profile(data: dict[str, Any], path: Path | str = "<profile>") -> BaseProfile:
-    """Validate a profile mapping with the model its ``backend`` key selects."""
+    """Validate a profile mapping with the model its ``backend`` key selects.
+
+    The ``schema`` key (file format version, see :data:`PROFILE_SCHEMAS`) is checked here and is
+    not part of the profile models.
+    """
+    data = dict(data)
+    schema = data.pop("schema", 1)
+    if isinstance(schema, bool) or schema not in PROFILE_SCHEMAS:
+        raise ProfileError(
+            f"{path}: key 'schema' is {schema!r}; this opu_hal reads profile schema "
+            f"{', '.join(str(s) for s in PROFILE_SCHEMAS)} (upgrade opu-hal for newer files)"
+        )
     names = ", ".join(repr(n) for n in backend_names())
     backend = data.get("backend")
     if backend is None:
