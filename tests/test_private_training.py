@@ -160,11 +160,29 @@ def test_device_noise_refuses_a_noiseless_or_intensity_device():
 
 
 def test_dp_dfa_with_device_noise_accounts_with_std_lower_scaled_noise():
+    """The accountant is charged z (ledger), the record's noise std is z * Delta, and the noise the
+    device actually adds to the update (repeats of one step, same batch) is at least that std."""
     config = cfg("dp-dfa", noise_source="device", noise_multiplier=1.0, epochs=1, alignment=False)
     record = quiet_train(config, data=clusters(), device=simulated_device(out_features=512))
     privacy = record["privacy"]
     assert privacy["noise_source"] == "device" and privacy["device_projections_for_noise"] > 0
     assert record["noise_reports"][0]["operating_point"]["source"] == "declared"
+    assert [e["event"]["noise_multiplier"] for e in privacy["ledger"]["entries"]] == [1.0]
+    assert privacy["noise_std"] == pytest.approx(1.0 * privacy["sensitivity"])
+
+    data = clusters()
+    model = MLP([20, *HIDDEN, 10], config.activation)
+    method = METHODS["dp-dfa"](model, MethodContext(config, simulated_device(out_features=512), 20, 10, 600))
+    method.set_noise_multiplier(1.0)
+    x, y = data.train.x[:config.batch_size], data.train.y[:config.batch_size]
+    updates = []
+    for step in range(8):
+        method.current_step = step
+        method.compute_gradients(x, y)
+        updates.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    noise = torch.stack(updates) - torch.stack(updates).mean(0)
+    applied = float(noise.pow(2).sum() / (noise.numel() - noise.shape[1])) ** 0.5
+    assert applied >= 0.97 * method.noise_std  # >= 1 std_lower unit per coordinate, before scaling
 
 
 def test_photonic_dp_prints_eq17_epsilon_which_is_infinite_for_tanh():
@@ -180,7 +198,7 @@ def test_photonic_dp_prints_eq17_epsilon_which_is_infinite_for_tanh():
 def test_photonic_dp_clips_layer_inputs_to_tau_h_max():
     config = cfg("photonic-dp", software_noise_std=0.0, tau_h_max=1.0)
     method = METHODS["photonic-dp"](MLP([20, *HIDDEN, 10]), MethodContext(config, torch_device(), 20, 10, 600))
-    clipped = method._clip_input(torch.randn(50, 16) * 10)
+    clipped = method.clip_input(torch.randn(50, 16) * 10)
     assert float(clipped.norm(dim=1).max()) <= 1.0 + 1e-6
 
 

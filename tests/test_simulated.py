@@ -62,7 +62,7 @@ def test_matrix_does_not_depend_on_block_size_or_cache():
     x = binary(3, 300)
     small = make(in_features=300, out_features=5000, block_mb=0.1, cache_mb=0.0)
     large = make(in_features=300, out_features=5000, block_mb=64.0, cache_mb=512.0)
-    assert small._optics.n_blocks > 1 and large._optics.n_blocks == 1
+    assert small.optics.n_blocks > 1 and large.optics.n_blocks == 1
     assert torch.allclose(small.ideal(x), large.ideal(x), atol=1e-5)
 
 
@@ -77,7 +77,7 @@ def test_intensity_mode_returns_the_squared_modulus_on_average():
     device = make(mode="intensity", in_features=32, out_features=256)
     x = binary(1, 32, seed=1)
     ideal = device.ideal(x)[0].double()
-    assert torch.allclose(device._optics.field(x)[0] ** 2 + device._optics.field(x)[1] ** 2,
+    assert torch.allclose(device.optics.field(x)[0] ** 2 + device.optics.field(x)[1] ** 2,
                           ideal.float() * 32, rtol=1e-4, atol=1e-4)
     mean = repeats(device, x, 400).mean(dim=0)
     standard_error = device.project(x).noise.std / math.sqrt(400)

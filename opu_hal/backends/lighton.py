@@ -151,6 +151,11 @@ class LightonDevice(Device[LightonProfile]):
         self._noise_std = options.get("noise_std", self._noise_std)
 
     @property
+    def opu(self) -> Any:
+        """The SDK's ``lightonml.OPU`` once the device is open (``None`` before), for inspection."""
+        return self._opu
+
+    @property
     def calibrated(self) -> bool:
         return self._calibration is not None
 

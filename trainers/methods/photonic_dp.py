@@ -93,7 +93,8 @@ class PhotonicDP(Method):
         return {"std_lower_accounted": self.std_lower, "tau_h_min": config.tau_h_min, "tau_h_max": config.tau_h_max,
                 "tau_b": config.tau_b, "bound": "paper 000 eq. 17, per step"}
 
-    def _clip_input(self, h: torch.Tensor) -> torch.Tensor:
+    def clip_input(self, h: torch.Tensor) -> torch.Tensor:
+        """``clip_c(offset_nu(h))`` of eq. 9: every row's norm lands in [tau_h_min, tau_h_max]."""
         config = self.context.config
         n = h.shape[1]
         return clip_values(offset(h, config.tau_h_min / math.sqrt(n)), config.tau_h_max / math.sqrt(n))
@@ -111,6 +112,6 @@ class PhotonicDP(Method):
             generator = step_generator(config.seed, "noise", self.current_step)
             deltas.append(clip_norm(e, config.tau_b) + self.std_lower * torch.randn(e.shape, generator=generator))
             for layer, delta, h in zip(self.model.layers, deltas, trace.inputs):
-                set_linear_grads(layer, delta / m, self._clip_input(h))
+                set_linear_grads(layer, delta / m, self.clip_input(h))
         return StepOutput(opening.loss_sum, opening.correct, int(y.shape[0]), noise=projection.noise,
                           privacy_event=ComposedEvent(tuple(self._events_at(self.std_lower))))

@@ -91,6 +91,11 @@ class SimulatedDevice(Device[SimulatedProfile]):
     def temperature_c(self) -> float:
         return self._temperature_c
 
+    @property
+    def optics(self) -> TransmissionMatrix:
+        """The transmission medium (blocks, fields), for inspection."""
+        return self._optics
+
     def set_temperature(self, celsius: float) -> None:
         """Deprecated: ``set_options(temperature_c=celsius)``."""
         self._deprecated_setter("set_temperature", temperature_c=celsius)
