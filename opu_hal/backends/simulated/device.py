@@ -130,9 +130,9 @@ class SimulatedDevice(Device[SimulatedProfile]):
             output_kind=self._profile.mode,
             max_in_features=DMD_MIRRORS,
             max_out_features=CAMERA_PIXELS,
+            # bounds: the profile's temperature_min_c / temperature_max_c
             settable={"temperature_c": (self._profile.temperature_min_c,
-                                        self._profile.temperature_max_c, "C (profile keys "
-                                        "temperature_min_c / temperature_max_c)")},
+                                        self._profile.temperature_max_c, "C")},
             compute_device="cpu",
         )
 
