@@ -8,14 +8,20 @@ from .device import Device
 from .errors import DeviceTimeout, DeviceUnavailable, InputError, OpuHalError, ProfileError
 from .loader import load_device
 from .noise import NoiseReport, Projection
-from .profiles import BaseProfile, LightonProfile, SimulatedProfile, TorchProfile, list_profiles, load_profile, validate_profile
+from .profile_base import BaseProfile
+from .profiles import list_profiles, load_profile, validate_profile
+from .backends.lighton_profile import LightonProfile
+from .backends.simulated.profile import SimulatedProfile
+from .backends.torch_profile import TorchProfile
 from .ternary import combine_independent, project_ternary
-from .registry import BackendSpec, backend_names, get_backend, register_backend, unregister_backend
+from .backend_spec import INTERFACE_VERSION, BackendSpec
+from .registry import backend_names, get_backend, register_backend, unregister_backend
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BackendSpec",
+    "INTERFACE_VERSION",
     "BaseProfile",
     "Capabilities",
     "Device",

@@ -1,7 +1,10 @@
 """``opu-hal``: list and inspect device profiles, project a batch, account for privacy.
 
-Commands register themselves on one argparse parser; the trainers package adds its own
-(``train``, ...) through :func:`main`'s ``extra`` hook, so opu_hal never imports trainers.
+Commands register themselves on one argparse parser. Other packages add theirs through the
+entry-point group ``opu_hal.commands`` (a callable taking the subparsers object); the trainers
+package registers ``train``, ``plot`` and ``table`` that way, so opu_hal never imports trainers.
+``main``'s ``extra`` hook registers commands in-process (``python -m trainers.cli`` uses it, which
+also covers an install whose entry-point metadata predates the group).
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
+from importlib import metadata
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -21,6 +26,24 @@ from .privacy.events import PrivacyParameterError
 from .profiles import list_profiles, load_profile
 
 Register = Callable[[argparse._SubParsersAction], None]
+COMMANDS_ENTRY_POINT_GROUP = "opu_hal.commands"
+
+
+def installed_command_registrations() -> list[Register]:
+    """The command registrations other installed packages declare (entry-point group
+    ``opu_hal.commands``); a broken one is skipped with a warning."""
+    found: list[Register] = []
+    for entry in metadata.entry_points(group=COMMANDS_ENTRY_POINT_GROUP):
+        try:
+            register = entry.load()
+        except Exception as exc:  # a broken plugin must not take the device commands down
+            warnings.warn(f"command entry point {entry.name!r} ({entry.value}) failed to load: {exc}")
+            continue
+        if callable(register):
+            found.append(register)
+        else:
+            warnings.warn(f"command entry point {entry.name!r} ({entry.value}) is not callable; ignored")
+    return found
 
 
 def _cmd_devices(args: argparse.Namespace) -> int:
@@ -112,7 +135,7 @@ def _cmd_noise(args: argparse.Namespace) -> int:
     rows = []
     for i in range(args.points):
         celsius = low + (high - low) * i / max(1, args.points - 1)
-        device.set_temperature(celsius)
+        device.set_options(temperature_c=celsius)
         report = device.noise_report()
         rows.append({"temperature_c": celsius, "std": report.std, "std_lower": report.std_lower,
                      "dark_e": report.details.get("dark_e")})
@@ -153,12 +176,17 @@ def _register_device_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def build_parser(extra: Sequence[Register] = ()) -> argparse.ArgumentParser:
-    """The ``opu-hal`` parser with the device commands and any ``extra`` registrations."""
+    """The ``opu-hal`` parser: device and privacy commands, the installed packages' commands
+    (entry points) and any ``extra`` registrations (each registration runs once)."""
     parser = argparse.ArgumentParser(prog="opu-hal", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _register_device_commands(sub)
     register_privacy_commands(sub)
-    for register in extra:
+    registrations: list[Register] = []
+    for register in [*installed_command_registrations(), *extra]:
+        if register not in registrations:
+            registrations.append(register)
+    for register in registrations:
         register(sub)
     return parser
 

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from types import TracebackType
+import math
+import warnings
 from typing import Any, Generic, TypeVar
 
 import torch
 
 from .capabilities import Capabilities
-from .errors import DeviceUnavailable
+from .errors import DeviceUnavailable, InputError
 from .inputs import check_batch
 from .noise import NoiseReport, PrivacyCounts, Projection
-from .profiles import BaseProfile
+from .profile_base import BaseProfile
 
 P = TypeVar("P", bound=BaseProfile)
 
@@ -52,6 +54,44 @@ class Device(ABC, Generic[P]):
     @abstractmethod
     def noise_report(self) -> NoiseReport:
         """The noise a projection made now would carry (input-independent part)."""
+
+    # -- run-time options (Qiskit's ``set_options``) ----------------------------------------------
+    def set_options(self, **options: float) -> None:
+        """Change run-time settings (e.g. ``temperature_c``, ``noise_std``) for later projections.
+
+        Every option must be declared in :attr:`Capabilities.settable` and lie in its range;
+        otherwise :class:`InputError` names the option, the value and the allowed range, and no
+        option is changed.
+        """
+        settable = self.capabilities.settable
+        checked: dict[str, float] = {}
+        for name, value in options.items():
+            if name not in settable:
+                allowed = ", ".join(f"{n} in [{lo}, {hi}] {u}" for n, (lo, hi, u) in settable.items())
+                raise InputError(
+                    f"option {name!r} is not settable on {self._profile.label!r} "
+                    f"({self._profile.backend}); settable: {allowed or 'none'}"
+                )
+            low, high, unit = settable[name]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                math.isfinite(value) and low <= value <= high
+            ):
+                raise InputError(
+                    f"option {name} = {value!r} is outside its allowed range [{low}, {high}] {unit} "
+                    f"on {self._profile.label!r}"
+                )
+            checked[name] = float(value)
+        if checked:
+            self._apply_options(checked)
+
+    def _apply_options(self, options: dict[str, float]) -> None:
+        """Backend hook: apply options already checked against :attr:`Capabilities.settable`."""
+        raise InputError(f"{type(self).__name__} declares settable options but cannot apply them")
+
+    def _deprecated_setter(self, old: str, **options: float) -> None:
+        warnings.warn(f"{type(self).__name__}.{old} is deprecated; use set_options("
+                      f"{', '.join(f'{k}=...' for k in options)})", DeprecationWarning, stacklevel=3)
+        self.set_options(**options)
 
     # -- life cycle ----------------------------------------------------------------------------
     @property

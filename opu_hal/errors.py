@@ -21,3 +21,7 @@ class DeviceTimeout(OpuHalError, TimeoutError):
 
 class InputError(OpuHalError, ValueError):
     """A batch handed to a device does not fit its capabilities (shape, values, kind)."""
+
+
+class ParameterError(OpuHalError, ValueError):
+    """A value handed to an opu_hal object is outside its allowed range (names it and the range)."""

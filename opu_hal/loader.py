@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 
 from .device import Device
-from .profiles import BaseProfile, load_profile
+from .profile_base import BaseProfile
+from .profiles import load_profile
 from .registry import get_backend
 
 

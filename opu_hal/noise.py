@@ -8,6 +8,8 @@ from typing import Literal
 
 import torch
 
+from .errors import ParameterError
+
 NoiseSource = Literal["declared", "calibrated", "software"]
 NOISE_SOURCES: tuple[str, ...] = ("declared", "calibrated", "software")
 
@@ -68,18 +70,18 @@ class NoiseReport:
 
     def __post_init__(self) -> None:
         if self.source not in NOISE_SOURCES:
-            raise ValueError(f"noise source must be one of {NOISE_SOURCES}, got {self.source!r}")
+            raise ParameterError(f"noise source must be one of {NOISE_SOURCES}, got {self.source!r}")
         for name in ("std", "std_lower"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
-                raise ValueError(f"NoiseReport.{name} must be finite and >= 0, got {value}")
+                raise ParameterError(f"NoiseReport.{name} must be finite and >= 0, got {value}")
         if self.std_lower > self.std:
-            raise ValueError(
+            raise ParameterError(
                 f"NoiseReport.std_lower ({self.std_lower}) must not exceed std ({self.std}): "
                 "accounting may never use more noise than is applied"
             )
         if self.passes < 1:
-            raise ValueError(f"NoiseReport.passes must be >= 1, got {self.passes}")
+            raise ParameterError(f"NoiseReport.passes must be >= 1, got {self.passes}")
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready copy, for result records and the CLI."""

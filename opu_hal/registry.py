@@ -1,68 +1,50 @@
-"""Backends keyed by name: the built-ins, plus third-party ones found through entry points.
+"""Backends keyed by name, found through entry points (built-ins too) or registered in-process.
 
-A third-party package exposes a :class:`BackendSpec` under the entry-point group
-``opu_hal.backends``; its profile model then joins the profile union and ``load_device`` builds
-its devices, with no change to opu_hal.
+Every backend, built-in or third-party, exposes a :class:`BackendSpec` under the entry-point
+group ``opu_hal.backends``; its profile model then joins the profile union and ``load_device``
+builds its devices, with no change to opu_hal. A spec written against another major
+:data:`~opu_hal.backend_spec.INTERFACE_VERSION` is refused with a warning.
+
+The built-ins are also listed in :data:`BUILTIN_SPECS` and loaded from there when the installed
+metadata does not declare them (a stale editable install, a source checkout on ``sys.path``).
 """
 
 from __future__ import annotations
 
 import importlib
 import warnings
-from dataclasses import dataclass
 from importlib import metadata
-from typing import TYPE_CHECKING, Callable, Union
+from typing import Any, Literal
 
+from .backend_spec import INTERFACE_VERSION, BackendSpec, interface_major
 from .errors import OpuHalError, ProfileError
-from .profiles import BaseProfile, LightonProfile, SimulatedProfile, TorchProfile
-
-if TYPE_CHECKING:
-    from .device import Device
 
 ENTRY_POINT_GROUP = "opu_hal.backends"
-DeviceFactory = Callable[[BaseProfile], "Device"]
-
-
-@dataclass(frozen=True)
-class BackendSpec:
-    """A backend: its name (the profile's ``backend`` value), profile model and device factory.
-
-    ``factory`` is a callable or a ``"module:attribute"`` string imported on first use, so that a
-    backend's heavy imports (an SDK) happen only when one of its devices is built.
-    """
-
-    name: str
-    profile_model: type[BaseProfile]
-    factory: Union[DeviceFactory, str]
-
-    def create(self, profile: BaseProfile) -> "Device":
-        factory = self.factory
-        if isinstance(factory, str):
-            module_name, _, attribute = factory.partition(":")
-            factory = getattr(importlib.import_module(module_name), attribute)
-        return factory(profile)
-
-
-_BUILTINS: dict[str, BackendSpec] = {
-    "torch": BackendSpec("torch", TorchProfile, "opu_hal.backends.torch_backend:TorchDevice"),
-    "simulated": BackendSpec(
-        "simulated", SimulatedProfile, "opu_hal.backends.simulated.device:SimulatedDevice"
-    ),
-    "lighton": BackendSpec("lighton", LightonProfile, "opu_hal.backends.lighton:LightonDevice"),
+BUILTIN_SPECS: dict[str, str] = {
+    "torch": "opu_hal.backends.torch_profile:SPEC",
+    "simulated": "opu_hal.backends.simulated.profile:SPEC",
+    "lighton": "opu_hal.backends.lighton_profile:SPEC",
 }
+Origin = Literal["entry point", "built-in fallback", "registered"]
+
 _registered: dict[str, BackendSpec] = {}
-_discovered: dict[str, BackendSpec] | None = None
+_discovered: dict[str, tuple[BackendSpec, Origin]] | None = None
 
 
 def register_backend(spec: BackendSpec, *, replace: bool = False) -> None:
     """Register a backend in this process (entry points do the same across installs)."""
     if spec.name in _all() and not replace:
         raise OpuHalError(f"backend {spec.name!r} is already registered; pass replace=True")
+    if not _compatible(spec, f"backend {spec.name!r}"):
+        raise OpuHalError(
+            f"backend {spec.name!r} implements interface {spec.interface_version}; "
+            f"this opu_hal implements {INTERFACE_VERSION}"
+        )
     _registered[spec.name] = spec
 
 
 def unregister_backend(name: str) -> None:
-    """Remove a backend registered with :func:`register_backend` (built-ins stay)."""
+    """Remove a backend registered with :func:`register_backend` (installed ones stay)."""
     _registered.pop(name, None)
 
 
@@ -77,6 +59,16 @@ def backend_names() -> list[str]:
     return list(_all())
 
 
+def backend_origin(name: str) -> Origin:
+    """How the backend ``name`` was found: its entry point, the built-in fallback, or in-process."""
+    if name in _registered:
+        return "registered"
+    found = _discover()
+    if name not in found:
+        get_backend(name)  # raises the ProfileError listing the allowed names
+    return found[name][1]
+
+
 def get_backend(name: str) -> BackendSpec:
     """The backend registered under ``name``."""
     backends = _all()
@@ -87,27 +79,56 @@ def get_backend(name: str) -> BackendSpec:
 
 
 def _all() -> dict[str, BackendSpec]:
-    return {**_BUILTINS, **_entry_point_backends(), **_registered}
+    return {**{name: spec for name, (spec, _) in _discover().items()}, **_registered}
 
 
-def _entry_point_backends() -> dict[str, BackendSpec]:
+def _compatible(spec: BackendSpec, where: str) -> bool:
+    if interface_major(spec.interface_version) == interface_major(INTERFACE_VERSION):
+        return True
+    warnings.warn(
+        f"{where} implements backend interface {spec.interface_version!r}, but this opu_hal "
+        f"implements {INTERFACE_VERSION} (major versions differ); ignored. Install a version of "
+        "the backend made for this opu_hal."
+    )
+    return False
+
+
+def _load_spec(loader: Any, where: str) -> BackendSpec | None:
+    """Call ``loader`` for a spec (or a callable returning one); None, with a warning, on failure."""
+    try:
+        spec = loader()
+        if callable(spec) and not isinstance(spec, BackendSpec):
+            spec = spec()
+    except Exception as exc:  # a broken plugin must not hide the other backends
+        warnings.warn(f"{where} failed to load: {exc}")
+        return None
+    if not isinstance(spec, BackendSpec):
+        warnings.warn(f"{where} gave {type(spec).__name__}, not an opu_hal.BackendSpec; ignored")
+        return None
+    return spec if _compatible(spec, where) else None
+
+
+def _import_target(value: str) -> Any:
+    module_name, _, attribute = value.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+def _discover() -> dict[str, tuple[BackendSpec, Origin]]:
     global _discovered
     if _discovered is None:
-        found: dict[str, BackendSpec] = {}
+        from_entry_points: dict[str, BackendSpec] = {}
         for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
-            try:
-                spec = entry.load()
-                if callable(spec) and not isinstance(spec, BackendSpec):
-                    spec = spec()
-            except Exception as exc:  # a broken plugin must not hide the other backends
-                warnings.warn(f"backend entry point {entry.name!r} ({entry.value}) failed to load: {exc}")
-                continue
-            if not isinstance(spec, BackendSpec):
-                warnings.warn(
-                    f"backend entry point {entry.name!r} ({entry.value}) gave {type(spec).__name__}, "
-                    "not an opu_hal.BackendSpec; ignored"
-                )
-                continue
-            found[spec.name] = spec
+            spec = _load_spec(entry.load, f"backend entry point {entry.name!r} ({entry.value})")
+            if spec is not None:
+                from_entry_points[spec.name] = spec
+        found: dict[str, tuple[BackendSpec, Origin]] = {}
+        for name, value in BUILTIN_SPECS.items():  # built-ins first, whichever way they came
+            if name in from_entry_points:
+                found[name] = (from_entry_points.pop(name), "entry point")
+            else:
+                spec = _load_spec(lambda v=value: _import_target(v), f"built-in backend {name!r}")
+                if spec is not None:
+                    found[name] = (spec, "built-in fallback")
+        found.update({name: (spec, "entry point") for name, spec in from_entry_points.items()})
         _discovered = found
     return _discovered

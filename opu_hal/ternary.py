@@ -18,7 +18,6 @@ from .noise import NoiseReport, Projection
 
 _TERNARY = Capabilities(
     input_kind="ternary", output_kind="linear", max_in_features=None, max_out_features=None,
-    temperature_settable=False,
 )
 
 

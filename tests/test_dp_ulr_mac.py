@@ -63,7 +63,7 @@ def test_private_forward_methods_beat_chance_on_clusters(name, extra):
 # -- DP-ULR accounting ---------------------------------------------------------------------------
 def test_dp_ulr_accounts_srgm_with_the_smaller_neighbour():
     m = method("dp-ulr", n=600)
-    event = m.privacy_event()
+    event = m.planned_event()
     assert isinstance(event, SampledWithRejectionGaussianEvent)
     assert event.min_dataset_size == 599 and event.min_batch_size == m.min_batch
     assert event.sampling_rate == pytest.approx(40 / 600) and event.noise_multiplier == 4.0
@@ -82,7 +82,7 @@ def test_dp_ulr_refuses_min_batch_above_q_times_n_minus_one():
 
 def test_dp_ulr_poisson_variant_uses_the_library_event():
     m = method("dp-ulr", sampling="poisson")
-    assert isinstance(m.privacy_event(), PoissonGaussianEvent)
+    assert isinstance(m.planned_event(), PoissonGaussianEvent)
 
 
 def test_dp_ulr_refuses_device_forward_noise_with_the_reason():
@@ -188,7 +188,7 @@ def test_rejection_sampler_members_are_uniform():
 def test_dp_mac_layer_noise_follows_appendix_h():
     m = method("dp-mac", extra={"t_b": "0.2"})
     assert m.layer_noise_std(1) == pytest.approx(4.0 * math.sqrt(3) * 0.2)
-    assert isinstance(m.privacy_event(), PoissonGaussianEvent)
+    assert isinstance(m.planned_event(), PoissonGaussianEvent)
 
 
 def test_dp_mac_clipped_coefficient_sum_moves_by_at_most_t_b_when_one_example_is_replaced():

@@ -7,6 +7,7 @@ subclasses of the SDK's simulated device under that name.
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 
@@ -51,7 +52,7 @@ BATCH = (torch.rand(6, 12, generator=torch.Generator().manual_seed(0)) < 0.5).fl
 def test_simulated_sdk_projection_is_x_times_the_real_part_of_its_matrix():
     with LightonDevice(profile()) as device:
         values = device.project(BATCH).values
-        matrix = device._opu.device.random_matrix
+        matrix = device.opu.device.random_matrix
     np.testing.assert_allclose(values.numpy(), BATCH.numpy() @ matrix.real, rtol=1e-5, atol=1e-5)
 
 
@@ -63,7 +64,7 @@ def test_profile_seed_selects_the_sdk_matrix():
 def test_simulated_noise_is_software_noise_with_an_exact_report():
     with LightonDevice(profile(noise_std=0.2, out_features=4096)) as device:
         noisy = device.project(BATCH[:1]).values
-        clean = torch.from_numpy(BATCH[:1].numpy() @ device._opu.device.random_matrix.real)
+        clean = torch.from_numpy(BATCH[:1].numpy() @ device.opu.device.random_matrix.real)
         assert device.project(BATCH[:1]).noise == opu_hal.NoiseReport(0.2, 0.2, "software")
     assert (noisy - clean).std().item() == pytest.approx(0.2, rel=0.05)
 
@@ -71,7 +72,7 @@ def test_simulated_noise_is_software_noise_with_an_exact_report():
 def test_intensity_mode_returns_squared_modulus():
     with LightonDevice(profile(mode="intensity")) as device:
         values = device.project(BATCH).values
-        matrix = device._opu.device.random_matrix
+        matrix = device.opu.device.random_matrix
     np.testing.assert_allclose(values.numpy(), np.abs(BATCH.numpy() @ matrix) ** 2, rtol=1e-4, atol=1e-5)
 
 
@@ -116,7 +117,7 @@ def test_backoff_doubles_and_no_partial_result_escapes():
 def test_partial_batch_from_the_sdk_counts_as_a_failure():
     device = LightonDevice(profile(retries=1))
     with device:
-        device._opu.linear_transform = lambda batch: np.zeros((batch.shape[0] - 1, 64))
+        device.opu.linear_transform = lambda batch: np.zeros((batch.shape[0] - 1, 64))
         with pytest.raises(DeviceUnavailable, match="expected"):
             device.project(BATCH)
 
@@ -158,3 +159,12 @@ def test_software_noise_on_hardware_and_credentials_in_profiles_are_refused():
     with pytest.raises(ProfileError, match="unknown key"):
         opu_hal.validate_profile({"backend": "lighton", "in_features": 4, "out_features": 4,
                                   "simulated": True, "api_token": "secret"})
+
+
+def test_sdk_simulated_device_sets_its_software_noise_through_set_options():
+    with opu_hal.load_device(profile(noise_std=0.1)) as device:
+        assert device.capabilities.settable["noise_std"][:2] == (0.0, math.inf)
+        device.set_options(noise_std=0.0)
+        first, second = device.project(BATCH), device.project(BATCH)
+    assert first.noise.std == 0.0
+    assert torch.equal(first.values, second.values)

@@ -164,27 +164,32 @@ def test_software_noise_replays_exactly_from_the_generator_state():
 
 
 def test_photonic_dp_prints_eq17_epsilon_which_is_infinite_for_tanh():
-    config = cfg("photonic-dp", epochs=1, sigma=0.05, alignment=False)
+    config = cfg("photonic-dp", epochs=1, software_noise_std=0.05, alignment=False)
     record = quiet_train(config, data=clusters(), device=torch_device(noise_std=0.1))
-    assert record["privacy"]["sigma_accounted"] == pytest.approx(0.05)
+    assert record["privacy"]["std_lower_accounted"] == pytest.approx(0.05)
     assert math.isinf(record["final"]["epsilon"])
     with pytest.raises(TrainingConfigError, match="infinite"):
-        Trainer(cfg("photonic-dp", sigma=0.05, target_epsilon=8.0), data=clusters(), device=torch_device(),
+        Trainer(cfg("photonic-dp", software_noise_std=0.05, target_epsilon=8.0), data=clusters(), device=torch_device(),
                 progress=False, log=lambda m: None)
 
 
 def test_photonic_dp_clips_layer_inputs_to_tau_h_max():
-    config = cfg("photonic-dp", sigma=0.0, tau_h_max=1.0)
+    config = cfg("photonic-dp", software_noise_std=0.0, tau_h_max=1.0)
     method = METHODS["photonic-dp"](MLP([20, *HIDDEN, 10]), MethodContext(config, torch_device(), 20, 10, 600))
-    clipped = method._clip_input(torch.randn(50, 16) * 10)
+    clipped = method.clip_input(torch.randn(50, 16) * 10)
     assert float(clipped.norm(dim=1).max()) <= 1.0 + 1e-6
 
 
-def _run_cli(args: list[str], data_dir: Path, kill_after: int | None = None) -> subprocess.CompletedProcess:
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run_cli(args: list[str], data_dir: Path, kill_after_step: int | None = None) -> subprocess.CompletedProcess:
+    """``opu-hal train ARGS`` in a subprocess; with ``kill_after_step``, SIGKILLed after that step."""
     env = {**os.environ, "OPU_HAL_DATA_DIR": str(data_dir)}
-    runner = ["-m", "trainers.cli"] if kill_after is None else ["-m", "tests.kill_run", str(kill_after)]
-    return subprocess.run([sys.executable, *runner, "train", *args], env=env, capture_output=True, text=True,
-                          timeout=300, cwd=Path(__file__).resolve().parent.parent)
+    command = (["-m", "trainers.cli", "train"] if kill_after_step is None
+               else ["-m", "tests.kill_after", str(kill_after_step)])
+    return subprocess.run([sys.executable, *command, *args], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
 
 
 def _ledger_steps(record) -> int:
@@ -201,7 +206,7 @@ def test_killed_run_resumes_with_the_ledger_of_an_uninterrupted_run(tmp_path):
     whole = _run_cli([*common, "--out", str(tmp_path / "whole.json")], tmp_path)
     assert whole.returncode == 0, whole.stderr
     ck = tmp_path / "run.ckpt"
-    killed = _run_cli([*common, "--checkpoint", str(ck)], tmp_path, kill_after=27)
+    killed = _run_cli([*common, "--checkpoint", str(ck)], tmp_path, kill_after_step=27)
     assert killed.returncode == -9  # killed mid-epoch 2 (18 steps per epoch), 3 steps after a checkpoint
     assert load_checkpoint(ck)["global_step"] == 24
     resumed = _run_cli([*common, "--checkpoint", str(ck), "--resume", "--out", str(tmp_path / "resumed.json")], tmp_path)
@@ -219,8 +224,8 @@ def test_device_noise_steps_are_charged_once_through_two_kills(tmp_path):
     make_dataset(tmp_path, n_train=400, n_test=50, compress=False)
     common = [*COMMON, "--epochs", "1", "--checkpoint-every", "5", "--noise-source", "device",
               "--profile", "opu-sim-dp", "--checkpoint", str(tmp_path / "run.ckpt")]
-    assert _run_cli(common, tmp_path, kill_after=7).returncode == -9  # 7 drawn, 5 saved
-    again = _run_cli([*common, "--resume"], tmp_path, kill_after=9)
+    assert _run_cli(common, tmp_path, kill_after_step=7).returncode == -9  # 7 drawn, 5 saved
+    again = _run_cli([*common, "--resume"], tmp_path, kill_after_step=9)
     assert again.returncode == -9 and "charged 2 step(s)" in again.stderr  # then steps 5..8 drawn again
     final = _run_cli([*common, "--resume", "--out", str(tmp_path / "r.json")], tmp_path)
     assert final.returncode == 0, final.stderr
@@ -235,7 +240,7 @@ def device_run(tmp_path):
     make_dataset(tmp_path, n_train=400, n_test=50, compress=False)
     common = [*COMMON, "--epochs", "1", "--checkpoint-every", "5", "--noise-source", "device",
               "--profile", "opu-sim-dp", "--checkpoint", str(tmp_path / "run.ckpt")]
-    assert _run_cli(common, tmp_path, kill_after=7).returncode == -9
+    assert _run_cli(common, tmp_path, kill_after_step=7).returncode == -9
     return tmp_path, common
 
 
@@ -281,3 +286,33 @@ def test_resume_refuses_a_checkpoint_made_with_other_settings(tmp_path):
     with pytest.raises(TrainingConfigError, match="batch_size"):
         Trainer(cfg("dp-dfa", batch_size=30, noise_multiplier=1.0, checkpoint=str(ck), resume=True),
                 data=clusters(), progress=False, log=lambda m: None)
+
+
+def test_the_ledger_holds_the_event_each_step_returned_not_the_planned_one():
+    """A method whose steps from the 3rd on spend more than planned: the ledger charges what they
+    returned (photonic-dp's device noise can drop mid-run in the same way)."""
+    from opu_hal.privacy import GaussianEvent
+    from trainers.methods import register_method, unregister_method
+    from trainers.methods.bp import Backprop
+
+    class Varying(Backprop):
+        name = "varying-test"
+        private = True
+        neighboring = "replace_one"
+
+        def planned_event(self):
+            return GaussianEvent(10.0)
+
+        def compute_gradients(self, x, y):
+            output = super().compute_gradients(x, y)
+            output.privacy_event = GaussianEvent(10.0 if self.current_step < 2 else 5.0)
+            return output
+
+    register_method(Varying)
+    try:
+        record = quiet_train(TrainConfig.for_method("varying-test", epochs=1, batch_size=100, alignment=False),
+                             data=clusters())
+    finally:
+        unregister_method("varying-test")
+    entries = record["privacy"]["ledger"]["entries"]
+    assert [(e["event"]["noise_multiplier"], e["count"]) for e in entries] == [(10.0, 2), (5.0, record["final"]["steps"] - 2)]

@@ -78,3 +78,31 @@ def test_cli_prints_profile_error_and_exits_2_without_traceback(tmp_path, capsys
     assert main(["info", str(path)]) == 2
     err = capsys.readouterr().err
     assert "noise_std" in err and str(path) in err and "Traceback" not in err
+
+
+def test_schema_1_and_a_missing_schema_are_read(tmp_path):
+    assert opu_hal.load_profile(write(tmp_path, "schema = 1\n" + GOOD)).noise_std == 0.1
+    assert opu_hal.load_profile(write(tmp_path, GOOD, "old.toml")).noise_std == 0.1
+
+
+@pytest.mark.parametrize("value", ["2", '"1"', "true"])
+def test_unknown_schema_is_a_profile_error_naming_file_and_key(tmp_path, value):
+    path = write(tmp_path, f"schema = {value}\n" + GOOD)
+    with pytest.raises(ProfileError, match=rf"{path}: key 'schema' is .*reads profile schema 1"):
+        opu_hal.load_profile(path)
+
+
+def test_packaged_profiles_are_a_copy_of_device_profiles():
+    """The wheel ships opu_hal/device_profiles; the repository's device_profiles/ is the source.
+    Fix a failure with: cp device_profiles/*.toml opu_hal/device_profiles/"""
+    root = Path(__file__).resolve().parent.parent
+    source = {p.name: p.read_bytes() for p in (root / "device_profiles").glob("*.toml")}
+    packaged = {p.name: p.read_bytes() for p in (root / "opu_hal" / "device_profiles").glob("*.toml")}
+    assert packaged == source
+
+
+def test_default_profiles_are_found_by_name_outside_the_repository(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("opu_hal.profiles._SOURCE_PROFILE_DIR", tmp_path / "absent")
+    assert opu_hal.load_profile("opu-sim").source.parent.name == "device_profiles"
+    assert opu_hal.load_profile("opu-sim").source.parent.parent.name == "opu_hal"

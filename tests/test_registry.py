@@ -12,7 +12,7 @@ import torch
 import opu_hal
 from opu_hal import BackendSpec, BaseProfile, ProfileError
 from opu_hal.backends.torch_backend import TorchDevice
-from opu_hal.registry import ENTRY_POINT_GROUP, refresh_entry_points
+from opu_hal.registry import BUILTIN_SPECS, ENTRY_POINT_GROUP, backend_origin, refresh_entry_points
 
 
 class EchoProfile(BaseProfile):
@@ -103,3 +103,70 @@ def test_broken_entry_point_warns_and_leaves_other_backends(tmp_path, monkeypatc
     finally:
         monkeypatch.undo()
         refresh_entry_points()
+
+
+def _declared_builtins() -> set[str]:
+    from importlib import metadata
+
+    return {e.name for e in metadata.entry_points(group=ENTRY_POINT_GROUP)} & set(BUILTIN_SPECS)
+
+
+def test_builtins_are_discovered_through_their_entry_points_when_installed():
+    refresh_entry_points()
+    declared = _declared_builtins()
+    if not declared:
+        pytest.skip("the installed opu-hal metadata predates the opu_hal.backends entry points; "
+                    "reinstall (pip install -e .) to exercise this path")
+    for name in declared:
+        assert backend_origin(name) == "entry point"
+
+
+def test_builtins_fall_back_when_installed_metadata_lacks_them(monkeypatch):
+    from importlib import metadata
+
+    monkeypatch.setattr(metadata, "entry_points", lambda group=None: [])
+    refresh_entry_points()
+    try:
+        assert opu_hal.backend_names()[:3] == ["torch", "simulated", "lighton"]
+        assert all(backend_origin(n) == "built-in fallback" for n in ("torch", "simulated", "lighton"))
+    finally:
+        monkeypatch.undo()
+        refresh_entry_points()
+
+
+def test_builtin_spec_points_at_the_model_each_backend_owns():
+    assert opu_hal.get_backend("torch").profile_model is opu_hal.TorchProfile
+    assert opu_hal.get_backend("simulated").profile_model is opu_hal.SimulatedProfile
+    assert opu_hal.get_backend("lighton").profile_model is opu_hal.LightonProfile
+
+
+def test_reading_a_lighton_profile_does_not_import_the_sdk():
+    import subprocess
+
+    code = ("import sys, opu_hal; opu_hal.validate_profile({'backend': 'lighton', 'simulated': True, "
+            "'in_features': 4, 'out_features': 2}); print('lightonml' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+OTHER_MAJOR_PLUGIN = PLUGIN + """
+    SPEC = BackendSpec("plugged", PluggedProfile, EchoDevice, interface_version="2.0")
+"""
+
+
+def test_entry_point_of_another_interface_major_is_refused_with_a_warning(tmp_path, monkeypatch):
+    _install_plugin(tmp_path, monkeypatch, "plugin_mod:SPEC", OTHER_MAJOR_PLUGIN)
+    try:
+        with pytest.warns(UserWarning, match=r"interface '2.0'.*implements 1\.\d.*ignored"):
+            names = opu_hal.backend_names()
+        assert "plugged" not in names and "torch" in names
+    finally:
+        monkeypatch.undo()
+        refresh_entry_points()
+
+
+def test_registering_a_spec_of_another_interface_major_is_an_error():
+    spec = BackendSpec("echo", EchoProfile, EchoDevice, interface_version="0.9")
+    with pytest.warns(UserWarning), pytest.raises(opu_hal.OpuHalError, match="interface 0.9"):
+        opu_hal.register_backend(spec)
+    assert "echo" not in opu_hal.backend_names()

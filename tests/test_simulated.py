@@ -62,7 +62,7 @@ def test_matrix_does_not_depend_on_block_size_or_cache():
     x = binary(3, 300)
     small = make(in_features=300, out_features=5000, block_mb=0.1, cache_mb=0.0)
     large = make(in_features=300, out_features=5000, block_mb=64.0, cache_mb=512.0)
-    assert small._optics.n_blocks > 1 and large._optics.n_blocks == 1
+    assert small.optics.n_blocks > 1 and large.optics.n_blocks == 1
     assert torch.allclose(small.ideal(x), large.ideal(x), atol=1e-5)
 
 
@@ -77,7 +77,7 @@ def test_intensity_mode_returns_the_squared_modulus_on_average():
     device = make(mode="intensity", in_features=32, out_features=256)
     x = binary(1, 32, seed=1)
     ideal = device.ideal(x)[0].double()
-    assert torch.allclose(device._optics.field(x)[0] ** 2 + device._optics.field(x)[1] ** 2,
+    assert torch.allclose(device.optics.field(x)[0] ** 2 + device.optics.field(x)[1] ** 2,
                           ideal.float() * 32, rtol=1e-4, atol=1e-4)
     mean = repeats(device, x, 400).mean(dim=0)
     standard_error = device.project(x).noise.std / math.sqrt(400)
@@ -99,7 +99,7 @@ def test_noise_std_increases_with_temperature_at_long_exposure():
     x = binary(1, device.in_features, seed=3)
     declared, empirical = [], []
     for celsius in (0.0, 40.0, 60.0, 80.0):
-        device.set_temperature(celsius)
+        device.set_options(temperature_c=celsius)
         values = repeats(device, x, 200)
         declared.append(device.noise_report().std)
         empirical.append(values.std(dim=0).pow(2).mean().sqrt().item())
@@ -109,8 +109,9 @@ def test_noise_std_increases_with_temperature_at_long_exposure():
 
 def test_temperature_outside_the_sensor_range_is_refused_and_device_stays_usable():
     device = make(temperature_min_c=0.0, temperature_max_c=50.0)
-    with pytest.raises(InputError, match=r"\[0.0, 50.0\]"):
-        device.set_temperature(60.0)
+    with pytest.raises(InputError, match=r"temperature_c = 60.0 is outside its allowed range \[0.0, 50.0\]"):
+        device.set_options(temperature_c=60.0)
+    assert device.capabilities.settable["temperature_c"][:2] == (0.0, 50.0)
     assert device.temperature_c == 25.0
     assert device.project(binary(1, 16)).noise.temperature_c == 25.0
 
@@ -132,7 +133,7 @@ def test_std_lower_bounds_every_coordinate_variance():
 
 def test_report_tracks_the_operating_point():
     device = opu_hal.load_device("opu-sim-privacy")
-    device.set_temperature(70.0)
+    device.set_options(temperature_c=70.0)
     report = device.project(binary(2, device.in_features)).noise
     assert report.temperature_c == 70.0 and report.exposure_us == 100_000.0
     assert report.source == "declared" and report.details["dark_e"] > 1000
@@ -149,7 +150,7 @@ def test_default_profiles_do_not_saturate_on_dense_inputs():
     for name in ("opu-sim", "opu-sim-privacy"):
         device = opu_hal.load_device(name)
         if name == "opu-sim-privacy":
-            device.set_temperature(device.profile.temperature_max_c)
+            device.set_options(temperature_c=device.profile.temperature_max_c)
         with warnings.catch_warnings():
             warnings.simplefilter("error", SaturationWarning)
             device.project(binary(256, device.in_features, p=0.5))

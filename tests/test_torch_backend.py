@@ -49,14 +49,28 @@ def test_software_noise_has_exactly_the_profile_std_and_an_exact_report():
     assert projection.values.std().item() == pytest.approx(0.3, rel=0.01)
 
 
-def test_set_noise_std_changes_the_applied_and_reported_noise():
+def test_set_options_noise_std_changes_the_applied_and_reported_noise():
     device = make(noise_std=0.1)
-    device.set_noise_std(0.0)
+    device.set_options(noise_std=0.0)
     x = torch.randn(2, 64)
     assert device.project(x).noise.std == 0.0
     assert torch.allclose(device.project(x).values, x @ device.matrix, atol=1e-6)
-    with pytest.raises(InputError):
-        device.set_noise_std(-1.0)
+    with pytest.raises(InputError, match=r"noise_std = -1.0 is outside its allowed range \[0.0, inf\]"):
+        device.set_options(noise_std=-1.0)
+    assert device.noise_report().std == 0.0
+
+
+def test_set_options_refuses_an_undeclared_option_naming_the_settable_ones():
+    device = make(noise_std=0.1)
+    with pytest.raises(InputError, match=r"'temperature_c' is not settable.*settable: noise_std in"):
+        device.set_options(temperature_c=20.0)
+
+
+def test_set_noise_std_is_a_deprecated_alias_of_set_options():
+    device = make(noise_std=0.1)
+    with pytest.warns(DeprecationWarning, match="set_options"):
+        device.set_noise_std(0.2)
+    assert device.noise_report().std == 0.2
 
 
 def test_float64_profile_computes_in_float64():

@@ -155,3 +155,34 @@ def test_privacy_options_on_a_non_private_method_are_refused(option):
 
     with pytest.raises(TrainingConfigError, match="not private"):
         TrainConfig.for_method("dfa", **option)
+
+
+def test_trainer_closes_the_device_it_opened_and_leaves_a_given_one_open():
+    from trainers.loop import Trainer
+
+    quiet = dict(data=clusters(), progress=False, log=lambda m: None)
+    with Trainer(config("dfa", epochs=1, profile="torch-cpu", alignment=False), **quiet) as trainer:
+        opened = trainer.device
+        trainer.run()
+        assert not opened.closed
+    assert opened.closed
+    given = torch_device()
+    train(config("dfa", epochs=1, alignment=False), device=given, **quiet)
+    assert not given.closed
+    assert given.project(torch.zeros(1, given.in_features)).values.shape == (1, given.out_features)
+
+
+def test_callbacks_see_every_step_after_it_is_accounted():
+    from trainers.loop import Callback
+
+    class Spy(Callback):
+        seen: list[tuple[int, int]] = []
+
+        def after_step(self, trainer):
+            self.seen.append((trainer.global_step, trainer.accountant.steps))
+
+    spy = Spy()
+    record = train(config("dp-dfa", epochs=1, noise_multiplier=1.0, alignment=False), data=clusters(),
+                   progress=False, log=lambda m: None, callbacks=[spy])
+    steps = record["final"]["steps"]
+    assert spy.seen == [(k, k) for k in range(1, steps + 1)]

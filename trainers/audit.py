@@ -156,9 +156,7 @@ def audit_dp_dfa(config: TrainConfig, canaries: int = 1000, confidence: float = 
     try:
         record = trainer.run()
     finally:
-        trainer.release()
-        if device is None and trainer.device is not None:
-            trainer.device.close()
+        trainer.close()
     result = best_lower_bound(planted.scores, planted.heads, config.delta, confidence, guess_counts)
     return {
         "method": config.method, "noise_source": config.noise_source, "threat_model": "white-box, Dirac canaries",

@@ -8,7 +8,8 @@ from typing import Sequence
 
 from opu_hal import cli as hal_cli
 
-from .config import METHOD_NAMES, TrainConfig
+from .config import TrainConfig
+from .methods import method_names
 from .data import DatasetError
 from .errors import TrainingConfigError
 
@@ -21,7 +22,7 @@ def _widths(text: str) -> tuple[int, ...]:
 
 
 def _add_train_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--method", required=True, choices=METHOD_NAMES)
+    p.add_argument("--method", required=True, choices=method_names())
     p.add_argument("--profile", default=None, help="device profile name or path (default: the method's)")
     p.add_argument("--dataset", default="fashion-mnist", choices=("fashion-mnist", "mnist", "digits"))
     p.add_argument("--data-dir", default=None, help="folder of IDX files (default: $OPU_HAL_DATA_DIR or the "
@@ -59,8 +60,9 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     priv.add_argument("--tau-h-min", type=float, default=None, help="photonic-dp (default 0)")
     priv.add_argument("--tau-h-max", type=float, default=None, help="photonic-dp (default 1)")
     priv.add_argument("--tau-b", type=float, default=None, help="photonic-dp scale of B e (default 1)")
-    priv.add_argument("--sigma", type=float, default=None,
-                      help="photonic-dp on a torch profile: software noise std (paper 000 Table 1 sigma)")
+    priv.add_argument("--software-noise-std", "--sigma", dest="software_noise_std", type=float, default=None,
+                      help="photonic-dp on a torch profile: software noise std, output units (paper 000 "
+                           "Table 1 sigma; --sigma is its alias)")
     priv.add_argument("--ternarize", action="store_true", default=None,
                       help="photonic-dp on a torch profile: ternarize the error (paper 000's TDFA row)")
     priv.add_argument("--lattice-resolution", type=float, default=None,
@@ -79,7 +81,7 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
 OPTION_NAMES = ("profile", "dataset", "data_dir", "epochs", "batch_size", "hidden", "activation", "optimizer",
                 "lr", "momentum", "seed", "threshold", "ternarize", "inputs", "train_limit", "alignment", "target_epsilon", "delta",
                 "noise_multiplier", "noise_source", "sampling", "clip_norm", "beta", "tau_e", "tau_h",
-                "tau_h_min", "tau_h_max", "tau_b", "sigma", "temperature_c", "lattice_resolution", "compute", "checkpoint", "checkpoint_every",
+                "tau_h_min", "tau_h_max", "tau_b", "software_noise_std", "temperature_c", "lattice_resolution", "compute", "checkpoint", "checkpoint_every",
                 "resume")
 
 

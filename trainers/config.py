@@ -2,7 +2,7 @@
 
 Defaults are paper 000's non-private FashionMNIST setting (section 4): 784-512-512-10 tanh,
 15 epochs, batch 256, SGD lr 0.01 momentum 0.9, TDFA threshold 0.15. Private methods override
-what their paper uses (see :data:`METHOD_DEFAULTS`).
+what their paper uses (``Method.defaults``, applied by :meth:`TrainConfig.for_method`).
 """
 
 from __future__ import annotations
@@ -12,37 +12,17 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from .errors import TrainingConfigError
+from .methods import METHODS, get_method
 
 # How pixels in [0, 1] reach the network: as they are, centred to [-1, 1], or standardized with
 # the training split's mean and std (two scalars; private methods default to "unit", which reads
 # nothing from the private data).
 INPUT_SCALINGS = ("unit", "centered", "standardized")
 
-METHOD_NAMES = ("bp", "dfa", "tdfa", "pdfa", "photonic-dp", "dp-dfa", "dp-sgd", "dp-ulr", "dp-mac")
-
-PRIVATE_METHODS = frozenset({"photonic-dp", "dp-dfa", "dp-sgd", "dp-ulr", "dp-mac"})
-
-# Profile used when none is given; None: the method needs no device.
-DEFAULT_PROFILES: dict[str, str | None] = {
-    "bp": None, "dfa": "torch-auto", "tdfa": "torch-auto", "pdfa": "opu-sim",
-    "photonic-dp": "torch-cpu", "dp-dfa": None, "dp-sgd": None, "dp-ulr": None, "dp-mac": None,
-}
-
-# Paper 002, section 5: Adam (lr 1e-3), beta = 0.9, tau_e = 0.1; fully connected 128-256 sigmoid,
-# batch 128. Paper 000 Table 1 private columns keep the non-private SGD setting.
-METHOD_DEFAULTS: dict[str, dict[str, Any]] = {
-    "photonic-dp": {"inputs": "unit"},
-    "dp-dfa": {"inputs": "unit", "optimizer": "adam", "lr": 1e-3, "hidden": (128, 256), "activation": "sigmoid",
-               "batch_size": 128},
-    "dp-sgd": {"inputs": "unit", "optimizer": "adam", "lr": 1e-3, "hidden": (128, 256), "activation": "sigmoid",
-               "batch_size": 128},
-    # Paper 004, section 4.2: MLP 128-64-32-10 GELU, Adam lr 0.01, C = 1, batch 500 (q = 1/120).
-    "dp-ulr": {"inputs": "unit", "optimizer": "adam", "lr": 0.01, "hidden": (128, 64, 32), "activation": "gelu",
-               "batch_size": 500},
-    # Paper 003, Table 2 (classifier): 300-100 softplus, batch 50, Adam W lr 0.003.
-    "dp-mac": {"inputs": "unit", "optimizer": "adam", "lr": 0.003, "hidden": (300, 100), "activation": "softplus",
-               "batch_size": 50},
-}
+# Method names, default profiles and paper defaults live on the method classes
+# (trainers.methods.METHODS: Method.default_profile, Method.defaults).
+#: Old option names still accepted by ``TrainConfig.for_method`` (and the CLI): old -> new.
+OPTION_ALIASES = {"sigma": "software_noise_std"}
 
 
 @dataclass
@@ -78,7 +58,9 @@ class TrainConfig:
     tau_h_min: float = 0.0
     tau_h_max: float = 1.0
     tau_b: float = 1.0
-    sigma: float | None = None
+    # software noise std of a device whose noise_std is settable (photonic-dp on torch profiles;
+    # paper 000 Table 1's "sigma"); CLI --software-noise-std, alias --sigma
+    software_noise_std: float | None = None
     temperature_c: float | None = None
     lattice_resolution: float = 10.0
     compute: str = "auto"
@@ -96,7 +78,13 @@ class TrainConfig:
     @classmethod
     def for_method(cls, method: str, **overrides: Any) -> "TrainConfig":
         """A config with ``method``'s paper defaults, then ``overrides`` (``None`` values ignored)."""
-        base = dict(METHOD_DEFAULTS.get(method, {}))
+        base = dict(METHODS[method].defaults) if method in METHODS else {}
+        for old, new in OPTION_ALIASES.items():
+            if overrides.get(old) is not None:
+                if overrides.get(new) is not None:
+                    raise TrainingConfigError(f"give {new} or its alias {old}, not both")
+                overrides = {**overrides, new: overrides[old]}
+            overrides = {k: v for k, v in overrides.items() if k != old}
         base.update({k: v for k, v in overrides.items() if v is not None})
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(base) - known)
@@ -111,11 +99,8 @@ class TrainConfig:
 
     @property
     def profile_name(self) -> str | None:
-        if self.profile is not None:
-            return self.profile
-        if self.method == "dp-dfa" and self.noise_source == "device":
-            return "opu-sim-dp"
-        return DEFAULT_PROFILES.get(self.method)
+        cls = METHODS.get(self.method)
+        return cls.profile_for(self) if cls is not None else self.profile
 
     def validate(self) -> None:
         """Refuse impossible settings, naming the option and the allowed range."""
@@ -123,7 +108,7 @@ class TrainConfig:
             if not ok:
                 raise TrainingConfigError(message)
 
-        need(self.method in METHOD_NAMES, f"--method {self.method!r}: choose one of {', '.join(METHOD_NAMES)}")
+        method = get_method(self.method)
         need(self.epochs >= 1, f"--epochs must be >= 1, got {self.epochs}")
         need(self.batch_size >= 1, f"--batch-size must be >= 1, got {self.batch_size}")
         need(len(self.hidden) >= 1 and all(w >= 1 for w in self.hidden),
@@ -152,16 +137,18 @@ class TrainConfig:
         need(self.compute in ("auto", "cpu", "cuda"), f"--compute {self.compute!r}: choose auto, cpu or cuda")
         need(math.isfinite(self.lattice_resolution) and 0.5 <= self.lattice_resolution <= 1000,
              f"--lattice-resolution must be in [0.5, 1000], got {self.lattice_resolution}")
-        need(self.sigma is None or self.sigma >= 0, f"--sigma must be >= 0, got {self.sigma}")
+        need(self.software_noise_std is None or self.software_noise_std >= 0,
+             f"--software-noise-std (--sigma) must be >= 0, got {self.software_noise_std}")
         need(self.checkpoint_every >= 1, f"--checkpoint-every must be >= 1, got {self.checkpoint_every}")
         need(not self.resume or self.checkpoint is not None, "--resume needs --checkpoint PATH")
-        if self.method in ("dp-dfa", "dp-sgd", "dp-ulr", "dp-mac"):
+        if method.needs_noise_choice:
             need(self.target_epsilon is not None or self.noise_multiplier is not None,
                  f"method {self.method!r} needs --target-epsilon (noise chosen for it) or --noise-multiplier")
-        if self.method not in PRIVATE_METHODS:
+        if not method.private:
             given = [flag for flag, value in (("--target-epsilon", self.target_epsilon),
                                               ("--noise-multiplier", self.noise_multiplier),
                                               ("--noise-source device", self.noise_source == "device" or None))
                      if value is not None]
+            private = sorted(name for name, cls in METHODS.items() if cls.private)
             need(not given, f"method {self.method!r} is not private: {', '.join(given)} would be ignored; "
-                            f"use a private method ({', '.join(sorted(PRIVATE_METHODS))})")
+                            f"use a private method ({', '.join(private)})")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from opu_hal import OpuHalError
 
 
-class TrainingConfigError(OpuHalError):
+class TrainingConfigError(OpuHalError, ValueError):
     """A training configuration that cannot run: names the option and what is allowed."""
 
 

@@ -13,7 +13,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 from dataclasses import replace
@@ -40,6 +40,16 @@ RESUMABLE_KEYS = frozenset({"resume", "checkpoint_every", "alignment"})
 
 
 
+class Callback:
+    """Hooks a caller installs on a :class:`Trainer` (progress reporting, tests, profiling).
+
+    Override what you need; every hook receives the trainer and returns nothing.
+    """
+
+    def after_step(self, trainer: "Trainer") -> None:
+        """Called after each step is applied, accounted and (if due) checkpointed."""
+
+
 def make_optimizer(config: TrainConfig, model: torch.nn.Module) -> torch.optim.Optimizer:
     if config.optimizer == "adam":
         return torch.optim.Adam(model.parameters(), lr=config.lr)
@@ -58,11 +68,6 @@ def _limit(split: Split, limit: int | None) -> Split:
     if limit is None or limit >= len(split):
         return split
     return Split(split.x[:limit], split.y[:limit])
-
-
-#: Called with the trainer after every step (after its checkpoint): progress hooks, and the tests'
-#: fault injection (``tests/kill_run.py``), which never lives in this loop.
-STEP_CALLBACKS: list[Callable[["Trainer"], None]] = []
 
 
 def resolve_compute(requested: str, method: type[Method]) -> torch.device:
@@ -95,33 +100,65 @@ def check_output_path(path: str | os.PathLike[str], option: str) -> None:
 
 
 class Trainer:
-    """One run; :meth:`run` trains and returns the record."""
+    """One run; :meth:`run` trains and returns the record.
+
+    The trainer owns the device it opened from the config's profile and closes it in
+    :meth:`close` (or on leaving ``with Trainer(...) as t:``); a device handed in is the caller's
+    and is never closed here.
+    """
 
     def __init__(self, config: TrainConfig, *, data: Dataset | None = None, device: Device | None = None,
-                 progress: bool = True, log: Callable[[str], None] | None = None) -> None:
+                 progress: bool = True, log: Callable[[str], None] | None = None,
+                 callbacks: Sequence[Callback] = ()) -> None:
         config.validate()
         self.config = config
         self.progress = progress
         self.log = log or (lambda message: print(message, file=sys.stderr, flush=True))
+        self.callbacks = list(callbacks)
+        self.lock: RunLock | None = None
+        self._load_data(data)
+        self._owns_device = False
+        self.device = device if device is not None else self._open_device()
+        try:
+            self._apply_operating_point()
+            self._build_model()
+            self._build_privacy()
+            self._build_checkpointing()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- construction ----------------------------------------------------------------------------
+    def _load_data(self, data: Dataset | None) -> None:
+        config = self.config
         raw = data or load_dataset(config.dataset, config.data_dir, config.validation_fraction, config.seed)
         raw_train = _limit(raw.train, config.train_limit)
         self.data = scale_inputs(raw, config.inputs, reference=raw_train)
         self.train_split = _limit(self.data.train, config.train_limit)
-        cls = METHODS.get(config.method)
-        if cls is None:
-            raise TrainingConfigError(f"method {config.method!r} is not available")
+
+    def _open_device(self) -> Device | None:
+        """Load the config's device when the run needs one; the trainer then owns it."""
+        config = self.config
+        cls = METHODS[config.method]
         profile = config.profile_name
-        self.device = device
-        if self.device is None and profile is not None and (cls.uses_device or config.profile is not None
-                                                           or config.noise_source == "device"):
-            self.device = load_device(profile)
-        if self.device is not None and config.temperature_c is not None:
-            if not self.device.capabilities.temperature_settable:
-                raise TrainingConfigError(
-                    f"--temperature-c: profile {self.device.profile.label!r} has no settable temperature")
-            self.device.set_temperature(config.temperature_c)  # type: ignore[attr-defined]
+        if profile is None or not (cls.uses_device or config.profile is not None
+                                   or config.noise_source == "device"):
+            return None
+        self._owns_device = True
+        return load_device(profile)
+
+    def _apply_operating_point(self) -> None:
+        if self.device is None or self.config.temperature_c is None:
+            return
+        if not self.device.capabilities.temperature_settable:
+            raise TrainingConfigError(
+                f"--temperature-c: profile {self.device.profile.label!r} has no settable temperature")
+        self.device.set_options(temperature_c=self.config.temperature_c)
+
+    def _build_model(self) -> None:
+        config = self.config
         sizes = [self.data.n_features, *config.hidden, self.data.n_classes]
-        self.compute = resolve_compute(config.compute, cls)
+        self.compute = resolve_compute(config.compute, METHODS[config.method])
         self.data = _to(self.data, self.compute)
         self.train_split = _limit(self.data.train, config.train_limit)
         self.model = MLP(sizes, config.activation, seed=config.seed).to(self.compute)
@@ -131,14 +168,17 @@ class Trainer:
         self.sampler = Sampler(sampling, len(self.train_split), config.batch_size, config.seed,
                                min_batch=getattr(self.method, "min_batch", 0),
                                secret_key=new_secret_key() if self.method.private else None)
-        self.accountant: Accountant | None = None
-        self.budget: PrivacyBudget | None = None
         self.planned_steps = config.epochs * self.sampler.steps_per_epoch
         self.noise_log = NoiseLog()
         self.epochs: list[dict[str, Any]] = []
         self.position = (0, 0)  # (epoch, step in epoch) of the next step
         self.global_step = 0
         self.elapsed = 0.0
+
+    def _build_privacy(self) -> None:
+        config = self.config
+        self.accountant: Accountant | None = None
+        self.budget: PrivacyBudget | None = None
         self.stopped_by_budget = False
         self.lost_steps_charged = 0
         if self.method.private:
@@ -146,6 +186,9 @@ class Trainer:
             if config.target_epsilon is not None:
                 self.budget = PrivacyBudget(config.target_epsilon, config.delta)
             plan_noise(self.method, self.planned_steps, config, self.log)
+
+    def _build_checkpointing(self) -> None:
+        config = self.config
         self.journal = StepJournal(f"{config.checkpoint}.journal") if config.checkpoint else None
         self.journal_lines = 0  # journal lines whose draws the ledger has charged
         self.lock = RunLock(f"{config.checkpoint}.lock") if config.checkpoint else None
@@ -164,6 +207,20 @@ class Trainer:
         """Let go of the checkpoint lock (the device is closed by whoever opened it)."""
         if self.lock is not None:
             self.lock.release()
+            self.lock = None
+
+    # -- device life -----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Release the checkpoint lock and close the device this trainer opened (never one it was given)."""
+        self.release()
+        if self._owns_device and self.device is not None:
+            self.device.close()
+
+    def __enter__(self) -> "Trainer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- checkpoints -----------------------------------------------------------------------------
     def _state(self) -> dict[str, Any]:
@@ -227,7 +284,7 @@ class Trainer:
         extra = lines - self.journal_lines
         if extra and self.accountant is not None and not self.method.replayable:
             # Device noise cannot be drawn again: those releases existed, so they count, once, now.
-            self._account(extra)
+            self._charge_planned(extra)
             self.lost_steps_charged += extra
             self.journal_lines = lines
             self.checkpoint()
@@ -248,15 +305,26 @@ class Trainer:
         if after_step is not None:
             after_step()
         self.noise_log.add(output.noise)
+        if self.accountant is not None:
+            if output.privacy_event is None:
+                raise TrainingConfigError(
+                    f"method {self.method.name!r} is private but its step returned no privacy_event")
+            self.accountant.step(output.privacy_event)
         return output.loss_sum, output.correct, output.count
 
-    def _account(self, count: int = 1) -> None:
-        self.accountant.step(self.method.privacy_event(), count)  # type: ignore[union-attr, arg-type]
+    def _charge_planned(self, count: int) -> None:
+        """Charge ``count`` steps whose outputs were lost (resume) at the planned event."""
+        event = self.method.planned_event()
+        if self.accountant is None or event is None:
+            return
+        self.accountant.step(event, count)
 
     def _budget_allows(self) -> bool:
-        if self.budget is None or self.accountant is None:
+        """Whether the planned next step keeps epsilon within the target."""
+        event = self.method.planned_event()
+        if self.budget is None or self.accountant is None or event is None:
             return True
-        return self.budget.allows(self.accountant, self.method.privacy_event())  # type: ignore[arg-type]
+        return self.budget.allows(self.accountant, event)
 
     def _run_epoch(self, epoch: int, start: int) -> dict[str, float] | None:
         loss_sum, correct, count = 0.0, 0, 0
@@ -270,16 +338,14 @@ class Trainer:
                 if self.journal is not None:
                     self.journal.begin(self.global_step)
                 batch_loss, batch_correct, batch_count = self._step(indices)
-                if self.accountant is not None:
-                    self._account()
                 self.journal_lines += self.journal is not None
                 loss_sum, correct, count = loss_sum + batch_loss, correct + batch_correct, count + batch_count
                 self.global_step += 1
                 self.position = (epoch, step + 1)
                 if self.config.checkpoint and self.global_step % self.config.checkpoint_every == 0:
                     self.checkpoint()
-                for callback in STEP_CALLBACKS:
-                    callback(self)
+                for callback in self.callbacks:
+                    callback.after_step(self)
                 bar.update(1)
                 if step % 10 == 0 and count:
                     bar.set_postfix(loss=f"{loss_sum / count:.4f}", acc=f"{correct / count:.4f}")
@@ -383,17 +449,15 @@ class Trainer:
 
 def train(config: TrainConfig, *, out: str | os.PathLike[str] | None = None, progress: bool = True,
           data: Dataset | None = None, device: Device | None = None,
-          log: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Train as ``config`` says; returns the result record and writes it to ``out`` if given."""
+          log: Callable[[str], None] | None = None, callbacks: Sequence[Callback] = ()) -> dict[str, Any]:
+    """Train as ``config`` says; returns the result record and writes it to ``out`` if given.
+
+    A ``device`` handed in stays open (the caller owns it); one loaded from the profile is closed.
+    """
     if out is not None:
         check_output_path(out, "--out")
-    trainer = Trainer(config, data=data, device=device, progress=progress, log=log)
-    try:
+    with Trainer(config, data=data, device=device, progress=progress, log=log, callbacks=callbacks) as trainer:
         record = trainer.run()
-    finally:
-        trainer.release()
-        if trainer.device is not None and config.profile_name is not None and device is None:
-            trainer.device.close()
     if out is not None:
         write_json(out, record)
     return record

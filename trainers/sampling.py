@@ -15,18 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator
 
-import zlib
-
-import numpy as np
 import torch
 
 from opu_hal.secure_random import keyed_torch_generator
+from opu_hal.seeding import derive_seed
 
 
 def step_generator(seed: int, stream: str, index: int) -> torch.Generator:
     """A generator for one ``(stream, index)`` pair, independent of every other pair."""
-    words = np.random.SeedSequence([seed, zlib.crc32(stream.encode()), index]).generate_state(2)
-    return torch.Generator().manual_seed(int(words[0]) << 31 | int(words[1]) >> 1)
+    return torch.Generator().manual_seed(derive_seed(seed, stream, index))
 
 
 @dataclass(frozen=True)

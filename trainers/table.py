@@ -13,8 +13,9 @@ def row(path: Path) -> list[str]:
     record = json.loads(path.read_text())
     final, hyper, privacy = record["final"], record["hyperparameters"], record.get("privacy") or {}
     noise = ""
-    if privacy.get("sigma_accounted") is not None:
-        noise = f"sigma {privacy['sigma_accounted']:.3g}"
+    std_lower = privacy.get("std_lower_accounted", privacy.get("sigma_accounted"))  # older records
+    if std_lower is not None:
+        noise = f"sigma {std_lower:.3g}"
     elif privacy.get("noise_multiplier") is not None:
         noise = f"z {privacy['noise_multiplier']:.3g}"
     eps = f"{final['epsilon']:.3g}" if "epsilon" in final else "-"

@@ -26,7 +26,8 @@ from ..capabilities import Capabilities
 from ..device import Device
 from ..errors import DeviceTimeout, DeviceUnavailable, ProfileError
 from ..noise import NoiseReport, Projection
-from ..profiles import CAMERA_PIXELS, DMD_MIRRORS, LightonProfile
+from ..profile_base import CAMERA_PIXELS, DMD_MIRRORS
+from .lighton_profile import LightonProfile
 from ..seeding import stream_seed
 
 INSTALL_HINT = (
@@ -132,6 +133,7 @@ class LightonDevice(Device[LightonProfile]):
         if not profile.simulated and opu_device is None:
             check_hardware_present()
         self._opu_device = opu_device
+        self._noise_std = profile.noise_std
         self._opu: Any = None
         self._calibration = read_calibration(profile)
         self._noise_generator = torch.Generator().manual_seed(stream_seed(profile.seed, "noise"))
@@ -141,9 +143,17 @@ class LightonDevice(Device[LightonProfile]):
     def capabilities(self) -> Capabilities:
         return Capabilities(
             input_kind="binary", output_kind=self._profile.mode, max_in_features=DMD_MIRRORS,
-            max_out_features=CAMERA_PIXELS, temperature_settable=False,
-            noise_settable=self._profile.simulated,
+            max_out_features=CAMERA_PIXELS,
+            settable={"noise_std": (0.0, math.inf, "output units")} if self._profile.simulated else {},
         )
+
+    def _apply_options(self, options: dict[str, float]) -> None:
+        self._noise_std = options.get("noise_std", self._noise_std)
+
+    @property
+    def opu(self) -> Any:
+        """The SDK's ``lightonml.OPU`` once the device is open (``None`` before), for inspection."""
+        return self._opu
 
     @property
     def calibrated(self) -> bool:
@@ -153,7 +163,7 @@ class LightonDevice(Device[LightonProfile]):
         """Software noise (simulated), calibrated noise (hardware), or zero when uncalibrated."""
         p = self._profile
         if p.simulated:
-            return NoiseReport(std=p.noise_std, std_lower=p.noise_std, source="software",
+            return NoiseReport(std=self._noise_std, std_lower=self._noise_std, source="software",
                                exposure_us=p.exposure_us)
         if self._calibration is not None:
             return self._calibration
@@ -214,6 +224,6 @@ class LightonDevice(Device[LightonProfile]):
         )
         values = torch.from_numpy(output.copy())
         report = self.noise_report()
-        if p.simulated and p.noise_std > 0:
-            values += p.noise_std * torch.randn(values.shape, generator=self._noise_generator)
+        if p.simulated and self._noise_std > 0:
+            values += self._noise_std * torch.randn(values.shape, generator=self._noise_generator)
         return Projection(values=values, noise=report)

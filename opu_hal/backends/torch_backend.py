@@ -11,7 +11,7 @@ from ..device import Device
 from ..errors import DeviceUnavailable, InputError
 from ..noise import NoiseDistribution, NoiseReport, PrivacyCounts, Projection
 from ..secure_random import SecureGenerator
-from ..profiles import TorchProfile
+from .torch_profile import TorchProfile
 from ..seeding import stream_seed
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -65,8 +65,7 @@ class TorchDevice(Device[TorchProfile]):
             output_kind="linear",
             max_in_features=None,
             max_out_features=None,
-            temperature_settable=False,
-            noise_settable=True,
+            settable={"noise_std": (0.0, math.inf, "output units")},
             compute_device=self._device.type,
             privacy_noise=True,
         )
@@ -90,11 +89,12 @@ class TorchDevice(Device[TorchProfile]):
         """The ``(in_features, out_features)`` projection matrix (read-only view)."""
         return self._matrix
 
+    def _apply_options(self, options: dict[str, float]) -> None:
+        self._noise_std = options.get("noise_std", self._noise_std)
+
     def set_noise_std(self, std: float) -> None:
-        """Change the software noise std (output units) for the following projections."""
-        if not (math.isfinite(std) and std >= 0):
-            raise InputError(f"noise std must be finite and >= 0, got {std}")
-        self._noise_std = float(std)
+        """Deprecated: ``set_options(noise_std=std)``."""
+        self._deprecated_setter("set_noise_std", noise_std=std)
 
     def noise_report(self) -> NoiseReport:
         return NoiseReport(std=self._noise_std, std_lower=self._noise_std, source="software")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -12,25 +12,34 @@ import torch.nn.functional as F
 from opu_hal import Device, NoiseReport
 from opu_hal.privacy import Event
 
-from ..config import TrainConfig
-from ..model import MLP
+from ..model import MLP, Trace
+
+if TYPE_CHECKING:  # config imports the method registry; methods only read a config
+    from ..config import TrainConfig
 
 
 @dataclass
 class StepOutput:
-    """Loss summed over the batch, correct predictions, batch size, noise the device reported."""
+    """Loss summed over the batch, correct predictions, batch size, noise the device reported,
+    and the privacy event the step spent (``None`` for non-private methods).
+
+    The loop charges ``privacy_event`` to the accountant: the event describes the noise this
+    step actually applied, which may differ from :meth:`Method.planned_event` before the step
+    (photonic-dp accounts with the lowest ``std_lower`` seen, this step's included).
+    """
 
     loss_sum: float
     correct: int
     count: int
     noise: NoiseReport | None = None
+    privacy_event: Event | None = None
 
 
 @dataclass
 class MethodContext:
     """What a method may know about the run: config, device, data sizes."""
 
-    config: TrainConfig
+    config: "TrainConfig"
     device: Device | None
     n_features: int
     n_classes: int
@@ -48,6 +57,17 @@ class Method(ABC):
     sampling: ClassVar[str] = "shuffle"  # shuffle | fixed | poisson
     # Whether a step can be recomputed bit for bit from its seed (no physical noise involved).
     replayable: ClassVar[bool] = True
+    #: Profile used when the run names none (``None``: the method needs no device).
+    default_profile: ClassVar[str | None] = None
+    #: The method's paper settings, applied by ``TrainConfig.for_method`` before user overrides.
+    defaults: ClassVar[dict[str, Any]] = {}
+    #: Private methods whose noise is chosen for a target: need --target-epsilon or --noise-multiplier.
+    needs_noise_choice: ClassVar[bool] = False
+
+    @classmethod
+    def profile_for(cls, config: "TrainConfig") -> str | None:
+        """The profile a run of this method uses: the user's, else :attr:`default_profile`."""
+        return config.profile if config.profile is not None else cls.default_profile
 
     #: Global step being computed; the loop sets it so per-step random streams are reproducible.
     current_step: int = 0
@@ -67,8 +87,10 @@ class Method(ABC):
         """Move the method's own tensors (feedback matrices, ...) to ``device``; the loop moves the model."""
         return self
 
-    def privacy_event(self) -> Event | None:
-        """The accounting event of one step (``None`` for non-private methods)."""
+    def planned_event(self) -> Event | None:
+        """The accounting event the next step is expected to spend (``None`` for non-private
+        methods); the loop checks the budget with it before the step. The event actually spent
+        comes back in :attr:`StepOutput.privacy_event`."""
         return None
 
     def describe(self) -> dict[str, Any]:
@@ -81,6 +103,53 @@ class Method(ABC):
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict`."""
+
+
+class GaussianNoiseMethod(Method):
+    """A private method adding Gaussian noise of std ``noise_std = z * Delta`` (noise multiplier
+    times L2 sensitivity) and accounted by :meth:`event_for`; ``plan_noise`` picks ``z``."""
+
+    needs_noise_choice = True
+    noise_multiplier: float | None = None
+    #: ``Delta``: L2 sensitivity of the noised quantity, set by the subclass.
+    sensitivity: float = 0.0
+
+    @abstractmethod
+    def event_for(self, z: float) -> Event:
+        """The accounting event of one step at noise multiplier ``z``."""
+
+    def set_noise_multiplier(self, z: float) -> None:
+        self.noise_multiplier = float(z)
+
+    @property
+    def noise_std(self) -> float:
+        """Std of the Gaussian noise applied, ``z * Delta`` (the one place it is computed)."""
+        if self.noise_multiplier is None:
+            raise RuntimeError(f"{self.name}: noise multiplier not chosen yet (plan_noise sets it)")
+        return self.noise_multiplier * self.sensitivity
+
+    def planned_event(self) -> Event:
+        if self.noise_multiplier is None:
+            raise RuntimeError(f"{self.name}: noise multiplier not chosen yet (plan_noise sets it)")
+        return self.event_for(self.noise_multiplier)
+
+
+@dataclass
+class ForwardPass:
+    """The common opening of a DFA-family step: the trace, batch statistics and output error."""
+
+    trace: Trace
+    loss_sum: float
+    correct: int
+    error: torch.Tensor
+
+
+def forward_and_error(model: MLP, x: torch.Tensor, y: torch.Tensor) -> ForwardPass:
+    """Forward trace, summed loss, correct count and ``e = softmax(z^L) - onehot(y)`` (no grad)."""
+    with torch.no_grad():
+        trace = model.forward_trace(x)
+        loss_sum, correct = batch_stats(trace.logits, y)
+        return ForwardPass(trace, loss_sum, correct, output_error(trace.logits, y))
 
 
 def batch_stats(logits: torch.Tensor, y: torch.Tensor) -> tuple[float, int]:

@@ -10,13 +10,15 @@ import torch
 
 from ..errors import TrainingConfigError
 from ..feedback import DeviceFeedback, FeedbackProjection
-from .base import Method, MethodContext, StepOutput, batch_stats, output_error, set_linear_grads
+from ..errors import TrainingConfigError
+from .base import Method, MethodContext, StepOutput, forward_and_error, set_linear_grads
 
 
 class DFA(Method):
     name = "dfa"
     uses_device = True
     ternary = False
+    default_profile = "torch-auto"
 
     def __init__(self, model, context: MethodContext) -> None:
         super().__init__(model, context)
@@ -35,11 +37,10 @@ class DFA(Method):
         return self.feedback.project(e)
 
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
+        opening = forward_and_error(self.model, x, y)
+        trace, e = opening.trace, opening.error
         with torch.no_grad():
-            trace = self.model.forward_trace(x)
-            loss_sum, correct = batch_stats(trace.logits, y)
             m = y.shape[0]
-            e = output_error(trace.logits, y)
             feedback = self.project(e)
             layers = self.model.layers
             derivative = self.model.activation.derivative
@@ -47,4 +48,4 @@ class DFA(Method):
                 delta = projected * derivative(trace.preacts[index]) / m
                 set_linear_grads(layers[index], delta, trace.inputs[index])
             set_linear_grads(layers[-1], e / m, trace.inputs[-1])
-        return StepOutput(loss_sum, correct, m, noise=feedback.noise)
+        return StepOutput(opening.loss_sum, opening.correct, m, noise=feedback.noise)

@@ -23,7 +23,7 @@ accounted by ``FixedSizeSkellamEvent`` at the Poisson mean the device guarantees
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -36,7 +36,9 @@ from opu_hal.secure_random import SecureGenerator
 from ..clipping import clip_norm
 from ..errors import TrainingConfigError
 from ..sampling import step_generator
-from .base import Method, MethodContext, StepOutput, batch_stats, output_error, set_linear_grads
+if TYPE_CHECKING:
+    from ..config import TrainConfig
+from .base import GaussianNoiseMethod, MethodContext, StepOutput, forward_and_error, set_linear_grads
 
 
 def spectral_feedback(rows: int, cols: int, beta: float, generator: torch.Generator) -> torch.Tensor:
@@ -45,11 +47,20 @@ def spectral_feedback(rows: int, cols: int, beta: float, generator: torch.Genera
     return matrix * (beta / torch.linalg.matrix_norm(matrix, ord=2))
 
 
-class DPDFA(Method):
+class DPDFA(GaussianNoiseMethod):
     name = "dp-dfa"
     private = True
     neighboring = "replace_one"
     sampling = "fixed"
+    # Paper 002, section 5: Adam (lr 1e-3), beta = 0.9, tau_e = 0.1; 128-256 sigmoid, batch 128.
+    defaults = {"inputs": "unit", "optimizer": "adam", "lr": 1e-3, "hidden": (128, 256),
+                "activation": "sigmoid", "batch_size": 128}
+
+    @classmethod
+    def profile_for(cls, config: "TrainConfig") -> str | None:
+        if config.profile is None and config.noise_source == "device":
+            return "opu-sim-dp"
+        return super().profile_for(config)
 
     def __init__(self, model, context: MethodContext) -> None:
         super().__init__(model, context)
@@ -116,10 +127,6 @@ class DPDFA(Method):
         assert self.mechanism is not None
         return self.mechanism.noise_std
 
-    def privacy_event(self) -> Event:
-        assert self.noise_multiplier is not None
-        return self.event_for(self.noise_multiplier)
-
     def describe(self) -> dict[str, Any]:
         mechanism = self.mechanism
         info: dict[str, Any] = {
@@ -163,15 +170,15 @@ class DPDFA(Method):
     # -- update ----------------------------------------------------------------------------------
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         config = self.context.config
+        opening = forward_and_error(self.model, x, y)
+        trace = opening.trace
         with torch.no_grad():
-            trace = self.model.forward_trace(x)
-            loss_sum, correct = batch_stats(trace.logits, y)
             m = config.batch_size
-            e = clip_norm(output_error(trace.logits, y), config.tau_e)
+            e = clip_norm(opening.error, config.tau_e)
             derivative = self.model.activation.derivative
             deltas = [(e @ b.T) * derivative(z) for b, z in zip(self.feedback, trace.preacts)]
             deltas.append(self.output_scale * e)
             for layer, delta, h in zip(self.model.layers, deltas, trace.inputs):
                 set_linear_grads(layer, delta / m, clip_norm(h, config.tau_h))
             self._add_noise()
-        return StepOutput(loss_sum, correct, int(y.shape[0]))
+        return StepOutput(opening.loss_sum, opening.correct, int(y.shape[0]), privacy_event=self.planned_event())

@@ -57,6 +57,10 @@ OPTIONS = {
 class DPMAC(Method):
     cuda_ready = False  # CPU only for now: its estimator draws on CPU generators
     name = "dp-mac"
+    needs_noise_choice = True
+    # Paper 003, Table 2 (classifier): 300-100 softplus, batch 50, Adam W lr 0.003.
+    defaults = {"inputs": "unit", "optimizer": "adam", "lr": 0.003, "hidden": (300, 100), "activation": "softplus",
+                "batch_size": 50}
     private = True
     neighboring = "add_remove"
     sampling = "poisson"
@@ -90,7 +94,7 @@ class DPMAC(Method):
     def set_noise_multiplier(self, z: float) -> None:
         self.noise_multiplier = float(z)
 
-    def privacy_event(self) -> PoissonGaussianEvent:
+    def planned_event(self) -> PoissonGaussianEvent:
         assert self.noise_multiplier is not None
         return self.event_for(self.noise_multiplier)
 
@@ -133,7 +137,7 @@ class DPMAC(Method):
         with torch.no_grad():
             loss_sum, correct = batch_stats(self.model(x), y)
         self._step(self.model, x, y, keyed_torch_generator(self.secret_key, "noise", self.current_step))
-        return StepOutput(loss_sum, correct, int(y.shape[0]))
+        return StepOutput(loss_sum, correct, int(y.shape[0]), privacy_event=self.planned_event())
 
     def after_step(self) -> None:
         """After the optimizer's step: ``||w_kh|| <= T_w`` (Appendix D)."""
@@ -169,7 +173,7 @@ class DPMAC(Method):
             bounds.append(bound)
             histograms.append(counts)
         if accountant is not None:
-            accountant.step(self.privacy_event(), steps)
+            accountant.step(self.planned_event(), steps)
             accountant.step(ComposedEvent(tuple(GaussianEvent(o["sigma_hist"]) for _ in bounds)))
         self.bounds, self.histograms, self.prepared = bounds, histograms, True
         log(f"dp-mac: {steps} pre-training step(s) and {len(bounds)} DP histogram(s) (sigma_hist "

@@ -24,13 +24,15 @@ from opu_hal.privacy import Event, FixedSizeGaussianEvent, PoissonGaussianEvent
 from opu_hal.secure_random import SecureGenerator
 
 from ..errors import TrainingConfigError
-from .base import Method, MethodContext, StepOutput
+from .base import GaussianNoiseMethod, MethodContext, StepOutput
 
 
-class DPSGD(Method):
+class DPSGD(GaussianNoiseMethod):
     name = "dp-sgd"
     private = True
     sampling = "poisson"
+    defaults = {"inputs": "unit", "optimizer": "adam", "lr": 1e-3, "hidden": (128, 256),
+                "activation": "sigmoid", "batch_size": 128}
 
     def __init__(self, model, context: MethodContext) -> None:
         super().__init__(model, context)
@@ -42,7 +44,6 @@ class DPSGD(Method):
         self.sampling = config.sampling or "poisson"
         self.generator = SecureGenerator()
         self.neighboring = "add_remove" if self.sampling == "poisson" else "replace_one"
-        self.noise_multiplier: float | None = None
         # Noise std per unit of the multiplier: the L2 sensitivity of the clipped sum.
         self.sensitivity = config.clip_norm * (1 if self.sampling == "poisson" else 2)
 
@@ -52,17 +53,10 @@ class DPSGD(Method):
             return PoissonGaussianEvent(ctx.config.batch_size / ctx.dataset_size, z)
         return FixedSizeGaussianEvent(ctx.dataset_size, ctx.config.batch_size, z)
 
-    def set_noise_multiplier(self, z: float) -> None:
-        self.noise_multiplier = float(z)
-
-    def privacy_event(self) -> Event:
-        assert self.noise_multiplier is not None
-        return self.event_for(self.noise_multiplier)
-
     def describe(self) -> dict[str, Any]:
         return {"noise_multiplier": self.noise_multiplier, "clip_norm": self.context.config.clip_norm,
                 "sampling": self.sampling, "mechanism": "gaussian", "generator": self.generator.name,
-                "noise_std_on_sum": (self.noise_multiplier or 0) * self.sensitivity}
+                "noise_std_on_sum": self.noise_std}
 
     def _normal(self, shape: torch.Size) -> torch.Tensor:
         return self.generator.standard_normal(shape.numel()).view(shape).to(self.model.layers[0].weight.device)
@@ -90,7 +84,7 @@ class DPSGD(Method):
         with torch.no_grad():
             squared = sum(g.pow(2).sum(1) * (a.pow(2).sum(1) + 1) for g, a in zip(output_grads, inputs))
             scale = torch.clamp(config.clip_norm / squared.sqrt().clamp_min(1e-12), max=1.0)
-            std = self.noise_multiplier * self.sensitivity  # type: ignore[operator]
+            std = self.noise_std
             denominator = config.batch_size  # expected batch q N for Poisson, m for fixed
             for layer, g, a in zip(layers, output_grads, inputs):
                 weighted = g * scale[:, None]
@@ -99,4 +93,5 @@ class DPSGD(Method):
                 layer.weight.grad = weight_grad / denominator
                 layer.bias.grad = bias_grad / denominator
         correct = int((h.argmax(1) == y).sum()) if y.numel() else 0
-        return StepOutput(float(losses.detach().sum()), correct, int(y.shape[0]))
+        return StepOutput(float(losses.detach().sum()), correct, int(y.shape[0]),
+                          privacy_event=self.planned_event())

@@ -75,6 +75,10 @@ def default_min_batch(expected: float) -> int:
 class DPULR(Method):
     cuda_ready = False  # CPU only for now: its estimator draws on CPU generators
     name = "dp-ulr"
+    needs_noise_choice = True
+    # Paper 004, section 4.2: MLP 128-64-32-10 GELU, Adam lr 0.01, C = 1, batch 500 (q = 1/120).
+    defaults = {"inputs": "unit", "optimizer": "adam", "lr": 0.01, "hidden": (128, 64, 32), "activation": "gelu",
+                "batch_size": 500}
     private = True
     neighboring = "add_remove"
     sampling = "rejection"
@@ -115,7 +119,7 @@ class DPULR(Method):
         self.event_for(z)  # refuses sigma_0 outside Theorem 3.5's range now, not at the first step
         self.noise_multiplier = float(z)
 
-    def privacy_event(self) -> Event:
+    def planned_event(self) -> Event:
         assert self.noise_multiplier is not None
         return self.event_for(self.noise_multiplier)
 
@@ -197,4 +201,4 @@ class DPULR(Method):
                 layer.bias.grad = grad[:, -1].contiguous()
         self.last = {"forward_std": stds, "directions_lifted": lifted, "batch_size": int(y.shape[0])}
         correct = int((trace.logits.argmax(1) == y).sum())
-        return StepOutput(float(clean.sum()), correct, int(y.shape[0]))
+        return StepOutput(float(clean.sum()), correct, int(y.shape[0]), privacy_event=self.planned_event())

@@ -11,6 +11,7 @@ from .dfa import DFA
 class PhotonicDFA(DFA):
     name = "pdfa"
     ternary = True
+    default_profile = "opu-sim"
 
     def check_device(self, context: MethodContext) -> None:
         device = context.device

@@ -6,7 +6,7 @@ Per layer ``l`` with input width ``n``: the input is offset and clipped element-
 update is ``(scale(B e) + g) * phi'(z) clip(offset(h))^T`` averaged over the batch (eq. 8).
 
 The noise ``g`` is the device's own: the trainer reads the ``NoiseReport`` of each projection and
-accounts with its ``std_lower`` (torch profile: ``--sigma`` sets the software noise, the paper's
+accounts with its ``std_lower`` (torch profile: ``--software-noise-std``, alias ``--sigma``, sets the software noise, the paper's
 "DFA"/"TDFA" rows; simulated OPU: the operating point, ``--temperature-c``). The output layer,
 which DFA updates with ``e`` itself, gets Gaussian noise of that same ``std_lower`` in software.
 
@@ -33,7 +33,7 @@ from opu_hal.secure_random import SecureGenerator
 from ..clipping import clip_norm, clip_values, offset
 from ..errors import TrainingConfigError
 from ..feedback import DeviceFeedback
-from .base import Method, MethodContext, StepOutput, batch_stats, output_error, set_linear_grads
+from .base import Method, MethodContext, StepOutput, forward_and_error, set_linear_grads
 
 
 NO_BOUND = ("paper 000's eq. 17 is not a valid RDP bound (a replace-one pair of unchanged mean and "
@@ -48,19 +48,21 @@ class PhotonicDP(Method):
     neighboring = "replace_one"
     sampling = "fixed"
     replayable = False
+    default_profile = "torch-cpu"
+    defaults = {"inputs": "unit"}
 
     def __init__(self, model, context: MethodContext) -> None:
         super().__init__(model, context)
         config, device = context.config, context.device
         if device is None:
             raise TrainingConfigError("photonic-dp needs a device profile")
-        if device.profile.backend == "torch":
-            if config.sigma is not None:
-                device.set_noise_std(config.sigma)  # type: ignore[attr-defined]
-        elif config.sigma is not None:
-            raise TrainingConfigError(
-                f"--sigma sets software noise on torch profiles; {device.profile.label!r} is an optical device "
-                "whose noise is set by its operating point (--temperature-c)")
+        if config.software_noise_std is not None:
+            if "noise_std" not in device.capabilities.settable:
+                raise TrainingConfigError(
+                    f"--software-noise-std (--sigma) sets software noise (option noise_std, e.g. torch profiles); "
+                    f"{device.profile.label!r} is an optical device whose noise is set by its operating "
+                    "point (--temperature-c)")
+            device.set_options(noise_std=config.software_noise_std)
         ternary = device.capabilities.input_kind == "binary" or config.ternarize
         self.feedback = DeviceFeedback(device, context.n_classes, model.hidden_widths, ternary=ternary,
                                        threshold=config.threshold)
@@ -73,14 +75,14 @@ class PhotonicDP(Method):
                 "met; train without a target to see the paper's claim, or use dp-dfa --noise-source device "
                 "for a guarantee")
 
-    def _events_at(self, sigma: float) -> list[PhotonicDFAEvent]:
+    def _events_at(self, std_lower: float) -> list[PhotonicDFAEvent]:
         config = self.context.config
         act = self.model.activation
         events = []
         for index, layer in enumerate(self.model.layers):
             hidden = index < len(self.model.layers) - 1
             events.append(PhotonicDFAEvent(
-                n_l=layer.out_features, batch_size=config.batch_size, sigma=max(sigma, 1e-300),
+                n_l=layer.out_features, batch_size=config.batch_size, sigma=max(std_lower, 1e-300),
                 gamma_min=act.gamma_min if hidden else 1.0, gamma_max=act.gamma_max if hidden else 1.0,
                 tau_h_min=config.tau_h_min, tau_h_max=config.tau_h_max, tau_b=config.tau_b,
                 columns=layer.in_features, layers=1))
@@ -90,7 +92,7 @@ class PhotonicDP(Method):
         """One step as paper 000 accounts it: eq. 17 for every layer (a claim, not a bound)."""
         return ComposedEvent(tuple(self._events_at(self.std_lower)))
 
-    def privacy_event(self) -> UnboundedEvent:
+    def planned_event(self) -> UnboundedEvent:
         """What is charged: no proven bound, so infinity (see the module docstring)."""
         return UnboundedEvent(NO_BOUND)
 
@@ -108,21 +110,21 @@ class PhotonicDP(Method):
         claim = self.paper_claim.paper_claim_epsilon(config.delta) if self.paper_claim.steps else None
         return {"guarantee": "none: " + NO_BOUND, "paper_claim_epsilon_eq17": claim,
                 "generator": f"device noise: the device's own; output layer: {self.generator.name}",
-                "sigma_accounted": self.std_lower, "tau_h_min": config.tau_h_min, "tau_h_max": config.tau_h_max,
+                "std_lower_accounted": self.std_lower, "tau_h_min": config.tau_h_min, "tau_h_max": config.tau_h_max,
                 "tau_b": config.tau_b, "bound": "paper 000 eq. 17, per step"}
 
-    def _clip_input(self, h: torch.Tensor) -> torch.Tensor:
+    def clip_input(self, h: torch.Tensor) -> torch.Tensor:
+        """``clip_c(offset_nu(h))`` of eq. 9: every row's norm lands in [tau_h_min, tau_h_max]."""
         config = self.context.config
         n = h.shape[1]
         return clip_values(offset(h, config.tau_h_min / math.sqrt(n)), config.tau_h_max / math.sqrt(n))
 
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         config = self.context.config
+        opening = forward_and_error(self.model, x, y)
+        trace, e = opening.trace, opening.error
         with torch.no_grad():
-            trace = self.model.forward_trace(x)
-            loss_sum, correct = batch_stats(trace.logits, y)
             m = config.batch_size
-            e = output_error(trace.logits, y)
             projection = self.feedback.project(e)
             self.std_lower = min(self.std_lower, projection.noise.std_lower)
             derivative = self.model.activation.derivative
@@ -130,5 +132,6 @@ class PhotonicDP(Method):
             noise = self.generator.standard_normal(e.numel()).view_as(e).to(e.device, e.dtype)
             deltas.append(clip_norm(e, config.tau_b) + self.std_lower * noise)
             for layer, delta, h in zip(self.model.layers, deltas, trace.inputs):
-                set_linear_grads(layer, delta / m, self._clip_input(h))
-        return StepOutput(loss_sum, correct, int(y.shape[0]), noise=projection.noise)
+                set_linear_grads(layer, delta / m, self.clip_input(h))
+        return StepOutput(opening.loss_sum, opening.correct, int(y.shape[0]), noise=projection.noise,
+                          privacy_event=UnboundedEvent(NO_BOUND))

@@ -13,8 +13,10 @@ class TernarizedDFA(DFA):
     ternary = True
 
     def check_device(self, context: MethodContext) -> None:
-        if context.device is not None and context.device.profile.backend != "torch":
+        device = context.device
+        if device is not None and not device.capabilities.accepts("ternary"):
             raise TrainingConfigError(
-                f"method 'tdfa' projects on a torch profile; {context.device.profile.label!r} is "
-                f"{context.device.profile.backend!r} (use 'pdfa' for optical devices)"
+                f"method 'tdfa' projects the ternary error in one pass (a torch profile); "
+                f"{device.profile.label!r} takes {device.capabilities.input_kind} input only "
+                "(use 'pdfa' for binary-input optical devices)"
             )

@@ -47,8 +47,9 @@ from ...capabilities import Capabilities
 from ...device import Device
 from ...errors import InputError
 from ...noise import NoiseDistribution, NoiseReport, PrivacyCounts, Projection
+from ...profile_base import CAMERA_PIXELS, DMD_MIRRORS
 from ...secure_random import SecureGenerator
-from ...profiles import CAMERA_PIXELS, DMD_MIRRORS, SimulatedProfile
+from .profile import SimulatedProfile
 from ...seeding import stream_seed
 from .camera import Sensor
 from .optics import TransmissionMatrix
@@ -93,15 +94,17 @@ class SimulatedDevice(Device[SimulatedProfile]):
     def temperature_c(self) -> float:
         return self._temperature_c
 
+    @property
+    def optics(self) -> TransmissionMatrix:
+        """The transmission medium (blocks, fields), for inspection."""
+        return self._optics
+
     def set_temperature(self, celsius: float) -> None:
-        """Set the sensor temperature; refused outside the profile's allowed range."""
-        low, high = self._profile.temperature_min_c, self._profile.temperature_max_c
-        if not (math.isfinite(celsius) and low <= celsius <= high):
-            raise InputError(
-                f"temperature {celsius} C is outside this sensor's range [{low}, {high}] C "
-                f"(profile keys temperature_min_c / temperature_max_c)"
-            )
-        self._temperature_c = float(celsius)
+        """Deprecated: ``set_options(temperature_c=celsius)``."""
+        self._deprecated_setter("set_temperature", temperature_c=celsius)
+
+    def _apply_options(self, options: dict[str, float]) -> None:
+        self._temperature_c = options.get("temperature_c", self._temperature_c)
 
     @property
     def sensor(self) -> Sensor:
@@ -130,8 +133,9 @@ class SimulatedDevice(Device[SimulatedProfile]):
             output_kind=self._profile.mode,
             max_in_features=DMD_MIRRORS,
             max_out_features=CAMERA_PIXELS,
-            temperature_settable=True,
-            noise_settable=True,
+            # bounds: the profile's temperature_min_c / temperature_max_c
+            settable={"temperature_c": (self._profile.temperature_min_c,
+                                        self._profile.temperature_max_c, "C")},
             compute_device="cpu",
             privacy_noise=self._privacy_source_ok(),
         )

@@ -1,0 +1,58 @@
+"""The ``lighton`` backend's profile model and its :class:`~opu_hal.registry.BackendSpec`.
+
+Importing this module does not import the SDK: ``lightonml`` is imported when a device is built.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import Field, model_validator
+
+from ..backend_spec import BackendSpec
+from ..profile_base import CAMERA_PIXELS, DMD_MIRRORS, BaseProfile
+
+
+class LightonProfile(BaseProfile):
+    """``backend = "lighton"``: LightOn's OPU through its SDK ``lightonml``.
+
+    ``simulated = true`` runs the SDK's own simulated device (noiseless: ``noise_std`` is added
+    in software). On hardware the noise report comes from ``calibration`` (a JSON file written by
+    calibration); credentials, if any, come from the environment, never from a profile.
+    """
+
+    backend: Literal["lighton"]
+    in_features: int = Field(ge=1, le=DMD_MIRRORS, description="DMD micromirrors used (fit1d)")
+    out_features: int = Field(ge=1, le=CAMERA_PIXELS, description="n_components")
+    simulated: bool = Field(False, description="run lightonml's simulated device, no hardware")
+    mode: Literal["linear", "intensity"] = Field(
+        "linear", description="'linear': linear_transform; 'intensity': transform (|Bx|^2)"
+    )
+    noise_std: float = Field(0.0, ge=0.0, description="software noise std (simulated only), output units")
+    calibration: Optional[str] = Field(
+        None, description="calibration JSON (std, std_lower, temperature_c), relative to the profile"
+    )
+    rescale: Literal["none", "variance", "norm"] = Field(
+        "none", description="lightonml output rescaling of linear_transform"
+    )
+    exposure_us: Optional[float] = Field(None, gt=0.0, le=1e7, description="camera exposure, us")
+    frametime_us: Optional[float] = Field(None, gt=0.0, le=1e7, description="DMD frame time, us")
+    retries: int = Field(3, ge=0, le=20, description="retries of a failed or timed-out transform")
+    timeout_s: float = Field(60.0, gt=0.0, le=3600.0, description="time allowed per transform, s")
+    backoff_s: float = Field(0.2, ge=0.0, le=60.0, description="first retry delay, doubled each time, s")
+
+    @model_validator(mode="after")
+    def _software_noise_only_when_simulated(self) -> "LightonProfile":
+        if self.noise_std > 0 and not self.simulated:
+            raise ValueError(
+                "noise_std is software noise for simulated = true; on hardware the noise comes "
+                "from the device and its calibration file"
+            )
+        return self
+
+    @property
+    def requires_hardware(self) -> bool:
+        return not self.simulated
+
+
+SPEC = BackendSpec("lighton", LightonProfile, "opu_hal.backends.lighton:LightonDevice")

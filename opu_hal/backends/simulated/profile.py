@@ -1,0 +1,66 @@
+"""The ``simulated`` backend's profile model and its :class:`~opu_hal.registry.BackendSpec`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from ...backend_spec import BackendSpec
+from ...profile_base import CAMERA_PIXELS, DMD_MIRRORS, BaseProfile
+
+
+class SimulatedProfile(BaseProfile):
+    """``backend = "simulated"``: the physics model of an OPU (optics, camera, temperature).
+
+    Defaults describe a LightOn-like device: 912x1140 DMD, 8-bit camera of 2040x1088 pixels with
+    5.5 um pitch, 400 us exposure, 532 nm laser. Units are in the key names.
+    """
+
+    backend: Literal["simulated"]
+    in_features: int = Field(ge=1, le=DMD_MIRRORS, description="DMD micromirrors used")
+    out_features: int = Field(ge=1, le=CAMERA_PIXELS, description="camera pixels read")
+    mode: Literal["linear", "intensity"] = Field(
+        "linear", description="'linear': B x from three intensity frames; 'intensity': |B x|^2"
+    )
+    temperature_c: float = Field(25.0, description="sensor temperature at start, Celsius")
+    temperature_min_c: float = Field(-10.0, ge=-60.0, le=150.0, description="lowest settable, Celsius")
+    temperature_max_c: float = Field(85.0, ge=-60.0, le=150.0, description="highest settable, Celsius")
+    exposure_us: float = Field(400.0, gt=0.0, le=1e7, description="exposure time per frame, us")
+    laser_power_uw: float = Field(
+        0.7, gt=0.0, le=1e6, description="signal power reaching the sensor with every mirror on, uW"
+    )
+    anchor_power_uw: float = Field(
+        0.7, gt=0.0, le=1e6, description="reference (anchor) power reaching the sensor, uW"
+    )
+    wavelength_nm: float = Field(532.0, ge=200.0, le=2000.0, description="laser wavelength, nm")
+    quantum_efficiency: float = Field(0.6, gt=0.0, le=1.0, description="electrons per photon")
+    sensor_pixels: int = Field(
+        CAMERA_PIXELS, ge=1, description="pixels the speckle spreads over (power is shared)"
+    )
+    pixel_pitch_um: float = Field(5.5, gt=0.0, le=100.0, description="pixel pitch, um")
+    dark_fom_na_per_cm2: float = Field(
+        0.5, ge=0.0, le=1e4, description="dark-current figure of merit at 300 K, nA/cm^2"
+    )
+    read_noise_e: float = Field(6.0, ge=0.0, le=1e4, description="read noise std, electrons")
+    gain_e_per_dn: float = Field(20.0, gt=0.0, le=1e6, description="conversion gain, electrons/DN")
+    adc_bits: int = Field(8, ge=1, le=24, description="ADC bit depth")
+    black_level_dn: int = Field(10, ge=0, description="ADC offset, DN")
+    full_well_e: float = Field(10000.0, gt=0.0, description="pixel full-well capacity, electrons")
+    block_mb: float = Field(64.0, gt=0.0, description="size of one generated matrix block, MiB")
+    cache_mb: float = Field(512.0, ge=0.0, description="memory budget for cached blocks, MiB")
+
+    @model_validator(mode="after")
+    def _temperature_in_range(self) -> "SimulatedProfile":
+        if not self.temperature_min_c <= self.temperature_c <= self.temperature_max_c:
+            raise ValueError(
+                f"temperature_c = {self.temperature_c} is outside "
+                f"[temperature_min_c, temperature_max_c] = "
+                f"[{self.temperature_min_c}, {self.temperature_max_c}]"
+            )
+        if self.black_level_dn >= 2**self.adc_bits - 1:
+            raise ValueError(f"black_level_dn must be below 2^adc_bits - 1 = {2**self.adc_bits - 1}")
+        return self
+
+
+SPEC = BackendSpec("simulated", SimulatedProfile, "opu_hal.backends.simulated.device:SimulatedDevice")

@@ -1,0 +1,33 @@
+"""The ``torch`` backend's profile model and its :class:`~opu_hal.registry.BackendSpec`.
+
+Kept apart from :mod:`.torch_backend` so that reading a profile never builds a device.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import Field
+
+from ..backend_spec import BackendSpec
+from ..profile_base import BaseProfile
+
+
+class TorchProfile(BaseProfile):
+    """``backend = "torch"``: a seeded Gaussian matrix, software noise of exactly ``noise_std``."""
+
+    backend: Literal["torch"]
+    device: Literal["auto", "cuda", "cpu"] = Field(
+        "auto", description="'auto' takes CUDA when present, CPU otherwise"
+    )
+    noise_std: float = Field(0.0, ge=0.0, description="std of the added Gaussian noise, output units")
+    matrix_std: Optional[float] = Field(
+        None, gt=0.0, description="std of the matrix entries; default 1/sqrt(in_features)"
+    )
+    input_kind: Literal["real", "ternary", "binary"] = Field(
+        "real", description="which inputs the device accepts"
+    )
+    dtype: Literal["float32", "float64"] = Field("float32", description="compute precision")
+
+
+SPEC = BackendSpec("torch", TorchProfile, "opu_hal.backends.torch_backend:TorchDevice")

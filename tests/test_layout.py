@@ -1,0 +1,108 @@
+"""The layering the README draws: imports point down, never in a circle."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _module_level_imports(path: Path) -> set[str]:
+    """Modules ``path`` imports, at module level or inside functions (a deferred import still
+    closes a circle); ``if TYPE_CHECKING:`` blocks are left out."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")
+                    base = base[: len(base) - node.level + 1]
+                    module = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    module = node.module or ""
+                found.add(module)
+                found.update(f"{module}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.If):
+                test = node.test
+                if not (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"):
+                    visit(node.body)
+                visit(node.orelse)
+            else:
+                visit([child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt)])
+
+    visit(ast.parse(path.read_text(encoding="utf-8")).body)
+    return found
+
+
+def _graph(package: str) -> dict[str, set[str]]:
+    modules = {_module_name(p): p for p in (ROOT / package).rglob("*.py")}
+    return {name: {m for m in _module_level_imports(path) if m in modules} - {name}
+            for name, path in modules.items()}
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+@pytest.mark.parametrize("package", ["opu_hal", "trainers"])
+def test_module_imports_form_no_circle(package):
+    graph = _graph(package)
+    # A package's __init__ re-exports its modules; a module importing its own package's
+    # __init__ would close a circle through it, which the check below catches too.
+    assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])
+
+
+def test_opu_hal_never_imports_trainers():
+    for path in (ROOT / "opu_hal").rglob("*.py"):
+        imports = _module_level_imports(path)
+        assert not any(m == "trainers" or m.startswith("trainers.") for m in imports), path
+
+
+def test_a_backend_never_imports_another_backend():
+    backends = ROOT / "opu_hal" / "backends"
+    names = {"torch": ("torch_backend", "torch_profile"), "simulated": ("simulated",),
+             "lighton": ("lighton", "lighton_profile")}
+    for owner, own_modules in names.items():
+        others = [f"opu_hal.backends.{m}" for o, ms in names.items() if o != owner for m in ms]
+        for module in own_modules:
+            paths = list((backends / module).rglob("*.py")) if (backends / module).is_dir() else [
+                backends / f"{module}.py"]
+            for path in paths:
+                imports = _module_level_imports(path)
+                assert not any(i == o or i.startswith(o + ".") for i in imports for o in others), path
+
+
+def test_profile_reader_does_not_import_any_backend():
+    imports = _module_level_imports(ROOT / "opu_hal" / "profiles.py")
+    assert not any(m.startswith("opu_hal.backends") for m in imports)
