@@ -8,32 +8,45 @@ from .budget import PrivacyBudget
 from .events import (
     ComposedEvent,
     DEFAULT_ORDERS,
+    EVENT_TYPES,
     Event,
     FixedSizeGaussianEvent,
     GaussianEvent,
+    PHOTONIC_DP_UNBOUNDED_REASON,
     PhotonicDFAEvent,
     PoissonGaussianEvent,
     PrivacyParameterError,
     SampledWithRejectionGaussianEvent,
+    UnboundedEvent,
     event_from_dict,
+    register_event,
 )
+# Every built-in event module is imported here so that its events register (``register_event``) and
+# any ledger this package wrote restores, whichever modules the restoring process imported.
+from .skellam import FixedSizeSkellamEvent, SkellamEvent
 from .inverse import noise_std_for, planned_epsilon, smallest_noise_multiplier
 
 __all__ = [
     "Accountant",
     "ComposedEvent",
     "DEFAULT_ORDERS",
+    "EVENT_TYPES",
     "Event",
     "FixedSizeGaussianEvent",
+    "FixedSizeSkellamEvent",
     "GaussianEvent",
     "LedgerEntry",
+    "PHOTONIC_DP_UNBOUNDED_REASON",
     "PhotonicDFAEvent",
     "PoissonGaussianEvent",
     "PrivacyBudget",
     "PrivacyParameterError",
     "SampledWithRejectionGaussianEvent",
+    "SkellamEvent",
+    "UnboundedEvent",
     "event_from_dict",
     "noise_std_for",
     "planned_epsilon",
+    "register_event",
     "smallest_noise_multiplier",
 ]

@@ -30,6 +30,9 @@ from .events import (
 )
 
 LEDGER_VERSION = 1
+PLD_FINEST_INTERVAL = 1e-4  # the PLD's default loss discretization
+PLD_MAX_POINTS = 1_000_000  # grid points of the composed PLD: a few hundred MB at most, seconds
+PLD_TAIL_MASS = 1e-15
 
 
 @dataclass
@@ -148,8 +151,25 @@ class Accountant:
         totals[event] = totals.get(event, 0) + count
         return self._epsilon_and_order(self._compose(totals), delta)[0]
 
-    def get_epsilon_pld(self, delta: float, value_discretization_interval: float = 1e-4) -> float:
-        """Epsilon from dp_accounting's PLD accountant (tighter), when every event is standard."""
+    def pld_interval(self, finest: float = PLD_FINEST_INTERVAL, max_points: int = PLD_MAX_POINTS) -> float:
+        """The finest discretization interval (``>= finest``) whose PLD grid has at most ``max_points``
+        points, so memory and time stay bounded (a coarser grid is still a pessimistic PLD).
+
+        Up to tail mass ``tau = 1e-15``, the composed privacy loss lies in ``[-log(1/tau), U]``: below,
+        ``P(L < -t) <= e^-t``; above, the Chernoff bound of the RDP curve,
+        ``U = min_alpha rdp(alpha) + log(1/tau) / (alpha - 1)``."""
+        log_tail = math.log(1 / PLD_TAIL_MASS)
+        upper = float(np.min(self._rdp + log_tail / (self.orders - 1)))
+        if not math.isfinite(upper):
+            raise PrivacyParameterError("the RDP curve is infinite at every order: there is no PLD to compute")
+        return max(finest, (upper + log_tail) / max_points)
+
+    def get_epsilon_pld(self, delta: float, value_discretization_interval: float | None = None,
+                        max_points: int = PLD_MAX_POINTS) -> float:
+        """Epsilon from dp_accounting's PLD accountant (tighter), when every event is standard.
+
+        The interval defaults to :meth:`pld_interval` (1e-4 unless the grid would exceed
+        ``max_points``); an explicit interval whose grid would exceed ``max_points`` is refused."""
         _check_delta(delta)
         composed = []
         for entry in self._ledger:
@@ -159,9 +179,16 @@ class Accountant:
                     f"the PLD accountant does not cover {type(entry.event).__name__}; use get_epsilon"
                 )
             composed.append(dp_accounting.SelfComposedDpEvent(library, entry.count))
+        needed = self.pld_interval(max_points=max_points)
+        if value_discretization_interval is None:
+            value_discretization_interval = needed
+        elif not (is_real(value_discretization_interval) and value_discretization_interval >= needed):
+            raise PrivacyParameterError(
+                f"value_discretization_interval {value_discretization_interval!r} would need more than "
+                f"{max_points} grid points for this ledger; use >= {needed:.3g} (or raise max_points)")
         pld = dp_accounting.pld.PLDAccountant(
             _LIBRARY_RELATION[self.neighboring],
-            value_discretization_interval=value_discretization_interval,
+            value_discretization_interval=float(value_discretization_interval),
         )
         pld.compose(dp_accounting.ComposedDpEvent(composed))
         return float(pld.get_epsilon(delta))

@@ -20,7 +20,6 @@ from .inverse import noise_std_for, smallest_noise_multiplier
 
 SAMPLINGS = ("poisson", "fixed", "rejection")
 MAX_STEPS = 10**8
-PLD_MAX_EPSILON = 30.0  # beyond this the PLD's grid would not fit in memory; RDP is printed instead
 
 
 RELATION_WORDS = {"add_remove": "add/remove-one (e.g. C for a sum clipped to C)",
@@ -61,16 +60,20 @@ def _cmd_account(args: argparse.Namespace) -> int:
     if not args.json:
         print(f"{type(event).__name__} {event.to_dict()}  ({neighboring}), {steps} steps")
         print(f"epsilon (RDP) = {epsilon:.6g} at delta = {args.delta:g} (order {order:g})", flush=True)
-    if event.pld_supported:
-        if epsilon > PLD_MAX_EPSILON:
-            result["epsilon_pld_skipped"] = f"RDP epsilon {epsilon:.4g} > {PLD_MAX_EPSILON:g}: the PLD would not fit in memory"
-        else:
-            result["epsilon_pld"] = accountant.get_epsilon_pld(args.delta)
+    if not event.pld_supported:
+        result["epsilon_pld_skipped"] = f"dp-accounting's PLD does not cover {type(event).__name__}"
+    elif not math.isfinite(epsilon):
+        result["epsilon_pld_skipped"] = "the RDP curve is infinite"
+    else:
+        # The grid is bounded (PLD_MAX_POINTS): memory and time stay small; a coarser grid is still pessimistic.
+        interval = accountant.pld_interval()
+        result["epsilon_pld"] = accountant.get_epsilon_pld(args.delta, interval)
+        result["pld_interval"] = interval
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
     if "epsilon_pld" in result:
-        print(f"epsilon (PLD) = {result['epsilon_pld']:.6g}")
+        print(f"epsilon (PLD) = {result['epsilon_pld']:.6g} (loss grid {result['pld_interval']:.3g}, pessimistic)")
     elif "epsilon_pld_skipped" in result:
         print(f"epsilon (PLD) skipped: {result['epsilon_pld_skipped']}")
     return 0
@@ -86,6 +89,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
               "epsilon_rdp": accountant.get_epsilon(args.delta)}
     if args.sensitivity is not None:
         result["sensitivity"] = args.sensitivity
+        result["sensitivity_relation"] = neighboring
         result["noise_std"] = noise_std_for(z, args.sensitivity)
     if args.json:
         print(json.dumps(result, indent=2))

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 import numbers
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass
-from typing import Any, ClassVar, Literal
+from dataclasses import asdict, dataclass, fields
+from typing import Any, ClassVar, Literal, TypeVar
 
 import dp_accounting
 import numpy as np
@@ -67,6 +67,23 @@ class Event(ABC):
     #: False for a published claim that is not a valid bound (kept for comparison, never for budgets).
     is_guarantee: ClassVar[bool] = True
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every event's ``__post_init__`` first turns numpy scalars into the Python numbers they equal,
+        so curves are computed in double precision and ledgers serialize (``np.float32`` inputs are
+        ordinary inputs; arithmetic in float32 is not)."""
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("__post_init__")
+        if own is not None and not getattr(own, "_plain_first", False):
+            def __post_init__(self: Event, _own: Any = own) -> None:
+                _plain_fields(self)
+                _own(self)
+
+            __post_init__._plain_first = True  # type: ignore[attr-defined]
+            cls.__post_init__ = __post_init__  # type: ignore[attr-defined]
+
+    def __post_init__(self) -> None:
+        _plain_fields(self)
+
     @abstractmethod
     def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
         """RDP epsilon of one occurrence at each order."""
@@ -81,7 +98,20 @@ class Event(ABC):
         return self.library_event()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, **asdict(self)}
+        """JSON-ready fields; numpy scalars become the Python numbers they equal (the restored event
+        is equal, hashes the same and gives the same curve)."""
+        return {"kind": self.kind, **{k: _plain(v) for k, v in asdict(self).items()}}
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _plain_fields(event: Event) -> None:
+    for field in fields(event):
+        value = getattr(event, field.name)
+        if isinstance(value, np.generic):
+            object.__setattr__(event, field.name, value.item())
 
 
 @dataclass(frozen=True)
@@ -145,7 +175,11 @@ class PoissonGaussianEvent(_LibraryEvent):
         fractional = orders != np.floor(orders)
         curve = np.empty_like(orders)
         if (~fractional).any():
-            curve[~fractional] = super().rdp(orders[~fractional], neighboring)
+            library = super().rdp(orders[~fractional], neighboring)
+            # Rounding can make the library's value negative or NaN at extreme multipliers (q = 1e-6,
+            # z = 1e8); there the unsampled Gaussian's alpha / (2 z^2), an upper bound, stands in.
+            gaussian = orders[~fractional] / (2 * self.noise_multiplier**2)
+            curve[~fractional] = np.where(library >= 0, library, gaussian)
         if fractional.any():
             curve[fractional] = sampled_gaussian_rdp_quadrature(
                 self.sampling_rate, self.noise_multiplier, orders[fractional])
@@ -235,7 +269,8 @@ class PhotonicDFAEvent(Event):
     ``n_l = 10, m = 16, sigma = 1e4, gamma_min = 0.5, gamma_max = 1, tau_h_min = tau_h_max = tau_b = 1``:
     eq. 17 gives epsilon 1.043 at delta 1e-5 (order 1024), but that pair alone needs 2.625 (closed
     form with chi-square laws; at epsilon 1.043 its delta is 5.8e-3, and a Monte Carlo of 4e6 draws
-    gives 5.8e-3; ``tests/test_photonic_claim.py``).
+    gives 5.8e-3; ``tests/test_photonic_claim.py``). Photonic DP-DFA itself has no finite
+    bound at all: see :class:`UnboundedEvent`.
 
     Doubts, kept visible: (i) the paper composes ``T`` epochs, not steps, although fresh noise is
     drawn at every step; by default the accountant composes per step. ``steps_per_epoch`` set to
@@ -388,9 +423,29 @@ class SampledWithRejectionGaussianEvent(Event):
         return curve
 
 
+PHOTONIC_DP_UNBOUNDED_REASON = (
+    "photonic DP-DFA (paper 000, eq. 8) multiplies the noisy projection by h^T, so every update lies in "
+    "the span of the batch's clipped inputs h_i and the noise cannot hide a direction: for a dataset "
+    "whose other clipped inputs share one direction and a neighbour whose input does not, the update "
+    "has rank 1 without it and rank 2 whenever it is sampled, so delta >= m/N at every epsilon and the "
+    "Renyi divergence is infinite at every order; eq. 17 is only the paper's claim")
+
+
 @dataclass(frozen=True)
 class UnboundedEvent(Event):
-    """A mechanism with no proven bound: infinite at every order (sound, and says why)."""
+    """A mechanism with no finite bound: infinite at every order (sound), with the reason.
+
+    Photonic DP-DFA is charged this way (``PHOTONIC_DP_UNBOUNDED_REASON``): the noise ``g`` of eq. 8
+    is added to the projection ``B e`` and then multiplied by ``phi'(z) h^T``, so the released
+    update ``sum_i ((s_i + g_i) * phi'_i) h_i^T / m`` lies in ``span{h_i}`` whatever the noise. Take
+    a dataset whose clipped inputs all equal ``h_0`` and a replace-one neighbour with one input
+    ``h' != h_0`` (in direction): without it every update has rank 1, with it (probability ``m/N``
+    per step for fixed-size batches) rank 2 almost surely. The two update laws are mutually
+    singular on that event, so no ``(epsilon, delta)`` with ``delta < m / N`` holds and every Renyi
+    divergence is infinite (``tests/test_photonic_claim.py`` shows the ranks on the trainer's own
+    update). A sound photonic mechanism adds its noise to the update itself:
+    ``dp-dfa --noise-source device``.
+    """
 
     reason: str
     kind: ClassVar[str] = "unbounded"
@@ -411,6 +466,10 @@ class ComposedEvent(Event):
     def __post_init__(self) -> None:
         if not self.parts or not all(isinstance(p, Event) for p in self.parts):
             raise PrivacyParameterError("ComposedEvent needs one or more events")
+        if not self.relations:
+            stated = "; ".join(f"{type(p).__name__}: {' / '.join(p.relations) or 'none'}" for p in self.parts)
+            raise PrivacyParameterError(
+                f"ComposedEvent parts share no neighbouring relation, so no accountant can compose them ({stated})")
 
     @property
     def is_guarantee(self) -> bool:  # type: ignore[override]
@@ -430,11 +489,27 @@ class ComposedEvent(Event):
         return {"kind": self.kind, "parts": [part.to_dict() for part in self.parts]}
 
 
-EVENT_TYPES: dict[str, type[Event]] = {
-    cls.kind: cls
-    for cls in (GaussianEvent, PoissonGaussianEvent, FixedSizeGaussianEvent, PhotonicDFAEvent,
-                SampledWithRejectionGaussianEvent, UnboundedEvent, ComposedEvent)
-}
+EVENT_TYPES: dict[str, type[Event]] = {}
+EventClass = TypeVar("EventClass", bound=type[Event])
+
+
+def register_event(cls: EventClass) -> EventClass:
+    """Make ``cls`` restorable from a ledger (:func:`event_from_dict`) under ``cls.kind``; usable as a
+    class decorator. A new event module registers its classes at import, and ``opu_hal.privacy``
+    imports every built-in event module, so any ledger it wrote restores. Refuses an empty kind and
+    a kind already taken by another class."""
+    if not (isinstance(cls, type) and issubclass(cls, Event) and cls.kind):
+        raise PrivacyParameterError(f"register_event needs an Event subclass with a non-empty kind, got {cls!r}")
+    taken = EVENT_TYPES.get(cls.kind)
+    if taken is not None and taken is not cls:
+        raise PrivacyParameterError(f"event kind {cls.kind!r} is already registered to {taken.__name__}")
+    EVENT_TYPES[cls.kind] = cls
+    return cls
+
+
+for _cls in (GaussianEvent, PoissonGaussianEvent, FixedSizeGaussianEvent, PhotonicDFAEvent,
+             SampledWithRejectionGaussianEvent, UnboundedEvent, ComposedEvent):
+    register_event(_cls)
 
 
 def event_from_dict(data: dict[str, Any]) -> Event:

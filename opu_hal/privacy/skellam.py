@@ -57,7 +57,7 @@ from typing import Callable, ClassVar
 import numpy as np
 from scipy.special import gammaln
 
-from .events import EVENT_TYPES, Event, Neighboring, PrivacyParameterError, _positive
+from .events import Event, Neighboring, PrivacyParameterError, _positive, register_event
 
 
 def _integer_orders(orders: np.ndarray) -> np.ndarray:
@@ -206,4 +206,4 @@ class FixedSizeSkellamEvent(Event):
 
 
 for _cls in (SkellamEvent, FixedSizeSkellamEvent):
-    EVENT_TYPES[_cls.kind] = _cls
+    register_event(_cls)

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from opu_hal.privacy import Accountant, ComposedEvent, PhotonicDFAEvent
-from opu_hal.privacy.events import UnboundedEvent
+from opu_hal.privacy.events import PHOTONIC_DP_UNBOUNDED_REASON, UnboundedEvent
 from opu_hal.secure_random import SecureGenerator
 
 from ..clipping import clip_norm, clip_values, offset
@@ -36,9 +36,7 @@ from ..feedback import DeviceFeedback
 from .base import Method, MethodContext, StepOutput, forward_and_error, set_linear_grads
 
 
-NO_BOUND = ("paper 000's eq. 17 is not a valid RDP bound (a replace-one pair of unchanged mean and "
-            "variance ratio r has infinite Renyi divergence for alpha >= r/(r-1)), and the device adds its noise "
-            "before scale_tau_B, so the released noise is not the Gaussian eq. 8 assumes")
+NO_BOUND = PHOTONIC_DP_UNBOUNDED_REASON  # why the charge is infinite (opu_hal.privacy.UnboundedEvent)
 
 
 class PhotonicDP(Method):
