@@ -104,7 +104,7 @@ def test_photonic_dp_update_reveals_whether_an_input_direction_was_sampled():
 def test_photonic_dp_is_charged_infinity_with_the_reason():
     config = TrainConfig.for_method("photonic-dp", epochs=1, batch_size=16, hidden=(16, 24), seed=0, sigma=0.5)
     method = METHODS["photonic-dp"](MLP([20, 16, 24, 10]), MethodContext(config, torch_device(noise_std=0.5), 20, 10, 600))
-    event = method.privacy_event()
+    event = method.planned_event()
     assert event == UnboundedEvent(PHOTONIC_DP_UNBOUNDED_REASON) and "span" in event.reason
     accountant = Accountant("replace_one")
     accountant.step(event)
