@@ -21,3 +21,7 @@ class DeviceTimeout(OpuHalError, TimeoutError):
 
 class InputError(OpuHalError, ValueError):
     """A batch handed to a device does not fit its capabilities (shape, values, kind)."""
+
+
+class CalibrationError(OpuHalError, ValueError):
+    """A calibration cannot be taken, read, or used here (file, key, range or device named)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-STREAMS = ("matrix", "noise", "camera", "anchor")
+STREAMS = ("matrix", "noise", "camera", "anchor", "dark-map")
 
 
 def stream_seed(seed: int, stream: str) -> int:

@@ -27,7 +27,7 @@ approximation of rounding needs the frame noise to exceed about half a step (``g
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -66,6 +66,7 @@ class Sensor:
     adc_bits: int
     black_level_dn: int
     full_well_e: float
+    dark_map: torch.Tensor | None = field(default=None, compare=False)  # per-pixel DSNU (dark_map.py)
 
     @property
     def dark_e(self) -> float:
@@ -73,6 +74,16 @@ class Sensor:
         area_cm2 = (self.pixel_pitch_um * 1e-4) ** 2
         rate = dark_current_rate(self.temperature_c, area_cm2, self.dark_fom_na_per_cm2)
         return rate * self.exposure_us * 1e-6
+
+    @property
+    def pixel_dark_e(self) -> torch.Tensor | float:
+        """Mean dark electrons of each pixel: ``D`` times its DSNU / hot-pixel multiplier."""
+        return self.dark_e if self.dark_map is None else self.dark_e * self.dark_map
+
+    @property
+    def min_dark_e(self) -> float:
+        """Dark electrons of the darkest pixel (what a per-coordinate lower bound may use)."""
+        return self.dark_e if self.dark_map is None else self.dark_e * float(self.dark_map.min())
 
     @property
     def max_dn(self) -> int:
@@ -96,7 +107,8 @@ class Sensor:
 
     def read(self, signal_e: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, int]:
         """One noisy frame in electrons (dark-subtracted) and the number of clipped pixels."""
-        electrons = torch.poisson(signal_e + self.dark_e, generator=generator)
+        dark = self.pixel_dark_e
+        electrons = torch.poisson(signal_e + dark, generator=generator)
         clipped = electrons > self.full_well_e
         electrons = torch.minimum(electrons, torch.full_like(electrons, self.full_well_e))
         if self.read_noise_e > 0:
@@ -106,4 +118,4 @@ class Sensor:
         dn = torch.round(electrons / self.gain_e_per_dn) + self.black_level_dn
         clipped |= (dn < 0) | (dn > self.max_dn)
         dn = dn.clamp_(0, self.max_dn)
-        return (dn - self.black_level_dn) * self.gain_e_per_dn - self.dark_e, int(clipped.sum())
+        return (dn - self.black_level_dn) * self.gain_e_per_dn - dark, int(clipped.sum())
