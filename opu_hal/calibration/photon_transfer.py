@@ -54,6 +54,7 @@ class PhotonTransfer:
     hot_pixels: np.ndarray  # bool mask (pixels,)
     index: np.ndarray  # (B, pixels) bootstrap draws
     alpha: float
+    dark_noise_dn: float = 0.0  # temporal dark noise of the quietest series, DN
 
 
 def percentile_estimate(value: float, draws: np.ndarray, alpha: float, unit: str, method: str = BOOTSTRAP) -> Estimate:
@@ -164,8 +165,10 @@ def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400
     def read_noise(g: float, variance: float) -> float:
         return math.sqrt(max(g * g * (variance - 1 / 12) - dark_dn * g, 0.0))
 
+    undersampled = var_dn < 0.25 + 1 / 12  # dark noise below half a DN: Sheppard's correction fails
     read = Estimate(
-        value=read_noise(1 / k, var_dn), lower=read_noise(g_low, var_low), upper=read_noise(g_high, var_high),
+        value=read_noise(1 / k, var_dn), lower=0.0 if undersampled else read_noise(g_low, var_low),
+        upper=max(read_noise(g_high, var_high), math.sqrt(max(var_high, 0.0)) * g_high if undersampled else 0.0),
         level=1 - alpha, unit="e-",
         method="chi-square (pooled dark variance) x pixel bootstrap (gain), Bonferroni; Sheppard 1/12 DN^2",
     )
@@ -182,7 +185,8 @@ def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400
         qe = percentile_estimate(qe_value, qe_draws, alpha, "e-/photon")
     return PhotonTransfer(gain=gain, gain_draws=1 / k_draws, read_noise=read, black=black,
                           saturation=saturation, saturation_limited_by=limited, quantum_efficiency=qe,
-                          fit_levels=int(fit.size), hot_pixels=hot, index=index, alpha=alpha)
+                          fit_levels=int(fit.size), hot_pixels=hot, index=index, alpha=alpha,
+                          dark_noise_dn=math.sqrt(var_dn))
 
 
 def dark_ceiling_dn(acq: Acquisition) -> float:

@@ -97,6 +97,11 @@ def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposur
         "temperature law fitted on the pixel-mean dark current; gain assumed temperature-independent "
         "(measured at the first temperature)",
     ]
+    if pt.dark_noise_dn < 0.5:
+        notes.append(
+            f"dark noise {pt.dark_noise_dn:.2f} DN is below half an ADC step: rounding is not dithered, so "
+            "read noise (interval widened to start at 0), small dark signals and the gain are biased; "
+            "calibrate in a camera mode with more bits or more analog gain")
     if len(temps) < 2:
         notes.append("one temperature: no activation energy or doubling temperature")
     clipped = sum(s.clipped for s in acq.dark)
