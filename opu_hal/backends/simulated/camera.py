@@ -7,7 +7,8 @@ One frame of a pixel whose expected photo-electron count is ``s`` is read as
     e   = min(e, full_well) + N(0, sigma_r^2)  full-well saturation, then read noise
     DN  = clip(round(e / g) + black, 0, 2^bits - 1)   gain g (e-/DN), ADC offset, bit depth
 
-with the dark signal ``D = D_R(T) * t_exp`` and the dark-current rate (Konnik and Welsh eq. for
+with the dark signal ``D = D_R(T) * t_exp`` (times a fixed per-pixel multiplier where the profile
+asks for dark-signal non-uniformity and hot pixels, :mod:`.dark_map`) and the dark-current rate (Konnik and Welsh eq. for
 dark current, after Janesick)
 
     D_R(T) = 2.55e15 * P_A * D_FM * T^1.5 * exp(-E_g(T) / (2 k T))      [e-/s/pixel]
