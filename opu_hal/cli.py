@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 
 import torch
 
+from .calibration.commands import register_calibration_commands
 from .errors import OpuHalError
 from .loader import load_device
 from .privacy.commands import register_privacy_commands
@@ -182,6 +183,7 @@ def build_parser(extra: Sequence[Register] = ()) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _register_device_commands(sub)
     register_privacy_commands(sub)
+    register_calibration_commands(sub)
     registrations: list[Register] = []
     for register in [*installed_command_registrations(), *extra]:
         if register not in registrations:

@@ -28,6 +28,9 @@ class BaseProfile(BaseModel):
     in_features: int = Field(ge=1, description="input width of the projection")
     out_features: int = Field(ge=1, description="output width of the projection")
     seed: int = Field(0, ge=0, le=2**63 - 1, description="seed of the projection matrix and noise")
+    calibration: Optional[str] = Field(
+        None, description="calibration JSON written by `opu-hal calibrate`, relative to the profile"
+    )
 
     _source: Optional[Path] = PrivateAttr(default=None)
 

@@ -12,7 +12,7 @@ import zlib
 
 import numpy as np
 
-STREAMS = ("matrix", "noise", "camera", "anchor")
+STREAMS = ("matrix", "noise", "camera", "anchor", "dark-map")
 
 
 def derive_seed(seed: int, *path: int | str) -> int:

@@ -141,15 +141,28 @@ def test_cli_info_on_the_cloud_profile_explains_and_exits_2(capsys):
 
 
 def test_uncalibrated_hardware_reports_zero_noise_and_calibration_file_is_used(tmp_path, monkeypatch):
+    from opu_hal.calibration.run import calibrate_device
+    from opu_hal.calibration.schema import write_calibration
+    from opu_hal.errors import CalibrationError
+
     monkeypatch.setattr(lighton, "check_hardware_present", lambda: None)
     device = LightonDevice(profile(simulated=False))
     assert not device.calibrated and device.noise_report().std == 0.0
-    (tmp_path / "cal.json").write_text('{"std": 0.03, "std_lower": 0.025, "temperature_c": 31.0}')
+    twin = opu_hal.load_device(opu_hal.validate_profile({
+        "backend": "simulated", "in_features": 12, "out_features": 64, "adc_bits": 12, "gain_e_per_dn": 3.0,
+        "black_level_dn": 100, "read_noise_e": 8.0, "exposure_us": 400.0}))
+    measured = calibrate_device(twin, [31.0], [400.0], [100_000.0], frames=8, bootstrap=50)
+    identity = measured.device.model_copy(update={"backend": "lighton", "profile": "opu"})
+    write_calibration(measured.model_copy(update={"device": identity}), tmp_path / "cal.json")
     (tmp_path / "opu.toml").write_text(
-        'backend = "lighton"\nin_features = 12\nout_features = 64\ncalibration = "cal.json"\n'
+        'backend = "lighton"\nin_features = 12\nout_features = 64\nexposure_us = 400.0\ncalibration = "cal.json"\n'
     )
     calibrated = LightonDevice(opu_hal.load_profile(tmp_path / "opu.toml"))
-    assert calibrated.noise_report() == opu_hal.NoiseReport(0.03, 0.025, "calibrated", 31.0)
+    report = calibrated.noise_report()
+    assert report.source == "calibrated" and report.temperature_c == 31.0 and 0 < report.std_lower <= report.std
+    (tmp_path / "other.toml").write_text((tmp_path / "opu.toml").read_text().replace("64", "32"))
+    with pytest.raises(CalibrationError, match="key 'device.out_features' is 64"):
+        LightonDevice(opu_hal.load_profile(tmp_path / "other.toml"))
 
 
 def test_software_noise_on_hardware_and_credentials_in_profiles_are_refused():

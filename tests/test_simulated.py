@@ -135,7 +135,7 @@ def test_report_tracks_the_operating_point():
     device = opu_hal.load_device("opu-sim-privacy")
     device.set_options(temperature_c=70.0)
     report = device.project(binary(2, device.in_features)).noise
-    assert report.temperature_c == 70.0 and report.exposure_us == 100_000.0
+    assert report.temperature_c == 70.0 and report.exposure_us == 1_000_000.0
     assert report.source == "declared" and report.details["dark_e"] > 1000
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import glob
 import importlib
-import json
 import math
 import threading
 import time
@@ -65,21 +64,25 @@ def check_hardware_present() -> None:
         ) from None
 
 
-def read_calibration(profile: LightonProfile) -> NoiseReport | None:
-    """The calibrated noise report named by the profile, or None."""
+def read_calibration(profile: LightonProfile, device: "LightonDevice | None" = None) -> NoiseReport | None:
+    """The calibrated noise report named by the profile (``opu-hal calibrate`` schema), or None.
+
+    The OPU's temperature is not settable here: the report is the calibration's at its first
+    temperature and the profile's exposure (refused when that exposure was not calibrated).
+    """
     if profile.calibration is None:
         return None
-    path = Path(profile.calibration)
-    if not path.is_absolute() and profile.source is not None:
-        path = profile.source.parent / path
-    try:
-        data = json.loads(path.read_text())
-        return NoiseReport(
-            std=float(data["std"]), std_lower=float(data["std_lower"]), source="calibrated",
-            temperature_c=data.get("temperature_c"), exposure_us=data.get("exposure_us"),
-        )
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ProfileError(f"{profile.source}: key 'calibration': cannot use {path}: {exc}") from None
+    from ..calibration.calibrated import CalibratedNoise, calibration_path, check_identity
+    from ..calibration.schema import read_calibration as read_file
+
+    path = calibration_path(profile)
+    calibration = read_file(path)
+    if device is not None:
+        check_identity(calibration, device, path)
+    exposure = profile.exposure_us if profile.exposure_us is not None else calibration.exposures_us[0]
+    model = CalibratedNoise(calibration, path, profile.mode, exposure, calibration.laser_power_uw or 0.0,
+                            calibration.anchor_power_uw or 0.0)
+    return model.report(calibration.temperatures_c[0])
 
 
 def call_with_retries(
@@ -135,7 +138,7 @@ class LightonDevice(Device[LightonProfile]):
         self._opu_device = opu_device
         self._noise_std = profile.noise_std
         self._opu: Any = None
-        self._calibration = read_calibration(profile)
+        self._calibration = read_calibration(profile, self)
         self._noise_generator = torch.Generator().manual_seed(stream_seed(profile.seed, "noise"))
         self.attempts = 0
 

@@ -29,9 +29,6 @@ class LightonProfile(BaseProfile):
         "linear", description="'linear': linear_transform; 'intensity': transform (|Bx|^2)"
     )
     noise_std: float = Field(0.0, ge=0.0, description="software noise std (simulated only), output units")
-    calibration: Optional[str] = Field(
-        None, description="calibration JSON (std, std_lower, temperature_c), relative to the profile"
-    )
     rescale: Literal["none", "variance", "norm"] = Field(
         "none", description="lightonml output rescaling of linear_transform"
     )

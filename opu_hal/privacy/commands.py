@@ -80,6 +80,10 @@ def _cmd_account(args: argparse.Namespace) -> int:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
+    if getattr(args, "profile", None):  # device mode: operating points (opu_hal.calibration.plan)
+        from ..calibration.commands import run_plan
+
+        return run_plan(args)
     event_for, neighboring, steps = run_description(args)
     z = smallest_noise_multiplier(event_for, steps, args.target_epsilon, args.delta, neighboring)
     accountant = Accountant(neighboring)
@@ -128,4 +132,8 @@ def register_privacy_commands(sub: argparse._SubParsersAction) -> None:
                    help="L2 sensitivity under the sampling's relation, to also print the noise std: poisson and "
                         "rejection: add/remove one example (C for a sum of per-example terms clipped to C); "
                         "fixed: replace one example (2C for the same sum)")
+    p.add_argument("--profile", default=None, help="device mode: operating points of this profile")
+    p.add_argument("--calibration", default=None, help="device mode: calibration file (default: the profile's)")
+    p.add_argument("--mechanism", choices=("gaussian", "skellam"), default="gaussian",
+                   help="device mode: how device noise is accounted (default gaussian)")
     p.set_defaults(func=_cmd_plan)

@@ -7,7 +7,8 @@ One frame of a pixel whose expected photo-electron count is ``s`` is read as
     e   = min(e, full_well) + N(0, sigma_r^2)  full-well saturation, then read noise
     DN  = clip(round(e / g) + black, 0, 2^bits - 1)   gain g (e-/DN), ADC offset, bit depth
 
-with the dark signal ``D = D_R(T) * t_exp`` and the dark-current rate (Konnik and Welsh eq. for
+with the dark signal ``D = D_R(T) * t_exp`` (times a fixed per-pixel multiplier where the profile
+asks for dark-signal non-uniformity and hot pixels, :mod:`.dark_map`) and the dark-current rate (Konnik and Welsh eq. for
 dark current, after Janesick)
 
     D_R(T) = 2.55e15 * P_A * D_FM * T^1.5 * exp(-E_g(T) / (2 k T))      [e-/s/pixel]
@@ -27,7 +28,7 @@ approximation of rounding needs the frame noise to exceed about half a step (``g
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -66,6 +67,7 @@ class Sensor:
     adc_bits: int
     black_level_dn: int
     full_well_e: float
+    dark_map: torch.Tensor | None = field(default=None, compare=False)  # per-pixel DSNU (dark_map.py)
 
     @property
     def dark_e(self) -> float:
@@ -73,6 +75,16 @@ class Sensor:
         area_cm2 = (self.pixel_pitch_um * 1e-4) ** 2
         rate = dark_current_rate(self.temperature_c, area_cm2, self.dark_fom_na_per_cm2)
         return rate * self.exposure_us * 1e-6
+
+    @property
+    def pixel_dark_e(self) -> torch.Tensor | float:
+        """Mean dark electrons of each pixel: ``D`` times its DSNU / hot-pixel multiplier."""
+        return self.dark_e if self.dark_map is None else self.dark_e * self.dark_map
+
+    @property
+    def min_dark_e(self) -> float:
+        """Dark electrons of the darkest pixel (what a per-coordinate lower bound may use)."""
+        return self.dark_e if self.dark_map is None else self.dark_e * float(self.dark_map.min())
 
     @property
     def max_dn(self) -> int:
@@ -96,7 +108,8 @@ class Sensor:
 
     def read(self, signal_e: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, int]:
         """One noisy frame in electrons (dark-subtracted) and the number of clipped pixels."""
-        electrons = torch.poisson(signal_e + self.dark_e, generator=generator)
+        dark = self.pixel_dark_e
+        electrons = torch.poisson(signal_e + dark, generator=generator)
         clipped = electrons > self.full_well_e
         electrons = torch.minimum(electrons, torch.full_like(electrons, self.full_well_e))
         if self.read_noise_e > 0:
@@ -106,4 +119,4 @@ class Sensor:
         dn = torch.round(electrons / self.gain_e_per_dn) + self.black_level_dn
         clipped |= (dn < 0) | (dn > self.max_dn)
         dn = dn.clamp_(0, self.max_dn)
-        return (dn - self.black_level_dn) * self.gain_e_per_dn - self.dark_e, int(clipped.sum())
+        return (dn - self.black_level_dn) * self.gain_e_per_dn - dark, int(clipped.sum())

@@ -52,6 +52,8 @@ from ...secure_random import SecureGenerator
 from .profile import SimulatedProfile
 from ...seeding import stream_seed
 from .camera import Sensor
+from ...calibration.noise_model import output_variance
+from .dark_map import dark_signal_map
 from .optics import TransmissionMatrix
 from .privacy_noise import CLIP_LIMIT, clip_probability, draw_counts
 
@@ -60,15 +62,28 @@ LIGHT_SPEED_M_S = 299_792_458.0
 MIB = 1 << 20
 
 
+def calibrated_model(device: "SimulatedDevice"):
+    """The profile's calibration as a noise model, or None (import deferred: no cycle)."""
+    if device.profile.calibration is None:
+        return None
+    from ...calibration.calibrated import calibrated_noise_for
+
+    return calibrated_noise_for(device)
+
+
 class SaturationWarning(UserWarning):
     """Some camera pixels clipped: those values carry less noise than declared and are biased."""
 
 
+def photons_per_pixel(power_uw: float, profile: SimulatedProfile, exposure_us: float) -> float:
+    """Mean photons per pixel per exposure for ``power_uw`` spread over the sensor."""
+    photon_energy_j = PLANCK_J_S * LIGHT_SPEED_M_S / (profile.wavelength_nm * 1e-9)
+    return power_uw * 1e-6 * exposure_us * 1e-6 / photon_energy_j / profile.sensor_pixels
+
+
 def electrons_per_pixel(power_uw: float, profile: SimulatedProfile, exposure_us: float) -> float:
     """Mean photo-electrons per pixel per exposure for ``power_uw`` spread over the sensor."""
-    photon_energy_j = PLANCK_J_S * LIGHT_SPEED_M_S / (profile.wavelength_nm * 1e-9)
-    photons = power_uw * 1e-6 * exposure_us * 1e-6 / photon_energy_j
-    return profile.quantum_efficiency * photons / profile.sensor_pixels
+    return profile.quantum_efficiency * photons_per_pixel(power_uw, profile, exposure_us)
 
 
 class SimulatedDevice(Device[SimulatedProfile]):
@@ -87,7 +102,10 @@ class SimulatedDevice(Device[SimulatedProfile]):
         self._anchor_cos, self._anchor_sin = torch.cos(theta), torch.sin(theta)
         self._camera_generator = torch.Generator().manual_seed(stream_seed(profile.seed, "camera"))
         self._privacy_generator = SecureGenerator()  # never seeded: privacy counts are secret
+        self._dark_map = dark_signal_map(profile.seed, profile.out_features, profile.dsnu_rms,
+                                         profile.hot_pixel_fraction, profile.hot_pixel_factor)
         self.saturated_pixels = 0
+        self._calibrated = calibrated_model(self)  # None without a profile calibration
 
     # -- operating point ---------------------------------------------------------------------
     @property
@@ -104,6 +122,8 @@ class SimulatedDevice(Device[SimulatedProfile]):
         self._deprecated_setter("set_temperature", temperature_c=celsius)
 
     def _apply_options(self, options: dict[str, float]) -> None:
+        if "temperature_c" in options and self._calibrated is not None:
+            self._calibrated.check_operating_point(options["temperature_c"], self._exposure_us)
         self._temperature_c = options.get("temperature_c", self._temperature_c)
 
     @property
@@ -113,7 +133,7 @@ class SimulatedDevice(Device[SimulatedProfile]):
             temperature_c=self._temperature_c, exposure_us=self._exposure_us,
             pixel_pitch_um=p.pixel_pitch_um, dark_fom_na_per_cm2=p.dark_fom_na_per_cm2,
             read_noise_e=p.read_noise_e, gain_e_per_dn=p.gain_e_per_dn, adc_bits=p.adc_bits,
-            black_level_dn=p.black_level_dn, full_well_e=p.full_well_e,
+            black_level_dn=p.black_level_dn, full_well_e=p.full_well_e, dark_map=self._dark_map,
         )
 
     @property
@@ -158,25 +178,29 @@ class SimulatedDevice(Device[SimulatedProfile]):
                            poisson_mean, self._profile.label)
 
     # -- noise model ---------------------------------------------------------------------------
-    def _output_variance(self, frames_signal_e: torch.Tensor | float, *, random_only: bool = False):
+    def _output_variance(
+        self, frames_signal_e: torch.Tensor | float, *, random_only: bool = False,
+        dark_e: float | None = None,
+    ):
         """Variance in output units of a value whose frames sum to ``frames_signal_e`` electrons.
 
-        ``random_only`` leaves out ADC rounding (deterministic post-processing of the frames).
+        ``random_only`` leaves out ADC rounding (deterministic post-processing of the frames);
+        ``dark_e`` replaces the mean dark signal (the darkest pixel's, for a lower bound).
         """
         sensor = self.sensor
-        floor = sensor.random_floor_e2 + (0.0 if random_only else sensor.quantization_e2)
-        phi = self.signal_e
-        if self._profile.mode == "intensity":
-            return (frames_signal_e + floor) / phi**2
-        a2 = self.anchor_e
-        return (frames_signal_e + a2 + 3 * floor) / (2 * a2 * phi)
+        dark = sensor.dark_e if dark_e is None else dark_e
+        floor = dark + sensor.read_noise_e**2 + (0.0 if random_only else sensor.quantization_e2)
+        return output_variance(self._profile.mode, frames_signal_e, self.signal_e, self.anchor_e, floor)
 
     def _lower_variance(self) -> float:
-        """Data-independent, rounding-free lower bound of the output variance (module docstring)."""
+        """Data-independent, rounding-free lower bound of the output variance (module docstring),
+        at the darkest pixel (DSNU, hot pixels): ``F_r = min_j D_j + sigma_r^2``."""
         least_frames = 0.0 if self._profile.mode == "intensity" else 0.5 * self.anchor_e
-        return float(self._output_variance(least_frames, random_only=True))
+        return float(self._output_variance(least_frames, random_only=True, dark_e=self.sensor.min_dark_e))
 
     def _report(self, variance: float, frames_e: float | None = None) -> NoiseReport:
+        if self._calibrated is not None:
+            return self._calibrated.report(self._temperature_c)
         sensor = self.sensor
         lower = math.sqrt(self._lower_variance())
         std = math.sqrt(variance)
@@ -212,6 +236,13 @@ class SimulatedDevice(Device[SimulatedProfile]):
         half = 0.5 * self.signal_e
         frames = half if self._profile.mode == "intensity" else 2 * half + self.anchor_e
         return self._report(float(self._output_variance(frames)), frames + (0 if self._profile.mode == "intensity" else self.anchor_e))
+
+    # -- raw camera frames (calibration) -------------------------------------------------------
+    def raw_frames(self, illumination: str, n_frames: int, **options: float) -> "RawFrames":
+        """Camera frames in DN at the current temperature: see :func:`.raw_frames.raw_frames`."""
+        from .raw_frames import raw_frames
+
+        return raw_frames(self, illumination, n_frames, **options)
 
     # -- projection ----------------------------------------------------------------------------
     def ideal(self, x: torch.Tensor) -> torch.Tensor:

@@ -39,8 +39,20 @@ class SimulatedProfile(BaseProfile):
         CAMERA_PIXELS, ge=1, description="pixels the speckle spreads over (power is shared)"
     )
     pixel_pitch_um: float = Field(5.5, gt=0.0, le=100.0, description="pixel pitch, um")
+    # 0.043 nA/cm^2 = 125 e-/s at 25 C for a 7.4 um pixel, the dark current CMOSIS gives for its
+    # 8T global-shutter pixel (CMV300 datasheet v2.10, http://dtsheet.com/model/4255221, the family
+    # of the 5.5 um CMV2000 of LightOn-like cameras): 69 e-/s at 5.5 um. The Konnik-Welsh law then
+    # doubles every 7.1 K at 0 C, 8.4 K at 25 C, 11.5 K at 80 C; "doubles every 5-8 C" is the
+    # usual CMOS figure (A. Theuwissen, harvestimaging.com/blog/?m=200909).
     dark_fom_na_per_cm2: float = Field(
-        0.5, ge=0.0, le=1e4, description="dark-current figure of merit at 300 K, nA/cm^2"
+        0.043, ge=0.0, le=1e4, description="dark-current figure of merit at 300 K, nA/cm^2"
+    )
+    dsnu_rms: float = Field(
+        0.0, ge=0.0, le=3.0, description="log-std of the per-pixel dark-current multiplier (DSNU)"
+    )
+    hot_pixel_fraction: float = Field(0.0, ge=0.0, le=0.5, description="fraction of hot pixels")
+    hot_pixel_factor: float = Field(
+        20.0, ge=1.0, le=1e4, description="dark current of a hot pixel over a typical pixel"
     )
     read_noise_e: float = Field(6.0, ge=0.0, le=1e4, description="read noise std, electrons")
     gain_e_per_dn: float = Field(20.0, gt=0.0, le=1e6, description="conversion gain, electrons/DN")

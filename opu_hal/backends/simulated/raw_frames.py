@@ -1,0 +1,77 @@
+"""Raw camera frames of the simulated OPU, in DN, for calibration (the capability a real camera's
+SDK gives as its raw intensity output).
+
+Three illuminations, at the device's current temperature and at any exposure: ``"dark"`` (laser
+and anchor off), ``"anchor"`` (the reference beam alone, a flat field of ``anchor_power_uw``) and
+``"signal"`` (the speckle of one DMD ``pattern``, anchor off). Frames go through the same camera
+read as projections (:meth:`.camera.Sensor.read`) and are turned back into the DN the ADC gave.
+``photons_per_pixel`` is what the device knows of its illumination (power, wavelength, exposure),
+not the camera's hidden quantum efficiency.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+
+from ...errors import InputError
+
+if TYPE_CHECKING:
+    from .device import SimulatedDevice
+
+ILLUMINATIONS = ("dark", "anchor", "signal")
+
+
+@dataclass(frozen=True)
+class RawFrames:
+    """``dn``: ``(n_frames, pixels)`` ADC output; the illumination's known photons per pixel."""
+
+    dn: torch.Tensor
+    illumination: str
+    temperature_c: float
+    exposure_us: float
+    photons_per_pixel: float | None
+    clipped: int
+
+
+def raw_frames(
+    device: "SimulatedDevice", illumination: str, n_frames: int, *, exposure_us: float | None = None,
+    anchor_power_uw: float | None = None, pattern: torch.Tensor | None = None,
+) -> RawFrames:
+    """``n_frames`` frames of ``illumination`` at the current temperature and ``exposure_us``."""
+    from .device import electrons_per_pixel, photons_per_pixel
+
+    profile = device.profile
+    if illumination not in ILLUMINATIONS:
+        raise InputError(f"illumination {illumination!r}; allowed: {', '.join(ILLUMINATIONS)}")
+    if not (isinstance(n_frames, int) and n_frames >= 1):
+        raise InputError(f"n_frames must be an integer >= 1, got {n_frames!r}")
+    exposure = profile.exposure_us if exposure_us is None else float(exposure_us)
+    if not (math.isfinite(exposure) and 0 < exposure <= 1e7):
+        raise InputError(f"exposure_us {exposure} is outside (0, 1e7] us")
+    sensor = dataclasses.replace(device.sensor, exposure_us=exposure)
+    pixels = profile.out_features
+    photons: float | None = 0.0
+    if illumination == "dark":
+        signal = torch.zeros(pixels)
+    elif illumination == "anchor":
+        power = profile.anchor_power_uw if anchor_power_uw is None else float(anchor_power_uw)
+        if not (math.isfinite(power) and 0 <= power <= 1e6):
+            raise InputError(f"anchor_power_uw {power} is outside [0, 1e6] uW")
+        photons = photons_per_pixel(power, profile, exposure)
+        signal = torch.full((pixels,), electrons_per_pixel(power, profile, exposure))
+    else:
+        if pattern is None or pattern.shape != (device.in_features,):
+            raise InputError(f"illumination 'signal' needs a pattern of shape ({device.in_features},)")
+        real, imag = device._optics.field(pattern.float().unsqueeze(0))
+        phi = electrons_per_pixel(profile.laser_power_uw, profile, exposure)
+        signal = ((real**2 + imag**2) * (phi / device.in_features))[0]
+        photons = None
+    electrons, clipped = sensor.read(signal.expand(n_frames, -1).contiguous(), device._camera_generator)
+    dn = torch.round((electrons + sensor.pixel_dark_e) / sensor.gain_e_per_dn) + sensor.black_level_dn
+    return RawFrames(dn=dn, illumination=illumination, temperature_c=device.temperature_c,
+                     exposure_us=exposure, photons_per_pixel=photons, clipped=clipped)

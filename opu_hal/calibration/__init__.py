@@ -1,0 +1,9 @@
+"""Calibration: measure a device's camera noise (photon transfer, EMVA 1288), keep it in a
+versioned file, and map a privacy target to an operating point.
+
+Modules: :mod:`.frames` (acquisition), :mod:`.photon_transfer` (gain, read noise, dark signal,
+saturation, quantum efficiency), :mod:`.temperature` (dark current against temperature),
+:mod:`.schema` (the file), :mod:`.calibrated` (a device's noise report from a calibration),
+:mod:`.plan` (operating points for a target), :mod:`.run` (the whole measurement).
+Nothing is imported here, so the backends can use :mod:`.noise_model` without a cycle.
+"""

@@ -1,0 +1,127 @@
+"""A device's noise report from its calibration (``source = "calibrated"``).
+
+The best estimate ``std`` evaluates :func:`.noise_model.output_variance` with the point estimates
+(dark signal from the fitted temperature law between calibrated temperatures). ``std_lower``
+evaluates the data-independent minimum with upper bounds of the signal and anchor electrons and a
+lower bound of the floor: read-noise lower bound squared plus the darkest pixel's dark lower bound
+*measured* at the calibrated temperature at or below the current one (dark current grows with
+temperature, so no law is extrapolated). Each bound is one side of a 95 % two-sided interval, so
+jointly (Bonferroni over gain, anchor, read noise, dark) the bound holds with probability >= 90 %.
+Outside the calibrated temperatures or exposures, or for another device, the device refuses.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from ..errors import CalibrationError
+from ..noise import NoiseReport
+from .noise_model import least_frames_e, output_variance, typical_frames_e
+from .run import device_identity
+from .schema import Calibration, read_calibration
+from .temperature import law_shape
+
+import numpy as np
+
+
+def calibration_path(profile) -> Path:
+    """The profile's ``calibration`` key, resolved relative to the profile file."""
+    path = Path(profile.calibration)
+    if not path.is_absolute() and profile.source is not None:
+        path = Path(profile.source).parent / path
+    return path
+
+
+def check_identity(calibration: Calibration, device, path: Path) -> None:
+    """Refuse a calibration taken on another device, naming the first key that differs."""
+    mine = device_identity(device).model_dump()
+    theirs = calibration.device.model_dump()
+    for key, value in theirs.items():
+        if key == "profile":
+            continue  # a profile may be renamed; the physical identity is the rest
+        if mine.get(key) != value:
+            raise CalibrationError(
+                f"{path}: key 'device.{key}' is {value!r} but this device ({device.profile.label!r}) has "
+                f"{mine.get(key)!r}: the calibration was taken on another device; re-run `opu-hal calibrate`"
+            )
+
+
+class CalibratedNoise:
+    """Noise reports of an OPU-like device at operating points its calibration covers."""
+
+    def __init__(self, calibration: Calibration, path: Path, mode: str, exposure_us: float,
+                 laser_power_uw: float, anchor_power_uw: float) -> None:
+        self.calibration, self.path, self.mode = calibration, path, mode
+        self.exposure_us, self.laser_power_uw, self.anchor_power_uw = exposure_us, laser_power_uw, anchor_power_uw
+        if calibration.quantum_efficiency is None or calibration.photons_per_pixel_per_uw is None:
+            raise CalibrationError(f"{path}: key 'quantum_efficiency' is missing: the signal electrons of a "
+                                   "projection cannot be derived from this calibration")
+        self.check_operating_point(min(calibration.temperatures_c), exposure_us)
+
+    def check_operating_point(self, temperature_c: float, exposure_us: float) -> None:
+        cal = self.calibration
+        low, high = min(cal.temperatures_c), max(cal.temperatures_c)
+        if not low <= temperature_c <= high:
+            raise CalibrationError(
+                f"temperature {temperature_c} C is outside the calibrated range [{low}, {high}] C of "
+                f"{self.path}; calibrate at that temperature (opu-hal calibrate --temperatures ...)"
+            )
+        if not any(math.isclose(exposure_us, e, rel_tol=1e-9) for e in cal.exposures_us):
+            raise CalibrationError(
+                f"exposure {exposure_us} us is not among the calibrated exposures {cal.exposures_us} us of "
+                f"{self.path}; calibrate at that exposure (opu-hal calibrate --exposures ...)"
+            )
+
+    def _points(self):
+        return sorted((p for p in self.calibration.operating_points
+                       if math.isclose(p.exposure_us, self.exposure_us, rel_tol=1e-9)),
+                      key=lambda p: p.temperature_c)
+
+    def _electrons(self, which: str) -> tuple[float, float]:
+        """(point, upper) electrons per pixel of the signal (all mirrors on) or the anchor."""
+        cal = self.calibration
+        point = self._points()[0]
+        if which == "anchor":
+            scale = self.anchor_power_uw / point.anchor_power_uw
+            return point.anchor_e.value * scale, point.anchor_e.upper * scale
+        photons = cal.photons_per_pixel_per_uw * self.laser_power_uw * self.exposure_us / cal.exposures_us[0]
+        qe = cal.quantum_efficiency
+        return qe.value * photons, qe.upper * photons
+
+    def dark_e(self, temperature_c: float) -> float:
+        """Point estimate of the mean dark electrons at ``temperature_c`` (law, or measured)."""
+        law = self.calibration.temperature_law
+        if law is not None:
+            rate = law.dark_fom_na_per_cm2.value * law_shape(np.array([temperature_c]), law.pixel_area_cm2)[0]
+            return float(rate * self.exposure_us * 1e-6)
+        below = [p for p in self._points() if p.temperature_c <= temperature_c]
+        return max(below[-1].dark_e.value, 0.0)
+
+    def report(self, temperature_c: float) -> NoiseReport:
+        self.check_operating_point(temperature_c, self.exposure_us)
+        cal = self.calibration
+        below = [p for p in self._points() if p.temperature_c <= temperature_c][-1]
+        phi, phi_up = self._electrons("signal")
+        a2, a2_up = self._electrons("anchor")
+        g = cal.gain_e_per_dn.value
+        floor = cal.read_noise_e.value**2 + max(self.dark_e(temperature_c), 0.0) + g * g / 12
+        floor_low = cal.read_noise_e.lower**2 + below.dark_e_min_pixel_lower
+        std = math.sqrt(output_variance(self.mode, typical_frames_e(self.mode, phi, a2), phi, a2, floor))
+        lower = math.sqrt(output_variance(self.mode, least_frames_e(self.mode, a2_up), phi_up, a2_up, floor_low))
+        return NoiseReport(
+            std=max(std, lower), std_lower=lower, source="calibrated", temperature_c=temperature_c,
+            exposure_us=self.exposure_us,
+            details={"signal_e": phi, "anchor_e": a2, "dark_e": self.dark_e(temperature_c),
+                     "read_noise_e": cal.read_noise_e.value, "anchor_read_e_lower": below.anchor_read_e_min_pixel_lower,
+                     "bound_level": 0.9, "calibrated_at_c": below.temperature_c},
+        )
+
+
+def calibrated_noise_for(device) -> CalibratedNoise:
+    """Load and check the calibration a simulated device's profile names."""
+    p = device.profile
+    path = calibration_path(p)
+    calibration = read_calibration(path)
+    check_identity(calibration, device, path)
+    return CalibratedNoise(calibration, path, p.mode, p.exposure_us, p.laser_power_uw, p.anchor_power_uw)

@@ -1,0 +1,233 @@
+"""``opu-hal calibrate`` (measure, write the file and a plot) and ``opu-hal plan --profile``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+from ..errors import CalibrationError
+from ..loader import load_device
+from ..profiles import load_profile
+from .plan import RunShape, plan_gaussian, plan_skellam, what_would
+from .run import DEFAULT_FRAMES, calibrate_device
+from .schema import Calibration, read_calibration, write_calibration
+
+
+def progress_bar(done: int, total: int, what: str) -> None:
+    width = 30
+    filled = int(width * done / max(total, 1))
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {what[:40]:<40}")
+    if done >= total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def default_temperatures(profile, count: int = 5) -> list[float]:
+    low, high = profile.temperature_min_c, profile.temperature_max_c
+    return [low + (high - low) * i / (count - 1) for i in range(count)]
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    profile = load_profile(args.profile)
+    if profile.calibration is not None:
+        profile = profile.model_copy(update={"calibration": None})
+        profile._source = load_profile(args.profile).source
+    device = load_device(profile)
+    temperatures = args.temperatures or default_temperatures(profile)
+    exposures = args.exposures or [profile.exposure_us]
+    start = time.perf_counter()
+    calibration = calibrate_device(device, temperatures, exposures, args.dark_exposures, args.frames,
+                                   progress=None if args.quiet else progress_bar)
+    elapsed = time.perf_counter() - start
+    out = write_calibration(calibration, args.out)
+    plot = Path(args.plot) if args.plot else out.with_suffix(".png")
+    shape = _shape(args) if args.dataset_size else None
+    plot_calibration(calibration, profile, plot, shape, args.delta)
+    print(summary(calibration, elapsed))
+    print(f"wrote {out} and {plot}")
+    return 0
+
+
+def summary(cal: Calibration, elapsed_s: float | None = None) -> str:
+    def fmt(name, e):
+        return f"  {name:<22} {e.value:10.4g}  [{e.lower:.4g}, {e.upper:.4g}] {e.unit} ({e.level:.0%}, {e.method})"
+
+    lines = [f"calibration of {cal.device.profile} ({cal.device.backend}, seed {cal.device.seed}): "
+             f"{cal.frames_total} frames of {cal.pixels} pixels"
+             + (f" in {elapsed_s:.1f} s" if elapsed_s is not None else "")]
+    lines += [fmt("gain", cal.gain_e_per_dn), fmt("read noise", cal.read_noise_e),
+              fmt("black level", cal.black_level_dn),
+              fmt(f"saturation ({cal.saturation_limited_by})", cal.saturation_e)]
+    if cal.quantum_efficiency:
+        lines.append(fmt("quantum efficiency", cal.quantum_efficiency))
+    law = cal.temperature_law
+    if law:
+        lines.append(fmt("dark FOM", law.dark_fom_na_per_cm2))
+        if law.doubling_temperature_k:
+            lines.append(fmt(f"doubling at {law.doubling_reference_c:g} C", law.doubling_temperature_k))
+    lines.append(f"  {'T (C)':>6} {'dark e-/s':>10} {'[95% CI]':>22} {'exp (us)':>9} {'dark e-':>9} "
+                 f"{'anchor e-':>9} {'mu_read>=':>9}")
+    for dc in cal.dark_current:
+        for op in (o for o in cal.operating_points if o.temperature_c == dc.temperature_c):
+            r = dc.rate_e_per_s
+            lines.append(f"  {dc.temperature_c:6.1f} {r.value:10.4g} {f'[{r.lower:.4g}, {r.upper:.4g}]':>22} "
+                         f"{op.exposure_us:9.4g} {op.dark_e.value:9.3g} {op.anchor_e.value:9.4g} "
+                         f"{op.anchor_read_e_min_pixel_lower:9.4g}")
+    return "\n".join(lines)
+
+
+def plot_calibration(cal: Calibration, profile, path: Path, shape: RunShape | None, delta: float) -> None:
+    """Measured noise (std, std_lower) against temperature; epsilon of the described run if any."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .calibrated import CalibratedNoise
+
+    model = CalibratedNoise(cal, path, profile.mode, cal.exposures_us[0], profile.laser_power_uw,
+                            profile.anchor_power_uw)
+    temps = cal.temperatures_c
+    reports = [model.report(t) for t in temps]
+    panels = 2 if shape is not None else 1
+    fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 3.8), squeeze=False)
+    ax = axes[0][0]
+    rates = [d.rate_e_per_s for d in cal.dark_current]
+    ax.errorbar(temps, [r.value for r in rates], yerr=[[r.value - r.lower for r in rates],
+                [r.upper - r.value for r in rates]], fmt="o", color="C3", label="dark current (95% CI)")
+    ax.set_yscale("log")
+    ax.set_xlabel("sensor temperature (C)")
+    ax.set_ylabel("dark current (e-/s/pixel)", color="C3")
+    twin = ax.twinx()
+    twin.plot(temps, [r.std for r in reports], "o-", color="C0", label="noise std")
+    twin.fill_between(temps, [r.std_lower for r in reports], [r.std for r in reports], color="C0", alpha=0.25,
+                      label="std_lower .. std")
+    twin.set_ylabel(f"output noise at {cal.exposures_us[0]:g} us", color="C0")
+    ax.set_title(f"{cal.device.profile}: measured noise")
+    if shape is not None:
+        from ..privacy.accountant import Accountant
+        from ..privacy.commands import run_description
+
+        event_for, neighboring, steps = run_description(argparse.Namespace(**shape_namespace(shape)))
+        eps = []
+        for r in reports:
+            acc = Accountant(neighboring)
+            acc.step(event_for(r.std_lower / shape.sensitivity), steps)
+            eps.append(acc.get_epsilon(delta))
+        ax2 = axes[0][1]
+        ax2.plot(temps, eps, "o-", color="C2")
+        ax2.set_yscale("log")
+        ax2.set_xlabel("sensor temperature (C)")
+        ax2.set_ylabel(f"epsilon at delta={delta:g}")
+        ax2.set_title(f"{shape.sampling} Gaussian, q={shape.batch_size}/{shape.dataset_size}, {steps} steps,\n"
+                      f"sensitivity {shape.sensitivity:g}, noise = std_lower", fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def shape_namespace(shape: RunShape) -> dict[str, object]:
+    return {"dataset_size": shape.dataset_size, "batch_size": shape.batch_size, "steps": shape.steps,
+            "epochs": None, "sampling": shape.sampling, "min_batch": None}
+
+
+def _shape(args: argparse.Namespace) -> RunShape:
+    n, m = args.dataset_size, args.batch_size
+    if not (n and m and 1 <= m <= n):
+        raise CalibrationError(f"need 1 <= --batch-size <= --dataset-size, got {m} and {n}")
+    steps = args.steps if args.steps is not None else math.ceil((args.epochs or 1) * n / m)
+    if args.sensitivity is None or not args.sensitivity > 0:
+        raise CalibrationError("--sensitivity (l2, output units) > 0 is needed to map noise to epsilon")
+    return RunShape(sampling=args.sampling, dataset_size=n, batch_size=m, steps=steps, sensitivity=args.sensitivity)
+
+
+def gaussian_noise_multiplier(target_epsilon: float, delta: float, shape: RunShape) -> float:
+    """Smallest noise multiplier for the shipped Gaussian accountant (tested against dp-accounting)."""
+    from ..privacy.commands import run_description
+    from ..privacy.inverse import smallest_noise_multiplier
+
+    event_for, neighboring, steps = run_description(argparse.Namespace(**shape_namespace(shape)))
+    return smallest_noise_multiplier(event_for, steps, target_epsilon, delta, neighboring)
+
+
+def skellam_planner():
+    """The Skellam mechanism's ``required_poisson_mean`` (issue 12), or a clear refusal."""
+    try:
+        from ..privacy import skellam  # type: ignore[attr-defined]
+    except ImportError:
+        skellam = None
+    planner = getattr(skellam, "required_poisson_mean", None)
+    if planner is None:
+        raise CalibrationError("--mechanism skellam needs the Skellam accountant (opu_hal.privacy.skellam."
+                               "required_poisson_mean, issue 12), which this build does not have")
+    return planner
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    """``opu-hal plan --profile P [--calibration CAL] ...``: operating points for the target."""
+    profile = load_profile(args.profile)
+    cal_path = args.calibration or profile.calibration
+    if cal_path is None:
+        raise CalibrationError(f"profile {profile.label!r} names no calibration: pass --calibration CAL "
+                               "(written by `opu-hal calibrate`)")
+    if args.calibration is None and profile.source is not None and not Path(cal_path).is_absolute():
+        cal_path = Path(profile.source).parent / cal_path
+    calibration = read_calibration(cal_path)
+    shape = _shape(args)
+    if args.mechanism == "skellam":
+        plans = plan_skellam(calibration, profile, args.target_epsilon, args.delta, shape, skellam_planner())
+    else:
+        plans = plan_gaussian(calibration, profile, args.target_epsilon, args.delta, shape, gaussian_noise_multiplier)
+    reaching = [p for p in plans if p.reaches_target]
+    if args.json:
+        print(json.dumps({"mechanism": args.mechanism, "target_epsilon": args.target_epsilon, "delta": args.delta,
+                          "steps": shape.steps, "plans": [p.to_dict() for p in plans],
+                          "none_reaches": None if reaching else what_would(plans, calibration)}, indent=2))
+        return 0 if reaching else 1
+    print(f"{profile.label}: {args.mechanism} mechanism, target epsilon {args.target_epsilon:g} at delta "
+          f"{args.delta:g}, {shape.steps} steps of {shape.batch_size} ({shape.sampling})")
+    print(f"{'':2}{'T (C)':>6} {'exp (us)':>9} {'reaches':>7} {'needed':>10} {'supplied':>10} {'reads':>5} "
+          f"{'frames':>10} {'time (s)':>9} {'noise':>9}")
+    for p in plans:
+        print(f"  {p.temperature_c:6.1f} {p.exposure_us:9.4g} {'yes' if p.reaches_target else 'no':>7} "
+              f"{p.needed:10.4g} {p.supplied:10.4g} {p.reads_per_value:5d} {p.frames_total:10d} "
+              f"{p.time_s:9.4g} {p.noise_std:9.4g}")
+    if not reaching:
+        print(what_would(plans, calibration))
+        return 1
+    return 0
+
+
+def register_calibration_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("calibrate", help="measure a device's camera noise (photon transfer) into a file")
+    p.add_argument("profile", help="profile path or name")
+    p.add_argument("--temperatures", type=float, nargs="+", default=None,
+                   help="sensor temperatures, C (default: 5 across the profile's range)")
+    p.add_argument("--exposures", type=float, nargs="+", default=None,
+                   help="operating exposures, us (default: the profile's)")
+    p.add_argument("--dark-exposures", type=float, nargs="+", default=[100_000.0, 1_000_000.0],
+                   help="extra dark-frame exposures for dark current, us (default 1e5 1e6)")
+    p.add_argument("--frames", type=int, default=DEFAULT_FRAMES, help=f"frames per series (default {DEFAULT_FRAMES})")
+    p.add_argument("--out", required=True, help="calibration JSON to write")
+    p.add_argument("--plot", default=None, help="PNG to write (default: next to --out)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_shape_arguments(p, required=False)
+    p.set_defaults(func=_cmd_calibrate)
+
+
+def add_shape_arguments(p: argparse.ArgumentParser, required: bool) -> None:
+    """The described run, for the epsilon panel (calibrate) or the mapping (plan --profile)."""
+    if required:
+        return  # plan's own parser already has --sampling/--dataset-size/--batch-size/--steps/--epochs
+    p.add_argument("--sampling", choices=("poisson", "fixed", "rejection"), default="poisson")
+    p.add_argument("--dataset-size", type=int, default=None, help="training examples (epsilon panel)")
+    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--epochs", type=float, default=None)
+    p.add_argument("--steps", type=int, default=None)
+    p.add_argument("--sensitivity", type=float, default=None, help="l2 sensitivity, output units")
+    p.add_argument("--delta", type=float, default=1e-5)

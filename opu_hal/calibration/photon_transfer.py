@@ -1,0 +1,201 @@
+"""Photon-transfer estimation (Janesick, *Photon Transfer*, 2007; EMVA 1288 release 4.0, sec. 6-8).
+
+Per pixel ``p`` and series ``s``: ``m_sp`` the mean and ``v_sp`` the temporal variance (DN, DN^2).
+With ``K`` the system gain in DN/e- (``g = 1 / K`` e-/DN), EMVA 1288 eq. (8)-(9):
+
+    v - v_dark = K (m - m_dark)          photon transfer: the slope is K (shot noise is Poisson)
+    v_dark = K^2 (sigma_r^2 + D) + 1/12  read noise, dark shot noise and ADC rounding (Sheppard)
+    m_dark(t) = b + K D_R t              dark signal grows linearly with exposure t; b: black level
+
+The slope is fitted through the origin on the levels below 70 % of saturation (EMVA's fit range),
+saturation being the level of largest variance. The plateau of the sweep gives the saturation
+capacity ``(m_plateau - b) g``: the full well when it lies below the ADC top, the ADC range
+otherwise. Quantum efficiency ``eta = g (m - m_dark) / photons`` needs a known illumination: the
+simulated device knows its anchor power; a camera alone does not (then it is left out).
+
+Intervals (level 95 %, two-sided): the pixel bootstrap (pixels resampled with replacement, the
+same draw for every series, so correlations between series are kept; percentile intervals) for
+every fitted quantity; read noise combines a chi-square interval of the pooled dark variance with
+the bootstrap interval of the gain (Bonferroni, each at 97.5 %). Worst-pixel lower bounds (what a
+per-coordinate privacy bound may use) are per-pixel one-sided normal bounds, Bonferroni over
+pixels, times the lower gain bound.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from ..errors import CalibrationError
+from .frames import Acquisition, SeriesStats
+from .schema import Estimate
+
+LEVEL = 0.95
+FIT_FRACTION = 0.7  # EMVA 1288: photon-transfer fit on 0-70 % of saturation
+HOT_PIXEL_MADS = 10.0
+BOOTSTRAP = "pixel bootstrap, percentile"
+
+
+@dataclass
+class PhotonTransfer:
+    """Estimates, and the bootstrap replicates later fits reuse."""
+
+    gain: Estimate
+    gain_draws: np.ndarray
+    read_noise: Estimate
+    black: Estimate
+    saturation: Estimate
+    saturation_limited_by: str
+    quantum_efficiency: Estimate | None
+    fit_levels: int
+    hot_pixels: np.ndarray  # bool mask (pixels,)
+    index: np.ndarray  # (B, pixels) bootstrap draws
+    alpha: float
+    dark_noise_dn: float = 0.0  # temporal dark noise of the quietest series, DN
+
+
+def percentile_estimate(value: float, draws: np.ndarray, alpha: float, unit: str, method: str = BOOTSTRAP) -> Estimate:
+    """Point ``value`` and the percentile interval of ``draws`` (widened to contain ``value``)."""
+    low, high = np.quantile(draws, [alpha / 2, 1 - alpha / 2])
+    return Estimate(value=float(value), lower=float(min(low, value)), upper=float(max(high, value)),
+                    level=1 - alpha, method=method, unit=unit)
+
+
+def boot_mean(array: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """Pixel means of ``array`` (pixels,) under each bootstrap draw of ``index`` (B, pixels)."""
+    return array[index].mean(axis=1)
+
+
+def line_fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Least-squares intercept and slope of ``y`` (..., n) against ``x`` (n,)."""
+    xc = x - x.mean()
+    slope = (y - y.mean(axis=-1, keepdims=True)) @ xc / (xc @ xc)
+    return y.mean(axis=-1) - slope * x.mean(), slope
+
+
+def pixel_lines(darks: list[SeriesStats], ceiling_dn: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
+    """Per-pixel black level (DN) and dark slope (DN/us) at one temperature (NaN: unusable pixel).
+
+    Each pixel gets its own least-squares line over the exposures where its mean stays below
+    ``ceiling_dn`` (a hot pixel saturating at long exposures keeps its short ones); a pixel with
+    one usable exposure takes the median black level; one with none is left out.
+    """
+    x = np.array([s.exposure_us for s in darks])[:, None]
+    y = np.stack([s.mean for s in darks])  # (exposures, pixels)
+    use = y < ceiling_dn
+    n = use.sum(0)
+    w = use.astype(float)
+    xm = (w * x).sum(0) / np.maximum(n, 1)
+    ym = (w * y).sum(0) / np.maximum(n, 1)
+    sxx = (w * (x - xm) ** 2).sum(0)
+    full = (n >= 2) & (sxx > 0)
+    slope = np.where(full, (w * (x - xm) * (y - ym)).sum(0) / np.where(full, sxx, 1.0), 0.0)
+    intercept = ym - slope * xm
+    common = float(np.median(intercept[full])) if full.any() else float(np.median(y[0]))
+    single = (n == 1)
+    slope = np.where(single, (ym - common) / xm.clip(min=1e-12), slope)
+    intercept = np.where(single, common, intercept)
+    keep = n >= 1
+    return np.where(keep, intercept, np.nan), np.where(keep, slope, np.nan)
+
+
+def dark_line(darks: list[SeriesStats], index: np.ndarray, ceiling_dn: float = np.inf):
+    """Black level (DN) and dark slope (DN/us), pixel means, and their bootstrap draws."""
+    intercept, slope = pixel_lines(darks, ceiling_dn)
+    b_draws = np.nanmean(intercept[index], axis=1)
+    s_draws = np.nanmean(slope[index], axis=1)
+    return float(np.nanmean(intercept)), float(np.nanmean(slope)), b_draws, s_draws
+
+
+def hot_pixel_mask(darks: list[SeriesStats], ceiling_dn: float) -> np.ndarray:
+    """Pixels whose dark slope lies ``HOT_PIXEL_MADS`` robust sds above the median slope."""
+    _, slope = pixel_lines(darks, ceiling_dn)
+    slope = np.nan_to_num(slope, nan=np.inf)
+    finite = slope[np.isfinite(slope)]
+    median = np.median(finite)
+    spread = max(1.4826 * np.median(np.abs(finite - median)), 1e-12)
+    return slope > median + HOT_PIXEL_MADS * spread
+
+
+def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400, seed: int = 0) -> PhotonTransfer:
+    """Gain, read noise, black level, saturation and quantum efficiency from ``acq``."""
+    pixels = acq.pixels
+    index = np.random.default_rng(seed).integers(0, pixels, size=(bootstrap, pixels))
+    dark = acq.ptc_dark
+    x = np.array([(s.mean - dark.mean).mean() for s in acq.ptc])
+    y = np.array([(s.var - dark.var).mean() for s in acq.ptc])
+    saturated_at = int(np.argmax(y))
+    fit = np.flatnonzero((x > 0) & (x <= FIT_FRACTION * x[saturated_at]) & (np.arange(len(x)) < saturated_at))
+    if fit.size < 3:
+        raise CalibrationError(
+            f"photon transfer: only {fit.size} illumination level(s) below 70 % of saturation; "
+            "need 3 (lower the starting anchor power or the exposure)"
+        )
+    x_draws = np.stack([boot_mean(acq.ptc[i].mean - dark.mean, index) for i in fit], axis=-1)
+    y_draws = np.stack([boot_mean(acq.ptc[i].var - dark.var, index) for i in fit], axis=-1)
+    k = float(x[fit] @ y[fit] / (x[fit] @ x[fit]))
+    k_draws = (x_draws * y_draws).sum(-1) / (x_draws**2).sum(-1)
+    if not k > 0:
+        raise CalibrationError(f"photon transfer: the variance does not grow with the signal (slope {k:g})")
+    gain = percentile_estimate(1 / k, 1 / k_draws, alpha, "e-/DN")
+
+    plateau = float(acq.ptc[-1].mean.mean())
+    ceiling = dark_ceiling_dn(acq)
+    at_reference = [s for s in acq.dark if s.temperature_c == acq.reference_temperature_c]
+    hottest = max(s.temperature_c for s in acq.dark)
+    hot = hot_pixel_mask([s for s in acq.dark if s.temperature_c == hottest], ceiling)
+    black_value, _, black_draws, _ = dark_line(at_reference, index, ceiling)
+    black = percentile_estimate(black_value, black_draws, alpha, "DN")
+
+    # read noise: the quietest dark series (coldest, shortest), hot pixels left out
+    quiet = min(acq.dark, key=lambda s: (s.temperature_c, s.exposure_us))
+    same_t = [s for s in acq.dark if s.temperature_c == quiet.temperature_c]
+    b_quiet, _, _, _ = dark_line(same_t, index, ceiling)
+    good = ~hot
+    var_dn = float(quiet.var[good].mean())
+    df = int(good.sum()) * (quiet.frames - 1)
+    var_low = var_dn * df / stats.chi2.ppf(1 - alpha / 4, df)
+    var_high = var_dn * df / stats.chi2.ppf(alpha / 4, df)
+    g_low, g_high = np.quantile(1 / k_draws, [alpha / 4, 1 - alpha / 4])
+    dark_dn = max(float(quiet.mean[good].mean()) - b_quiet, 0.0)
+
+    def read_noise(g: float, variance: float) -> float:
+        return math.sqrt(max(g * g * (variance - 1 / 12) - dark_dn * g, 0.0))
+
+    undersampled = var_dn < 0.25 + 1 / 12  # dark noise below half a DN: Sheppard's correction fails
+    read = Estimate(
+        value=read_noise(1 / k, var_dn), lower=0.0 if undersampled else read_noise(g_low, var_low),
+        upper=max(read_noise(g_high, var_high), math.sqrt(max(var_high, 0.0)) * g_high if undersampled else 0.0),
+        level=1 - alpha, unit="e-",
+        method="chi-square (pooled dark variance) x pixel bootstrap (gain), Bonferroni; Sheppard 1/12 DN^2",
+    )
+
+    sat_draws = (boot_mean(acq.ptc[-1].mean, index) - black_draws) / k_draws
+    saturation = percentile_estimate((plateau - black_value) / k, sat_draws, alpha, "e-")
+    limited = "adc" if acq.max_dn is not None and plateau >= acq.max_dn - 1 else "full_well"
+
+    qe = None
+    photons = np.array([acq.ptc[i].photons_per_pixel or 0.0 for i in fit])
+    if all(acq.ptc[i].photons_per_pixel for i in fit):
+        qe_value = float((x[fit] / k) @ photons / (photons @ photons))
+        qe_draws = ((x_draws / k_draws[:, None]) @ photons) / (photons @ photons)
+        qe = percentile_estimate(qe_value, qe_draws, alpha, "e-/photon")
+    return PhotonTransfer(gain=gain, gain_draws=1 / k_draws, read_noise=read, black=black,
+                          saturation=saturation, saturation_limited_by=limited, quantum_efficiency=qe,
+                          fit_levels=int(fit.size), hot_pixels=hot, index=index, alpha=alpha,
+                          dark_noise_dn=math.sqrt(var_dn))
+
+
+def dark_ceiling_dn(acq: Acquisition) -> float:
+    """DN above which a dark read may be clipped: half-way from the black level to saturation."""
+    black = float(np.median(min(acq.dark, key=lambda s: s.exposure_us).mean))
+    return black + 0.5 * (float(acq.ptc[-1].mean.mean()) - black)
+
+
+def worst_pixel_lower(signal_dn: np.ndarray, var_dn: np.ndarray, frames: int, gain_low: float, alpha: float) -> float:
+    """Lower bound (e-) of the smallest per-pixel mean, simultaneous over pixels (Bonferroni)."""
+    z = stats.norm.ppf(1 - alpha / signal_dn.size)
+    return max(float(np.min(signal_dn - z * np.sqrt(var_dn / frames))) * gain_low, 0.0)

@@ -1,0 +1,128 @@
+"""One calibration: acquire (:mod:`.frames`), estimate (:mod:`.photon_transfer`,
+:mod:`.temperature`), and assemble the file's model (:mod:`.schema`)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import CalibrationError
+from .frames import Acquisition, Progress, acquire
+from .photon_transfer import (
+    PhotonTransfer, dark_ceiling_dn, dark_line, estimate, percentile_estimate, worst_pixel_lower,
+)
+from .schema import (
+    Calibration,
+    DarkCurrentPoint,
+    DeviceIdentity,
+    OperatingPointCalibration,
+)
+from .temperature import fit_temperature_law
+
+DEFAULT_FRAMES = 32
+DEFAULT_BOOTSTRAP = 400
+
+
+def device_identity(device) -> DeviceIdentity:
+    """What a calibration is tied to: backend, profile label, SDK serial (if any), matrix seed."""
+    p = device.profile
+    return DeviceIdentity(backend=p.backend, profile=p.label, serial=getattr(device, "serial", None),
+                          seed=p.seed, in_features=p.in_features, out_features=p.out_features,
+                          mode=device.capabilities.output_kind)
+
+
+def calibrate_device(
+    device, temperatures: Sequence[float], exposures: Sequence[float], dark_exposures: Sequence[float] = (),
+    frames: int = DEFAULT_FRAMES, *, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0,
+    progress: Progress | None = None,
+) -> Calibration:
+    """Measure ``device`` over the grid and return its calibration (device left at ``temperatures[0]``)."""
+    acq = acquire(device, temperatures, exposures, dark_exposures, frames, progress)
+    pt = estimate(acq, bootstrap=bootstrap, seed=seed)
+    return assemble(device, acq, pt, temperatures, exposures, dark_exposures)
+
+
+def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposures, dark_exposures) -> Calibration:
+    """The calibration model from the acquisition and the photon-transfer estimates."""
+    alpha, index = pt.alpha, pt.index
+    g, g_draws = pt.gain.value, pt.gain_draws
+    g_low = float(np.quantile(g_draws, alpha / 2))
+    points, dark_points, rate_values, rate_draws = [], [], [], []
+    temps = [float(t) for t in temperatures]
+    ceiling = dark_ceiling_dn(acq)
+    for celsius in temps:
+        darks = sorted((s for s in acq.dark if s.temperature_c == celsius), key=lambda s: s.exposure_us)
+        black, slope, black_draws, slope_draws = dark_line(darks, index, ceiling)
+        rate, draws = slope * 1e6 * g, slope_draws * 1e6 * g_draws
+        rate_values.append(rate)
+        rate_draws.append(draws)
+        dark_points.append(DarkCurrentPoint(
+            temperature_c=celsius, rate_e_per_s=percentile_estimate(rate, draws, alpha, "e-/s"),
+            hot_pixels=int(pt.hot_pixels.sum())))
+        for exposure in exposures:
+            dark = next(s for s in darks if s.exposure_us == float(exposure))
+            anchor = next(s for s in acq.anchor if s.temperature_c == celsius and s.exposure_us == float(exposure))
+            dark_e = (dark.mean.mean() - black) * g
+            dark_draws = (dark.mean[index].mean(1) - black_draws) * g_draws
+            anchor_e = (anchor.mean - dark.mean).mean() * g
+            anchor_draws = (anchor.mean - dark.mean)[index].mean(1) * g_draws
+            points.append(OperatingPointCalibration(
+                temperature_c=celsius, exposure_us=float(exposure), frames=dark.frames,
+                dark_e=percentile_estimate(dark_e, dark_draws, alpha, "e-"),
+                dark_e_min_pixel_lower=worst_pixel_lower(dark.mean - black, dark.var, dark.frames, g_low, alpha),
+                anchor_e=percentile_estimate(anchor_e, anchor_draws, alpha, "e-"),
+                anchor_read_e_min_pixel_lower=worst_pixel_lower(
+                    anchor.mean - black, anchor.var, anchor.frames, g_low, alpha),
+                anchor_power_uw=float(anchor.anchor_power_uw or 0.0), clipped_reads=anchor.clipped + dark.clipped,
+            ))
+    profile = device.profile
+    pitch = getattr(profile, "pixel_pitch_um", None)
+    law = None
+    if pitch is not None and len(temps) >= 1:
+        law = fit_temperature_law(np.array(temps), np.array(rate_values), np.stack(rate_draws, axis=-1),
+                                  (pitch * 1e-4) ** 2, alpha)
+    reference = acq.ptc[0]
+    photons_per_uw = (reference.photons_per_pixel / reference.anchor_power_uw
+                      if reference.photons_per_pixel and reference.anchor_power_uw else None)
+    notes = [
+        "gain, read noise, dark signal, saturation: identifiable from frames alone (photon transfer)",
+        "quantum efficiency: identifiable only because the device knows the power at the sensor; it "
+        "absorbs any error of that power figure" if pt.quantum_efficiency else
+        "quantum efficiency: not identifiable (no known illumination)",
+        f"saturation is limited by the {'ADC range: the full well is not identifiable' if pt.saturation_limited_by == 'adc' else 'full well'}",
+        f"{int(pt.hot_pixels.sum())} hot pixel(s) left out of the read-noise estimate; worst-pixel lower "
+        "bounds cover every pixel (DSNU, hot pixels) and assume a uniform black level",
+        "temperature law fitted on the pixel-mean dark current; gain assumed temperature-independent "
+        "(measured at the first temperature)",
+    ]
+    if pt.dark_noise_dn < 0.5:
+        notes.append(
+            f"dark noise {pt.dark_noise_dn:.2f} DN is below half an ADC step: rounding is not dithered, so "
+            "read noise (interval widened to start at 0), small dark signals and the gain are biased; "
+            "calibrate in a camera mode with more bits or more analog gain")
+    if len(temps) < 2:
+        notes.append("one temperature: no activation energy or doubling temperature")
+    clipped = sum(s.clipped for s in acq.dark)
+    if clipped:
+        notes.append(f"{clipped} dark reads clipped (hot pixels or long exposures): dark fit biased low")
+    return Calibration(
+        device=device_identity(device), created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        software_version=_software_version(), frames_per_series=acq.ptc_dark.frames, frames_total=acq.frames_total,
+        pixels=acq.pixels, temperatures_c=temps, exposures_us=[float(e) for e in exposures],
+        dark_exposures_us=[float(e) for e in dark_exposures], gain_e_per_dn=pt.gain, read_noise_e=pt.read_noise,
+        black_level_dn=pt.black, saturation_e=pt.saturation, saturation_limited_by=pt.saturation_limited_by,
+        quantum_efficiency=pt.quantum_efficiency, photons_per_pixel_per_uw=photons_per_uw,
+        laser_power_uw=getattr(profile, "laser_power_uw", None), anchor_power_uw=getattr(profile, "anchor_power_uw", None),
+        dark_current=dark_points, temperature_law=law, operating_points=points, notes=notes,
+    )
+
+
+def _software_version() -> str:
+    from .. import __version__
+
+    return f"opu-hal {__version__}"
+
+
+__all__ = ["DEFAULT_FRAMES", "CalibrationError", "calibrate_device", "device_identity"]
