@@ -56,7 +56,7 @@ def test_private_forward_methods_beat_chance_on_clusters(name, extra):
     if name == "dp-mac":
         kw["noise_multiplier"] = 1.0
     record = quiet_train(cfg(name, **kw), data=data)
-    assert record["final"]["test_accuracy"] > 0.3  # chance is 0.1
+    assert record["final"]["test_accuracy"] > 0.2  # chance is 0.1 (200 test examples: 5 sd above it)
     assert math.isfinite(record["final"]["epsilon"])
 
 

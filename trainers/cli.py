@@ -203,7 +203,11 @@ def register_train_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return hal_cli.main(argv, extra=[register_train_commands])
+    # The registration function of the imported module, not of ``__main__`` under ``python -m``: it
+    # is the same object the ``opu_hal.commands`` entry point loads, so it is registered once.
+    from trainers import cli as module
+
+    return hal_cli.main(argv, extra=[module.register_train_commands])
 
 
 if __name__ == "__main__":  # pragma: no cover
