@@ -110,7 +110,7 @@ def plot_calibration(cal: Calibration, profile, path: Path, shape: RunShape | No
     ax.set_title(f"{cal.device.profile}: measured noise")
     if shape is not None:
         from ..privacy.accountant import Accountant
-        from ..privacy.commands import run_description
+        from ..privacy.run_shape import run_description
 
         event_for, neighboring, steps = run_description(argparse.Namespace(**shape_namespace(shape)))
         eps = []
@@ -148,7 +148,7 @@ def _shape(args: argparse.Namespace) -> RunShape:
 
 def gaussian_noise_multiplier(target_epsilon: float, delta: float, shape: RunShape) -> float:
     """Smallest noise multiplier for the shipped Gaussian accountant (tested against dp-accounting)."""
-    from ..privacy.commands import run_description
+    from ..privacy.run_shape import run_description
     from ..privacy.inverse import smallest_noise_multiplier
 
     event_for, neighboring, steps = run_description(argparse.Namespace(**shape_namespace(shape)))

@@ -55,10 +55,9 @@ from .camera import Sensor
 from ...calibration.noise_model import output_variance
 from .dark_map import dark_signal_map
 from .optics import TransmissionMatrix
+from .photons import electrons_per_pixel, photons_per_pixel
 from .privacy_noise import CLIP_LIMIT, clip_probability, draw_counts
 
-PLANCK_J_S = 6.62607015e-34
-LIGHT_SPEED_M_S = 299_792_458.0
 MIB = 1 << 20
 
 
@@ -73,17 +72,6 @@ def calibrated_model(device: "SimulatedDevice"):
 
 class SaturationWarning(UserWarning):
     """Some camera pixels clipped: those values carry less noise than declared and are biased."""
-
-
-def photons_per_pixel(power_uw: float, profile: SimulatedProfile, exposure_us: float) -> float:
-    """Mean photons per pixel per exposure for ``power_uw`` spread over the sensor."""
-    photon_energy_j = PLANCK_J_S * LIGHT_SPEED_M_S / (profile.wavelength_nm * 1e-9)
-    return power_uw * 1e-6 * exposure_us * 1e-6 / photon_energy_j / profile.sensor_pixels
-
-
-def electrons_per_pixel(power_uw: float, profile: SimulatedProfile, exposure_us: float) -> float:
-    """Mean photo-electrons per pixel per exposure for ``power_uw`` spread over the sensor."""
-    return profile.quantum_efficiency * photons_per_pixel(power_uw, profile, exposure_us)
 
 
 class SimulatedDevice(Device[SimulatedProfile]):

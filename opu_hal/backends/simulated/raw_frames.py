@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from ...errors import InputError
+from .photons import electrons_per_pixel, photons_per_pixel
 
 if TYPE_CHECKING:
     from .device import SimulatedDevice
@@ -43,7 +44,6 @@ def raw_frames(
     anchor_power_uw: float | None = None, pattern: torch.Tensor | None = None,
 ) -> RawFrames:
     """``n_frames`` frames of ``illumination`` at the current temperature and ``exposure_us``."""
-    from .device import electrons_per_pixel, photons_per_pixel
 
     profile = device.profile
     if illumination not in ILLUMINATIONS:
