@@ -5,7 +5,8 @@ User code needs :func:`load_device`; everything a projection returns is in :clas
 
 from .capabilities import Capabilities, InputKind, OutputKind
 from .device import Device
-from .errors import DeviceTimeout, DeviceUnavailable, InputError, OpuHalError, ProfileError
+from .errors import (DeviceBusy, DeviceTimeout, DeviceUnavailable, HostMemoryError, InputError, OpuHalError,
+                     ProfileError)
 from .loader import load_device
 from .noise import NoiseReport, Projection
 from .profile_base import BaseProfile
@@ -25,7 +26,9 @@ __all__ = [
     "BaseProfile",
     "Capabilities",
     "Device",
+    "DeviceBusy",
     "DeviceTimeout",
+    "HostMemoryError",
     "DeviceUnavailable",
     "InputError",
     "InputKind",

@@ -108,12 +108,15 @@ class Device(ABC, Generic[P]):
         return self
 
     def close(self) -> None:
-        """Release the device; further projections raise :class:`DeviceUnavailable`."""
+        """Release the device; further projections raise :class:`DeviceUnavailable`. The device
+        counts as closed even when releasing fails (the error propagates; no second release)."""
         if not self._closed:
-            if self._is_open:
-                self._release()
-            self._closed = True
-            self._is_open = False
+            try:
+                if self._is_open:
+                    self._release()
+            finally:
+                self._closed = True
+                self._is_open = False
 
     def __enter__(self) -> "Device[P]":
         return self.open()

@@ -15,6 +15,14 @@ class DeviceUnavailable(OpuHalError, RuntimeError):
     """The device cannot be reached or acquired (no hardware, no SDK, closed device)."""
 
 
+class DeviceBusy(DeviceUnavailable):
+    """The device is held by another process (LightOn's ``ProcessRunningException``)."""
+
+
+class HostMemoryError(OpuHalError, MemoryError):
+    """The host, not the device, ran out of memory during a device call (not retried)."""
+
+
 class DeviceTimeout(OpuHalError, TimeoutError):
     """The device did not answer within the allowed time, retries included."""
 

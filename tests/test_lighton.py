@@ -90,14 +90,134 @@ def test_failing_forever_raises_device_unavailable_after_bounded_retries():
     assert device.attempts == 3
 
 
-def test_hanging_device_raises_device_timeout():
+def sdk_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "opu-hal sdk call" and t.is_alive()]
+
+
+def test_hung_transform_times_out_without_a_second_concurrent_sdk_call_or_thread_leak():
     release = threading.Event()
-    device = LightonDevice(profile(retries=1, timeout_s=0.2), opu_device=faulty(hang=release))
+    sdk = faulty(hang=release)
+    device = LightonDevice(profile(retries=2, timeout_s=0.2), opu_device=sdk).open()
+    with pytest.raises(DeviceTimeout, match="timed out 3 time.*still inside the SDK"):
+        device.project(BATCH)
+    assert type(sdk).calls == 1 and len(sdk_threads()) == 1  # retries waited, never called again
+    release.set()
+    for thread in sdk_threads():
+        thread.join(2.0)
+    device.close()
+    assert sdk_threads() == [] and device.closed
+
+
+def test_closing_while_a_call_is_stuck_is_a_timeout_and_the_device_is_closed():
+    release = threading.Event()
+    sdk = faulty(hang=release)
+    device = LightonDevice(profile(retries=0, timeout_s=0.2), opu_device=sdk).open()
     try:
-        with device, pytest.raises(DeviceTimeout, match="timed out 2 time"):
+        with pytest.raises(DeviceTimeout):
+            device.project(BATCH)
+        with pytest.raises(DeviceTimeout, match="closing the OPU"):
+            device.close()
+        assert device.closed and sdk.active  # close() was never sent into the busy SDK
+        device.close()  # a second close is a no-op
+        with pytest.raises(DeviceUnavailable, match="closed"):
             device.project(BATCH)
     finally:
         release.set()
+
+
+def process_running() -> BaseException:
+    from lightonml.internal.pidfile import ProcessRunningException
+    return ProcessRunningException("process already running in /tmp/opu.pid as pid 4242")
+
+
+def opening(failures: int | None, error=process_running, hang: threading.Event | None = None):
+    """A simulated SDK device whose ``open`` fails ``failures`` times (None: always) or hangs."""
+
+    class SimulatedOpuDevice(simulated_device.SimulatedOpuDevice):
+        opens = 0
+
+        def open(self):
+            type(self).opens += 1
+            if hang is not None:
+                hang.wait()
+            if failures is None or type(self).opens <= failures:
+                raise error()
+            super().open()
+
+    return SimulatedOpuDevice(linear=True)
+
+
+def test_opu_held_by_another_process_is_device_busy_after_retries():
+    sdk = opening(failures=None)
+    device = LightonDevice(profile(retries=2), opu_device=sdk)
+    with pytest.raises(opu_hal.DeviceBusy, match="in use by another process.*pid 4242"):
+        device.open()
+    assert type(sdk).opens == 3 and isinstance(opu_hal.DeviceBusy("x"), opu_hal.OpuHalError)
+
+
+def test_opu_busy_at_first_then_free_opens_through_retries():
+    device = LightonDevice(profile(retries=2), opu_device=opening(failures=2))
+    with device:
+        assert device.project(BATCH).values.shape == (6, 64)
+
+
+def test_hung_open_times_out_and_leaves_the_device_unopened():
+    release = threading.Event()
+    device = LightonDevice(profile(retries=1, timeout_s=0.2), opu_device=opening(failures=0, hang=release))
+    try:
+        with pytest.raises(DeviceTimeout, match="opening the OPU"):
+            device.open()
+        assert device.opu is None
+    finally:
+        release.set()
+
+
+@pytest.mark.parametrize("row", [np.nan, np.inf, 0.0], ids=["nan", "inf", "zeros"])
+def test_invalid_rows_from_the_sdk_are_a_failure_not_success(row):
+    device = LightonDevice(profile(retries=1))
+    with device:
+        def bad(batch):
+            out = np.ones((batch.shape[0], 64))
+            out[1] = row
+            return out
+        device.opu.linear_transform = bad
+        with pytest.raises(DeviceUnavailable, match="output row"):
+            device.project(BATCH)
+        assert device.attempts == 2
+
+
+def test_all_zero_output_for_an_all_zero_input_row_is_valid():
+    batch = BATCH.clone()
+    batch[2] = 0
+    with LightonDevice(profile()) as device:
+        values = device.project(batch).values
+    assert not values[2].any() and values[0].any()
+
+
+def test_host_memory_error_is_not_retried_nor_an_opu_failure():
+    device = LightonDevice(profile(retries=3))
+    with device:
+        def out_of_memory(batch):
+            raise MemoryError("cannot allocate 16 GiB")
+        device.opu.linear_transform = out_of_memory
+        with pytest.raises(opu_hal.HostMemoryError, match="host ran out of memory.*not an OPU failure"):
+            device.project(BATCH)
+    assert device.attempts == 1
+
+
+def test_failing_close_is_typed_and_the_device_is_closed_once():
+    device = LightonDevice(profile()).open()
+    calls = []
+
+    def broken_close():
+        calls.append(1)
+        raise RuntimeError("USB reset")
+
+    device.opu.close = broken_close
+    with pytest.raises(DeviceUnavailable, match="closing the OPU failed.*USB reset"):
+        device.close()
+    device.close()
+    assert device.closed and calls == [1]
 
 
 def test_backoff_doubles_and_no_partial_result_escapes():

@@ -4,7 +4,9 @@ The SDK is imported lazily: without it, building a device raises :class:`DeviceU
 saying how to install it. ``OPU.fit1d`` runs once (at :meth:`open`) for ``in_features``;
 ``linear_transform`` serves linear mode and ``transform`` intensity mode. Every transform is
 retried with bounded exponential backoff and a per-call timeout; a call either returns the whole
-batch or raises, never a partial batch.
+batch or raises, never a partial batch. Every SDK call (``open``/``fit1d``, transforms, ``close``)
+goes through one :class:`~opu_hal.backends.lighton_calls.SdkCaller` per device: one call at a
+time, typed errors for a busy OPU, a timeout, invalid rows and host memory.
 """
 
 from __future__ import annotations
@@ -12,11 +14,9 @@ from __future__ import annotations
 import glob
 import importlib
 import math
-import threading
-import time
 import warnings
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -26,6 +26,7 @@ from ..device import Device
 from ..errors import DeviceTimeout, DeviceUnavailable, ProfileError
 from ..noise import NoiseReport, Projection
 from ..profile_base import CAMERA_PIXELS, DMD_MIRRORS
+from .lighton_calls import SdkCaller, call_with_retries, check_output
 from .lighton_profile import LightonProfile
 from ..seeding import stream_seed
 
@@ -85,48 +86,6 @@ def read_calibration(profile: LightonProfile, device: "LightonDevice | None" = N
     return model.report(calibration.temperatures_c[0])
 
 
-def call_with_retries(
-    call: Callable[[], Any], *, retries: int, timeout_s: float, backoff_s: float,
-    sleep: Callable[[float], None] = time.sleep, what: str = "OPU transform",
-) -> Any:
-    """Run ``call`` with a timeout per attempt; retry failures with delays backoff * 2^k.
-
-    After ``retries`` retries: :class:`DeviceTimeout` if the last attempt timed out, else
-    :class:`DeviceUnavailable`. A hung attempt is abandoned in its daemon thread; its result,
-    if it ever comes, is discarded.
-    """
-    last_error: BaseException | None = None
-    timed_out = False
-    for attempt in range(retries + 1):
-        if attempt:
-            sleep(backoff_s * 2 ** (attempt - 1))
-        outcome: dict[str, Any] = {}
-
-        def target() -> None:
-            try:
-                outcome["value"] = call()
-            except BaseException as exc:  # handed to the caller's thread below
-                outcome["error"] = exc
-
-        worker = threading.Thread(target=target, daemon=True, name=f"opu-hal {what}")
-        worker.start()
-        worker.join(timeout_s)
-        if worker.is_alive():
-            timed_out, last_error = True, TimeoutError(f"no answer within {timeout_s} s")
-            continue
-        if "error" in outcome:
-            timed_out, last_error = False, outcome["error"]
-            continue
-        return outcome["value"]
-    attempts = retries + 1
-    if timed_out:
-        raise DeviceTimeout(
-            f"{what} timed out {attempts} time(s) ({timeout_s} s each); check the OPU host, or "
-            "raise timeout_s / retries in the profile"
-        )
-    raise DeviceUnavailable(f"{what} failed {attempts} time(s); last error: {last_error!r}")
-
-
 class LightonDevice(Device[LightonProfile]):
     """LightOn OPU (hardware, or the SDK's simulated device) behind the device contract."""
 
@@ -141,6 +100,7 @@ class LightonDevice(Device[LightonProfile]):
         self._calibration = read_calibration(profile, self)
         self._noise_generator = torch.Generator().manual_seed(stream_seed(profile.seed, "noise"))
         self.attempts = 0
+        self._calls = SdkCaller(retries=profile.retries, timeout_s=profile.timeout_s, backoff_s=profile.backoff_s)
 
     @property
     def capabilities(self) -> Capabilities:
@@ -197,16 +157,33 @@ class LightonDevice(Device[LightonProfile]):
             if hasattr(opu.device, "build_random_matrix"):
                 opu.device.build_random_matrix(p.in_features, p.out_features,
                                                seed=stream_seed(p.seed, "matrix") % 2**32)
+        except (RuntimeError, OSError, ImportError, ValueError) as exc:
+            raise DeviceUnavailable(f"could not create the OPU through lightonml: {exc}") from None
+
+        def open_and_fit() -> None:
             opu.open()
             opu.fit1d(n_features=p.in_features)
-        except (RuntimeError, OSError, ImportError) as exc:
-            raise DeviceUnavailable(f"could not open the OPU through lightonml: {exc}") from None
-        self._opu = opu
+
+        self._opu = opu  # held from here on, so a failed open is still closed
+        try:
+            self._calls.call(open_and_fit, "opening the OPU (open, fit1d)")
+        except Exception:
+            self._close_quietly()
+            raise
+
+    def _close_quietly(self) -> None:
+        try:
+            self._release()
+        except Exception:
+            pass
 
     def _release(self) -> None:
-        if self._opu is not None:
-            self._opu.close()
-            self._opu = None
+        """Close the SDK's OPU once (after any abandoned call has left the SDK, else
+        :class:`DeviceTimeout`); the device counts as closed even when closing fails."""
+        opu, self._opu = self._opu, None
+        if opu is None:
+            return
+        self._calls.call(opu.close, "closing the OPU", retries=0)
 
     def _transform(self, batch: np.ndarray) -> np.ndarray:
         self.attempts += 1
@@ -216,15 +193,13 @@ class LightonDevice(Device[LightonProfile]):
             raise RuntimeError(
                 f"OPU returned shape {output.shape}, expected {(batch.shape[0], self.out_features)}"
             )
+        check_output(output, batch)
         return output
 
     def _project(self, x: torch.Tensor) -> Projection:
         batch = x.detach().cpu().numpy().astype(np.uint8)
         p = self._profile
-        output = call_with_retries(
-            lambda: self._transform(batch), retries=p.retries, timeout_s=p.timeout_s,
-            backoff_s=p.backoff_s,
-        )
+        output = self._calls.call(lambda: self._transform(batch), "OPU transform")
         values = torch.from_numpy(output.copy())
         report = self.noise_report()
         if p.simulated and self._noise_std > 0:
