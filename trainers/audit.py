@@ -1,5 +1,7 @@
 """Empirical lower bounds on epsilon: the one-run audit of Steinke, Nasr and Jagielski, "Privacy
-Auditing with One (1) Training Run" (NeurIPS 2023), white-box, for DP-DFA's release.
+Auditing with One (1) Training Run" (NeurIPS 2023), white-box, for every method whose noisy
+release is one call ``method.release_update(u)`` on the flattened update ``u`` whose L2
+sensitivity is ``method.sensitivity`` (dp-dfa with software or device noise, dp-sgd).
 
 **Bound** (their Theorem 3.3 with the delta term of Appendix D). ``m`` canaries each get a secret
 fair coin; the auditor guesses ``r`` of the coins and gets ``v`` right. If the training run is
@@ -15,8 +17,10 @@ Bonferroni split of the confidence.
 **Canaries** (white-box, the threat model the DP proofs cover): canary ``i`` owns one coordinate
 ``j_i`` of the flattened update. At each step it joins the batch with the batch's sampling rate;
 when it does, it adds ``+a e_{j_i}`` if its coin is heads and ``-a e_{j_i}`` if tails, with ``a`` half
-the update's replace-one sensitivity (a replaced example moves the update by at most ``2 a``: the
-two coins are replace-one neighbours). Its score is the sum of the RELEASED update at ``j_i`` over
+the update's sensitivity ``Delta``: under replace-one (dp-dfa, dp-sgd fixed) the two coins are
+neighbours; under add/remove (dp-sgd Poisson, ``Delta = C``) the pair ``{+Delta/2, -Delta/2}`` gives
+the auditor exactly the evidence of ``{present with +Delta, absent}`` (the scores differ by a shift
+the auditor knows), so the same test applies. Its score is the sum of the RELEASED update at ``j_i`` over
 the steps it joined; the auditor guesses heads for the highest scores and tails for the lowest.
 The canaries' own sampling is independent per step at the batch's rate (a Poisson stand-in for
 the without-replacement draw of a real example), a simplification stated with every result.
@@ -130,26 +134,36 @@ class DiracCanaries:
         self.joined += self._current
 
 
-def audit_dp_dfa(config: TrainConfig, canaries: int = 1000, confidence: float = 0.95,
-                 guess_counts: tuple[int, ...] = (10, 25, 50, 100, 200, 400),
-                 wrap_release: Callable[[Callable[[torch.Tensor], torch.Tensor]], Callable] | None = None,
-                 data=None, device=None, log: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Train ``config`` (dp-dfa) once with white-box canaries; returns the audit record.
+WHITE_BOX_METHODS = ("dp-dfa", "dp-sgd")
+
+
+def audit_white_box(config: TrainConfig, canaries: int = 1000, confidence: float = 0.95,
+                    guess_counts: tuple[int, ...] = (10, 25, 50, 100, 200, 400),
+                    wrap_release: Callable[[Callable[[torch.Tensor], torch.Tensor]], Callable] | None = None,
+                    attacker_view: Callable[[torch.Tensor, int], torch.Tensor] | None = None,
+                    data=None, device=None, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Train ``config`` once with white-box canaries; returns the audit record.
 
     ``wrap_release`` replaces the mechanism's release (tests use it to plant broken mechanisms while
-    the accountant keeps claiming the nominal epsilon)."""
-    if config.method != "dp-dfa":
-        raise TrainingConfigError(f"the white-box audit covers dp-dfa's release; got --method {config.method}")
+    the accountant keeps claiming the nominal epsilon); ``attacker_view(released, step)`` is what
+    the auditor scores instead of the released update (e.g. the release minus noise rebuilt from a
+    public seed)."""
+    if config.method not in WHITE_BOX_METHODS:
+        raise TrainingConfigError(
+            f"the white-box audit covers the methods with one noisy release per step "
+            f"({', '.join(WHITE_BOX_METHODS)}); got --method {config.method}")
     began = time.perf_counter()
     trainer = Trainer(config, data=data, device=device, progress=False, log=log or (lambda m: None))
     method = trainer.method
+    steps = [0]
     rate = config.batch_size / len(trainer.train_split)
     planted = DiracCanaries.draw(canaries, method.dimension, method.sensitivity / 2, rate)
     release = wrap_release(method.release_update) if wrap_release else method.release_update
 
     def audited(update: torch.Tensor) -> torch.Tensor:
         released = release(planted.insert(update))
-        planted.observe(released)
+        planted.observe(released if attacker_view is None else attacker_view(released, steps[0]))
+        steps[0] += 1
         return released
 
     method.release_update = audited  # type: ignore[method-assign]

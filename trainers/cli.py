@@ -153,7 +153,7 @@ def _cmd_table(args: argparse.Namespace) -> int:
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    from .audit import audit_dp_dfa, plot_audit
+    from .audit import audit_white_box, plot_audit
     from .loop import check_output_path
     from .records import write_json
 
@@ -161,7 +161,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         if path:
             check_output_path(path, option)
     config = config_from_args(args)
-    result = audit_dp_dfa(config, canaries=args.canaries, confidence=args.confidence,
+    result = audit_white_box(config, canaries=args.canaries, confidence=args.confidence,
                           log=lambda message: print(message, file=sys.stderr, flush=True))
     print(f"audit of {result['method']} ({result['noise_source']} noise, {result['threat_model']}): claimed epsilon "
           f"{result['claimed_epsilon']:.4g} at delta {result['delta']:g}; empirical lower bound "
@@ -182,7 +182,7 @@ def register_train_commands(sub: argparse._SubParsersAction) -> None:
     _add_train_arguments(p)
     p.set_defaults(func=_cmd_train)
 
-    p = sub.add_parser("audit", help="empirical lower bound on epsilon: one-run white-box audit (dp-dfa)")
+    p = sub.add_parser("audit", help="empirical lower bound on epsilon: one-run white-box audit (dp-dfa, dp-sgd)")
     _add_train_arguments(p)
     p.add_argument("--canaries", type=int, default=1000, help="white-box canaries (default 1000)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the bound (default 0.95)")

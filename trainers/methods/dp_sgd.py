@@ -46,6 +46,7 @@ class DPSGD(GaussianNoiseMethod):
         self.neighboring = "add_remove" if self.sampling == "poisson" else "replace_one"
         # Noise std per unit of the multiplier: the L2 sensitivity of the clipped sum.
         self.sensitivity = config.clip_norm * (1 if self.sampling == "poisson" else 2)
+        self.dimension = sum(p.numel() for p in model.parameters())
 
     def event_for(self, z: float) -> Event:
         ctx = self.context
@@ -68,6 +69,11 @@ class DPSGD(GaussianNoiseMethod):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.generator = SecureGenerator.from_secret_state(state["generator"])
 
+    def release_update(self, u: torch.Tensor) -> torch.Tensor:
+        """The noisy release of the flattened clipped SUM ``u`` (sensitivity ``self.sensitivity``):
+        ``u + N(0, (z Delta)^2 I)`` from the secure generator (the audit's white-box hook)."""
+        return u + self.noise_std * self._normal(u.shape)
+
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         config = self.context.config
         layers = self.model.layers
@@ -84,14 +90,15 @@ class DPSGD(GaussianNoiseMethod):
         with torch.no_grad():
             squared = sum(g.pow(2).sum(1) * (a.pow(2).sum(1) + 1) for g, a in zip(output_grads, inputs))
             scale = torch.clamp(config.clip_norm / squared.sqrt().clamp_min(1e-12), max=1.0)
-            std = self.noise_std
             denominator = config.batch_size  # expected batch q N for Poisson, m for fixed
-            for layer, g, a in zip(layers, output_grads, inputs):
+            params = [p for layer in layers for p in (layer.weight, layer.bias)]
+            parts = []
+            for g, a in zip(output_grads, inputs):
                 weighted = g * scale[:, None]
-                weight_grad = weighted.T @ a + std * self._normal(layer.weight.shape)
-                bias_grad = weighted.sum(0) + std * self._normal(layer.bias.shape)
-                layer.weight.grad = weight_grad / denominator
-                layer.bias.grad = bias_grad / denominator
+                parts += [(weighted.T @ a).flatten(), weighted.sum(0)]
+            released = self.release_update(torch.cat(parts)) / denominator
+            for param, part in zip(params, released.split([p.numel() for p in params])):
+                param.grad = part.view_as(param).clone()
         correct = int((h.argmax(1) == y).sum()) if y.numel() else 0
         return StepOutput(float(losses.detach().sum()), correct, int(y.shape[0]),
                           privacy_event=self.planned_event())
