@@ -24,7 +24,8 @@ class NoiseDistribution:
     (never above the applied mean); ``reads_per_value`` pixel reads summed into each count;
     ``read_noise_e`` and ``gain_e_per_dn`` of the camera; ``lattice_step`` the output units of one
     count; ``clip_probability`` the probability that one read saturates (the analysis assumes it
-    never does); ``generator`` names the random source.
+    never does); ``generator`` names the random source; ``mean_source`` says where the figure
+    the reads were planned with came from (the profile's model, or a calibration's lower bound).
     """
 
     kind: Literal["gaussian", "poisson-counts"]
@@ -36,6 +37,7 @@ class NoiseDistribution:
     gain_e_per_dn: float | None = None
     lattice_step: float | None = None
     clip_probability: float | None = None
+    mean_source: str | None = None
 
     def __post_init__(self) -> None:
         if self.poisson_mean_lower is not None and self.poisson_mean is not None:

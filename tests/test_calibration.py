@@ -162,6 +162,28 @@ def test_a_calibration_of_another_device_is_refused(calibrated):
         opu_hal.load_device(other)
 
 
+def test_privacy_counts_of_a_calibrated_device_are_planned_with_the_calibrations_lower_bound(tmp_path):
+    keys = dict(backend="simulated", in_features=8, out_features=256, seed=3, temperature_c=25.0, exposure_us=400.0,
+                laser_power_uw=0.7, anchor_power_uw=2.0, gain_e_per_dn=1.0, adc_bits=12, black_level_dn=64,
+                full_well_e=10000.0, temperature_min_c=0.0, temperature_max_c=80.0)
+    model_device = opu_hal.load_device(opu_hal.validate_profile(keys))
+    calibration = calibrate_device(model_device, [25.0], [400.0], [100_000.0], frames=8, bootstrap=50)
+    write_calibration(calibration, tmp_path / "cal.json")
+    lines = [f"{k} = {json.dumps(v)}" for k, v in opu_hal.validate_profile(keys).model_dump().items() if v is not None]
+    (tmp_path / "dp.toml").write_text("\n".join(lines + ['calibration = "cal.json"']) + "\n")
+    calibrated_device = opu_hal.load_device(opu_hal.load_profile(tmp_path / "dp.toml"))
+    lower = calibration.operating_points[0].anchor_read_e_min_pixel_lower
+    assert 0 < lower < model_device.anchor_read_e
+
+    counts = calibrated_device.draw_privacy_counts(4, 1e6).distribution
+    model = model_device.draw_privacy_counts(4, 1e6).distribution
+    assert counts.reads_per_value == math.ceil(1e6 / lower) > model.reads_per_value
+    assert "cal.json" in counts.mean_source and "model" in model.mean_source
+    assert counts.poisson_mean_lower == 1e6 <= counts.poisson_mean
+    with pytest.raises(CalibrationError, match="outside the calibrated range"):
+        calibrated_device.set_options(temperature_c=30.0)
+
+
 # -- the plan ------------------------------------------------------------------------------------
 def shape(**overrides) -> RunShape:
     keys = dict(sampling="poisson", dataset_size=60000, batch_size=256, steps=3516, sensitivity=0.01)

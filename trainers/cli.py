@@ -132,7 +132,7 @@ def privacy_summary(privacy: dict, profile: dict | None) -> str:
     if device_noise:
         parts.append(f"device {profile['name'] if profile else '?'}: Poisson mean >= {device_noise['poisson_mean_lower']:.4g} "
                      f"e- per count ({device_noise.get('reads_per_value')} anchor reads each)")
-        parts.append(f"calibration {privacy.get('calibration') or 'none (the profile model declares the means)'}")
+        parts.append(f"means from {device_noise.get('mean_source', 'the profile model')}")
     parts.append(f"generator {privacy.get('generator', '?')}")
     return "privacy: " + "; ".join(parts)
 

@@ -98,6 +98,22 @@ class CalibratedNoise:
         below = [p for p in self._points() if p.temperature_c <= temperature_c]
         return max(below[-1].dark_e.value, 0.0)
 
+    def anchor_read_lower_e(self, temperature_c: float) -> tuple[float, str]:
+        """Lower confidence bound on the mean photo-electrons of one anchor-only read at the darkest
+        pixel, at the calibrated point at or below ``temperature_c`` (dark signal grows with
+        temperature, so it is a lower bound there too), scaled to this anchor power; and a line
+        saying where it came from. Privacy counts are planned with it (issue 13)."""
+        self.check_operating_point(temperature_c, self.exposure_us)
+        point = [p for p in self._points() if p.temperature_c <= temperature_c][-1]
+        if math.isclose(self.anchor_power_uw, point.anchor_power_uw, rel_tol=1e-12):
+            lower = point.anchor_read_e_min_pixel_lower
+        else:
+            scale = self.anchor_power_uw / point.anchor_power_uw if point.anchor_power_uw > 0 else 0.0
+            lower = point.anchor_e.lower * scale + point.dark_e_min_pixel_lower
+        level = point.anchor_e.level
+        return lower, (f"calibration {self.path} (lower end of the {level:.0%} interval of the darkest pixel's anchor read, "
+                       f"measured at {point.temperature_c:g} C, {point.exposure_us:g} us)")
+
     def report(self, temperature_c: float) -> NoiseReport:
         self.check_operating_point(temperature_c, self.exposure_us)
         cal = self.calibration

@@ -160,10 +160,15 @@ class SimulatedDevice(Device[SimulatedProfile]):
                 and clip_probability(self.anchor_read_e, sensor) <= CLIP_LIMIT)
 
     def draw_privacy_counts(self, n_values: int, poisson_mean: float) -> PrivacyCounts:
-        """Skellam noise from summed anchor-only reads, drawn from the secure generator."""
+        """Skellam noise from summed anchor-only reads, drawn from the secure generator. With a
+        profile calibration, the number of reads is planned with the calibration's lower bound on
+        one read's mean (never the model's value), so the accounted mean is at most the applied one."""
         self.open()
+        lower, source = (None, "model (the profile's declared camera)")
+        if self._calibrated is not None:
+            lower, source = self._calibrated.anchor_read_lower_e(self._temperature_c)
         return draw_counts(self._privacy_generator, self.sensor, self.anchor_read_e, n_values,
-                           poisson_mean, self._profile.label)
+                           poisson_mean, self._profile.label, read_mean_lower_e=lower, mean_source=source)
 
     # -- noise model ---------------------------------------------------------------------------
     def _output_variance(

@@ -75,7 +75,8 @@ def check_privacy_source(sensor: "Sensor", read_mean_e: float, label: str) -> fl
 
 
 def draw_counts(generator: SecureGenerator, sensor: "Sensor", read_mean_e: float, n_values: int,
-                poisson_mean: float, label: str, read_mean_lower_e: float | None = None) -> PrivacyCounts:
+                poisson_mean: float, label: str, read_mean_lower_e: float | None = None,
+                mean_source: str = "model (the profile's declared camera)") -> PrivacyCounts:
     """Skellam noise whose counts have Poisson mean ``>= poisson_mean``, from summed anchor reads.
 
     ``read_mean_e`` is the true mean of one read (the simulation draws with it);
@@ -85,6 +86,9 @@ def draw_counts(generator: SecureGenerator, sensor: "Sensor", read_mean_e: float
     if not (math.isfinite(poisson_mean) and poisson_mean > 0):
         raise DeviceUnavailable(f"requested Poisson mean must be finite and > 0, got {poisson_mean}")
     lower = read_mean_e if read_mean_lower_e is None else min(read_mean_lower_e, read_mean_e)
+    if not lower > 0:
+        raise DeviceUnavailable(f"profile {label!r}: the anchor read's lower bound is {lower:.4g} e- ({mean_source}); "
+                                "no positive Poisson mean can be guaranteed: raise anchor_power_uw or calibrate with more frames")
     reads = max(1, math.ceil(poisson_mean / lower))
     while reads * lower < poisson_mean:
         reads += 1
@@ -97,5 +101,5 @@ def draw_counts(generator: SecureGenerator, sensor: "Sensor", read_mean_e: float
         kind="poisson-counts", generator=generator.name, poisson_mean=applied,
         poisson_mean_lower=poisson_mean,
         reads_per_value=reads, read_noise_e=sensor.read_noise_e, gain_e_per_dn=sensor.gain_e_per_dn,
-        lattice_step=1.0, clip_probability=p_clip)
+        lattice_step=1.0, clip_probability=p_clip, mean_source=mean_source)
     return PrivacyCounts(counts=torch.from_numpy(counts), distribution=distribution)
