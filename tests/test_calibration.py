@@ -246,7 +246,29 @@ def test_cli_calibrate_writes_the_file_and_the_plot_and_plan_uses_them(tmp_path,
                  "--sensitivity", "0.01", "--json"])
     result = json.loads(capsys.readouterr().out)
     assert code in (0, 1) and len(result["plans"]) == 2 and result["mechanism"] == "gaussian"
-    assert main(["plan", "--profile", str(profile), "--calibration", str(out), "--target-epsilon", "8",
-                 "--dataset-size", "60000", "--batch-size", "256", "--epochs", "1", "--sensitivity", "0.01",
-                 "--mechanism", "skellam"]) == 2
-    assert "Skellam accountant" in capsys.readouterr().err
+    skellam = ["plan", "--profile", str(profile), "--calibration", str(out), "--target-epsilon", "8",
+               "--dataset-size", "60000", "--batch-size", "256", "--epochs", "1", "--mechanism", "skellam"]
+    assert main(skellam + ["--sampling", "fixed"]) == 2
+    assert "needs --dimension" in capsys.readouterr().err
+    assert main(skellam + ["--dimension", "1000", "--lattice-resolution", "20"]) == 2
+    assert "fixed-size batches" in capsys.readouterr().err
+    assert main(skellam + ["--sampling", "fixed", "--dimension", "1000", "--lattice-resolution", "20", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["mechanism"] == "skellam" and len(result["plans"]) == 2
+    assert all(p["reaches_target"] and p["reads_per_value"] >= p["needed"] / p["supplied"] for p in result["plans"])
+
+
+def test_lattice_skellam_plan_is_the_smallest_poisson_mean_meeting_the_target():
+    from opu_hal.privacy import Accountant
+    from opu_hal.privacy.skellam import FixedSizeSkellamEvent, SkellamLattice, required_poisson_mean
+
+    run = shape(sampling="fixed", dataset_size=5000, batch_size=250, steps=400, dimension=2000, lattice_resolution=20.0)
+    mu = required_poisson_mean(4.0, 1e-5, run)
+    lattice = SkellamLattice(2000, 1.0, 20.0)
+
+    def epsilon(poisson_mean):
+        accountant = Accountant(neighboring="replace_one")
+        accountant.step(FixedSizeSkellamEvent(5000, 250, lattice.l2_sensitivity, lattice.l1_sensitivity, poisson_mean), 400)
+        return accountant.get_epsilon(1e-5)
+
+    assert epsilon(mu) <= 4.0 < epsilon(0.99 * mu)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..errors import CalibrationError
 from ..loader import load_device
+from ..privacy.skellam import required_poisson_mean
 from ..profiles import load_profile
 from .plan import RunShape, plan_gaussian, plan_skellam, what_would
 from .run import DEFAULT_FRAMES, calibrate_device
@@ -141,6 +142,14 @@ def _shape(args: argparse.Namespace) -> RunShape:
     if not (n and m and 1 <= m <= n):
         raise CalibrationError(f"need 1 <= --batch-size <= --dataset-size, got {m} and {n}")
     steps = args.steps if args.steps is not None else math.ceil((args.epochs or 1) * n / m)
+    dimension, resolution = getattr(args, "dimension", None), getattr(args, "lattice_resolution", None)
+    lattice = getattr(args, "mechanism", "gaussian") == "skellam"
+    if lattice:
+        if dimension is None or not dimension >= 1 or resolution is None or not resolution > 0:
+            raise CalibrationError("--mechanism skellam (the lattice mechanism of dp-dfa --noise-source device) needs "
+                                   "--dimension D >= 1 (the update's parameters) and --lattice-resolution K > 0")
+        return RunShape(sampling=args.sampling, dataset_size=n, batch_size=m, steps=steps,
+                        sensitivity=args.sensitivity or 1.0, dimension=dimension, lattice_resolution=resolution)
     if args.sensitivity is None or not args.sensitivity > 0:
         raise CalibrationError("--sensitivity (l2, output units) > 0 is needed to map noise to epsilon")
     return RunShape(sampling=args.sampling, dataset_size=n, batch_size=m, steps=steps, sensitivity=args.sensitivity)
@@ -155,19 +164,6 @@ def gaussian_noise_multiplier(target_epsilon: float, delta: float, shape: RunSha
     return smallest_noise_multiplier(event_for, steps, target_epsilon, delta, neighboring)
 
 
-def skellam_planner():
-    """The Skellam mechanism's ``required_poisson_mean`` (issue 12), or a clear refusal."""
-    try:
-        from ..privacy import skellam  # type: ignore[attr-defined]
-    except ImportError:
-        skellam = None
-    planner = getattr(skellam, "required_poisson_mean", None)
-    if planner is None:
-        raise CalibrationError("--mechanism skellam needs the Skellam accountant (opu_hal.privacy.skellam."
-                               "required_poisson_mean, issue 12), which this build does not have")
-    return planner
-
-
 def run_plan(args: argparse.Namespace) -> int:
     """``opu-hal plan --profile P [--calibration CAL] ...``: operating points for the target."""
     profile = load_profile(args.profile)
@@ -180,7 +176,7 @@ def run_plan(args: argparse.Namespace) -> int:
     calibration = read_calibration(cal_path)
     shape = _shape(args)
     if args.mechanism == "skellam":
-        plans = plan_skellam(calibration, profile, args.target_epsilon, args.delta, shape, skellam_planner())
+        plans = plan_skellam(calibration, profile, args.target_epsilon, args.delta, shape, required_poisson_mean)
     else:
         plans = plan_gaussian(calibration, profile, args.target_epsilon, args.delta, shape, gaussian_noise_multiplier)
     reaching = [p for p in plans if p.reaches_target]

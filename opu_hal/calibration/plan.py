@@ -41,6 +41,8 @@ class RunShape:
     sensitivity: float
     passes: int = 1
     sensitivity_e: float | None = None
+    dimension: int | None = None  # lattice Skellam mechanism: the update's coordinates d
+    lattice_resolution: float | None = None  # ... and its resolution k
 
 
 RequiredPoissonMean = Callable[[float, float, RunShape], float]
@@ -112,7 +114,10 @@ def plan_skellam(
                 continue
             mu_read = op.anchor_read_e_min_pixel_lower
             reads = math.ceil(mu / mu_read) if mu_read > 0 else 0
-            per_step = 2 * reads * shape.passes * shape.batch_size
+            if shape.dimension is not None:  # lattice mechanism: 2 counts per coordinate, one frame = the ROI's pixels
+                per_step = math.ceil(2 * reads * shape.dimension / profile.out_features)
+            else:
+                per_step = 2 * reads * shape.passes * shape.batch_size
             plans.append(OperatingPlan(
                 temperature_c=op.temperature_c, exposure_us=exposure, laser_power_uw=profile.laser_power_uw,
                 anchor_power_uw=profile.anchor_power_uw, reaches_target=mu_read > 0,

@@ -98,5 +98,8 @@ def register_privacy_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--profile", default=None, help="device mode: operating points of this profile")
     p.add_argument("--calibration", default=None, help="device mode: calibration file (default: the profile's)")
     p.add_argument("--mechanism", choices=("gaussian", "skellam"), default="gaussian",
-                   help="device mode: how device noise is accounted (default gaussian)")
+                   help="device mode: how device noise is accounted (default gaussian; skellam: the lattice "
+                        "mechanism of dp-dfa --noise-source device, with --sampling fixed)")
+    p.add_argument("--dimension", type=int, default=None, help="skellam: the update's parameters d")
+    p.add_argument("--lattice-resolution", type=float, default=None, help="skellam: lattice resolution k")
     p.set_defaults(func=_cmd_plan)

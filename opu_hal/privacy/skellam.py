@@ -58,6 +58,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from .events import Event, Neighboring, PrivacyParameterError, _positive, register_event
+from .inverse import smallest_noise_multiplier
 
 
 def _integer_orders(orders: np.ndarray) -> np.ndarray:
@@ -207,3 +208,28 @@ class FixedSizeSkellamEvent(Event):
 
 for _cls in (SkellamEvent, FixedSizeSkellamEvent):
     register_event(_cls)
+
+
+def required_poisson_mean(target_epsilon: float, delta: float, shape) -> float:
+    """Smallest Poisson mean per count (``lambda``) for which the lattice Skellam mechanism reaches
+    ``(target_epsilon, delta)`` over the described run: ``shape`` (a calibration ``RunShape``)
+    gives ``dataset_size``, ``batch_size``, ``steps``, ``dimension`` ``d`` and
+    ``lattice_resolution`` ``k``; sampling must be ``fixed`` (the only sampling this event covers,
+    WBK Theorem 9). The lattice makes the answer independent of the update's scale: the
+    sensitivities are ``(k + 1) sqrt(d)`` and ``(k + 1) d`` lattice units (:class:`SkellamLattice`)."""
+    if getattr(shape, "sampling", "fixed") != "fixed":
+        raise PrivacyParameterError(
+            f"the lattice Skellam mechanism is accounted for fixed-size batches (--sampling fixed), got {shape.sampling!r}")
+    dimension, resolution = getattr(shape, "dimension", None), getattr(shape, "lattice_resolution", None)
+    if not (isinstance(dimension, int) and dimension >= 1 and resolution is not None and resolution > 0):
+        raise PrivacyParameterError(
+            "the lattice Skellam mechanism needs the update's dimension d >= 1 (--dimension) and the lattice "
+            f"resolution k > 0 (--lattice-resolution); got d={dimension!r}, k={resolution!r}")
+    lattice = SkellamLattice(dimension, 1.0, float(resolution))
+
+    def event_for(z: float) -> Event:
+        return FixedSizeSkellamEvent(shape.dataset_size, shape.batch_size, lattice.l2_sensitivity,
+                                     lattice.l1_sensitivity, lattice.poisson_mean(z))
+
+    z = smallest_noise_multiplier(event_for, shape.steps, target_epsilon, delta, "replace_one")
+    return lattice.poisson_mean(z)
