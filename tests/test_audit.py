@@ -9,7 +9,9 @@ from scipy import optimize, stats
 
 import torch
 
-from trainers.audit import audit_white_box, epsilon_lower_bound, p_value
+from trainers.audit import audit_black_box, audit_white_box, epsilon_lower_bound, p_value
+from trainers.methods import register_method, unregister_method
+from trainers.methods.dp_dfa import DPDFA
 from trainers.config import TrainConfig
 
 from .training_helpers import clusters
@@ -120,4 +122,35 @@ def test_dp_sgd_with_noise_off_is_flagged():
 @pytest.mark.parametrize("extra", [{}, {"noise_source": "device", "profile": "opu-sim-dp"}])
 def test_sound_dp_dfa_never_audits_above_its_claim(extra):
     result = _audit(**extra)
+    assert result["epsilon_lower_bound"] <= result["claimed_epsilon"]
+
+
+# -- black-box: input canaries scored by the final model's loss --------------------------------
+class NoiselessDPDFA(DPDFA):
+    """A broken mechanism (test fixture): claims dp-dfa's epsilon, releases without noise."""
+
+    name = "dp-dfa-noiseless-fixture"
+
+    def release_update(self, u):
+        return u
+
+
+def _black_box(method="dp-dfa"):
+    config = TrainConfig.for_method(method, noise_multiplier=40.0, epochs=60, batch_size=100, lr=0.01,
+                                    hidden=(64,), alignment=False)
+    return audit_black_box(config, canaries=200, guess_counts=(10, 25, 50), data=clusters(n_train=400, features=40))
+
+
+def test_black_box_input_canaries_flag_a_noiseless_run():
+    register_method(NoiselessDPDFA)
+    try:
+        result = _black_box(NoiselessDPDFA.name)
+    finally:
+        unregister_method(NoiselessDPDFA.name)
+    assert result["epsilon_lower_bound"] > result["claimed_epsilon"]
+
+
+def test_sound_dp_dfa_stays_below_its_claim_black_box():
+    result = _black_box()
+    assert result["neighboring"] == "replace_one"
     assert result["epsilon_lower_bound"] <= result["claimed_epsilon"]

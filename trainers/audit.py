@@ -40,8 +40,10 @@ from scipy import stats
 from opu_hal.secure_random import SecureGenerator
 
 from .config import TrainConfig
+from .data import Dataset, Split, load_dataset, scale_inputs
 from .errors import TrainingConfigError
 from .loop import Trainer
+from .methods import METHODS
 
 
 def p_value(m: int, r: int, v: int, epsilon: float, delta: float) -> float:
@@ -182,6 +184,74 @@ def audit_white_box(config: TrainConfig, canaries: int = 1000, confidence: float
     }
 
 
+def neighboring_of(config: TrainConfig) -> str:
+    """The relation the method's claim is made under (dp-sgd: by its sampling)."""
+    if config.method == "dp-sgd":
+        return "add_remove" if (config.sampling or "poisson") == "poisson" else "replace_one"
+    return getattr(METHODS[config.method], "neighboring", "add_remove")
+
+
+def input_canaries(count: int, features: int, classes: int, generator: SecureGenerator) -> Split:
+    """``count`` images of uniform random pixels in [0, 1] with uniform random labels."""
+    x = generator.uniform(count * features).reshape(count, features)
+    y = np.minimum((generator.uniform(count) * classes).astype(np.int64), classes - 1)
+    return Split(torch.from_numpy(x).float(), torch.from_numpy(y))
+
+
+def audit_black_box(config: TrainConfig, canaries: int = 1000, confidence: float = 0.95,
+                    guess_counts: tuple[int, ...] = (10, 25, 50, 100, 200, 400), data: Dataset | None = None,
+                    log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """One-run black-box audit: input canaries scored by the final model's loss.
+
+    Canary ``i`` is an image of uniform random pixels with a random label, in the training set
+    with probability 1/2 (secret coin). Under add/remove the other choice is its absence; under
+    replace-one (the dataset size is fixed) it is the same image with another label, so the two
+    datasets are neighbours either way. The training goes through the public trainer unchanged;
+    the auditor sees only the final model and scores ``-loss(x_i, y_i)`` (high: guessed included),
+    then the bound is :func:`best_lower_bound`'s."""
+    if not METHODS[config.method].private:
+        raise TrainingConfigError(f"method {config.method!r} is not private; there is no claim to audit")
+    if canaries < 2:
+        raise TrainingConfigError(f"--canaries must be >= 2, got {canaries}")
+    began = time.perf_counter()
+    raw = data or load_dataset(config.dataset, config.data_dir, config.validation_fraction, config.seed)
+    real = raw.train if config.train_limit is None else Split(raw.train.x[:config.train_limit],
+                                                               raw.train.y[:config.train_limit])
+    generator = SecureGenerator()
+    probes = input_canaries(canaries, raw.n_features, raw.n_classes, generator)
+    heads = generator.uniform(canaries) < 0.5
+    included = torch.from_numpy(heads)
+    neighboring = neighboring_of(config)
+    if neighboring == "replace_one":
+        shift = torch.from_numpy(1 + (generator.uniform(canaries) * (raw.n_classes - 1)).astype(np.int64))
+        slots = Split(probes.x, torch.where(included, probes.y, (probes.y + shift) % raw.n_classes))
+    else:
+        slots = Split(probes.x[included], probes.y[included])
+    train = Split(torch.cat([real.x, slots.x]), torch.cat([real.y, slots.y]))
+    audited = Dataset(raw.name, train, raw.validation, raw.test)
+    trainer = Trainer(config.with_(train_limit=None), data=audited, progress=False, log=log or (lambda m: None))
+    try:
+        record = trainer.run()
+    finally:
+        trainer.close()
+    scaled = scale_inputs(Dataset(raw.name, probes, probes, probes), config.inputs, reference=train).train
+    with torch.no_grad():
+        model_device = next(trainer.model.parameters()).device
+        logits = trainer.model(scaled.x.to(model_device)).cpu()
+        losses = torch.nn.functional.cross_entropy(logits, scaled.y, reduction="none")
+    scores = (-losses).double().numpy()
+    final = record["final"]
+    result = best_lower_bound(scores, heads, config.delta, confidence, guess_counts)
+    return {
+        "method": config.method, "noise_source": config.noise_source,
+        "threat_model": "black-box, input canaries scored by the final model's loss", "neighboring": neighboring,
+        "claimed_epsilon": final.get("epsilon", float("inf")), "delta": config.delta, "confidence": confidence,
+        **result, "canaries": canaries, "steps": final["steps"], "test_accuracy": final["test_accuracy"],
+        "time_s": time.perf_counter() - began,
+        "scores": {"heads": scores[heads].tolist(), "tails": scores[~heads].tolist()},
+    }
+
+
 def plot_audit(result: dict[str, Any], path: str) -> None:
     """Histograms of the heads and tails canaries' scores, with the bound in the title."""
     import matplotlib
@@ -192,8 +262,10 @@ def plot_audit(result: dict[str, Any], path: str) -> None:
     figure, axis = plt.subplots(figsize=(6, 4))
     bins = 40
     axis.hist(result["scores"]["heads"], bins=bins, alpha=0.6, label="canary included (+)")
-    axis.hist(result["scores"]["tails"], bins=bins, alpha=0.6, label="canary replaced (-)")
-    axis.set_xlabel("score: sum of released values at the canary's coordinate")
+    axis.hist(result["scores"]["tails"], bins=bins, alpha=0.6, label="canary left out or relabelled (-)")
+    black_box = result["threat_model"].startswith("black-box")
+    axis.set_xlabel("score: minus the final model's loss on the canary" if black_box
+                    else "score: sum of released values at the canary's coordinate")
     axis.set_ylabel("canaries")
     axis.set_title(f"{result['method']} ({result['noise_source']}): claimed eps {result['claimed_epsilon']:.3g}, "
                    f"audit >= {result['epsilon_lower_bound']:.3g} at {result['confidence']:.0%}", fontsize=9)

@@ -153,7 +153,7 @@ def _cmd_table(args: argparse.Namespace) -> int:
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    from .audit import audit_white_box, plot_audit
+    from .audit import audit_black_box, audit_white_box, plot_audit
     from .loop import check_output_path
     from .records import write_json
 
@@ -161,8 +161,9 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         if path:
             check_output_path(path, option)
     config = config_from_args(args)
-    result = audit_white_box(config, canaries=args.canaries, confidence=args.confidence,
-                          log=lambda message: print(message, file=sys.stderr, flush=True))
+    audit = audit_black_box if args.threat_model == "black-box" else audit_white_box
+    result = audit(config, canaries=args.canaries, confidence=args.confidence,
+                   log=lambda message: print(message, file=sys.stderr, flush=True))
     print(f"audit of {result['method']} ({result['noise_source']} noise, {result['threat_model']}): claimed epsilon "
           f"{result['claimed_epsilon']:.4g} at delta {result['delta']:g}; empirical lower bound "
           f"{result['epsilon_lower_bound']:.4g} at {result['confidence']:.0%} confidence "
@@ -182,9 +183,13 @@ def register_train_commands(sub: argparse._SubParsersAction) -> None:
     _add_train_arguments(p)
     p.set_defaults(func=_cmd_train)
 
-    p = sub.add_parser("audit", help="empirical lower bound on epsilon: one-run white-box audit (dp-dfa, dp-sgd)")
+    p = sub.add_parser("audit", help="empirical lower bound on epsilon: one-run audit (white-box: dp-dfa, dp-sgd; "
+                                     "black-box: every private method)")
     _add_train_arguments(p)
-    p.add_argument("--canaries", type=int, default=1000, help="white-box canaries (default 1000)")
+    p.add_argument("--threat-model", choices=("white-box", "black-box"), default="white-box",
+                   help="white-box: canaries on the released update; black-box: input canaries scored by the "
+                        "final model's loss (default white-box)")
+    p.add_argument("--canaries", type=int, default=1000, help="canaries (default 1000)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the bound (default 0.95)")
     p.add_argument("--plot", default=None, help="PNG of the canaries' scores")
     p.set_defaults(func=_cmd_audit)
