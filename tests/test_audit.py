@@ -9,7 +9,7 @@ from scipy import optimize, stats
 
 import torch
 
-from trainers.audit import audit_black_box, audit_white_box, epsilon_lower_bound, p_value
+from trainers.audit import audit_black_box, audit_multi_run, audit_white_box, epsilon_lower_bound, p_value
 from trainers.methods import register_method, unregister_method
 from trainers.methods.dp_dfa import DPDFA
 from trainers.config import TrainConfig
@@ -154,3 +154,39 @@ def test_sound_dp_dfa_stays_below_its_claim_black_box():
     result = _black_box()
     assert result["neighboring"] == "replace_one"
     assert result["epsilon_lower_bound"] <= result["claimed_epsilon"]
+
+
+@pytest.mark.parametrize("method, extra", [
+    ("dp-sgd", {"noise_multiplier": 1.0}),
+    ("dp-ulr", {"noise_multiplier": 4.0}),
+    ("dp-mac", {"noise_multiplier": 1.0}),
+    ("photonic-dp", {}),  # no proven bound: the claim is infinite, the audit still runs
+])
+def test_every_private_method_black_box_audits_at_or_below_its_claim(method, extra):
+    config = TrainConfig.for_method(method, epochs=4, batch_size=100, hidden=(16, 12), alignment=False, **extra)
+    result = audit_black_box(config, canaries=200, guess_counts=(10, 25, 50), data=clusters(n_train=1200))
+    assert result["method"] == method and result["steps"] > 0
+    assert result["epsilon_lower_bound"] <= result["claimed_epsilon"]
+
+
+def test_clopper_pearson_multi_run_bound_matches_its_closed_form():
+    import numpy as np
+
+    from trainers.audit import multi_run_lower_bound
+    # Perfect separation, 20 runs each side: at the separating threshold FNR = FPR = 0 and the
+    # upper bounds are 1 - a^(1/20) with a = (1 - confidence) / (2 * thresholds).
+    scores_in, scores_out = np.arange(20) + 100.0, np.arange(20) * 1.0
+    bound, threshold = multi_run_lower_bound(scores_in, scores_out, 0.0, 0.95)
+    upper = 1 - (0.05 / (2 * 40)) ** (1 / 20)
+    assert threshold == 100.0 and bound == pytest.approx(math.log((1 - upper) / upper), rel=1e-9)
+    assert multi_run_lower_bound(np.zeros(20), np.zeros(20), 0.0, 0.95)[0] == 0.0
+
+
+def test_multi_run_audit_flags_a_noiseless_run_and_not_a_sound_one():
+    # 15 runs a side cap the bound near 0.51 (Clopper-Pearson with Bonferroni over 30 thresholds),
+    # so the claim is kept below it: z = 20 over 2 epochs.
+    config = _config(epochs=2, noise_multiplier=20.0)
+    broken = audit_multi_run(config, runs=30, wrap_release=lambda release: (lambda u: u), data=clusters(**DATA))
+    assert broken["epsilon_lower_bound"] > broken["claimed_epsilon"]
+    sound = audit_multi_run(config, runs=30, data=clusters(**DATA))
+    assert sound["epsilon_lower_bound"] <= sound["claimed_epsilon"]

@@ -139,28 +139,23 @@ class DiracCanaries:
 WHITE_BOX_METHODS = ("dp-dfa", "dp-sgd")
 
 
-def audit_white_box(config: TrainConfig, canaries: int = 1000, confidence: float = 0.95,
-                    guess_counts: tuple[int, ...] = (10, 25, 50, 100, 200, 400),
-                    wrap_release: Callable[[Callable[[torch.Tensor], torch.Tensor]], Callable] | None = None,
-                    attacker_view: Callable[[torch.Tensor, int], torch.Tensor] | None = None,
-                    data=None, device=None, log: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Train ``config`` once with white-box canaries; returns the audit record.
+Release = Callable[[torch.Tensor], torch.Tensor]
 
-    ``wrap_release`` replaces the mechanism's release (tests use it to plant broken mechanisms while
-    the accountant keeps claiming the nominal epsilon); ``attacker_view(released, step)`` is what
-    the auditor scores instead of the released update (e.g. the release minus noise rebuilt from a
-    public seed)."""
+
+def _check_white_box(config: TrainConfig) -> None:
     if config.method not in WHITE_BOX_METHODS:
         raise TrainingConfigError(
             f"the white-box audit covers the methods with one noisy release per step "
             f"({', '.join(WHITE_BOX_METHODS)}); got --method {config.method}")
-    began = time.perf_counter()
-    trainer = Trainer(config, data=data, device=device, progress=False, log=log or (lambda m: None))
+
+
+def _train_with(trainer: Trainer, planted: DiracCanaries, wrap_release: Callable[[Release], Release] | None,
+                attacker_view: Callable[[torch.Tensor, int], torch.Tensor] | None) -> dict[str, Any]:
+    """Run ``trainer`` with ``planted`` canaries inserted before every noisy release and scored on
+    what the auditor sees of it; returns the training record (the trainer is closed)."""
     method = trainer.method
-    steps = [0]
-    rate = config.batch_size / len(trainer.train_split)
-    planted = DiracCanaries.draw(canaries, method.dimension, method.sensitivity / 2, rate)
     release = wrap_release(method.release_update) if wrap_release else method.release_update
+    steps = [0]
 
     def audited(update: torch.Tensor) -> torch.Tensor:
         released = release(planted.insert(update))
@@ -170,9 +165,29 @@ def audit_white_box(config: TrainConfig, canaries: int = 1000, confidence: float
 
     method.release_update = audited  # type: ignore[method-assign]
     try:
-        record = trainer.run()
+        return trainer.run()
     finally:
         trainer.close()
+
+
+def audit_white_box(config: TrainConfig, canaries: int = 1000, confidence: float = 0.95,
+                    guess_counts: tuple[int, ...] = (10, 25, 50, 100, 200, 400),
+                    wrap_release: Callable[[Release], Release] | None = None,
+                    attacker_view: Callable[[torch.Tensor, int], torch.Tensor] | None = None,
+                    data=None, device=None, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Train ``config`` once with white-box canaries; returns the audit record.
+
+    ``wrap_release`` replaces the mechanism's release (tests use it to plant broken mechanisms while
+    the accountant keeps claiming the nominal epsilon); ``attacker_view(released, step)`` is what
+    the auditor scores instead of the released update (e.g. the release minus noise rebuilt from a
+    public seed)."""
+    _check_white_box(config)
+    began = time.perf_counter()
+    trainer = Trainer(config, data=data, device=device, progress=False, log=log or (lambda m: None))
+    method = trainer.method
+    rate = config.batch_size / len(trainer.train_split)
+    planted = DiracCanaries.draw(canaries, method.dimension, method.sensitivity / 2, rate)
+    record = _train_with(trainer, planted, wrap_release, attacker_view)
     result = best_lower_bound(planted.scores, planted.heads, config.delta, confidence, guess_counts)
     return {
         "method": config.method, "noise_source": config.noise_source, "threat_model": "white-box, Dirac canaries",
@@ -181,6 +196,66 @@ def audit_white_box(config: TrainConfig, canaries: int = 1000, confidence: float
         "canaries_never_sampled": int((planted.joined == 0).sum()), "steps": record["final"]["steps"],
         "test_accuracy": record["final"]["test_accuracy"], "time_s": time.perf_counter() - began,
         "scores": {"heads": planted.scores[planted.heads].tolist(), "tails": planted.scores[~planted.heads].tolist()},
+    }
+
+
+def clopper_pearson_upper(failures: int, trials: int, confidence: float) -> float:
+    """One-sided upper confidence bound on a binomial rate (exact, Clopper-Pearson)."""
+    if failures == trials:
+        return 1.0
+    return float(stats.beta.ppf(confidence, failures + 1, trials - failures))
+
+
+def multi_run_lower_bound(scores_in: np.ndarray, scores_out: np.ndarray, delta: float,
+                          confidence: float) -> tuple[float, float | None]:
+    """The classical audit's bound: for a threshold ``t`` (guess "in" when ``score >= t``),
+    (epsilon, delta)-DP forces ``FPR + e^eps FNR >= 1 - delta`` and the mirrored inequality, so
+    ``eps >= log((1 - delta - FNR_up) / FPR_up)`` with Clopper-Pearson upper bounds; the best over
+    the observed thresholds, the confidence split over thresholds and both rates (Bonferroni).
+    Returns ``(epsilon lower bound, threshold)``."""
+    thresholds = np.unique(np.concatenate([scores_in, scores_out]))
+    each = 1.0 - (1.0 - confidence) / (2 * thresholds.size)
+    best, best_t = 0.0, None
+    for t in thresholds:
+        fnr_up = clopper_pearson_upper(int((scores_in < t).sum()), scores_in.size, each)
+        fpr_up = clopper_pearson_upper(int((scores_out >= t).sum()), scores_out.size, each)
+        for a, b in ((fnr_up, fpr_up), (fpr_up, fnr_up)):
+            if b > 0 and 1 - delta - a > 0 and math.log((1 - delta - a) / b) > best:
+                best, best_t = math.log((1 - delta - a) / b), float(t)
+    return best, best_t
+
+
+def audit_multi_run(config: TrainConfig, runs: int = 40, confidence: float = 0.95,
+                    wrap_release: Callable[[Release], Release] | None = None, data=None,
+                    log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The classical white-box audit for small models: ``runs`` trainings with one Dirac canary on
+    a fixed coordinate, ``+Delta/2`` in the even runs and ``-Delta/2`` in the odd ones (neighbours,
+    as in the one-run audit), scored the same way; bound by :func:`multi_run_lower_bound`. It
+    cross-checks the one-run bound at the price of ``runs`` trainings."""
+    _check_white_box(config)
+    if runs < 2:
+        raise TrainingConfigError(f"--runs must be >= 2, got {runs}")
+    began = time.perf_counter()
+    coordinate: np.ndarray | None = None
+    scores: dict[bool, list[float]] = {True: [], False: []}
+    claimed = float("inf")
+    for run in range(runs):
+        heads = run % 2 == 0
+        trainer = Trainer(config, data=data, progress=False, log=log or (lambda m: None))
+        method = trainer.method
+        if coordinate is None:
+            coordinate = np.array([int(SecureGenerator().uniform(1)[0] * method.dimension)])
+        rate = config.batch_size / len(trainer.train_split)
+        planted = DiracCanaries(coordinate, np.array([heads]), method.sensitivity / 2, rate)
+        record = _train_with(trainer, planted, wrap_release, None)
+        scores[heads].append(float(planted.scores[0]))
+        claimed = record["final"]["epsilon"]
+    bound, threshold = multi_run_lower_bound(np.array(scores[True]), np.array(scores[False]), config.delta, confidence)
+    return {
+        "method": config.method, "noise_source": config.noise_source, "threat_model": "white-box, multi-run",
+        "claimed_epsilon": claimed, "delta": config.delta, "confidence": confidence, "epsilon_lower_bound": bound,
+        "threshold": threshold, "runs": runs, "canaries": 1, "time_s": time.perf_counter() - began,
+        "scores": {"heads": scores[True], "tails": scores[False]},
     }
 
 

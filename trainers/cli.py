@@ -153,7 +153,7 @@ def _cmd_table(args: argparse.Namespace) -> int:
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    from .audit import audit_black_box, audit_white_box, plot_audit
+    from .audit import audit_black_box, audit_multi_run, audit_white_box, plot_audit
     from .loop import check_output_path
     from .records import write_json
 
@@ -161,14 +161,20 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         if path:
             check_output_path(path, option)
     config = config_from_args(args)
-    audit = audit_black_box if args.threat_model == "black-box" else audit_white_box
-    result = audit(config, canaries=args.canaries, confidence=args.confidence,
-                   log=lambda message: print(message, file=sys.stderr, flush=True))
+    log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+    if args.runs is not None:
+        if args.threat_model != "white-box":
+            raise TrainingConfigError("--runs (the multi-run audit) is white-box; drop --threat-model black-box")
+        result = audit_multi_run(config, runs=args.runs, confidence=args.confidence, log=log)
+        detail = f"{result['runs']} runs, half with the canary"
+    else:
+        audit = audit_black_box if args.threat_model == "black-box" else audit_white_box
+        result = audit(config, canaries=args.canaries, confidence=args.confidence, log=log)
+        detail = f"{result['correct']}/{result['guesses']} guesses right, {result['canaries']} canaries"
     print(f"audit of {result['method']} ({result['noise_source']} noise, {result['threat_model']}): claimed epsilon "
           f"{result['claimed_epsilon']:.4g} at delta {result['delta']:g}; empirical lower bound "
           f"{result['epsilon_lower_bound']:.4g} at {result['confidence']:.0%} confidence "
-          f"({result['correct']}/{result['guesses']} guesses right, {result['canaries']} canaries, "
-          f"{result['time_s']:.0f} s)")
+          f"({detail}, {result['time_s']:.0f} s)")
     if args.out:
         write_json(args.out, result)
         print(f"audit record: {args.out}")
@@ -190,6 +196,8 @@ def register_train_commands(sub: argparse._SubParsersAction) -> None:
                    help="white-box: canaries on the released update; black-box: input canaries scored by the "
                         "final model's loss (default white-box)")
     p.add_argument("--canaries", type=int, default=1000, help="canaries (default 1000)")
+    p.add_argument("--runs", type=int, default=None,
+                   help="multi-run audit instead: this many trainings with one canary (small models)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the bound (default 0.95)")
     p.add_argument("--plot", default=None, help="PNG of the canaries' scores")
     p.set_defaults(func=_cmd_audit)
