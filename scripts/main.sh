@@ -2,11 +2,16 @@
 # The main job, end to end: a private DP-DFA run on real FashionMNIST whose noise is made of
 # photo-electron counts drawn from the simulated OPU (the lattice Skellam mechanism, issue 12),
 # within (epsilon 8, delta 1e-5); prints the test accuracy, the privacy spent, the mechanism, the
-# noise source and the generator, and writes results/main.json. Extra arguments go to
-# `opu-hal train` (e.g. --epochs 15).
+# noise source, the calibration and the generator, and writes results/main.json. First it
+# calibrates the device (photon transfer, a few seconds): the privacy counts are then planned with
+# the calibration's lower bound on an anchor read, never the model's own value. Extra arguments go
+# to `opu-hal train` (e.g. --epochs 15).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$ROOT"
-exec opu-hal train --method dp-dfa --noise-source device --profile "${OPU_HAL_PROFILE:-opu-sim-dp}" \
+PROFILE="${OPU_HAL_PROFILE:-opu-sim-dp}"
+CALIBRATION="results/calibration/main-$(basename "$PROFILE" .toml).json"
+opu-hal calibrate "$PROFILE" --temperatures 25 --exposures 400 --out "$CALIBRATION" --quiet | tail -n 3
+exec opu-hal train --method dp-dfa --noise-source device --profile "$PROFILE" --calibration "$CALIBRATION" \
   --target-epsilon 8 --delta 1e-5 --epochs 60 --batch-size 2048 --optimizer adam --lr 3e-3 \
   --activation tanh --tau-h 5 --tau-e 0.05 --lattice-resolution 20 --out results/main.json "$@"

@@ -272,3 +272,21 @@ def test_lattice_skellam_plan_is_the_smallest_poisson_mean_meeting_the_target():
         return accountant.get_epsilon(1e-5)
 
     assert epsilon(mu) <= 4.0 < epsilon(0.99 * mu)
+
+
+def test_training_with_calibration_plans_its_privacy_counts_with_it_and_says_so(tmp_path):
+    from trainers.config import TrainConfig
+    from trainers.errors import TrainingConfigError
+    from trainers.loop import train
+
+    from .training_helpers import clusters
+
+    device = opu_hal.load_device("opu-sim-dp")
+    write_calibration(calibrate_device(device, [25.0], [400.0], [100_000.0], frames=8, bootstrap=50), tmp_path / "c.json")
+    config = TrainConfig.for_method("dp-dfa", noise_source="device", profile="opu-sim-dp", target_epsilon=8.0,
+                                    epochs=1, batch_size=100, hidden=(8,), alignment=False,
+                                    calibration=str(tmp_path / "c.json"))
+    record = train(config, data=clusters(n_train=300), progress=False, log=lambda m: None)
+    assert "c.json" in record["privacy"]["device_noise"]["mean_source"]
+    with pytest.raises(TrainingConfigError, match="--calibration applies to a device"):
+        TrainConfig.for_method("dp-dfa", target_epsilon=8.0, calibration="c.json")

@@ -68,6 +68,8 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     priv.add_argument("--lattice-resolution", type=float, default=None,
                       help="dp-dfa device noise: k in gamma*Delta = k*sqrt(d); noise grows by (k+1)/k (default 10)")
     priv.add_argument("--temperature-c", type=float, default=None, help="simulated OPU sensor temperature")
+    priv.add_argument("--calibration", default=None,
+                      help="calibration file (opu-hal calibrate) to use instead of the profile's calibration key")
     ck = p.add_argument_group("checkpoints")
     ck.add_argument("--checkpoint", default=None, help="checkpoint path (written atomically)")
     ck.add_argument("--checkpoint-every", type=int, default=None, help="steps between checkpoints (default 50)")
@@ -81,7 +83,7 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
 OPTION_NAMES = ("profile", "dataset", "data_dir", "epochs", "batch_size", "hidden", "activation", "optimizer",
                 "lr", "momentum", "seed", "threshold", "ternarize", "inputs", "train_limit", "alignment", "target_epsilon", "delta",
                 "noise_multiplier", "noise_source", "sampling", "clip_norm", "beta", "tau_e", "tau_h",
-                "tau_h_min", "tau_h_max", "tau_b", "software_noise_std", "temperature_c", "lattice_resolution", "compute", "checkpoint", "checkpoint_every",
+                "tau_h_min", "tau_h_max", "tau_b", "software_noise_std", "temperature_c", "calibration", "lattice_resolution", "compute", "checkpoint", "checkpoint_every",
                 "resume")
 
 

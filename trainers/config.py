@@ -62,6 +62,8 @@ class TrainConfig:
     # paper 000 Table 1's "sigma"); CLI --software-noise-std, alias --sigma
     software_noise_std: float | None = None
     temperature_c: float | None = None
+    # a calibration file (opu-hal calibrate) replacing the profile's ``calibration`` key
+    calibration: str | None = None
     lattice_resolution: float = 10.0
     compute: str = "auto"
     # checkpoints
@@ -135,6 +137,8 @@ class TrainConfig:
         need(0 <= self.tau_h_min <= self.tau_h_max,
              f"--tau-h-min must be in [0, tau_h_max={self.tau_h_max}], got {self.tau_h_min}")
         need(self.compute in ("auto", "cpu", "cuda"), f"--compute {self.compute!r}: choose auto, cpu or cuda")
+        need(self.calibration is None or self.profile is not None or self.noise_source == "device",
+             "--calibration applies to a device: give --profile (or --noise-source device)")
         need(math.isfinite(self.lattice_resolution) and 0.5 <= self.lattice_resolution <= 1000,
              f"--lattice-resolution must be in [0.5, 1000], got {self.lattice_resolution}")
         need(self.software_noise_std is None or self.software_noise_std >= 0,

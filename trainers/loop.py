@@ -19,7 +19,7 @@ import torch
 from dataclasses import replace
 from tqdm import tqdm
 
-from opu_hal import Device, load_device
+from opu_hal import Device, load_device, load_profile
 from opu_hal.privacy import Accountant, PrivacyBudget
 from opu_hal.secure_random import new_secret_key
 
@@ -145,6 +145,9 @@ class Trainer:
                                    or config.noise_source == "device"):
             return None
         self._owns_device = True
+        if config.calibration is not None:
+            named = load_profile(profile).model_copy(update={"calibration": str(Path(config.calibration).resolve())})
+            return load_device(named)
         return load_device(profile)
 
     def _apply_operating_point(self) -> None:
