@@ -20,8 +20,9 @@ from typing import Callable, Sequence
 import torch
 
 from .calibration.commands import register_calibration_commands
-from .errors import OpuHalError
+from .errors import InputError, OpuHalError
 from .loader import load_device
+from .memory import available_bytes, gib
 from .privacy.commands import register_privacy_commands
 from .privacy.events import PrivacyParameterError
 from .profiles import list_profiles, load_profile
@@ -90,8 +91,22 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+MAX_NOISE_POINTS = 1000
+PROJECT_PEAK_FACTOR = 12  # the simulated OPU peaks near 12x its output (frames, fields, matrix tile)
+
+
+def check_project_batch(batch: int, in_features: int, out_features: int) -> None:
+    """Refuse ``project --batch`` outside [1, what fits in the host's available memory]."""
+    need = PROJECT_PEAK_FACTOR * 4 * batch * (in_features + out_features)
+    if batch < 1 or need > available_bytes() // 2:
+        most = max(1, available_bytes() // 2 // (PROJECT_PEAK_FACTOR * 4 * (in_features + out_features)))
+        raise InputError(f"--batch must be in [1, {most}] for this device and host memory "
+                         f"({gib(available_bytes())} available), got {batch}")
+
+
 def _cmd_project(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile)
+    check_project_batch(args.batch, profile.in_features, profile.out_features)
     with load_device(profile) as device:
         generator = torch.Generator().manual_seed(args.seed)
         kind = device.capabilities.input_kind
@@ -126,6 +141,8 @@ def _cmd_project(args: argparse.Namespace) -> int:
 
 
 def _cmd_noise(args: argparse.Namespace) -> int:
+    if not 1 <= args.points <= MAX_NOISE_POINTS:
+        raise InputError(f"--points must be in [1, {MAX_NOISE_POINTS}], got {args.points}")
     device = load_device(args.profile)
     if not device.capabilities.temperature_settable:
         print(json.dumps(device.noise_report().to_dict()) if args.json else device.noise_report())

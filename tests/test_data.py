@@ -70,3 +70,34 @@ def test_truncated_file_is_reported(tmp_path):
     path.write_bytes(path.read_bytes()[:-10])
     with pytest.raises(DatasetError, match="truncated or corrupt"):
         read_idx(path)
+
+
+def test_gzip_expanding_beyond_its_header_is_refused_without_reading_it_whole(tmp_path, monkeypatch):
+    header = (0x00000801).to_bytes(4, "big") + (10).to_bytes(4, "big")  # 10 labels announced
+    path = tmp_path / "bomb.gz"
+    path.write_bytes(gzip.compress(header + bytes(50_000_000)))  # expands to 50 MB
+    reads = []
+    real_read = gzip.GzipFile.read
+
+    def counted(self, size=-1):
+        reads.append(size)
+        return real_read(self, size)
+
+    monkeypatch.setattr(gzip.GzipFile, "read", counted)
+    with pytest.raises(DatasetError, match="holds more than"):
+        read_idx(path)
+    assert -1 not in reads and max(reads) <= 11
+
+
+def test_test_split_of_another_image_size_is_refused_at_load(tmp_path):
+    make_dataset(tmp_path)
+    write_idx(tmp_path / FILES["test_images"], np.zeros((20, 32, 32)), compress=True)
+    with pytest.raises(DatasetError, match="test images have 1024 pixels but training images 784"):
+        load_dataset("fashion-mnist", tmp_path)
+
+
+def test_labels_outside_the_classes_are_refused_at_load(tmp_path):
+    make_dataset(tmp_path)
+    write_idx(tmp_path / FILES["train_labels"], np.full(50, 12), compress=True)
+    with pytest.raises(DatasetError, match=r"train labels must be in \[0, 9\], found 12..12"):
+        load_dataset("fashion-mnist", tmp_path)

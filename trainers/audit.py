@@ -182,6 +182,8 @@ def audit_white_box(config: TrainConfig, canaries: int = 1000, confidence: float
     the auditor scores instead of the released update (e.g. the release minus noise rebuilt from a
     public seed)."""
     _check_white_box(config)
+    if canaries < 2:
+        raise TrainingConfigError(f"--canaries must be >= 2, got {canaries}")
     began = time.perf_counter()
     trainer = Trainer(config, data=data, device=device, progress=False, log=log or (lambda m: None))
     method = trainer.method

@@ -140,8 +140,10 @@ def privacy_summary(privacy: dict, profile: dict | None) -> str:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
+    from .loop import check_output_path
     from .plot import plot_records
 
+    check_output_path(args.out, "--out")
     path = plot_records(args.records, args.out, metric=args.metric, title=args.title)
     print(f"wrote {path}")
     return 0

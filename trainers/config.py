@@ -25,6 +25,9 @@ INPUT_SCALINGS = ("unit", "centered", "standardized")
 OPTION_ALIASES = {"sigma": "software_noise_std"}
 
 
+
+MAX_WIDTH = 65536  # hidden units per layer (a 784-65536 layer is 205 MB of float32 weights)
+
 @dataclass
 class TrainConfig:
     method: str = "dfa"
@@ -113,8 +116,8 @@ class TrainConfig:
         method = get_method(self.method)
         need(self.epochs >= 1, f"--epochs must be >= 1, got {self.epochs}")
         need(self.batch_size >= 1, f"--batch-size must be >= 1, got {self.batch_size}")
-        need(len(self.hidden) >= 1 and all(w >= 1 for w in self.hidden),
-             f"--hidden needs one or more positive widths, got {list(self.hidden)}")
+        need(len(self.hidden) >= 1 and all(1 <= w <= MAX_WIDTH for w in self.hidden),
+             f"--hidden needs one or more widths in [1, {MAX_WIDTH}], got {list(self.hidden)}")
         need(math.isfinite(self.lr) and self.lr > 0, f"--lr must be > 0, got {self.lr}")
         need(0 <= self.momentum < 1, f"--momentum must be in [0, 1), got {self.momentum}")
         need(self.optimizer in ("sgd", "adam"), f"--optimizer {self.optimizer!r}: choose sgd or adam")

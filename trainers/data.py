@@ -35,34 +35,42 @@ class DatasetError(OpuHalError, ValueError):
     """Dataset files are missing or unreadable; the message names the path and the fix."""
 
 
+MAX_IDX_BYTES = 2**31  # the largest IDX file this reader accepts (FashionMNIST's is 47 MB)
+
+
 def read_idx(path: Path) -> np.ndarray:
-    """An unsigned-byte IDX file (optionally ``.gz``) as a numpy array."""
+    """An unsigned-byte IDX file (optionally ``.gz``) as a numpy array.
+
+    The header is read first and at most the size it announces (plus one byte, to detect trailing
+    data) is read after it, so a gzip that expands beyond its header's size is refused without
+    being decompressed whole."""
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rb") as handle:
-            data = handle.read()
-    except (OSError, EOFError) as exc:
+            head = handle.read(4)
+            magic = int.from_bytes(head, "big") if len(head) == 4 else None
+            if magic not in _MAGIC:
+                raise DatasetError(
+                    f"{path}: bad IDX magic number 0x{head.hex() or 'none'} (expected 0x00000803 for images or "
+                    "0x00000801 for labels); the file is corrupt, truncated or not an IDX file")
+            rank = _MAGIC[magic]
+            dims = handle.read(4 * rank)
+            if len(dims) < 4 * rank:
+                raise DatasetError(f"{path}: truncated IDX header")
+            shape = tuple(int.from_bytes(dims[4 * i: 4 * i + 4], "big") for i in range(rank))
+            size = int(np.prod(shape))
+            if size > MAX_IDX_BYTES:
+                raise DatasetError(f"{path}: IDX header announces shape {shape} ({size} bytes), above the "
+                                   f"{MAX_IDX_BYTES}-byte limit of this reader")
+            body = handle.read(size + 1)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise DatasetError(f"{path}: cannot read ({exc}); re-install or re-download the file") from None
-    if len(data) < 4:
-        raise DatasetError(f"{path}: truncated IDX file ({len(data)} bytes)")
-    magic = int.from_bytes(data[:4], "big")
-    if magic not in _MAGIC:
+    if len(body) != size:
+        more = "more than" if len(body) > size else f"{len(body)} bytes, not"
         raise DatasetError(
-            f"{path}: bad IDX magic number 0x{magic:08x} (expected 0x00000803 for images or "
-            "0x00000801 for labels); the file is corrupt or not an IDX file"
-        )
-    rank = _MAGIC[magic]
-    header = 4 + 4 * rank
-    if len(data) < header:
-        raise DatasetError(f"{path}: truncated IDX header")
-    shape = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(rank))
-    expected = header + int(np.prod(shape))
-    if len(data) != expected:
-        raise DatasetError(
-            f"{path}: IDX header announces shape {shape} ({expected} bytes) but the file has "
-            f"{len(data)} bytes: truncated or corrupt; re-install or re-download it"
-        )
-    return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(shape)
+            f"{path}: IDX header announces shape {shape} ({size} bytes of data) but the file holds {more} "
+            "that: truncated or corrupt; re-install or re-download it")
+    return np.frombuffer(body, dtype=np.uint8).reshape(shape)
 
 
 def find_file(directory: Path, stem: str) -> Path:
@@ -123,6 +131,23 @@ def _split(images: np.ndarray, labels: np.ndarray, path: Path) -> Split:
     return Split(x=x, y=torch.from_numpy(labels.astype(np.int64)))
 
 
+CLASSES = 10  # FashionMNIST and MNIST
+
+
+def check_splits(train: Split, test: Split, directory: Path) -> None:
+    """Refuse at load a test split whose image size differs from the training split's, and labels
+    outside the dataset's classes (0..9)."""
+    if train.x.shape[1] != test.x.shape[1]:
+        raise DatasetError(f"{directory}: test images have {test.x.shape[1]} pixels but training images "
+                           f"{train.x.shape[1]}; the files come from different datasets")
+    for name, split in (("train", train), ("test", test)):
+        if len(split) == 0:
+            raise DatasetError(f"{directory}: the {name} split is empty")
+        low, high = int(split.y.min()), int(split.y.max())
+        if low < 0 or high >= CLASSES:
+            raise DatasetError(f"{directory}: {name} labels must be in [0, {CLASSES - 1}], found {low}..{high}")
+
+
 def load_dataset(
     name: str = "fashion-mnist", data_dir: str | os.PathLike[str] | None = None,
     validation_fraction: float = 0.1, seed: int = 0,
@@ -138,6 +163,7 @@ def load_dataset(
     arrays = {key: read_idx(find_file(directory, stem)) for key, stem in FILES.items()}
     train = _split(arrays["train_images"], arrays["train_labels"], directory)
     test = _split(arrays["test_images"], arrays["test_labels"], directory)
+    check_splits(train, test, directory)
     order = torch.randperm(len(train), generator=torch.Generator().manual_seed(seed))
     n_val = int(round(validation_fraction * len(train)))
     val_idx, train_idx = order[:n_val], order[n_val:]

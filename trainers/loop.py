@@ -20,6 +20,7 @@ from dataclasses import replace
 from tqdm import tqdm
 
 from opu_hal import Device, load_device, load_profile
+from opu_hal.memory import available_bytes, gib
 from opu_hal.privacy import Accountant, PrivacyBudget
 from opu_hal.secure_random import new_secret_key
 
@@ -86,6 +87,20 @@ def _to(data: Dataset, device: torch.device) -> Dataset:
         return data
     move = lambda split: Split(split.x.to(device), split.y.to(device))  # noqa: E731
     return Dataset(data.name, move(data.train), move(data.validation), move(data.test))
+
+
+MODEL_COPIES = 6  # weights, gradients, Adam's two moments, feedback matrices, one released update
+
+
+def check_model_memory(sizes: list[int], batch_size: int) -> None:
+    """Refuse, before allocating, a model whose training would not fit in the host's memory."""
+    parameters = sum((a + 1) * b for a, b in zip(sizes[:-1], sizes[1:]))
+    need = 4 * (MODEL_COPIES * parameters + 4 * batch_size * sum(sizes))
+    available = available_bytes()
+    if need > available:
+        raise TrainingConfigError(
+            f"--hidden {','.join(map(str, sizes[1:-1]))} with --batch-size {batch_size} needs about {gib(need)} "
+            f"({parameters} parameters) but {gib(available)} is available; use smaller widths or batches")
 
 
 def check_output_path(path: str | os.PathLike[str], option: str) -> None:
@@ -161,6 +176,7 @@ class Trainer:
     def _build_model(self) -> None:
         config = self.config
         sizes = [self.data.n_features, *config.hidden, self.data.n_classes]
+        check_model_memory(sizes, config.batch_size)
         self.compute = resolve_compute(config.compute, METHODS[config.method])
         self.data = _to(self.data, self.compute)
         self.train_split = _limit(self.data.train, config.train_limit)

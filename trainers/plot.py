@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .errors import TrainingConfigError
+from .table import read_record
 
 
 def _label(record: dict) -> str:
@@ -27,10 +28,7 @@ def plot_records(paths: Sequence[str], out: str, *, metric: str = "test_accuracy
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for path in paths:
-        try:
-            record = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise TrainingConfigError(f"{path}: not a readable result record ({exc})") from exc
+        record = read_record(Path(path))
         epochs = record.get("epochs", [])
         xs, ys = [], []
         for row in epochs:

@@ -6,11 +6,31 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+from .errors import TrainingConfigError
+
 COLUMNS = ("run", "method", "profile", "sigma / z", "epsilon", "test acc (%)", "epochs", "wall (s)")
 
 
+MAX_RECORD_BYTES = 64 * 2**20
+
+
+def read_record(path: Path) -> dict:
+    """A result record written by ``train --out``, or :class:`TrainingConfigError` naming the file."""
+    try:
+        if path.stat().st_size > MAX_RECORD_BYTES:
+            raise TrainingConfigError(f"{path}: larger than {MAX_RECORD_BYTES} bytes; not a result record")
+        record = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TrainingConfigError(f"{path}: not a readable result record ({exc})") from None
+    if not (isinstance(record, dict) and isinstance(record.get("final"), dict)
+            and isinstance(record.get("hyperparameters"), dict) and "method" in record):
+        raise TrainingConfigError(f"{path}: not a result record of `opu-hal train --out` "
+                                  "(needs keys 'method', 'final', 'hyperparameters')")
+    return record
+
+
 def row(path: Path) -> list[str]:
-    record = json.loads(path.read_text())
+    record = read_record(path)
     final, hyper, privacy = record["final"], record["hyperparameters"], record.get("privacy") or {}
     noise = ""
     std_lower = privacy.get("std_lower_accounted", privacy.get("sigma_accounted"))  # older records
@@ -26,7 +46,12 @@ def row(path: Path) -> list[str]:
 
 
 def markdown_table(paths: Sequence[str]) -> str:
-    rows = [row(Path(p)) for p in paths]
+    try:
+        rows = [row(Path(p)) for p in paths]
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, TrainingConfigError):
+            raise
+        raise TrainingConfigError(f"a record lacks a field the table needs ({exc!r})") from None
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -32,7 +33,19 @@ def default_temperatures(profile, count: int = 5) -> list[float]:
     return [low + (high - low) * i / (count - 1) for i in range(count)]
 
 
+def _check_output(path: str | None, option: str) -> None:
+    """Refuse, before measuring, an output path that is a folder or lies in no writable folder."""
+    if path is None:
+        return
+    target = Path(path)
+    existing = next((p for p in [target.parent, *target.parent.parents] if p.exists()), Path("."))
+    if target.is_dir() or not existing.is_dir() or not os.access(existing, os.W_OK):
+        raise CalibrationError(f"{option} {target}: not a writable file path (a folder, or no writable folder above it)")
+
+
 def _cmd_calibrate(args: argparse.Namespace) -> int:
+    _check_output(args.out, "--out")
+    _check_output(args.plot, "--plot")
     profile = load_profile(args.profile)
     if profile.calibration is not None:
         profile = profile.model_copy(update={"calibration": None})

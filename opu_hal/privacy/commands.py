@@ -7,12 +7,19 @@ import json
 import math
 
 from .accountant import Accountant
+from .events import PrivacyParameterError
 from .inverse import noise_std_for, smallest_noise_multiplier
 
 from .run_shape import MAX_STEPS, RELATION_WORDS, SAMPLINGS, run_description  # noqa: F401  (re-exported)
 
 
+NOISE_MULTIPLIER_RANGE = (1e-4, 1e6)
+
+
 def _cmd_account(args: argparse.Namespace) -> int:
+    low, high = NOISE_MULTIPLIER_RANGE
+    if not (math.isfinite(args.noise_multiplier) and low <= args.noise_multiplier <= high):
+        raise PrivacyParameterError(f"--noise-multiplier must be in [{low:g}, {high:g}], got {args.noise_multiplier}")
     event_for, neighboring, steps = run_description(args)
     event = event_for(args.noise_multiplier)
     accountant = Accountant(neighboring)
