@@ -41,3 +41,35 @@ def test_table_refuses_a_json_file_that_is_no_result_record(tmp_path, capsys):
 def test_plot_out_is_checked_before_plotting(tmp_path, capsys):
     assert main(["plot", str(tmp_path / "missing.json"), "--out", str(tmp_path)]) == 2
     assert "is a directory" in capsys.readouterr().err
+
+
+import opu_hal  # noqa: E402
+from opu_hal.errors import ProfileError  # noqa: E402
+
+SIM = {"backend": "simulated", "in_features": 8, "out_features": 64}
+TORCH = {"backend": "torch", "in_features": 8, "out_features": 64, "device": "cpu"}
+LIGHTON = {"backend": "lighton", "in_features": 8, "out_features": 64, "simulated": True}
+
+
+@pytest.mark.parametrize("base, key, value", [
+    (SIM, "exposure_us", 1e-300), (SIM, "laser_power_uw", 1e-300), (SIM, "anchor_power_uw", 1e-300),
+    (SIM, "quantum_efficiency", 1e-300), (SIM, "full_well_e", 1e308), (SIM, "block_mb", 1e308),
+    (SIM, "cache_mb", 1e308), (SIM, "black_level_dn", 2**64), (SIM, "sensor_pixels", 2**63),
+    (TORCH, "noise_std", 1e308), (TORCH, "matrix_std", 1e308), (TORCH, "in_features", 10**9),
+    (TORCH, "out_features", 2**64), (LIGHTON, "noise_std", 1e308), (LIGHTON, "timeout_s", 1e-300),
+    (LIGHTON, "exposure_us", 1e-300),
+])
+def test_profile_values_outside_physical_ranges_are_refused_naming_the_key(base, key, value):
+    with pytest.raises(ProfileError, match=key):
+        opu_hal.validate_profile({**base, key: value})
+
+
+def test_lighton_retries_and_backoff_are_bounded_in_total():
+    with pytest.raises(ProfileError, match=r"backoff_s \* \(2\^retries - 1\) <= 600"):
+        opu_hal.validate_profile({**LIGHTON, "simulated": True, "retries": 20, "backoff_s": 60.0})
+
+
+def test_torch_matrix_beyond_host_memory_is_refused_before_allocating():
+    profile = opu_hal.validate_profile({**TORCH, "in_features": 2**24, "out_features": 2**24})
+    with pytest.raises(ProfileError, match="need a .* GiB matrix"):
+        opu_hal.load_device(profile)

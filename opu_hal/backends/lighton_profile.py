@@ -13,6 +13,9 @@ from ..backend_spec import BackendSpec
 from ..profile_base import CAMERA_PIXELS, DMD_MIRRORS, BaseProfile
 
 
+MAX_TOTAL_BACKOFF_S = 600.0
+
+
 class LightonProfile(BaseProfile):
     """``backend = "lighton"``: LightOn's OPU through its SDK ``lightonml``.
 
@@ -28,15 +31,24 @@ class LightonProfile(BaseProfile):
     mode: Literal["linear", "intensity"] = Field(
         "linear", description="'linear': linear_transform; 'intensity': transform (|Bx|^2)"
     )
-    noise_std: float = Field(0.0, ge=0.0, description="software noise std (simulated only), output units")
+    noise_std: float = Field(0.0, ge=0.0, le=1e6, description="software noise std (simulated only), output units")
     rescale: Literal["none", "variance", "norm"] = Field(
         "none", description="lightonml output rescaling of linear_transform"
     )
-    exposure_us: Optional[float] = Field(None, gt=0.0, le=1e7, description="camera exposure, us")
-    frametime_us: Optional[float] = Field(None, gt=0.0, le=1e7, description="DMD frame time, us")
+    exposure_us: Optional[float] = Field(None, ge=1.0, le=1e7, description="camera exposure, us")
+    frametime_us: Optional[float] = Field(None, ge=1.0, le=1e7, description="DMD frame time, us")
     retries: int = Field(3, ge=0, le=20, description="retries of a failed or timed-out transform")
-    timeout_s: float = Field(60.0, gt=0.0, le=3600.0, description="time allowed per transform, s")
+    timeout_s: float = Field(60.0, ge=0.01, le=3600.0, description="time allowed per transform, s")
     backoff_s: float = Field(0.2, ge=0.0, le=60.0, description="first retry delay, doubled each time, s")
+
+    @model_validator(mode="after")
+    def _bounded_total_backoff(self) -> "LightonProfile":
+        total = self.backoff_s * (2**self.retries - 1)
+        if total > MAX_TOTAL_BACKOFF_S:
+            raise ValueError(
+                f"retries = {self.retries} with backoff_s = {self.backoff_s} waits {total:.4g} s in total between "
+                f"retries; keep backoff_s * (2^retries - 1) <= {MAX_TOTAL_BACKOFF_S:g} s")
+        return self
 
     @model_validator(mode="after")
     def _software_noise_only_when_simulated(self) -> "LightonProfile":

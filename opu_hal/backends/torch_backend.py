@@ -8,7 +8,8 @@ import torch
 
 from ..capabilities import Capabilities
 from ..device import Device
-from ..errors import DeviceUnavailable, InputError
+from ..errors import DeviceUnavailable, InputError, ProfileError
+from ..memory import available_bytes, gib
 from ..noise import NoiseDistribution, NoiseReport, PrivacyCounts, Projection
 from ..secure_random import SecureGenerator
 from .torch_profile import TorchProfile
@@ -49,6 +50,12 @@ class TorchDevice(Device[TorchProfile]):
         super().__init__(profile)
         self._device = resolve_torch_device(profile.device)
         self._dtype = _DTYPES[profile.dtype]
+        need = 4 * profile.in_features * profile.out_features * (2 if profile.dtype == "float64" else 1)
+        if need > available_bytes() // 2:
+            raise ProfileError(
+                f"profile {profile.label!r}: keys 'in_features' x 'out_features' = {profile.in_features} x "
+                f"{profile.out_features} need a {gib(need)} matrix; this host has {gib(available_bytes())} available "
+                "(half of it may be used): use smaller sizes")
         std = profile.matrix_std if profile.matrix_std is not None else 1.0 / math.sqrt(profile.in_features)
         self._matrix = gaussian_matrix(
             profile.in_features, profile.out_features, std, stream_seed(profile.seed, "matrix")

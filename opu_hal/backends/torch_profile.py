@@ -17,12 +17,14 @@ class TorchProfile(BaseProfile):
     """``backend = "torch"``: a seeded Gaussian matrix, software noise of exactly ``noise_std``."""
 
     backend: Literal["torch"]
+    in_features: int = Field(ge=1, le=2**24, description="input width of the projection")
+    out_features: int = Field(ge=1, le=2**24, description="output width of the projection")
     device: Literal["auto", "cuda", "cpu"] = Field(
         "auto", description="'auto' takes CUDA when present, CPU otherwise"
     )
-    noise_std: float = Field(0.0, ge=0.0, description="std of the added Gaussian noise, output units")
+    noise_std: float = Field(0.0, ge=0.0, le=1e6, description="std of the added Gaussian noise, output units")
     matrix_std: Optional[float] = Field(
-        None, gt=0.0, description="std of the matrix entries; default 1/sqrt(in_features)"
+        None, ge=1e-12, le=1e6, description="std of the matrix entries; default 1/sqrt(in_features)"
     )
     input_kind: Literal["real", "ternary", "binary"] = Field(
         "real", description="which inputs the device accepts"

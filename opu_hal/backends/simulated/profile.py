@@ -26,19 +26,19 @@ class SimulatedProfile(BaseProfile):
     temperature_c: float = Field(25.0, description="sensor temperature at start, Celsius")
     temperature_min_c: float = Field(-10.0, ge=-60.0, le=150.0, description="lowest settable, Celsius")
     temperature_max_c: float = Field(85.0, ge=-60.0, le=150.0, description="highest settable, Celsius")
-    exposure_us: float = Field(400.0, gt=0.0, le=1e7, description="exposure time per frame, us")
+    exposure_us: float = Field(400.0, ge=1.0, le=1e7, description="exposure time per frame, us")
     laser_power_uw: float = Field(
-        0.7, gt=0.0, le=1e6, description="signal power reaching the sensor with every mirror on, uW"
+        0.7, ge=1e-6, le=1e6, description="signal power reaching the sensor with every mirror on, uW"
     )
     anchor_power_uw: float = Field(
-        0.7, gt=0.0, le=1e6, description="reference (anchor) power reaching the sensor, uW"
+        0.7, ge=1e-6, le=1e6, description="reference (anchor) power reaching the sensor, uW"
     )
     wavelength_nm: float = Field(532.0, ge=200.0, le=2000.0, description="laser wavelength, nm")
-    quantum_efficiency: float = Field(0.6, gt=0.0, le=1.0, description="electrons per photon")
+    quantum_efficiency: float = Field(0.6, ge=1e-3, le=1.0, description="electrons per photon")
     sensor_pixels: int = Field(
-        CAMERA_PIXELS, ge=1, description="pixels the speckle spreads over (power is shared)"
+        CAMERA_PIXELS, ge=1, le=2**26, description="pixels the speckle spreads over (power is shared)"
     )
-    pixel_pitch_um: float = Field(5.5, gt=0.0, le=100.0, description="pixel pitch, um")
+    pixel_pitch_um: float = Field(5.5, ge=0.5, le=100.0, description="pixel pitch, um")
     # 0.043 nA/cm^2 = 125 e-/s at 25 C for a 7.4 um pixel, the dark current CMOSIS gives for its
     # 8T global-shutter pixel (CMV300 datasheet v2.10, http://dtsheet.com/model/4255221, the family
     # of the 5.5 um CMV2000 of LightOn-like cameras): 69 e-/s at 5.5 um. The Konnik-Welsh law then
@@ -55,12 +55,12 @@ class SimulatedProfile(BaseProfile):
         20.0, ge=1.0, le=1e4, description="dark current of a hot pixel over a typical pixel"
     )
     read_noise_e: float = Field(6.0, ge=0.0, le=1e4, description="read noise std, electrons")
-    gain_e_per_dn: float = Field(20.0, gt=0.0, le=1e6, description="conversion gain, electrons/DN")
+    gain_e_per_dn: float = Field(20.0, ge=1e-3, le=1e6, description="conversion gain, electrons/DN")
     adc_bits: int = Field(8, ge=1, le=24, description="ADC bit depth")
-    black_level_dn: int = Field(10, ge=0, description="ADC offset, DN")
-    full_well_e: float = Field(10000.0, gt=0.0, description="pixel full-well capacity, electrons")
-    block_mb: float = Field(64.0, gt=0.0, description="size of one generated matrix block, MiB")
-    cache_mb: float = Field(512.0, ge=0.0, description="memory budget for cached blocks, MiB")
+    black_level_dn: int = Field(10, ge=0, le=2**24, description="ADC offset, DN")
+    full_well_e: float = Field(10000.0, ge=1.0, le=1e8, description="pixel full-well capacity, electrons")
+    block_mb: float = Field(64.0, ge=0.01, le=65536.0, description="size of one generated matrix block, MiB")
+    cache_mb: float = Field(512.0, ge=0.0, le=1e6, description="memory budget for cached blocks, MiB")
 
     @model_validator(mode="after")
     def _temperature_in_range(self) -> "SimulatedProfile":
