@@ -22,6 +22,8 @@ class Capabilities:
     :meth:`opu_hal.Device.set_options` accepts, each with its allowed ``(low, high, unit)``
     (e.g. ``{"temperature_c": (-10.0, 85.0, "C")}``); the profile's bounds, read at build time. ``privacy_noise``: the
     device can serve as a privacy-noise source (:meth:`opu_hal.Device.draw_privacy_counts`).
+    ``max_batch``: the most rows one :meth:`~opu_hal.Device.project` call takes, derived from the
+    host's available memory when the device was described (``None``: unbounded).
     """
 
     input_kind: InputKind
@@ -31,6 +33,7 @@ class Capabilities:
     settable: Mapping[str, OptionRange] = field(default_factory=dict)
     compute_device: str = "cpu"
     privacy_noise: bool = False
+    max_batch: int | None = None
 
     @property
     def temperature_settable(self) -> bool:

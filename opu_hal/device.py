@@ -131,7 +131,12 @@ class Device(ABC, Generic[P]):
         """Project a batch ``(n, in_features)``; returns values ``(n, out_features)`` and noise."""
         self.open()
         batch = check_batch(x, self.in_features, self.capabilities)
-        return self._project(batch)
+        projection = self._project(batch)
+        if not bool(torch.isfinite(projection.values).all()):
+            raise InputError(
+                f"the projection of this finite batch overflowed to inf/NaN (largest |x| = "
+                f"{float(batch.abs().max()):.4g}); scale the inputs down")
+        return projection
 
     def draw_privacy_counts(self, n_values: int, poisson_mean: float) -> PrivacyCounts:
         """``n_values`` integer noise values, each the difference of two independent sums of

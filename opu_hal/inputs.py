@@ -27,12 +27,19 @@ def as_batch(x: Any) -> torch.Tensor:
 def check_batch(x: Any, in_features: int, capabilities: Capabilities) -> torch.Tensor:
     """Validate rank, width, dtype, finiteness and value kind; return the batch as a tensor."""
     batch = as_batch(x)
+    if batch.is_sparse or batch.layout != torch.strided:
+        raise InputError(f"sparse batches ({batch.layout}) are not accepted; pass x.to_dense()")
+    if batch.is_meta:
+        raise InputError("a meta tensor holds no values to project; pass a batch with data")
     expected = f"(n, {in_features})"
     if batch.ndim != 2:
         raise InputError(f"expected a batch of shape {expected}, got shape {tuple(batch.shape)}")
     n, width = batch.shape
     if n == 0:
         raise InputError(f"expected a batch of shape {expected} with n >= 1, got an empty batch")
+    if capabilities.max_batch is not None and n > capabilities.max_batch:
+        raise InputError(f"batch has {n} rows but this device takes at most {capabilities.max_batch} per call "
+                         "(derived from the host's available memory); split it")
     limit = capabilities.max_in_features
     if limit is not None and width > limit:
         raise InputError(

@@ -21,3 +21,10 @@ def available_bytes() -> int:
 
 def gib(n_bytes: float) -> str:
     return f"{n_bytes / 2**30:.3g} GiB"
+
+
+def batch_limit(in_features: int, out_features: int, peak_factor: float) -> int:
+    """Rows whose projection fits in half the available memory, when one row peaks at
+    ``peak_factor`` float32 copies of its input and output (at least 1)."""
+    per_row = peak_factor * 4 * (in_features + out_features)
+    return max(1, int(available_bytes() // 2 // per_row))

@@ -4,6 +4,7 @@ traceback, a hang or a silent wrong result (each case was a traceback or a hang 
 from __future__ import annotations
 
 import pytest
+import torch
 
 from opu_hal.cli import main
 
@@ -73,3 +74,34 @@ def test_torch_matrix_beyond_host_memory_is_refused_before_allocating():
     profile = opu_hal.validate_profile({**TORCH, "in_features": 2**24, "out_features": 2**24})
     with pytest.raises(ProfileError, match="need a .* GiB matrix"):
         opu_hal.load_device(profile)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda n: torch.zeros(2, n).to_sparse(), "sparse batches"),
+    (lambda n: torch.zeros(2, n, device="meta"), "meta tensor"),
+])
+def test_sparse_and_meta_batches_are_typed_errors(make, match):
+    with opu_hal.load_device(opu_hal.validate_profile(TORCH)) as device:
+        with pytest.raises(opu_hal.InputError, match=match):
+            device.project(make(device.in_features))
+
+
+def test_bfloat16_batches_are_projected():
+    with opu_hal.load_device(opu_hal.validate_profile(TORCH)) as device:
+        assert device.project(torch.ones(2, 8, dtype=torch.bfloat16)).values.shape == (2, 64)
+
+
+def test_finite_batch_whose_projection_overflows_is_refused():
+    with opu_hal.load_device(opu_hal.validate_profile({**TORCH, "matrix_std": 1e6})) as device:
+        with pytest.raises(opu_hal.InputError, match="overflowed"):
+            device.project(torch.full((2, 8), 3e37))
+
+
+def test_batch_limit_comes_from_memory_and_is_enforced(monkeypatch):
+    from opu_hal import memory
+
+    monkeypatch.setattr(memory, "available_bytes", lambda: 2 * 12 * 4 * (8 + 64) * 100)  # 100 rows of opu-sim
+    with opu_hal.load_device(opu_hal.validate_profile(SIM)) as device:
+        assert device.capabilities.max_batch == 100
+        with pytest.raises(opu_hal.InputError, match="at most 100 per call"):
+            device.project(torch.zeros(101, 8))

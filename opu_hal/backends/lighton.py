@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from ..capabilities import Capabilities
+from ..memory import batch_limit
 from ..device import Device
 from ..errors import DeviceTimeout, DeviceUnavailable, ProfileError
 from ..noise import NoiseReport, Projection
@@ -86,6 +87,8 @@ def read_calibration(profile: LightonProfile, device: "LightonDevice | None" = N
     return model.report(calibration.temperatures_c[0])
 
 
+PEAK_FACTOR = 4  # float32 copies of a row's input and output at the projection's peak
+
 class LightonDevice(Device[LightonProfile]):
     """LightOn OPU (hardware, or the SDK's simulated device) behind the device contract."""
 
@@ -105,6 +108,7 @@ class LightonDevice(Device[LightonProfile]):
     @property
     def capabilities(self) -> Capabilities:
         return Capabilities(
+            max_batch=batch_limit(self.in_features, self.out_features, PEAK_FACTOR),
             input_kind="binary", output_kind=self._profile.mode, max_in_features=DMD_MIRRORS,
             max_out_features=CAMERA_PIXELS,
             settable={"noise_std": (0.0, math.inf, "output units")} if self._profile.simulated else {},

@@ -9,7 +9,7 @@ import torch
 from ..capabilities import Capabilities
 from ..device import Device
 from ..errors import DeviceUnavailable, InputError, ProfileError
-from ..memory import available_bytes, gib
+from ..memory import available_bytes, batch_limit, gib
 from ..noise import NoiseDistribution, NoiseReport, PrivacyCounts, Projection
 from ..secure_random import SecureGenerator
 from .torch_profile import TorchProfile
@@ -43,6 +43,8 @@ def gaussian_matrix(in_features: int, out_features: int, std: float, seed: int) 
     return matrix.mul_(std)
 
 
+PEAK_FACTOR = 3  # float32 copies of a row's input and output at the projection's peak
+
 class TorchDevice(Device[TorchProfile]):
     """``values = x B + g`` with ``g ~ N(0, noise_std^2)`` added in software (exact report)."""
 
@@ -68,6 +70,7 @@ class TorchDevice(Device[TorchProfile]):
     @property
     def capabilities(self) -> Capabilities:
         return Capabilities(
+            max_batch=batch_limit(self.in_features, self.out_features, PEAK_FACTOR),
             input_kind=self._profile.input_kind,
             output_kind="linear",
             max_in_features=None,

@@ -44,6 +44,7 @@ import warnings
 import torch
 
 from ...capabilities import Capabilities
+from ...memory import batch_limit
 from ...device import Device
 from ...errors import InputError
 from ...noise import NoiseDistribution, NoiseReport, PrivacyCounts, Projection
@@ -69,6 +70,8 @@ def calibrated_model(device: "SimulatedDevice"):
 
     return calibrated_noise_for(device)
 
+
+PEAK_FACTOR = 12  # float32 copies of a row's input and output at the projection's peak
 
 class SaturationWarning(UserWarning):
     """Some camera pixels clipped: those values carry less noise than declared and are biased."""
@@ -137,6 +140,7 @@ class SimulatedDevice(Device[SimulatedProfile]):
     @property
     def capabilities(self) -> Capabilities:
         return Capabilities(
+            max_batch=batch_limit(self.in_features, self.out_features, PEAK_FACTOR),
             input_kind="binary",
             output_kind=self._profile.mode,
             max_in_features=DMD_MIRRORS,
