@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 import torch
 
 from .calibration.commands import register_calibration_commands
-from .errors import InputError, OpuHalError
+from .errors import InputError, OpuHalError, ProfileError
 from .loader import load_device
 from .memory import available_bytes, gib
 from .privacy.commands import register_privacy_commands
@@ -51,8 +51,7 @@ def installed_command_registrations() -> list[Register]:
 def _cmd_devices(args: argparse.Namespace) -> int:
     paths = list_profiles(args.dir)
     if not paths:
-        print(f"no profiles found in {args.dir or 'device_profiles/'}", file=sys.stderr)
-        return 1
+        raise ProfileError(f"--dir {args.dir or 'device_profiles/'}: no profiles (*.toml) found there")
     rows = []
     for path in paths:
         try:

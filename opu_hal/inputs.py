@@ -59,6 +59,8 @@ def check_batch(x: Any, in_features: int, capabilities: Capabilities) -> torch.T
                 f"{batch[where].item()}"
             )
     _check_kind(batch, capabilities.input_kind)
+    if batch.dtype in (torch.bfloat16, torch.float16):
+        batch = batch.float()  # every backend computes in float32 or wider
     return batch
 
 

@@ -105,3 +105,22 @@ def test_batch_limit_comes_from_memory_and_is_enforced(monkeypatch):
         assert device.capabilities.max_batch == 100
         with pytest.raises(opu_hal.InputError, match="at most 100 per call"):
             device.project(torch.zeros(101, 8))
+
+
+def test_fuzz_harness_classifies_clear_errors_and_accepted_profiles():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts/fuzz/hostile_inputs.py"
+    spec = importlib.util.spec_from_file_location("hostile_inputs", path)
+    fuzz = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fuzz)
+    assert fuzz.classify_profile({**TORCH, "noise_std": 1e308}) == "clear"
+    assert fuzz.classify_profile(TORCH) == "accepted"
+
+
+def test_out_of_range_seed_and_missing_profile_folder_are_clear_errors(capsys):
+    assert main(["train", "--method", "dfa", "--seed", "-1"]) == 2
+    assert "--seed must be in [0, 2^63 - 1]" in capsys.readouterr().err
+    assert main(["devices", "--dir", "/nonexistent"]) == 2
+    assert "no profiles" in capsys.readouterr().err

@@ -115,6 +115,7 @@ class TrainConfig:
 
         method = get_method(self.method)
         need(self.epochs >= 1, f"--epochs must be >= 1, got {self.epochs}")
+        need(0 <= self.seed <= 2**63 - 1, f"--seed must be in [0, 2^63 - 1], got {self.seed}")
         need(self.batch_size >= 1, f"--batch-size must be >= 1, got {self.batch_size}")
         need(len(self.hidden) >= 1 and all(1 <= w <= MAX_WIDTH for w in self.hidden),
              f"--hidden needs one or more widths in [1, {MAX_WIDTH}], got {list(self.hidden)}")
