@@ -183,9 +183,11 @@ def test_clopper_pearson_multi_run_bound_matches_its_closed_form():
 
 
 def test_multi_run_audit_flags_a_noiseless_run_and_not_a_sound_one():
-    # 15 runs a side cap the bound near 0.51 (Clopper-Pearson with Bonferroni over 30 thresholds),
-    # so the claim is kept below it: z = 20 over 2 epochs.
-    config = _config(epochs=2, noise_multiplier=20.0)
+    # Full batches (rate 1: the canary joins every step, and without noise the rest of the update is
+    # the same in every run, so the two signs separate); 15 runs a side cap the bound near 0.7-0.8
+    # (Clopper-Pearson with Bonferroni over the thresholds), so the claim is kept below it: z = 40
+    # over 2 steps claims 0.125.
+    config = _config(epochs=2, noise_multiplier=40.0, batch_size=DATA["n_train"])
     broken = audit_multi_run(config, runs=30, wrap_release=lambda release: (lambda u: u), data=clusters(**DATA))
     assert broken["epsilon_lower_bound"] > broken["claimed_epsilon"]
     sound = audit_multi_run(config, runs=30, data=clusters(**DATA))
