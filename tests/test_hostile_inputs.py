@@ -15,6 +15,7 @@ RUN = ["--dataset-size", "60000", "--batch-size", "256", "--epochs", "15"]
     (["account", *RUN, "--noise-multiplier", "1e-300"], "--noise-multiplier must be in"),
     (["account", *RUN, "--noise-multiplier", "nan"], "--noise-multiplier must be in"),
     (["account", *RUN, "--noise-multiplier", "inf"], "--noise-multiplier must be in"),
+    (["plan", *RUN, "--target-epsilon", "8", "--sensitivity", "inf"], "sensitivity must be finite and > 0"),
     (["noise", "opu-sim", "--points", "0"], "--points must be in [1, 1000]"),
     (["noise", "opu-sim", "--points", "-3"], "--points must be in [1, 1000]"),
     (["noise", "opu-sim", "--points", "10000000"], "--points must be in [1, 1000]"),

@@ -59,6 +59,6 @@ def smallest_noise_multiplier(
 
 def noise_std_for(noise_multiplier: float, sensitivity: float) -> float:
     """Device noise std (output units) that gives ``noise_multiplier`` at ``sensitivity``."""
-    if not (sensitivity > 0):
-        raise PrivacyParameterError(f"sensitivity must be > 0, got {sensitivity}")
+    if not (math.isfinite(sensitivity) and sensitivity > 0):
+        raise PrivacyParameterError(f"sensitivity must be finite and > 0, got {sensitivity}")
     return noise_multiplier * sensitivity
