@@ -4,7 +4,9 @@
 # within (epsilon 8, delta 1e-5); prints the test accuracy, the privacy spent, the mechanism, the
 # noise source, the calibration and the generator, and writes results/main.json. First it
 # calibrates the device (photon transfer, a few seconds): the privacy counts are then planned with
-# the calibration's lower bound on an anchor read, never the model's own value. Extra arguments go
+# the calibration's lower bound on an anchor read, never the model's own value. The network reads
+# ScatterNet features (a fixed wavelet transform, no privacy cost; computed once, about a minute,
+# then cached). Extra arguments go
 # to `opu-hal train` (e.g. --epochs 15).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -13,5 +15,6 @@ PROFILE="${OPU_HAL_PROFILE:-opu-sim-dp}"
 CALIBRATION="results/calibration/main-$(basename "$PROFILE" .toml).json"
 opu-hal calibrate "$PROFILE" --temperatures 25 --exposures 400 --out "$CALIBRATION" --quiet | tail -n 3
 exec opu-hal train --method dp-dfa --noise-source device --profile "$PROFILE" --calibration "$CALIBRATION" \
-  --target-epsilon 8 --delta 1e-5 --epochs 60 --batch-size 2048 --optimizer adam --lr 3e-3 \
-  --activation tanh --tau-h 5 --tau-e 0.05 --lattice-resolution 20 --out results/main.json "$@"
+  --features scatter --hidden 256 --target-epsilon 8 --delta 1e-5 --epochs 15 --batch-size 2048 \
+  --optimizer adam --lr 3e-3 --activation tanh --tau-h 5 --tau-e 0.05 --lattice-resolution 20 \
+  --out results/main.json "$@"

@@ -19,12 +19,19 @@ from .methods import METHODS, get_method
 # nothing from the private data).
 INPUT_SCALINGS = ("unit", "centered", "standardized")
 
+# What the network reads: the pixels, or ScatterNet features of them (trainers.scattering: a fixed
+# wavelet transform and a per-image normalisation, no privacy cost; Tramer and Boneh 2021).
+FEATURES = ("pixels", "scatter")
+
 # Method names, default profiles and paper defaults live on the method classes
 # (trainers.methods.METHODS: Method.default_profile, Method.defaults).
 #: Old option names still accepted by ``TrainConfig.for_method`` (and the CLI): old -> new.
 OPTION_ALIASES = {"sigma": "software_noise_std"}
 
 
+
+#: Methods that may train a linear model (``--hidden`` empty): their update never needs a hidden layer.
+LINEAR_METHODS = ("bp", "dp-sgd")
 
 MAX_WIDTH = 65536  # hidden units per layer (a 784-65536 layer is 205 MB of float32 weights)
 
@@ -46,6 +53,7 @@ class TrainConfig:
     ternarize: bool = False
     validation_fraction: float = 0.1
     inputs: str = "standardized"
+    features: str = "pixels"
     train_limit: int | None = None
     alignment: bool = True
     # private training
@@ -117,14 +125,17 @@ class TrainConfig:
         need(self.epochs >= 1, f"--epochs must be >= 1, got {self.epochs}")
         need(0 <= self.seed <= 2**63 - 1, f"--seed must be in [0, 2^63 - 1], got {self.seed}")
         need(self.batch_size >= 1, f"--batch-size must be >= 1, got {self.batch_size}")
-        need(len(self.hidden) >= 1 and all(1 <= w <= MAX_WIDTH for w in self.hidden),
-             f"--hidden needs one or more widths in [1, {MAX_WIDTH}], got {list(self.hidden)}")
+        linear_ok = self.method in LINEAR_METHODS
+        need((len(self.hidden) >= 1 or linear_ok) and all(1 <= w <= MAX_WIDTH for w in self.hidden),
+             f"--hidden needs one or more widths in [1, {MAX_WIDTH}], got {list(self.hidden)}"
+             + ("" if linear_ok else f" (no hidden layer: only {', '.join(LINEAR_METHODS)})"))
         need(math.isfinite(self.lr) and self.lr > 0, f"--lr must be > 0, got {self.lr}")
         need(0 <= self.momentum < 1, f"--momentum must be in [0, 1), got {self.momentum}")
         need(self.optimizer in ("sgd", "adam"), f"--optimizer {self.optimizer!r}: choose sgd or adam")
         need(0 <= self.threshold < 1, f"--threshold must be in [0, 1), got {self.threshold}")
         need(self.train_limit is None or self.train_limit >= self.batch_size,
              f"--train-limit must be >= --batch-size ({self.batch_size}), got {self.train_limit}")
+        need(self.features in FEATURES, f"--features {self.features!r}: choose one of {', '.join(FEATURES)}")
         need(self.inputs in INPUT_SCALINGS, f"--inputs {self.inputs!r}: choose one of {', '.join(INPUT_SCALINGS)}")
         need(self.noise_source in ("software", "device"),
              f"--noise-source {self.noise_source!r}: choose software or device")

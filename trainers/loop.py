@@ -27,6 +27,7 @@ from opu_hal.secure_random import new_secret_key
 from .checkpoint import RunLock, StepJournal, load_checkpoint, save_checkpoint
 from .config import TrainConfig
 from .data import Dataset, Split, load_dataset, scale_inputs
+from .feature_cache import cached_scatter_features
 from .errors import CheckpointError, TrainingConfigError
 from .evaluation import evaluate
 from .alignment import gradient_alignment
@@ -147,6 +148,8 @@ class Trainer:
     def _load_data(self, data: Dataset | None) -> None:
         config = self.config
         raw = data or load_dataset(config.dataset, config.data_dir, config.validation_fraction, config.seed)
+        if config.features == "scatter":
+            raw = cached_scatter_features(raw, log=self.log, progress=self.progress)
         raw_train = _limit(raw.train, config.train_limit)
         self.data = scale_inputs(raw, config.inputs, reference=raw_train)
         self.train_split = _limit(self.data.train, config.train_limit)

@@ -1,0 +1,87 @@
+"""Exact Poisson sampling in torch on any device, from a seeded ``torch.Generator``.
+
+``torch.poisson`` is exact on the CPU but slow (about 45 ns a draw on the 2-core machine), and
+what it does on CUDA is cuRAND's business. This sampler is the same algorithm on every device:
+
+- ``lambda >= 10``: Hoermann's transformed rejection with squeeze, PTRS (W. Hoermann, "The
+  transformed rejection method for generating Poisson random variables", Insurance: Mathematics and
+  Economics 12, 1993), as numpy's legacy ``random_poisson_ptrs``; the acceptance test is exact
+  (``log V + log(1 / alpha) - log(a / u^2 + b) <= k log(lambda) - lambda - log k!``) and is evaluated
+  in float64. About 1.1 rounds of two uniforms per draw.
+- ``lambda < 10``: inversion by sequential search (``P(k) = P(k - 1) lambda / k``), in float64.
+
+Every entry is a draw from Poisson(lambda) exactly, up to float64 rounding of the acceptance test.
+"""
+
+from __future__ import annotations
+
+import torch
+
+PTRS_MIN_RATE = 10.0
+
+
+def poisson(rates: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Independent Poisson draws with means ``rates`` (any shape, ``>= 0``), in ``rates``' dtype."""
+    flat = rates.detach().reshape(-1).double()
+    if flat.numel() and bool((flat < 0).any() | ~torch.isfinite(flat).all()):
+        raise ValueError("Poisson rates must be finite and >= 0")
+    out = torch.zeros_like(flat)
+    large = flat >= PTRS_MIN_RATE
+    if bool(large.any()):
+        index = large.nonzero().squeeze(1)
+        out[index] = _ptrs(flat[index], generator)
+    small = (~large) & (flat > 0)
+    if bool(small.any()):
+        index = small.nonzero().squeeze(1)
+        out[index] = _inversion(flat[index], generator)
+    return out.reshape(rates.shape).to(rates.dtype)
+
+
+def _uniform(n: int, like: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    return torch.rand(n, dtype=torch.float64, device=like.device, generator=generator)
+
+
+def _ptrs(lam: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """PTRS for rates ``>= 10`` (float64, 1-D)."""
+    slam, loglam = lam.sqrt(), lam.log()
+    b = 0.931 + 2.53 * slam
+    a = -0.059 + 0.02483 * b
+    log_inv_alpha = torch.log(1.1239 + 1.1328 / (b - 3.4))
+    vr = 0.9277 - 3.6224 / (b - 2)
+    out = torch.empty_like(lam)
+    pending = torch.arange(lam.numel(), device=lam.device)
+    while pending.numel():
+        u = _uniform(pending.numel(), lam, generator) - 0.5
+        v = _uniform(pending.numel(), lam, generator)
+        us = 0.5 - u.abs()
+        a_p, b_p, lam_p = a[pending], b[pending], lam[pending]
+        k = torch.floor((2 * a_p / us + b_p) * u + lam_p + 0.43)
+        squeeze = (us >= 0.07) & (v <= vr[pending])
+        possible = (k >= 0) & ~((us < 0.013) & (v > us))
+        log_target = -lam_p + k * loglam[pending] - torch.lgamma(k.clamp(min=0) + 1)
+        exact = v.log() + log_inv_alpha[pending] - torch.log(a_p / (us * us) + b_p) <= log_target
+        accept = squeeze | (possible & exact)
+        out[pending[accept]] = k[accept]
+        pending = pending[~accept]
+    return out
+
+
+def _inversion(lam: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """Inversion by sequential search for rates ``< 10`` (float64, 1-D)."""
+    u = _uniform(lam.numel(), lam, generator)
+    k = torch.zeros_like(lam)
+    p = torch.exp(-lam)
+    cumulative = p.clone()
+    pending = torch.arange(lam.numel(), device=lam.device)
+    while True:
+        more = u[pending] > cumulative[pending]
+        # float64 tail: a cumulative that stops growing (u within rounding of 1) ends the search
+        pending = pending[more]
+        if not pending.numel():
+            return k
+        k[pending] += 1
+        p[pending] *= lam[pending] / k[pending]
+        grown = cumulative[pending] + p[pending]
+        stuck = grown <= cumulative[pending]
+        cumulative[pending] = grown
+        pending = pending[~stuck]
