@@ -20,7 +20,7 @@ from tqdm import tqdm
 from .data import Dataset, Split
 from .scattering import scatter_dataset
 
-SCATTER_VERSION = "scatter-j2-l8-gn27-v1"
+SCATTER_VERSION = "scatter-j2-l8-gn27-v2"
 
 
 def cache_dir() -> Path:

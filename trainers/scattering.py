@@ -59,13 +59,13 @@ def _morlet(size: int, sigma: float, theta: float, xi: float, slant: float) -> t
 
 
 class Scattering2D:
-    """Order-2 scattering of ``(n, side, side)`` images; ``side + 2^(J+1)`` is padded by reflection."""
+    """Order-2 scattering of ``(n, side, side)`` images, padded by ``2^(J-1)`` on each side by reflection."""
 
     def __init__(self, side: int, j: int = J, orientations: int = ORIENTATIONS) -> None:
         if side % 2**j:
             raise DatasetError(f"scattering needs an image side divisible by 2^J = {2**j}, got {side}")
         self.side, self.j, self.orientations = side, j, orientations
-        self.pad = 2**j
+        self.pad = 2 ** (j - 1)  # 28 -> 32: a power-of-two FFT; output centres stay on every grid
         size = side + 2 * self.pad
         self.size = size
         self.wavelets = {
@@ -135,15 +135,18 @@ def _periodized_product(spectrum: torch.Tensor, psi: torch.Tensor, fold: int) ->
     return total / fold**2
 
 
-def group_normalize(coefficients: torch.Tensor, groups: int = GROUPS, eps: float = 1e-5) -> torch.Tensor:
-    """Per image, standardise each group of channels (no learned parameters, no data statistics)."""
+def group_normalize(coefficients: torch.Tensor, groups: int = GROUPS, eps: float = 1e-6) -> torch.Tensor:
+    """Per image, standardise each group of channels (no learned parameters, no data statistics).
+    ``eps`` is relative to the image's mean square coefficient: second-order coefficients are
+    orders of magnitude below the first, and an absolute floor would flatten them."""
     n, channels = coefficients.shape[:2]
     if channels % groups:
         raise DatasetError(f"{channels} scattering channels do not split into {groups} groups")
     grouped = coefficients.reshape(n, groups, -1)
     mean = grouped.mean(dim=2, keepdim=True)
     var = grouped.var(dim=2, unbiased=False, keepdim=True)
-    return ((grouped - mean) / torch.sqrt(var + eps)).reshape(n, -1)
+    floor = eps * grouped.square().mean(dim=(1, 2), keepdim=True) + 1e-30
+    return ((grouped - mean) / torch.sqrt(var + floor)).reshape(n, -1)
 
 
 def scatter_split(split: Split, transform: Scattering2D, chunk: int = 500,
