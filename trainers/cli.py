@@ -29,7 +29,7 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
                    "Debian package's /usr/share/datasets/fashion-mnist)")
     p.add_argument("--epochs", type=int, default=None, help="default 15")
     p.add_argument("--batch-size", type=int, default=None, help="default 256 (dp-dfa/dp-sgd: 128)")
-    p.add_argument("--hidden", type=_widths, default=None, help="hidden widths, default 512,512")
+    p.add_argument("--hidden", type=_widths, default=None, help="hidden widths, default 512,512; \"\" for none (a linear model: bp, dp-sgd)")
     p.add_argument("--activation", choices=("tanh", "sigmoid", "relu", "gelu", "softplus"), default=None)
     p.add_argument("--optimizer", choices=("sgd", "adam"), default=None)
     p.add_argument("--lr", type=float, default=None)

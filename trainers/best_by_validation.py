@@ -1,0 +1,53 @@
+"""The best run per (method, target epsilon) picked on validation accuracy, as a markdown table.
+
+    python -m trainers.best_by_validation RECORD.json [...]
+
+The pick reads only the validation split (never the test split), so the test accuracy printed is
+not selected on; the validation split is held out of every run's training data.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from .table import read_record
+
+SETTINGS = ("hidden", "batch_size", "epochs", "lr", "clip_norm", "tau_h", "tau_e", "features")
+
+
+def best_by_validation(records: Sequence[dict]) -> list[dict]:
+    """One record per (method, target epsilon): the highest validation accuracy."""
+    best: dict[tuple[str, float | None], dict] = {}
+    for record in records:
+        key = (record["method"], record["hyperparameters"].get("target_epsilon"))
+        if key not in best or record["final"]["validation_accuracy"] > best[key]["final"]["validation_accuracy"]:
+            best[key] = record
+    return [best[key] for key in sorted(best, key=lambda k: (k[1] or 0, k[0]))]
+
+
+def markdown(records: Sequence[dict], tried: dict[tuple[str, float | None], int]) -> str:
+    lines = ["| method | epsilon | runs tried | val acc (%) | test acc (%) | settings |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for r in records:
+        h, f = r["hyperparameters"], r["final"]
+        settings = ", ".join(f"{k} {h[k]}" for k in SETTINGS if k in h)
+        lines.append(f"| {r['method']} | {f.get('epsilon', float('nan')):.3g} | "
+                     f"{tried[(r['method'], h.get('target_epsilon'))]} | {100 * f['validation_accuracy']:.2f} | "
+                     f"{100 * f['test_accuracy']:.2f} | {settings} |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    paths = [Path(p) for p in (sys.argv[1:] if argv is None else argv)]
+    records = [read_record(p) for p in paths]
+    tried: dict[tuple[str, float | None], int] = {}
+    for r in records:
+        key = (r["method"], r["hyperparameters"].get("target_epsilon"))
+        tried[key] = tried.get(key, 0) + 1
+    print(markdown(best_by_validation(records), tried))
+
+
+if __name__ == "__main__":
+    main()
