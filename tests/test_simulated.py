@@ -66,11 +66,42 @@ def test_matrix_does_not_depend_on_block_size_or_cache():
     assert torch.allclose(small.ideal(x), large.ideal(x), atol=1e-5)
 
 
-def test_block_cache_stays_within_its_budget():
-    budget = 40 << 20
-    optics = TransmissionMatrix(1000, 20_000, seed=0, block_bytes=8 << 20, cache_bytes=budget)
+def test_a_matrix_larger_than_the_cache_is_streamed_without_thrashing():
+    """Each projection generates every block exactly once and caches nothing (issue 16: a partial
+    LRU cache regenerated 1924 tiles for 962 distinct and doubled the peak memory)."""
+    optics = TransmissionMatrix(1000, 20_000, seed=0, block_bytes=8 << 20, cache_bytes=40 << 20)
     optics.field(torch.ones(1, 1000))
-    assert optics.n_blocks > 5 and 0 < optics.cached_bytes <= budget
+    optics.field(torch.ones(1, 1000))
+    assert optics.n_blocks == 20 and optics.blocks_generated == 2 * optics.n_blocks
+    assert optics.cached_bytes == 0 and not optics.cache_whole
+
+
+def test_a_matrix_that_fits_is_generated_once_and_kept():
+    optics = TransmissionMatrix(1000, 20_000, seed=0, block_bytes=8 << 20, cache_bytes=200 << 20)
+    first = optics.field(torch.ones(2, 1000))
+    second = optics.field(torch.ones(2, 1000))
+    assert optics.blocks_generated == optics.n_blocks == 20 and optics.cached_bytes == 1000 * 20_000 * 8
+    assert torch.equal(first[0], second[0])
+
+
+def test_any_column_block_is_a_slice_of_one_counter_based_stream():
+    """Column k's entries are stream elements 2 (k n_in + j) and 2 (k n_in + j) + 1: a block is
+    the same whatever the blocking, and equals the stream read directly."""
+    from opu_hal.counter_random import gaussian
+
+    optics = TransmissionMatrix(7, 50, seed=11, block_bytes=7 * 8 * 6, cache_bytes=0)
+    real, imag = optics.block(3)
+    start, stop = optics.block_range(3)
+    stream = gaussian(11, 2 * 7 * start, 2 * 7 * (stop - start)).view(stop - start, 7, 2) * 0.5**0.5
+    assert torch.equal(real, stream[:, :, 0].T) and torch.equal(imag, stream[:, :, 1].T)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the GPU matrix is compared on a GPU only")
+def test_cuda_generates_the_same_matrix_as_the_cpu():
+    cpu = TransmissionMatrix(300, 5000, seed=3, block_bytes=1 << 20, cache_bytes=0)
+    gpu = TransmissionMatrix(300, 5000, seed=3, block_bytes=1 << 20, cache_bytes=0, device="cuda")
+    for index in range(cpu.n_blocks):
+        assert torch.allclose(cpu.block(index)[0], gpu.block(index)[0].cpu(), rtol=1e-5, atol=1e-6)
 
 
 def test_intensity_mode_returns_the_squared_modulus_on_average():
@@ -183,3 +214,27 @@ def test_ternary_projection_refuses_non_ternary_values_and_intensity_devices():
         opu_hal.project_ternary(make(), torch.full((1, 16), 0.5))
     with pytest.raises(InputError, match="linear-output"):
         opu_hal.project_ternary(make(mode="intensity"), torch.zeros(1, 16))
+
+
+def test_capabilities_report_where_the_simulation_computes():
+    assert make(compute="cpu").capabilities.compute_device == "cpu"
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert make(compute="auto").capabilities.compute_device == expected
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a host without CUDA")
+def test_compute_cuda_without_cuda_is_a_clear_error():
+    from opu_hal.errors import DeviceUnavailable
+
+    with pytest.raises(DeviceUnavailable, match='compute = "cuda" but torch sees no CUDA device'):
+        make(compute="cuda")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the GPU simulation runs on a GPU only")
+def test_the_simulation_on_cuda_projects_the_same_signal_as_on_the_cpu():
+    x = binary(64, 32, seed=2)
+    cpu, gpu = make(in_features=32, out_features=256), make(in_features=32, out_features=256, compute="cuda")
+    assert torch.allclose(cpu.ideal(x), gpu.ideal(x).cpu(), atol=1e-4)
+    values = gpu.project(x).values
+    assert values.device.type == "cuda" and torch.isfinite(values).all()
+    assert (values.cpu() - cpu.ideal(x)).std() < 3 * gpu.noise_report().std

@@ -18,17 +18,17 @@ from ..seeding import stream_seed
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
-def resolve_torch_device(requested: str) -> torch.device:
-    """``auto`` -> CUDA when present else CPU; ``cuda`` without CUDA is refused."""
+def resolve_torch_device(requested: str, key: str = "device") -> torch.device:
+    """``auto`` -> CUDA when present else CPU; ``cuda`` without CUDA is refused (naming ``key``)."""
     if requested == "cpu":
         return torch.device("cpu")
     if torch.cuda.is_available():
         return torch.device("cuda")
     if requested == "cuda":
         raise DeviceUnavailable(
-            "profile asks for device = \"cuda\" but torch sees no CUDA device "
+            f"profile asks for {key} = \"cuda\" but torch sees no CUDA device "
             f"(torch {torch.__version__}, CUDA build: {torch.version.cuda or 'no'}); "
-            "set device = \"auto\" or \"cpu\" in the profile"
+            f"set {key} = \"auto\" or \"cpu\" in the profile"
         )
     return torch.device("cpu")
 

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ...poisson import poisson
+
 BOLTZMANN_EV_PER_K = 8.617333262e-5
 KELVIN_OFFSET = 273.15
 SILICON_EG0_EV = 1.1557
@@ -52,6 +54,14 @@ def dark_current_rate(temperature_c: float, pixel_area_cm2: float, dark_fom_na_p
         2.55e15 * pixel_area_cm2 * dark_fom_na_per_cm2 * t**1.5
         * math.exp(-band_gap_ev(t) / (2 * BOLTZMANN_EV_PER_K * t))
     )
+
+
+def shot_noise(mean_e: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Exact Poisson counts on the tensor's device: ``torch.poisson`` on the CPU (exact, and faster
+    there), :func:`opu_hal.poisson.poisson` elsewhere (PTRS, the same algorithm on every device)."""
+    if mean_e.device.type == "cpu":
+        return torch.poisson(mean_e, generator=generator)
+    return poisson(mean_e, generator)
 
 
 @dataclass(frozen=True)
@@ -109,12 +119,12 @@ class Sensor:
     def read(self, signal_e: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, int]:
         """One noisy frame in electrons (dark-subtracted) and the number of clipped pixels."""
         dark = self.pixel_dark_e
-        electrons = torch.poisson(signal_e + dark, generator=generator)
+        electrons = shot_noise(signal_e + dark, generator)
         clipped = electrons > self.full_well_e
         electrons = torch.minimum(electrons, torch.full_like(electrons, self.full_well_e))
         if self.read_noise_e > 0:
             electrons = electrons + self.read_noise_e * torch.randn(
-                electrons.shape, generator=generator, dtype=electrons.dtype
+                electrons.shape, generator=generator, dtype=electrons.dtype, device=electrons.device
             )
         dn = torch.round(electrons / self.gain_e_per_dn) + self.black_level_dn
         clipped |= (dn < 0) | (dn > self.max_dn)

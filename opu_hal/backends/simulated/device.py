@@ -56,6 +56,7 @@ from .camera import Sensor
 from ...calibration.noise_model import output_variance
 from .dark_map import dark_signal_map
 from .optics import TransmissionMatrix
+from ..torch_backend import resolve_torch_device
 from .photons import electrons_per_pixel, photons_per_pixel
 from .privacy_noise import CLIP_LIMIT, clip_probability, draw_counts
 
@@ -84,17 +85,21 @@ class SimulatedDevice(Device[SimulatedProfile]):
         super().__init__(profile)
         self._temperature_c = profile.temperature_c
         self._exposure_us = profile.exposure_us
+        self.compute = resolve_torch_device(profile.compute, key="compute")
         self._optics = TransmissionMatrix(
             profile.in_features, profile.out_features, stream_seed(profile.seed, "matrix"),
             block_bytes=int(profile.block_mb * MIB), cache_bytes=int(profile.cache_mb * MIB),
+            device=self.compute,
         )
         phase_generator = torch.Generator().manual_seed(stream_seed(profile.seed, "anchor"))
         theta = 2 * math.pi * torch.rand(profile.out_features, generator=phase_generator)
-        self._anchor_cos, self._anchor_sin = torch.cos(theta), torch.sin(theta)
-        self._camera_generator = torch.Generator().manual_seed(stream_seed(profile.seed, "camera"))
+        self._anchor_cos, self._anchor_sin = torch.cos(theta).to(self.compute), torch.sin(theta).to(self.compute)
+        # camera frames: training-quality noise from a seeded stream on the compute device
+        self._camera_generator = torch.Generator(self.compute).manual_seed(stream_seed(profile.seed, "camera"))
         self._privacy_generator = SecureGenerator()  # never seeded: privacy counts are secret
-        self._dark_map = dark_signal_map(profile.seed, profile.out_features, profile.dsnu_rms,
-                                         profile.hot_pixel_fraction, profile.hot_pixel_factor)
+        dark_map = dark_signal_map(profile.seed, profile.out_features, profile.dsnu_rms,
+                                   profile.hot_pixel_fraction, profile.hot_pixel_factor)
+        self._dark_map = None if dark_map is None else dark_map.to(self.compute)
         self.saturated_pixels = 0
         self._calibrated = calibrated_model(self)  # None without a profile calibration
 
@@ -148,7 +153,7 @@ class SimulatedDevice(Device[SimulatedProfile]):
             # bounds: the profile's temperature_min_c / temperature_max_c
             settable={"temperature_c": (self._profile.temperature_min_c,
                                         self._profile.temperature_max_c, "C")},
-            compute_device="cpu",
+            compute_device=self.compute.type,
             privacy_noise=self._privacy_source_ok(),
         )
 

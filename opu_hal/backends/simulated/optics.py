@@ -1,44 +1,42 @@
-"""Optics of the simulated OPU: a fixed complex Gaussian transmission matrix, generated in tiles.
+"""Optics of the simulated OPU: a fixed complex Gaussian transmission matrix, generated in blocks.
 
 The scattering medium maps a binary DMD pattern ``x`` to the camera field ``z = x T`` with
-``T_jk ~ CN(0, 1)`` i.i.d. (paper 000, eq. 5: a complex Gaussian random matrix). The output pixels
-are cut into tiles whose width depends only on ``in_features``; each tile is drawn from its own
-seed, so any part of ``T`` can be regenerated on demand and the whole matrix never has to fit in
-memory. Tiles are grouped into blocks of about ``block_bytes`` for the matmul, and blocks are
-cached under ``cache_bytes``; neither setting changes the matrix.
+``T_jk ~ CN(0, 1)`` i.i.d. (paper 000, eq. 5: a complex Gaussian random matrix). Entry
+``(j, k)``'s real and imaginary parts are elements ``2 (k n_in + j)`` and ``2 (k n_in + j) + 1`` of
+a counter-based normal stream (:mod:`opu_hal.counter_random`) seeded by the profile, times
+``sqrt(1/2)``: any block of output columns is a contiguous slice of that stream, generated on the
+compute device (CPU or CUDA) and the same on both, and the whole matrix never has to be in memory.
+Blocks of about ``block_bytes`` feed the matmul. The matrix is cached whole when it fits in
+``cache_bytes`` and not at all otherwise: a projection scans the blocks in order, and a partial
+least-recently-used cache would evict every block before its next use (it doubled the work and
+the peak memory at in 10 000 -> out 100 000). Neither setting changes the matrix.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
-import numpy as np
 import torch
 
-TILE_BYTES = 8 << 20  # one tile of [Re | Im] float32 columns
-_BYTES_PER_ENTRY = 2 * 4
+from ...counter_random import gaussian
 
-
-def tile_width(in_features: int) -> int:
-    """Output columns per tile: a function of ``in_features`` only, so the matrix is fixed."""
-    return max(1, TILE_BYTES // (in_features * _BYTES_PER_ENTRY))
+_BYTES_PER_ENTRY = 2 * 4  # Re and Im, float32
+_CHUNK_ENTRIES = 1 << 21  # stream entries generated at once (bounds the float64 temporaries)
 
 
 class TransmissionMatrix:
     """``T`` of shape ``(in_features, out_features)``; entries have ``E|T_jk|^2 = 1``."""
 
     def __init__(
-        self, in_features: int, out_features: int, seed: int, block_bytes: int, cache_bytes: int
+        self, in_features: int, out_features: int, seed: int, block_bytes: int, cache_bytes: int,
+        device: torch.device | str = "cpu",
     ) -> None:
         self.in_features = in_features
         self.out_features = out_features
+        self.device = torch.device(device)
         self._seed = seed
-        self.tile_out = min(out_features, tile_width(in_features))
-        tiles_per_block = max(1, block_bytes // (self.tile_out * in_features * _BYTES_PER_ENTRY))
-        self.block_out = min(out_features, tiles_per_block * self.tile_out)
-        self._cache_bytes = cache_bytes
-        self._cache: OrderedDict[int, tuple[torch.Tensor, torch.Tensor]] = OrderedDict()
-        self._cached_bytes = 0
+        self.block_out = max(1, min(out_features, block_bytes // (in_features * _BYTES_PER_ENTRY)))
+        self.cache_whole = in_features * out_features * _BYTES_PER_ENTRY <= cache_bytes
+        self._cache: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.blocks_generated = 0
 
     @property
     def n_blocks(self) -> int:
@@ -46,53 +44,44 @@ class TransmissionMatrix:
 
     @property
     def cached_bytes(self) -> int:
-        return self._cached_bytes
+        return sum(part.numel() * part.element_size() for block in self._cache.values() for part in block)
 
     def block_range(self, index: int) -> tuple[int, int]:
         start = index * self.block_out
         return start, min(self.out_features, start + self.block_out)
 
-    def _tile(self, tile: int, width: int) -> torch.Tensor:
-        seed = int(np.random.SeedSequence([self._seed, tile]).generate_state(1)[0])
-        generator = torch.Generator().manual_seed(seed)
-        return torch.randn(self.in_features, 2, width, generator=generator).mul_(0.5**0.5)
+    def _generate(self, start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor]:
+        n_in = self.in_features
+        entries = torch.empty(2 * n_in * (stop - start), device=self.device)
+        first = 2 * n_in * start
+        for offset in range(0, entries.numel(), _CHUNK_ENTRIES):
+            count = min(_CHUNK_ENTRIES, entries.numel() - offset)
+            entries[offset:offset + count] = gaussian(self._seed, first + offset, count, device=self.device)
+        parts = entries.mul_(0.5**0.5).view(stop - start, n_in, 2)
+        self.blocks_generated += 1
+        return parts[:, :, 0].T.contiguous(), parts[:, :, 1].T.contiguous()
 
     def block(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
         """``(Re T, Im T)`` for the output columns of block ``index``; each ``(in, width)``."""
         if index in self._cache:
-            self._cache.move_to_end(index)
             return self._cache[index]
-        start, stop = self.block_range(index)
-        tiles = []
-        for tile_start in range(start, stop, self.tile_out):
-            tile = tile_start // self.tile_out
-            tiles.append(self._tile(tile, min(self.tile_out, self.out_features - tile_start)))
-        parts = torch.cat(tiles, dim=2) if len(tiles) > 1 else tiles[0]
-        block = (parts[:, 0].contiguous(), parts[:, 1].contiguous())
-        self._remember(index, block)
+        block = self._generate(*self.block_range(index))
+        if self.cache_whole:
+            self._cache[index] = block
         return block
 
     def field(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(Re z, Im z)`` of ``z = x T`` for a batch ``(n, in)``: each ``(n, out)``."""
+        x = x.to(self.device)
         if self.n_blocks == 1:
             real, imag = self.block(0)
             return x @ real, x @ imag
         n = x.shape[0]
-        out_real = torch.empty(n, self.out_features)
-        out_imag = torch.empty(n, self.out_features)
+        out_real = torch.empty(n, self.out_features, device=self.device)
+        out_imag = torch.empty(n, self.out_features, device=self.device)
         for index in range(self.n_blocks):
             start, stop = self.block_range(index)
             real, imag = self.block(index)
             out_real[:, start:stop] = x @ real
             out_imag[:, start:stop] = x @ imag
         return out_real, out_imag
-
-    def _remember(self, index: int, block: tuple[torch.Tensor, torch.Tensor]) -> None:
-        size = sum(part.numel() * part.element_size() for part in block)
-        if size > self._cache_bytes:
-            return
-        while self._cache and self._cached_bytes + size > self._cache_bytes:
-            _, evicted = self._cache.popitem(last=False)
-            self._cached_bytes -= sum(part.numel() * part.element_size() for part in evicted)
-        self._cache[index] = block
-        self._cached_bytes += size

@@ -61,6 +61,9 @@ class SimulatedProfile(BaseProfile):
     full_well_e: float = Field(10000.0, ge=1.0, le=1e8, description="pixel full-well capacity, electrons")
     block_mb: float = Field(64.0, ge=0.01, le=65536.0, description="size of one generated matrix block, MiB")
     cache_mb: float = Field(512.0, ge=0.0, le=1e6, description="memory budget for cached blocks, MiB")
+    compute: Literal["auto", "cpu", "cuda"] = Field(
+        "cpu", description="where the matrix is generated and frames are drawn; 'auto' takes CUDA when present"
+    )
 
     @model_validator(mode="after")
     def _temperature_in_range(self) -> "SimulatedProfile":

@@ -57,13 +57,13 @@ def raw_frames(
     pixels = profile.out_features
     photons: float | None = 0.0
     if illumination == "dark":
-        signal = torch.zeros(pixels)
+        signal = torch.zeros(pixels, device=device.compute)
     elif illumination == "anchor":
         power = profile.anchor_power_uw if anchor_power_uw is None else float(anchor_power_uw)
         if not (math.isfinite(power) and 0 <= power <= 1e6):
             raise InputError(f"anchor_power_uw {power} is outside [0, 1e6] uW")
         photons = photons_per_pixel(power, profile, exposure)
-        signal = torch.full((pixels,), electrons_per_pixel(power, profile, exposure))
+        signal = torch.full((pixels,), electrons_per_pixel(power, profile, exposure), device=device.compute)
     else:
         if pattern is None or pattern.shape != (device.in_features,):
             raise InputError(f"illumination 'signal' needs a pattern of shape ({device.in_features},)")
@@ -73,5 +73,5 @@ def raw_frames(
         photons = None
     electrons, clipped = sensor.read(signal.expand(n_frames, -1).contiguous(), device._camera_generator)
     dn = torch.round((electrons + sensor.pixel_dark_e) / sensor.gain_e_per_dn) + sensor.black_level_dn
-    return RawFrames(dn=dn, illumination=illumination, temperature_c=device.temperature_c,
+    return RawFrames(dn=dn.cpu(), illumination=illumination, temperature_c=device.temperature_c,
                      exposure_us=exposure, photons_per_pixel=photons, clipped=clipped)

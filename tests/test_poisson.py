@@ -1,0 +1,53 @@
+"""The exact, device-agnostic Poisson sampler (PTRS and inversion) of the simulated camera."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from opu_hal.backends.simulated.camera import shot_noise
+from opu_hal.poisson import poisson
+
+
+@pytest.mark.parametrize("rate", [0.3, 3.0, 9.99, 10.0, 37.2, 600.0, 1e5])
+def test_draws_follow_the_poisson_pmf(rate):
+    g = torch.Generator().manual_seed(int(rate * 100))
+    draws = poisson(torch.full((200_000,), rate), g).numpy()
+    ks = np.arange(max(0, int(rate - 6 * rate**0.5 - 3)), int(rate + 6 * rate**0.5 + 10))
+    expected = stats.poisson.pmf(ks, rate) * len(draws)
+    observed = np.array([(draws == k).sum() for k in ks])
+    keep = expected > 5
+    chi2 = ((observed[keep] - expected[keep]) ** 2 / expected[keep]).sum()
+    assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-3
+    assert np.all(draws == np.round(draws)) and draws.min() >= 0
+
+
+def test_mixed_rates_keep_their_places_and_zero_rates_give_zero():
+    rates = torch.tensor([[0.0, 2.0, 50.0], [1000.0, 0.0, 9.0]]).repeat(20_000, 1)
+    draws = poisson(rates, torch.Generator().manual_seed(0))
+    assert draws.shape == rates.shape and draws.dtype == rates.dtype
+    assert torch.all(draws[rates == 0] == 0)
+    assert torch.allclose(draws.double().mean(0), rates.double().mean(0), rtol=0.02, atol=0.02)
+
+
+def test_negative_or_nonfinite_rates_are_refused():
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="finite and >= 0"):
+            poisson(torch.tensor([1.0, bad]))
+
+
+def test_a_seeded_generator_replays_the_same_frame():
+    rates = torch.linspace(0, 300, 1000)
+    assert torch.equal(poisson(rates, torch.Generator().manual_seed(4)), poisson(rates, torch.Generator().manual_seed(4)))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: GPU frames are checked on a GPU only")
+def test_cuda_frames_are_exact_poisson_on_the_device():
+    rate = 600.0
+    g = torch.Generator("cuda").manual_seed(0)
+    draws = shot_noise(torch.full((200_000,), rate, device="cuda"), g)
+    assert draws.device.type == "cuda"
+    assert abs(float(draws.double().mean()) - rate) < 5 * (rate / 200_000) ** 0.5
+    assert abs(float(draws.double().var()) / rate - 1) < 0.02
