@@ -7,6 +7,7 @@ import math
 import torch
 
 from ..capabilities import Capabilities
+from ..compute import resolve_torch_device
 from ..device import Device
 from ..errors import DeviceUnavailable, InputError, ProfileError
 from ..memory import available_bytes, batch_limit, gib
@@ -16,21 +17,6 @@ from .torch_profile import TorchProfile
 from ..seeding import stream_seed
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
-
-
-def resolve_torch_device(requested: str, key: str = "device") -> torch.device:
-    """``auto`` -> CUDA when present else CPU; ``cuda`` without CUDA is refused (naming ``key``)."""
-    if requested == "cpu":
-        return torch.device("cpu")
-    if torch.cuda.is_available():
-        return torch.device("cuda")
-    if requested == "cuda":
-        raise DeviceUnavailable(
-            f"profile asks for {key} = \"cuda\" but torch sees no CUDA device "
-            f"(torch {torch.__version__}, CUDA build: {torch.version.cuda or 'no'}); "
-            f"set {key} = \"auto\" or \"cpu\" in the profile"
-        )
-    return torch.device("cpu")
 
 
 def gaussian_matrix(in_features: int, out_features: int, std: float, seed: int) -> torch.Tensor:

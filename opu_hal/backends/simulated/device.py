@@ -56,7 +56,7 @@ from .camera import Sensor
 from ...calibration.noise_model import output_variance
 from .dark_map import dark_signal_map
 from .optics import TransmissionMatrix
-from ..torch_backend import resolve_torch_device
+from ...compute import resolve_torch_device
 from .photons import electrons_per_pixel, photons_per_pixel
 from .privacy_noise import CLIP_LIMIT, clip_probability, draw_counts
 
