@@ -180,6 +180,35 @@ def test_photonic_dp_clips_layer_inputs_to_tau_h_max():
     assert float(clipped.norm(dim=1).max()) <= 1.0 + 1e-6
 
 
+
+def _first_layer_grad_for(config, x, y):
+    model = MLP([20, *HIDDEN, 10])
+    method = METHODS["photonic-dp"](model, MethodContext(config, torch_device(), 20, 10, 600))
+    method.compute_gradients(x, y)
+    return model.layers[0].weight.grad.clone(), model.layers[1].weight.grad.clone(), method
+
+
+def test_no_clip_pixels_leaves_the_pixels_unclipped_and_still_clips_the_hidden_neurons():
+    """Paper 000's text clips "the neurons": the variant skips eq. 9 on layer 0's input only."""
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(8, 20, generator=g) * 5, torch.randint(0, 10, (8,), generator=g)
+    both = cfg("photonic-dp", software_noise_std=0.0, batch_size=8)
+    hidden_only = cfg("photonic-dp", software_noise_std=0.0, batch_size=8, clip_pixels=False)
+    torch.manual_seed(1)
+    first_a, second_a, _ = _first_layer_grad_for(both, x, y)
+    torch.manual_seed(1)
+    first_b, second_b, method = _first_layer_grad_for(hidden_only, x, y)
+    assert first_b.abs().max() > 5 * first_a.abs().max()  # the pixels (norm ~22) reach layer 0 unclipped
+    assert torch.allclose(second_a, second_b, atol=1e-6)  # hidden neurons clipped either way
+    method.after_step()
+    assert method.paper_claim.steps == 0 and "premise fails" in method.describe()["clipped_inputs"]
+
+
+def test_no_clip_pixels_is_refused_for_other_methods():
+    with pytest.raises(TrainingConfigError, match="photonic-dp only"):
+        cfg("dp-dfa", noise_multiplier=1.0, clip_pixels=False)
+
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -66,6 +66,9 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     priv.add_argument("--software-noise-std", "--sigma", dest="software_noise_std", type=float, default=None,
                       help="photonic-dp on a torch profile: software noise std, output units (paper 000 "
                            "Table 1 sigma; --sigma is its alias)")
+    priv.add_argument("--no-clip-pixels", dest="clip_pixels", action="store_false", default=None,
+                      help="photonic-dp: clip the hidden neurons only, not the pixels (paper 000's text: "
+                           "'the neurons'); the paper's eq. 17 claim is then not recorded")
     priv.add_argument("--ternarize", action="store_true", default=None,
                       help="photonic-dp on a torch profile: ternarize the error (paper 000's TDFA row)")
     priv.add_argument("--lattice-resolution", type=float, default=None,
@@ -84,7 +87,7 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
 
 
 OPTION_NAMES = ("profile", "dataset", "data_dir", "epochs", "batch_size", "hidden", "activation", "optimizer",
-                "lr", "momentum", "seed", "threshold", "ternarize", "inputs", "features", "train_limit", "alignment", "target_epsilon", "delta",
+                "lr", "momentum", "seed", "threshold", "ternarize", "clip_pixels", "inputs", "features", "train_limit", "alignment", "target_epsilon", "delta",
                 "noise_multiplier", "noise_source", "sampling", "clip_norm", "beta", "tau_e", "tau_h",
                 "tau_h_min", "tau_h_max", "tau_b", "software_noise_std", "temperature_c", "calibration", "lattice_resolution", "compute", "checkpoint", "checkpoint_every",
                 "resume")

@@ -69,6 +69,8 @@ class TrainConfig:
     tau_h_min: float = 0.0
     tau_h_max: float = 1.0
     tau_b: float = 1.0
+    # photonic-dp: apply eq. 9 to the pixels too (True), or to the hidden neurons only (False)
+    clip_pixels: bool = True
     # software noise std of a device whose noise_std is settable (photonic-dp on torch profiles;
     # paper 000 Table 1's "sigma"); CLI --software-noise-std, alias --sigma
     software_noise_std: float | None = None
@@ -151,6 +153,8 @@ class TrainConfig:
             need(math.isfinite(value) and value > 0, f"--{name.replace('_', '-')} must be > 0, got {value}")
         need(0 <= self.tau_h_min <= self.tau_h_max,
              f"--tau-h-min must be in [0, tau_h_max={self.tau_h_max}], got {self.tau_h_min}")
+        need(self.clip_pixels or self.method == "photonic-dp",
+             "--no-clip-pixels applies to photonic-dp only (eq. 9's clipping of the layer inputs)")
         need(self.compute in ("auto", "cpu", "cuda"), f"--compute {self.compute!r}: choose auto, cpu or cuda")
         need(self.calibration is None or self.profile is not None or self.noise_source == "device",
              "--calibration applies to a device: give --profile (or --noise-source device)")

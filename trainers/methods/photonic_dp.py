@@ -95,7 +95,8 @@ class PhotonicDP(Method):
         return UnboundedEvent(NO_BOUND)
 
     def after_step(self) -> None:
-        self.paper_claim.step(self.claimed_event())
+        if self.context.config.clip_pixels:  # eq. 17 assumes every layer's input clipped (eq. 9)
+            self.paper_claim.step(self.claimed_event())
 
     def state_dict(self) -> dict[str, Any]:
         return {"paper_claim": self.paper_claim.to_json()}
@@ -107,6 +108,8 @@ class PhotonicDP(Method):
         config = self.context.config
         claim = self.paper_claim.paper_claim_epsilon(config.delta) if self.paper_claim.steps else None
         return {"guarantee": "none: " + NO_BOUND, "paper_claim_epsilon_eq17": claim,
+                "clipped_inputs": "every layer (eq. 9)" if config.clip_pixels
+                else "hidden neurons only: the pixels are not clipped, so eq. 17's premise fails and no claim is recorded",
                 "generator": f"device noise: the device's own; output layer: {self.generator.name}",
                 "std_lower_accounted": self.std_lower, "tau_h_min": config.tau_h_min, "tau_h_max": config.tau_h_max,
                 "tau_b": config.tau_b, "bound": "paper 000 eq. 17, per step"}
@@ -129,7 +132,8 @@ class PhotonicDP(Method):
             deltas = [clip_norm(p, config.tau_b) * derivative(z) for p, z in zip(projection.slices, trace.preacts)]
             noise = self.generator.standard_normal(e.numel()).view_as(e).to(e.device, e.dtype)
             deltas.append(clip_norm(e, config.tau_b) + self.std_lower * noise)
-            for layer, delta, h in zip(self.model.layers, deltas, trace.inputs):
-                set_linear_grads(layer, delta / m, self.clip_input(h))
+            for index, (layer, delta, h) in enumerate(zip(self.model.layers, deltas, trace.inputs)):
+                pixels = index == 0
+                set_linear_grads(layer, delta / m, self.clip_input(h) if config.clip_pixels or not pixels else h)
         return StepOutput(opening.loss_sum, opening.correct, int(y.shape[0]), noise=projection.noise,
                           privacy_event=UnboundedEvent(NO_BOUND))
