@@ -18,7 +18,8 @@ from benchmarks.data import fashion_or_random
 from trainers.config import TrainConfig
 from trainers.loop import train
 
-GOALS = {("dfa", "bp"): 1.1, ("pdfa", "dfa"): 2.0}
+# issue 16: pdfa <= 4x dfa on the 2-core CPU (<= 2x on an H100: benchmarks.gpu_training)
+GOALS = {("dfa", "bp"): 1.1, ("pdfa", "dfa"): 4.0}
 
 
 def epoch_seconds(method: str, data, epochs: int) -> float:

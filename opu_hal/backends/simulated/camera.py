@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ...poisson import poisson
+from ...poisson import poisson, poisson_constant
 
 BOLTZMANN_EV_PER_K = 8.617333262e-5
 KELVIN_OFFSET = 273.15
@@ -118,8 +118,26 @@ class Sensor:
 
     def read(self, signal_e: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, int]:
         """One noisy frame in electrons (dark-subtracted) and the number of clipped pixels."""
+        return self._digitize(shot_noise(signal_e + self.pixel_dark_e, generator), generator)
+
+    def read_flat(self, signal_e: float, shape: tuple[int, ...], generator: torch.Generator,
+                  device: torch.device) -> tuple[torch.Tensor, int]:
+        """:meth:`read` of a flat field of ``signal_e`` electrons at every pixel (the anchor alone),
+        with the same distribution: ``Poisson(s + D_j) = Poisson(s) + Poisson(D_j)`` for independent
+        counts, and ``Poisson(s)`` of one mean for all pixels is drawn by inverse CDF from one table
+        (:func:`opu_hal.poisson.poisson_constant`), about 3x faster than a draw per pixel."""
         dark = self.pixel_dark_e
-        electrons = shot_noise(signal_e + dark, generator)
+        numel = math.prod(shape)
+        if isinstance(dark, torch.Tensor):
+            counts = poisson_constant(signal_e, numel, generator, device).view(shape)
+            counts += shot_noise(dark.expand(shape).contiguous(), generator)
+        else:
+            counts = poisson_constant(signal_e + dark, numel, generator, device).view(shape)
+        return self._digitize(counts, generator)
+
+    def _digitize(self, electrons: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, int]:
+        """Full well, read noise, ADC rounding and range; back to dark-subtracted electrons."""
+        dark = self.pixel_dark_e
         clipped = electrons > self.full_well_e
         electrons = torch.minimum(electrons, torch.full_like(electrons, self.full_well_e))
         if self.read_noise_e > 0:

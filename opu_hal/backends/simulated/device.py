@@ -269,7 +269,7 @@ class SimulatedDevice(Device[SimulatedProfile]):
             amplitude = math.sqrt(self.anchor_e)
             with_anchor = (real + amplitude * self._anchor_cos) ** 2 + (imag + amplitude * self._anchor_sin) ** 2
             e1, clipped1 = sensor.read(with_anchor, self._camera_generator)
-            e3, clipped3 = sensor.read(torch.full_like(signal, self.anchor_e), self._camera_generator)
+            e3, clipped3 = sensor.read_flat(self.anchor_e, tuple(signal.shape), self._camera_generator, signal.device)
             clipped += clipped1 + clipped3
             values = (e1 - e2 - e3) * (math.sqrt(2 / self.signal_e) / (2 * amplitude))
             mean_frames = float(with_anchor.mean()) + float(signal.mean())
