@@ -36,6 +36,9 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--momentum", type=float, default=None)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--threshold", type=float, default=None, help="ternarization threshold t (default 0.15)")
+    p.add_argument("--model", choices=("mlp", "cnn"), default=None,
+                   help="mlp (default), or cnn: --hidden are 3x3 conv channels, 2x2 pooling, a linear head "
+                        "(bp and dp-sgd; pixels or --features scatter)")
     p.add_argument("--features", choices=("pixels", "scatter"), default=None,
                    help="pixels, or ScatterNet features of them (a fixed wavelet transform, no privacy "
                         "cost; cached under $OPU_HAL_CACHE or ~/.cache/opu-hal)")
@@ -87,7 +90,7 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
 
 
 OPTION_NAMES = ("profile", "dataset", "data_dir", "epochs", "batch_size", "hidden", "activation", "optimizer",
-                "lr", "momentum", "seed", "threshold", "ternarize", "clip_pixels", "inputs", "features", "train_limit", "alignment", "target_epsilon", "delta",
+                "lr", "momentum", "seed", "threshold", "ternarize", "clip_pixels", "inputs", "features", "model", "train_limit", "alignment", "target_epsilon", "delta",
                 "noise_multiplier", "noise_source", "sampling", "clip_norm", "beta", "tau_e", "tau_h",
                 "tau_h_min", "tau_h_max", "tau_b", "software_noise_std", "temperature_c", "calibration", "lattice_resolution", "compute", "checkpoint", "checkpoint_every",
                 "resume")

@@ -11,6 +11,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from .cnn import CNN_METHODS
 from .errors import TrainingConfigError
 from .methods import METHODS, get_method
 
@@ -54,6 +55,8 @@ class TrainConfig:
     validation_fraction: float = 0.1
     inputs: str = "standardized"
     features: str = "pixels"
+    # the network: an MLP of --hidden widths, or a CNN whose --hidden are 3x3 conv channels (trainers.cnn)
+    model: str = "mlp"
     train_limit: int | None = None
     alignment: bool = True
     # private training
@@ -137,6 +140,9 @@ class TrainConfig:
         need(0 <= self.threshold < 1, f"--threshold must be in [0, 1), got {self.threshold}")
         need(self.train_limit is None or self.train_limit >= self.batch_size,
              f"--train-limit must be >= --batch-size ({self.batch_size}), got {self.train_limit}")
+        need(self.model in ("mlp", "cnn"), f"--model {self.model!r}: choose mlp or cnn")
+        need(self.model == "mlp" or self.method in CNN_METHODS,
+             f"--model cnn trains with {', '.join(CNN_METHODS)} only (the DFA family needs an MLP), got {self.method!r}")
         need(self.features in FEATURES, f"--features {self.features!r}: choose one of {', '.join(FEATURES)}")
         need(self.inputs in INPUT_SCALINGS, f"--inputs {self.inputs!r}: choose one of {', '.join(INPUT_SCALINGS)}")
         need(self.noise_source in ("software", "device"),

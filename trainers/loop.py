@@ -27,6 +27,7 @@ from opu_hal.secure_random import new_secret_key
 from .checkpoint import RunLock, StepJournal, load_checkpoint, save_checkpoint
 from .config import TrainConfig
 from .data import Dataset, Split, load_dataset, scale_inputs
+from .cnn import CNN
 from .feature_cache import cached_scatter_features
 from .errors import CheckpointError, TrainingConfigError
 from .evaluation import evaluate
@@ -183,7 +184,12 @@ class Trainer:
         self.compute = resolve_compute(config.compute, METHODS[config.method])
         self.data = _to(self.data, self.compute)
         self.train_split = _limit(self.data.train, config.train_limit)
-        self.model = MLP(sizes, config.activation, seed=config.seed).to(self.compute)
+        if config.model == "cnn":
+            network = CNN(self.data.n_features, config.hidden, self.data.n_classes, config.activation,
+                          seed=config.seed, features=config.features)
+        else:
+            network = MLP(sizes, config.activation, seed=config.seed)
+        self.model = network.to(self.compute)
         self.method = build_method(config, self.model, self.device, self.data, self.train_split).to(self.compute)
         self.optimizer = make_optimizer(config, self.model)
         sampling = config.sampling or self.method.sampling
@@ -388,7 +394,7 @@ class Trainer:
         record: dict[str, Any] = {"epoch": epoch + 1, "steps": self.global_step, **train_stats,
                                   "validation_loss": val_loss, "validation_accuracy": val_acc,
                                   "test_loss": test_loss, "test_accuracy": test_acc, "epoch_time_s": seconds}
-        if self.config.alignment and not self.method.private:
+        if self.config.alignment and not self.method.private and isinstance(self.model, MLP):
             x, y = self._probe()
             self.method.current_step = -1 - epoch
             record["alignment"] = gradient_alignment(self.method, x, y)

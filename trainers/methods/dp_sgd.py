@@ -24,7 +24,10 @@ from opu_hal.privacy import Event, FixedSizeGaussianEvent, PoissonGaussianEvent
 from opu_hal.secure_random import SecureGenerator
 
 from ..errors import TrainingConfigError
+from ..cnn import CNN
 from .base import GaussianNoiseMethod, MethodContext, StepOutput
+
+PER_EXAMPLE_CHUNK = 256  # examples per vmap call (bounds the per-example gradients in memory)
 
 
 class DPSGD(GaussianNoiseMethod):
@@ -60,7 +63,7 @@ class DPSGD(GaussianNoiseMethod):
                 "noise_std_on_sum": self.noise_std}
 
     def _normal(self, shape: torch.Size) -> torch.Tensor:
-        return self.generator.standard_normal(shape.numel()).view(shape).to(self.model.layers[0].weight.device)
+        return self.generator.standard_normal(shape.numel()).view(shape).to(next(self.model.parameters()).device)
 
     def state_dict(self) -> dict[str, Any]:
         """The secure generator's state (secret: checkpoints only), so resumed steps replay exactly."""
@@ -75,6 +78,8 @@ class DPSGD(GaussianNoiseMethod):
         return u + self.noise_std * self._normal(u.shape)
 
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
+        if isinstance(self.model, CNN):
+            return self._per_example_gradients(x, y)
         config = self.context.config
         layers = self.model.layers
         activation = self.model.activation.fn
@@ -102,3 +107,57 @@ class DPSGD(GaussianNoiseMethod):
         correct = int((h.argmax(1) == y).sum()) if y.numel() else 0
         return StepOutput(float(losses.detach().sum()), correct, int(y.shape[0]),
                           privacy_event=self.planned_event())
+
+    def _per_example_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
+        """A CNN (:class:`trainers.cnn.CNN`): per-example gradients of each 3x3 convolution are
+        ``G_i = g_i U_i^T`` with ``U_i`` the unfolded input patches and ``g_i`` the gradient at the
+        conv's output, formed by one batched matmul per chunk of :data:`PER_EXAMPLE_CHUNK`
+        examples; the linear head uses the identity of the MLP path. Each example's whole gradient
+        is clipped to ``C``; the clipped sum is released and divided as above."""
+        config, model = self.context.config, self.model
+        patches, preacts = [], []
+        h = x.reshape(x.shape[0], *model.shape)
+        for conv, pool in zip(model.convs, model.pools):
+            patches.append(F.unfold(h.detach(), kernel_size=3, padding=1))  # (n, C_in 9, P)
+            z = conv(h.detach()) if not preacts else conv(h)
+            preacts.append(z)
+            h = model.activation.fn(z)
+            if pool:
+                h = F.avg_pool2d(h, 2)
+        features = h.flatten(1)
+        logits = model.head(features)
+        losses = F.cross_entropy(logits, y, reduction="none")
+        if y.numel():
+            *conv_grads, head_grad = torch.autograd.grad(losses.sum(), [*preacts, logits])
+        else:
+            conv_grads, head_grad = [torch.zeros_like(z) for z in preacts], torch.zeros_like(logits)
+        with torch.no_grad():
+            features = features.detach()
+            squared = head_grad.pow(2).sum(1) * (features.pow(2).sum(1) + 1)
+            flat_grads = [g.flatten(2) for g in conv_grads]  # (n, C_out, P)
+            for g, u in zip(flat_grads, patches):
+                squared = squared + self._conv_squared_norms(g, u) + g.sum(2).pow(2).sum(1)
+            scale = torch.clamp(config.clip_norm / squared.sqrt().clamp_min(1e-12), max=1.0)
+            parts = []
+            for conv, g, u in zip(model.convs, flat_grads, patches):
+                weighted = g * scale[:, None, None]
+                weight = torch.einsum("nop,nkp->ok", weighted, u).reshape(conv.weight.shape)
+                parts += [weight.flatten(), weighted.sum((0, 2))]
+            weighted = head_grad * scale[:, None]
+            parts += [(weighted.T @ features).flatten(), weighted.sum(0)]
+            params = [p for conv in model.convs for p in (conv.weight, conv.bias)] + [model.head.weight, model.head.bias]
+            released = self.release_update(torch.cat(parts)) / config.batch_size
+            for param, part in zip(params, released.split([p.numel() for p in params])):
+                param.grad = part.view_as(param).clone()
+        correct = int((logits.argmax(1) == y).sum()) if y.numel() else 0
+        return StepOutput(float(losses.detach().sum()), correct, int(y.shape[0]),
+                          privacy_event=self.planned_event())
+
+    @staticmethod
+    def _conv_squared_norms(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        """``||g_i U_i^T||_F^2`` per example, in chunks (``g``: (n, C_out, P), ``u``: (n, K, P))."""
+        out = []
+        for start in range(0, g.shape[0], PER_EXAMPLE_CHUNK):
+            per_example = torch.bmm(g[start:start + PER_EXAMPLE_CHUNK], u[start:start + PER_EXAMPLE_CHUNK].transpose(1, 2))
+            out.append(per_example.flatten(1).pow(2).sum(1))
+        return torch.cat(out) if out else g.new_zeros(0)

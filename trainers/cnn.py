@@ -1,0 +1,74 @@
+"""A small convolutional network for image inputs given flat: pixels ``(1, 28, 28)`` or ScatterNet
+features ``(81, 7, 7)`` (Tramer and Boneh 2021 train such a CNN on ScatterNet features with DP-SGD).
+
+Each entry of ``channels`` is one block: a 3x3 convolution (padding 1), the activation, and a 2x2
+average pool while the side is at least 4; a linear layer reads the flattened result. Only methods
+whose update needs no hidden-layer structure train it (``bp``, ``dp-sgd``, :data:`CNN_METHODS`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from .errors import TrainingConfigError
+from .model import get_activation
+
+CNN_METHODS = ("bp", "dp-sgd")
+SCATTER_CHANNELS = 81
+
+
+def image_shape(n_features: int, features: str = "pixels") -> tuple[int, int, int]:
+    """``(channels, side, side)`` of a flat input: square pixels, or 81 scattering channels
+    (3969 = 63^2 is also a square, so the kind of features decides, not the count)."""
+    channels = SCATTER_CHANNELS if features == "scatter" else 1
+    side = math.isqrt(n_features // channels)
+    if channels * side * side != n_features:
+        raise TrainingConfigError(f"--model cnn needs square images or ScatterNet features; "
+                                  f"{n_features} input features ({features}) are neither")
+    return channels, side, side
+
+
+class CNN(nn.Module):
+    """``channels``: output channels of each 3x3 conv block; then a linear layer to ``n_classes``."""
+
+    def __init__(self, n_features: int, channels: Sequence[int], n_classes: int,
+                 activation: str = "tanh", seed: int = 0, features: str = "pixels") -> None:
+        super().__init__()
+        if not channels:
+            raise TrainingConfigError("--model cnn needs at least one conv block: --hidden 32 (channels)")
+        self.shape = image_shape(n_features, features)
+        self.activation = get_activation(activation)
+        self.hidden = [int(c) for c in channels]
+        generator = torch.Generator().manual_seed(seed)
+        convs, pools = [], []
+        width, side = self.shape[0], self.shape[1]
+        for out in self.hidden:
+            convs.append(nn.Conv2d(width, out, kernel_size=3, padding=1))
+            pools.append(side >= 4)
+            side = side // 2 if side >= 4 else side
+            width = out
+        self.convs = nn.ModuleList(convs)
+        self.pools = pools
+        self.head = nn.Linear(width * side * side, n_classes)
+        with torch.no_grad():  # torch's default init, drawn from our own seeded stream
+            for module in [*self.convs, self.head]:
+                fan_in = module.weight[0].numel()
+                bound = 1 / fan_in**0.5
+                module.weight.copy_(torch.empty_like(module.weight).uniform_(-bound, bound, generator=generator))
+                module.bias.copy_(torch.empty_like(module.bias).uniform_(-bound, bound, generator=generator))
+
+    @property
+    def hidden_widths(self) -> list[int]:
+        return list(self.hidden)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.reshape(x.shape[0], *self.shape)
+        for conv, pool in zip(self.convs, self.pools):
+            h = self.activation.fn(conv(h))
+            if pool:
+                h = nn.functional.avg_pool2d(h, 2)
+        return self.head(h.flatten(1))
