@@ -8,19 +8,24 @@ import torch
 from scipy import stats
 
 from opu_hal.backends.simulated.camera import shot_noise
-from opu_hal.poisson import poisson
+from opu_hal.poisson import poisson, poisson_constant, poisson_quantile
 
 
-@pytest.mark.parametrize("rate", [0.3, 3.0, 9.99, 10.0, 37.2, 600.0, 1e5])
-def test_draws_follow_the_poisson_pmf(rate):
-    g = torch.Generator().manual_seed(int(rate * 100))
-    draws = poisson(torch.full((200_000,), rate), g).numpy()
+def assert_follows_poisson_pmf(draws: np.ndarray, rate: float) -> None:
+    """Chi-square of the draws' histogram (within 6 sd) against the Poisson pmf: p > 1e-3."""
     ks = np.arange(max(0, int(rate - 6 * rate**0.5 - 3)), int(rate + 6 * rate**0.5 + 10))
     expected = stats.poisson.pmf(ks, rate) * len(draws)
     observed = np.array([(draws == k).sum() for k in ks])
     keep = expected > 5
     chi2 = ((observed[keep] - expected[keep]) ** 2 / expected[keep]).sum()
     assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-3
+
+
+@pytest.mark.parametrize("rate", [0.3, 3.0, 9.99, 10.0, 37.2, 600.0, 1e5])
+def test_draws_follow_the_poisson_pmf(rate):
+    g = torch.Generator().manual_seed(int(rate * 100))
+    draws = poisson(torch.full((200_000,), rate), g).numpy()
+    assert_follows_poisson_pmf(draws, rate)
     assert np.all(draws == np.round(draws)) and draws.min() >= 0
 
 
@@ -55,21 +60,12 @@ def test_cuda_frames_are_exact_poisson_on_the_device():
 
 @pytest.mark.parametrize("rate", [0.05, 3.0, 579.0, 2.5e5])
 def test_one_rate_by_table_inversion_follows_the_poisson_pmf(rate):
-    from opu_hal.poisson import poisson_constant
-
     draws = poisson_constant(rate, 200_000, torch.Generator().manual_seed(3)).double().numpy()
-    ks = np.arange(max(0, int(rate - 6 * rate**0.5 - 3)), int(rate + 6 * rate**0.5 + 10))
-    expected = stats.poisson.pmf(ks, rate) * len(draws)
-    observed = np.array([(draws == k).sum() for k in ks])
-    keep = expected > 5
-    chi2 = ((observed[keep] - expected[keep]) ** 2 / expected[keep]).sum()
-    assert stats.chi2.sf(chi2, keep.sum() - 1) > 1e-3
+    assert_follows_poisson_pmf(draws, rate)
 
 
 def test_table_inversion_reaches_the_far_tails():
     """Uniforms in the first and last guide bins still land on their exact quantiles."""
-    from opu_hal.poisson import poisson_quantile
-
     rate, qs = 579.0, [1e-30, 1e-12, 0.5, 1 - 1e-12]
     draws = poisson_quantile(rate, torch.tensor(qs, dtype=torch.float64))
     assert draws.tolist() == [stats.poisson.ppf(q, rate) for q in qs]

@@ -3,12 +3,13 @@ features ``(81, 7, 7)`` (Tramer and Boneh 2021 train such a CNN on ScatterNet fe
 
 Each entry of ``channels`` is one block: a 3x3 convolution (padding 1), the activation, and a 2x2
 average pool while the side is at least 4; a linear layer reads the flattened result. Only methods
-whose update needs no hidden-layer structure train it (``bp``, ``dp-sgd``, :data:`CNN_METHODS`).
+whose update needs no hidden-layer structure train it (``Method.any_network``: ``bp``, ``dp-sgd``).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Sequence
 
 import torch
@@ -17,7 +18,6 @@ from torch import nn
 from .errors import TrainingConfigError
 from .model import get_activation
 
-CNN_METHODS = ("bp", "dp-sgd")
 SCATTER_CHANNELS = 81
 
 
@@ -30,6 +30,16 @@ def image_shape(n_features: int, features: str = "pixels") -> tuple[int, int, in
         raise TrainingConfigError(f"--model cnn needs square images or ScatterNet features; "
                                   f"{n_features} input features ({features}) are neither")
     return channels, side, side
+
+
+@dataclass
+class CNNTrace:
+    """One forward pass: each conv's input and output (pre-activation), the head's input, logits."""
+
+    inputs: list[torch.Tensor]
+    preacts: list[torch.Tensor]
+    features: torch.Tensor
+    logits: torch.Tensor
 
 
 class CNN(nn.Module):
@@ -66,9 +76,17 @@ class CNN(nn.Module):
         return list(self.hidden)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.trace(x).logits
+
+    def trace(self, x: torch.Tensor) -> CNNTrace:
+        """Forward pass keeping what per-example gradients need (DP-SGD's CNN path)."""
+        inputs, preacts = [], []
         h = x.reshape(x.shape[0], *self.shape)
         for conv, pool in zip(self.convs, self.pools):
-            h = self.activation.fn(conv(h))
+            inputs.append(h)
+            preacts.append(conv(h))
+            h = self.activation.fn(preacts[-1])
             if pool:
                 h = nn.functional.avg_pool2d(h, 2)
-        return self.head(h.flatten(1))
+        features = h.flatten(1)
+        return CNNTrace(inputs, preacts, features, self.head(features))

@@ -11,7 +11,6 @@ import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from .cnn import CNN_METHODS
 from .errors import TrainingConfigError
 from .methods import METHODS, get_method
 
@@ -30,9 +29,6 @@ FEATURES = ("pixels", "scatter")
 OPTION_ALIASES = {"sigma": "software_noise_std"}
 
 
-
-#: Methods that may train a linear model (``--hidden`` empty): their update never needs a hidden layer.
-LINEAR_METHODS = ("bp", "dp-sgd")
 
 MAX_WIDTH = 65536  # hidden units per layer (a 784-65536 layer is 205 MB of float32 weights)
 
@@ -130,10 +126,10 @@ class TrainConfig:
         need(self.epochs >= 1, f"--epochs must be >= 1, got {self.epochs}")
         need(0 <= self.seed <= 2**63 - 1, f"--seed must be in [0, 2^63 - 1], got {self.seed}")
         need(self.batch_size >= 1, f"--batch-size must be >= 1, got {self.batch_size}")
-        linear_ok = self.method in LINEAR_METHODS
-        need((len(self.hidden) >= 1 or linear_ok) and all(1 <= w <= MAX_WIDTH for w in self.hidden),
+        any_network = ", ".join(name for name, cls in METHODS.items() if cls.any_network)
+        need((len(self.hidden) >= 1 or method.any_network) and all(1 <= w <= MAX_WIDTH for w in self.hidden),
              f"--hidden needs one or more widths in [1, {MAX_WIDTH}], got {list(self.hidden)}"
-             + ("" if linear_ok else f" (no hidden layer: only {', '.join(LINEAR_METHODS)})"))
+             + ("" if method.any_network else f" (no hidden layer: only {any_network})"))
         need(math.isfinite(self.lr) and self.lr > 0, f"--lr must be > 0, got {self.lr}")
         need(0 <= self.momentum < 1, f"--momentum must be in [0, 1), got {self.momentum}")
         need(self.optimizer in ("sgd", "adam"), f"--optimizer {self.optimizer!r}: choose sgd or adam")
@@ -141,8 +137,8 @@ class TrainConfig:
         need(self.train_limit is None or self.train_limit >= self.batch_size,
              f"--train-limit must be >= --batch-size ({self.batch_size}), got {self.train_limit}")
         need(self.model in ("mlp", "cnn"), f"--model {self.model!r}: choose mlp or cnn")
-        need(self.model == "mlp" or self.method in CNN_METHODS,
-             f"--model cnn trains with {', '.join(CNN_METHODS)} only (the DFA family needs an MLP), got {self.method!r}")
+        need(self.model == "mlp" or method.any_network,
+             f"--model cnn trains with {any_network} only (the DFA family needs an MLP), got {self.method!r}")
         need(self.features in FEATURES, f"--features {self.features!r}: choose one of {', '.join(FEATURES)}")
         need(self.inputs in INPUT_SCALINGS, f"--inputs {self.inputs!r}: choose one of {', '.join(INPUT_SCALINGS)}")
         need(self.noise_source in ("software", "device"),

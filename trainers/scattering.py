@@ -107,7 +107,7 @@ class Scattering2D:
 
     def __call__(self, images: torch.Tensor) -> torch.Tensor:
         """``(n, channels, side / 2^J, side / 2^J)`` scattering coefficients, float32."""
-        n, size = images.shape[0], self.size
+        n = images.shape[0]
         x = torch.nn.functional.pad(images.float().unsqueeze(1), (self.pad,) * 4, mode="reflect")
         first = torch.fft.ifft2(torch.fft.fft2(x) * self._psi).abs()  # (n, J L, size, size)
         out = [self._smooth(x), self._smooth(first)]
@@ -121,6 +121,7 @@ class Scattering2D:
                 second = torch.fft.ifft2(_periodized_product(spectrum, psi, 2 ** (scale2 - scale1))).abs()
                 out.append(self._smooth(second, level=scale2 - scale1).reshape(n, -1, *out[0].shape[-2:]))
         return torch.cat(out, dim=1)
+
 
 def _periodized_product(spectrum: torch.Tensor, psi: torch.Tensor, fold: int) -> torch.Tensor:
     """The spectrum of ``ifft(spectrum * psi)`` subsampled by ``fold`` in space: the mean of the

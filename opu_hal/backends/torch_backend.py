@@ -9,7 +9,7 @@ import torch
 from ..capabilities import Capabilities
 from ..compute import resolve_torch_device
 from ..device import Device
-from ..errors import DeviceUnavailable, InputError, ProfileError
+from ..errors import InputError, ProfileError
 from ..memory import available_bytes, batch_limit, gib
 from ..noise import NoiseDistribution, NoiseReport, PrivacyCounts, Projection
 from ..secure_random import SecureGenerator

@@ -63,6 +63,9 @@ class Method(ABC):
     defaults: ClassVar[dict[str, Any]] = {}
     #: Private methods whose noise is chosen for a target: need --target-epsilon or --noise-multiplier.
     needs_noise_choice: ClassVar[bool] = False
+    #: Methods that train any network by its true gradient: a linear model (no hidden layer) or a
+    #: CNN (:mod:`trainers.cnn`); the DFA family needs an MLP's hidden layers.
+    any_network: ClassVar[bool] = False
 
     @classmethod
     def profile_for(cls, config: "TrainConfig") -> str | None:

@@ -27,11 +27,12 @@ from ..errors import TrainingConfigError
 from ..cnn import CNN
 from .base import GaussianNoiseMethod, MethodContext, StepOutput
 
-PER_EXAMPLE_CHUNK = 256  # examples per vmap call (bounds the per-example gradients in memory)
+PER_EXAMPLE_CHUNK = 256  # examples per batched matmul (bounds the per-example conv gradients in memory)
 
 
 class DPSGD(GaussianNoiseMethod):
     name = "dp-sgd"
+    any_network = True
     private = True
     sampling = "poisson"
     defaults = {"inputs": "unit", "optimizer": "adam", "lr": 1e-3, "hidden": (128, 256),
@@ -79,8 +80,7 @@ class DPSGD(GaussianNoiseMethod):
 
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         if isinstance(self.model, CNN):
-            return self._per_example_gradients(x, y)
-        config = self.context.config
+            return self._cnn_gradients(x, y)
         layers = self.model.layers
         activation = self.model.activation.fn
         inputs, preacts = [], []
@@ -91,73 +91,81 @@ class DPSGD(GaussianNoiseMethod):
             preacts.append(z)
             h = activation(z) if index < len(layers) - 1 else z
         losses = F.cross_entropy(h, y, reduction="none")
-        output_grads = torch.autograd.grad(losses.sum(), preacts) if y.numel() else [torch.zeros_like(z) for z in preacts]
+        output_grads = self._output_grads(losses, preacts)
         with torch.no_grad():
-            squared = sum(g.pow(2).sum(1) * (a.pow(2).sum(1) + 1) for g, a in zip(output_grads, inputs))
-            scale = torch.clamp(config.clip_norm / squared.sqrt().clamp_min(1e-12), max=1.0)
-            denominator = config.batch_size  # expected batch q N for Poisson, m for fixed
-            params = [p for layer in layers for p in (layer.weight, layer.bias)]
-            parts = []
-            for g, a in zip(output_grads, inputs):
-                weighted = g * scale[:, None]
-                parts += [(weighted.T @ a).flatten(), weighted.sum(0)]
-            released = self.release_update(torch.cat(parts)) / denominator
-            for param, part in zip(params, released.split([p.numel() for p in params])):
-                param.grad = part.view_as(param).clone()
-        correct = int((h.argmax(1) == y).sum()) if y.numel() else 0
-        return StepOutput(float(losses.detach().sum()), correct, int(y.shape[0]),
-                          privacy_event=self.planned_event())
+            squared = sum(_linear_squared_norms(g, a) for g, a in zip(output_grads, inputs))
+            scale = self._clip_scale(squared)
+            parts = [part for g, a in zip(output_grads, inputs) for part in _linear_clipped_sum(g, a, scale)]
+            self._release([p for layer in layers for p in (layer.weight, layer.bias)], parts)
+        return self._output(losses, h, y)
 
-    def _per_example_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
+    def _cnn_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         """A CNN (:class:`trainers.cnn.CNN`): per-example gradients of each 3x3 convolution are
         ``G_i = g_i U_i^T`` with ``U_i`` the unfolded input patches and ``g_i`` the gradient at the
         conv's output, formed by one batched matmul per chunk of :data:`PER_EXAMPLE_CHUNK`
         examples; the linear head uses the identity of the MLP path. Each example's whole gradient
         is clipped to ``C``; the clipped sum is released and divided as above."""
-        config, model = self.context.config, self.model
-        patches, preacts = [], []
-        h = x.reshape(x.shape[0], *model.shape)
-        for conv, pool in zip(model.convs, model.pools):
-            patches.append(F.unfold(h.detach(), kernel_size=3, padding=1))  # (n, C_in 9, P)
-            z = conv(h.detach()) if not preacts else conv(h)
-            preacts.append(z)
-            h = model.activation.fn(z)
-            if pool:
-                h = F.avg_pool2d(h, 2)
-        features = h.flatten(1)
-        logits = model.head(features)
-        losses = F.cross_entropy(logits, y, reduction="none")
-        if y.numel():
-            *conv_grads, head_grad = torch.autograd.grad(losses.sum(), [*preacts, logits])
-        else:
-            conv_grads, head_grad = [torch.zeros_like(z) for z in preacts], torch.zeros_like(logits)
+        model = self.model
+        trace = model.trace(x)
+        patches = [F.unfold(h.detach(), kernel_size=3, padding=1) for h in trace.inputs]  # (n, C_in 9, P)
+        losses = F.cross_entropy(trace.logits, y, reduction="none")
+        *conv_grads, head_grad = self._output_grads(losses, [*trace.preacts, trace.logits])
         with torch.no_grad():
-            features = features.detach()
-            squared = head_grad.pow(2).sum(1) * (features.pow(2).sum(1) + 1)
+            features = trace.features.detach()
             flat_grads = [g.flatten(2) for g in conv_grads]  # (n, C_out, P)
+            squared = _linear_squared_norms(head_grad, features)
             for g, u in zip(flat_grads, patches):
-                squared = squared + self._conv_squared_norms(g, u) + g.sum(2).pow(2).sum(1)
-            scale = torch.clamp(config.clip_norm / squared.sqrt().clamp_min(1e-12), max=1.0)
+                squared = squared + _conv_squared_norms(g, u) + g.sum(2).pow(2).sum(1)
+            scale = self._clip_scale(squared)
             parts = []
             for conv, g, u in zip(model.convs, flat_grads, patches):
                 weighted = g * scale[:, None, None]
                 weight = torch.einsum("nop,nkp->ok", weighted, u).reshape(conv.weight.shape)
                 parts += [weight.flatten(), weighted.sum((0, 2))]
-            weighted = head_grad * scale[:, None]
-            parts += [(weighted.T @ features).flatten(), weighted.sum(0)]
+            parts += _linear_clipped_sum(head_grad, features, scale)
             params = [p for conv in model.convs for p in (conv.weight, conv.bias)] + [model.head.weight, model.head.bias]
-            released = self.release_update(torch.cat(parts)) / config.batch_size
-            for param, part in zip(params, released.split([p.numel() for p in params])):
-                param.grad = part.view_as(param).clone()
+            self._release(params, parts)
+        return self._output(losses, trace.logits, y)
+
+    @staticmethod
+    def _output_grads(losses: torch.Tensor, outputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        """Per-example gradients of the loss at each layer's output (zeros for an empty batch)."""
+        if losses.numel():
+            return list(torch.autograd.grad(losses.sum(), outputs))
+        return [torch.zeros_like(z) for z in outputs]
+
+    def _clip_scale(self, squared_norms: torch.Tensor) -> torch.Tensor:
+        """Per-example factor ``min(1, C / ||grad_i||)``."""
+        return torch.clamp(self.context.config.clip_norm / squared_norms.sqrt().clamp_min(1e-12), max=1.0)
+
+    def _release(self, params: list[torch.Tensor], parts: list[torch.Tensor]) -> None:
+        """Release the clipped sum (``parts`` in ``params`` order), divided by the batch size
+        (the expected batch ``q N`` for Poisson, ``m`` for fixed), into every ``.grad``."""
+        released = self.release_update(torch.cat(parts)) / self.context.config.batch_size
+        for param, part in zip(params, released.split([p.numel() for p in params])):
+            param.grad = part.view_as(param).clone()
+
+    def _output(self, losses: torch.Tensor, logits: torch.Tensor, y: torch.Tensor) -> StepOutput:
         correct = int((logits.argmax(1) == y).sum()) if y.numel() else 0
         return StepOutput(float(losses.detach().sum()), correct, int(y.shape[0]),
                           privacy_event=self.planned_event())
 
-    @staticmethod
-    def _conv_squared_norms(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-        """``||g_i U_i^T||_F^2`` per example, in chunks (``g``: (n, C_out, P), ``u``: (n, K, P))."""
-        out = []
-        for start in range(0, g.shape[0], PER_EXAMPLE_CHUNK):
-            per_example = torch.bmm(g[start:start + PER_EXAMPLE_CHUNK], u[start:start + PER_EXAMPLE_CHUNK].transpose(1, 2))
-            out.append(per_example.flatten(1).pow(2).sum(1))
-        return torch.cat(out) if out else g.new_zeros(0)
+
+def _linear_squared_norms(g: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+    """``||g_i a_i^T||_F^2 + ||g_i||^2`` per example (weight and bias of a linear layer)."""
+    return g.pow(2).sum(1) * (a.pow(2).sum(1) + 1)
+
+
+def _linear_clipped_sum(g: torch.Tensor, a: torch.Tensor, scale: torch.Tensor) -> list[torch.Tensor]:
+    """A linear layer's clipped weight and bias sums, ``(c * G)^T A`` and ``sum_i c_i g_i``, flat."""
+    weighted = g * scale[:, None]
+    return [(weighted.T @ a).flatten(), weighted.sum(0)]
+
+
+def _conv_squared_norms(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """``||g_i U_i^T||_F^2`` per example, in chunks (``g``: (n, C_out, P), ``u``: (n, K, P))."""
+    out = []
+    for start in range(0, g.shape[0], PER_EXAMPLE_CHUNK):
+        per_example = torch.bmm(g[start:start + PER_EXAMPLE_CHUNK], u[start:start + PER_EXAMPLE_CHUNK].transpose(1, 2))
+        out.append(per_example.flatten(1).pow(2).sum(1))
+    return torch.cat(out) if out else g.new_zeros(0)

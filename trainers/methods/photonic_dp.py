@@ -133,7 +133,7 @@ class PhotonicDP(Method):
             noise = self.generator.standard_normal(e.numel()).view_as(e).to(e.device, e.dtype)
             deltas.append(clip_norm(e, config.tau_b) + self.std_lower * noise)
             for index, (layer, delta, h) in enumerate(zip(self.model.layers, deltas, trace.inputs)):
-                pixels = index == 0
-                set_linear_grads(layer, delta / m, self.clip_input(h) if config.clip_pixels or not pixels else h)
+                unclipped_pixels = index == 0 and not config.clip_pixels
+                set_linear_grads(layer, delta / m, h if unclipped_pixels else self.clip_input(h))
         return StepOutput(opening.loss_sum, opening.correct, int(y.shape[0]), noise=projection.noise,
                           privacy_event=UnboundedEvent(NO_BOUND))
