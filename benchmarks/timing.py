@@ -6,14 +6,25 @@ import statistics
 import time
 from typing import Callable
 
+import torch
+
 
 def median_seconds(fn: Callable[[], object], repeats: int = 7, warmup: int = 2) -> float:
-    """Median wall time of ``fn`` over ``repeats`` calls, after ``warmup`` untimed calls."""
+    """Median wall time of ``fn`` over ``repeats`` calls, after ``warmup`` untimed calls; CUDA work
+    is waited for (synchronized) before each clock reading, since its launches return at once."""
     for _ in range(warmup):
         fn()
     times = []
     for _ in range(repeats):
+        synchronize()
         start = time.perf_counter()
         fn()
+        synchronize()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def synchronize() -> None:
+    """Wait for queued CUDA work (a no-op without CUDA)."""
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()

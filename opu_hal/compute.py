@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import os
+
 import torch
 
 from .errors import DeviceUnavailable
@@ -20,3 +24,18 @@ def resolve_torch_device(requested: str, key: str = "device") -> torch.device:
             f"set {key} = \"auto\" or \"cpu\" in the profile"
         )
     return torch.device("cpu")
+
+
+NO_TRITON_ENV = "OPU_HAL_NO_TRITON"
+
+
+@functools.lru_cache(maxsize=1)
+def _triton_installed() -> bool:
+    return importlib.util.find_spec("triton") is not None
+
+
+def triton_ready(device: torch.device) -> bool:
+    """True when ``device`` is CUDA and Triton is installed, so the fused GPU kernels
+    (:mod:`opu_hal.triton_camera`, :mod:`opu_hal.triton_chacha`) can run there; setting
+    ``OPU_HAL_NO_TRITON=1`` keeps the eager torch path (for comparisons)."""
+    return device.type == "cuda" and _triton_installed() and not os.environ.get(NO_TRITON_ENV)

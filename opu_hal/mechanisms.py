@@ -28,10 +28,14 @@ class GaussianRelease:
     def __init__(self, noise_std: float, generator: SecureGenerator | None = None) -> None:
         self.noise_std = float(noise_std)
         self.generator = generator or SecureGenerator()
-        self.distribution = NoiseDistribution(kind="gaussian", generator=self.generator.name)
+
+    @property
+    def distribution(self) -> NoiseDistribution:
+        """Gaussian, from the secure generator (named for the stream it used: CPU or GPU)."""
+        return NoiseDistribution(kind="gaussian", generator=self.generator.name)
 
     def release(self, u: torch.Tensor) -> torch.Tensor:
-        noise = self.generator.standard_normal(u.numel()).to(device=u.device, dtype=u.dtype)
+        noise = self.generator.standard_normal(u.numel(), u.device).to(dtype=u.dtype)
         return u + self.noise_std * noise.view_as(u)
 
 

@@ -4,7 +4,9 @@ Privacy noise must not be derivable from anything a user publishes (a profile, a
 a log, a command line): a seeded pseudo-random stream is replayable by whoever holds the seed,
 and a run's release can then be de-noised exactly (issue 12, "replay"). This module draws every
 privacy-relevant random number from ChaCha20 (20 rounds; Bernstein 2008) through ``randomgen``'s
-numpy bit generator, keyed with 256 bits from :func:`os.urandom`.
+numpy bit generator, keyed with 256 bits from :func:`os.urandom`; normals wanted on a CUDA device
+come from the same cipher run there (:mod:`opu_hal.triton_chacha`, one Triton kernel) under a third
+key of its own, so a private GPU step never waits for the CPU.
 
 The key and counter (:meth:`SecureGenerator.secret_state`) are exported only into checkpoints, so
 that a resumed run can replay exactly the noise of the steps it recomputes: a checkpoint is
@@ -22,9 +24,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from .compute import triton_ready
 from .errors import OpuHalError
 
 GENERATOR_NAME = "ChaCha20 (randomgen), 256-bit key from os.urandom"
+CUDA_GENERATOR_NAME = "ChaCha20 (Triton kernel on the GPU; Box-Muller normals), 256-bit key from os.urandom"
 KEYED_GENERATOR_NAME = "torch generators seeded per step by keyed BLAKE2b of a 256-bit key from os.urandom"
 _THREADS = 2
 _PARALLEL_MIN = 1 << 16
@@ -73,14 +77,20 @@ class SecureGenerator:
     the time of the Poisson counts a Skellam release needs. Each stream has its own OS-entropy key.
     """
 
-    name = GENERATOR_NAME
-
     def __init__(self, keys: list[int] | None = None) -> None:
         keys = keys if keys is not None else [_fresh_key() for _ in range(_THREADS)]
         if len(keys) != _THREADS:
             raise OpuHalError(f"a secure generator holds {_THREADS} streams, got {len(keys)} keys")
         self._streams = [_chacha(k) for k in keys]
         self._lock = threading.Lock()
+        self._cuda_key = os.urandom(32)  # the GPU stream's key and next block (triton_chacha)
+        self._cuda_block = 0
+        self._cuda_key_words: torch.Tensor | None = None
+        self.used_cuda = False  # whether any draw came from the GPU stream (names the generator)
+
+    @property
+    def name(self) -> str:
+        return CUDA_GENERATOR_NAME if self.used_cuda else GENERATOR_NAME
 
     # -- secret state (checkpoints only) ---------------------------------------------------------
     def secret_state(self) -> dict[str, Any]:
@@ -90,7 +100,8 @@ class SecureGenerator:
         for stream in self._streams:
             inner = stream.bit_generator.state["state"]
             states.append({k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in inner.items()})
-        return {"generator": self.name, "streams": states}
+        return {"generator": self.name, "streams": states,
+                "cuda": {"key": self._cuda_key.hex(), "block": self._cuda_block}}
 
     @classmethod
     def from_secret_state(cls, state: dict[str, Any]) -> "SecureGenerator":
@@ -105,6 +116,9 @@ class SecureGenerator:
                               "keysetup": np.asarray(inner["keysetup"], dtype=np.uint32),
                               "ctr": np.asarray(inner["ctr"], dtype=np.uint64), "rounds": int(inner["rounds"])},
                 }
+            cuda = state.get("cuda")
+            if cuda is not None:
+                generator._cuda_key, generator._cuda_block = bytes.fromhex(cuda["key"]), int(cuda["block"])
         except (KeyError, TypeError, ValueError) as exc:
             raise OpuHalError(f"not a secure generator state: {exc}") from None
         return generator
@@ -118,9 +132,26 @@ class SecureGenerator:
             parts = list(_pool().map(draw, self._streams, (half, n - half)))
             return np.concatenate(parts)
 
-    def standard_normal(self, n: int) -> torch.Tensor:
-        """``n`` i.i.d. N(0, 1) values (float32)."""
-        return torch.from_numpy(self._split(n, lambda g, k: g.standard_normal(k, dtype=np.float32)))
+    def standard_normal(self, n: int, device: torch.device | str | None = None) -> torch.Tensor:
+        """``n`` i.i.d. N(0, 1) values (float32) on ``device`` (default CPU): drawn on the GPU by
+        :mod:`opu_hal.triton_chacha` when ``device`` is CUDA and Triton is installed, else on the
+        CPU (randomgen's ziggurat) and copied there."""
+        target = torch.device(device) if device is not None else torch.device("cpu")
+        if triton_ready(target):
+            return self._cuda_normal(n, target)
+        normals = torch.from_numpy(self._split(n, lambda g, k: g.standard_normal(k, dtype=np.float32)))
+        return normals if target.type == "cpu" else normals.to(target)
+
+    def _cuda_normal(self, n: int, device: torch.device) -> torch.Tensor:
+        from . import triton_chacha
+
+        with self._lock:
+            if self._cuda_key_words is None or self._cuda_key_words.device != device:
+                self._cuda_key_words = triton_chacha.key_tensor(self._cuda_key, device)
+            normals = triton_chacha.standard_normal(self._cuda_key_words, self._cuda_block, 0, n)
+            self._cuda_block += triton_chacha.blocks_for(n)
+            self.used_cuda = True
+        return normals
 
     def uniform(self, n: int) -> np.ndarray:
         """``n`` i.i.d. uniforms in [0, 1) (float64)."""

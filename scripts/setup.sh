@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Creates .venv and installs opu-hal into it, once (again only when the install files change).
 # Sourced by scripts/main.sh and scripts/test.sh; safe to run by hand.
+# OPU_HAL_SYSTEM_PYTHON=1 skips all of this and uses the python3 on PATH, where opu-hal is already
+# installed (a GPU machine with its own CUDA torch and no package registry: scripts/gpu_check.sh).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ -n "${OPU_HAL_SYSTEM_PYTHON:-}" ]; then
+  return 0 2>/dev/null || exit 0
+fi
 VENV="${OPU_HAL_VENV:-$ROOT/.venv}"
 STAMP="$VENV/.opu-hal-setup"
 want="$(cat "$ROOT/pyproject.toml" "$ROOT/scripts/setup.sh" | sha256sum | cut -d' ' -f1)"

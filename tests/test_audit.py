@@ -46,7 +46,7 @@ def _audit(wrap=None, view=None, **kw):
 def _public_noise(step: int, like: torch.Tensor, std: float) -> torch.Tensor:
     """Noise 'rebuilt from a public seed': anyone can draw it again from the step number."""
     generator = torch.Generator().manual_seed(1234 + step)
-    return std * torch.randn(like.shape, generator=generator, dtype=like.dtype)
+    return std * torch.randn(like.shape, generator=generator, dtype=like.dtype).to(like.device)
 
 
 def _seeded_noise_run(**kw):

@@ -22,7 +22,7 @@ RUN = ["--dataset-size", "60000", "--batch-size", "256", "--epochs", "15"]
     (["project", "torch-cpu", "--batch", "-1"], "--batch must be in [1, "),
     (["project", "torch-cpu", "--batch", "100000000000"], "--batch must be in [1, "),
     (["train", "--method", "dfa", "--hidden", "100000000"], "--hidden needs one or more widths in [1, 65536]"),
-    (["train", "--method", "dfa", "--hidden", "60000,60000"], "is available; use smaller widths"),
+    (["train", "--method", "dfa", "--hidden", "60000,60000,60000,60000"], "is available; use smaller widths"),
     (["table", "/nonexistent/run.json"], "not a readable result record"),
     (["table", "/dev/null"], "not a readable result record"),
     (["plot", "/nonexistent/run.json", "--out", "curves.png"], "not a readable result record"),

@@ -78,7 +78,8 @@ def test_a_flat_field_read_has_the_distribution_of_a_per_pixel_read():
 
     device = opu_hal.load_device(SimulatedProfile(backend="simulated", in_features=4, out_features=2000,
                                                   dsnu_rms=0.5, hot_pixel_fraction=0.01, gain_e_per_dn=1.0,
-                                                  temperature_c=60.0, exposure_us=5000.0, read_noise_e=0.0))
+                                                  temperature_c=60.0, exposure_us=5000.0, read_noise_e=0.0,
+                                                      compute="cpu"))
     sensor, g = device.sensor, torch.Generator().manual_seed(0)
     flat, _ = sensor.read_flat(device.anchor_e, (200, 2000), g, torch.device("cpu"))
     per_pixel, _ = sensor.read(torch.full((200, 2000), device.anchor_e), g)

@@ -19,7 +19,8 @@ ELECTRON_CHARGE_C = 1.602176634e-19
 
 
 def make(**overrides) -> SimulatedDevice:
-    fields = dict(backend="simulated", in_features=16, out_features=512, seed=5)
+    """A small simulated OPU on the CPU (the CUDA tests ask for ``compute="cuda"``)."""
+    fields = dict(backend="simulated", in_features=16, out_features=512, seed=5, compute="cpu")
     return opu_hal.load_device(SimulatedProfile(**{**fields, **overrides}))
 
 

@@ -416,6 +416,8 @@ class Trainer:
         while epoch < last and not self.stopped_by_budget:
             began = time.perf_counter()
             stats = self._run_epoch(epoch, start)
+            if self.compute.type == "cuda":
+                torch.cuda.synchronize(self.compute)  # the epoch's queued GPU work counts in its time
             seconds = time.perf_counter() - began
             self.elapsed += seconds
             if stats is None:

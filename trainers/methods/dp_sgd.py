@@ -64,7 +64,7 @@ class DPSGD(GaussianNoiseMethod):
                 "noise_std_on_sum": self.noise_std}
 
     def _normal(self, shape: torch.Size) -> torch.Tensor:
-        return self.generator.standard_normal(shape.numel()).view(shape).to(next(self.model.parameters()).device)
+        return self.generator.standard_normal(shape.numel(), next(self.model.parameters()).device).view(shape)
 
     def state_dict(self) -> dict[str, Any]:
         """The secure generator's state (secret: checkpoints only), so resumed steps replay exactly."""

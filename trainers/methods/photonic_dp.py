@@ -130,7 +130,7 @@ class PhotonicDP(Method):
             self.std_lower = min(self.std_lower, projection.noise.std_lower)
             derivative = self.model.activation.derivative
             deltas = [clip_norm(p, config.tau_b) * derivative(z) for p, z in zip(projection.slices, trace.preacts)]
-            noise = self.generator.standard_normal(e.numel()).view_as(e).to(e.device, e.dtype)
+            noise = self.generator.standard_normal(e.numel(), e.device).view_as(e).to(e.dtype)
             deltas.append(clip_norm(e, config.tau_b) + self.std_lower * noise)
             for index, (layer, delta, h) in enumerate(zip(self.model.layers, deltas, trace.inputs)):
                 unclipped_pixels = index == 0 and not config.clip_pixels

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ...compute import triton_ready
 from ...poisson import poisson, poisson_constant
 
 BOLTZMANN_EV_PER_K = 8.617333262e-5
@@ -118,7 +119,21 @@ class Sensor:
 
     def read(self, signal_e: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, int]:
         """One noisy frame in electrons (dark-subtracted) and the number of clipped pixels."""
+        if triton_ready(signal_e.device):
+            return self._read_fused(signal_e, tuple(signal_e.shape), generator, signal_e.device)
         return self._digitize(shot_noise(signal_e + self.pixel_dark_e, generator), generator)
+
+    def _read_fused(self, signal_e: torch.Tensor | float, shape: tuple[int, ...], generator: torch.Generator,
+                    device: torch.device) -> tuple[torch.Tensor, int]:
+        """:meth:`read` in one GPU kernel (:mod:`opu_hal.triton_camera`): the same counts and
+        digitization, without the eager path's few dozen launches and synchronizations."""
+        from ...triton_camera import camera_read
+
+        electrons, clipped = camera_read(
+            signal_e, shape, self.pixel_dark_e, generator, device, full_well_e=self.full_well_e,
+            read_noise_e=self.read_noise_e, gain_e_per_dn=self.gain_e_per_dn,
+            black_level_dn=self.black_level_dn, max_dn=self.max_dn)
+        return electrons, int(clipped)
 
     def read_flat(self, signal_e: float, shape: tuple[int, ...], generator: torch.Generator,
                   device: torch.device) -> tuple[torch.Tensor, int]:
@@ -126,6 +141,8 @@ class Sensor:
         with the same distribution: ``Poisson(s + D_j) = Poisson(s) + Poisson(D_j)`` for independent
         counts, and ``Poisson(s)`` of one mean for all pixels is drawn by inverse CDF from one table
         (:func:`opu_hal.poisson.poisson_constant`), about 3x faster than a draw per pixel."""
+        if triton_ready(torch.device(device)):
+            return self._read_fused(float(signal_e), shape, generator, torch.device(device))
         dark = self.pixel_dark_e
         numel = math.prod(shape)
         if isinstance(dark, torch.Tensor):

@@ -272,7 +272,7 @@ class SimulatedDevice(Device[SimulatedProfile]):
             e3, clipped3 = sensor.read_flat(self.anchor_e, tuple(signal.shape), self._camera_generator, signal.device)
             clipped += clipped1 + clipped3
             values = (e1 - e2 - e3) * (math.sqrt(2 / self.signal_e) / (2 * amplitude))
-            mean_frames = float(with_anchor.mean()) + float(signal.mean())
+            mean_frames = float(with_anchor.mean() + signal.mean())  # one synchronization
         if clipped:
             self.saturated_pixels += clipped
             warnings.warn(

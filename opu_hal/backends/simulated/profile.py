@@ -62,7 +62,7 @@ class SimulatedProfile(BaseProfile):
     block_mb: float = Field(64.0, ge=0.01, le=65536.0, description="size of one generated matrix block, MiB")
     cache_mb: float = Field(512.0, ge=0.0, le=1e6, description="memory budget for cached blocks, MiB")
     compute: Literal["auto", "cpu", "cuda"] = Field(
-        "cpu", description="where the matrix is generated and frames are drawn; 'auto' takes CUDA when present"
+        "auto", description="where the matrix is generated and frames are drawn; 'auto' takes CUDA when present"
     )
 
     @model_validator(mode="after")

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Issue 16's GPU checks in one go, for a machine with CUDA and its own torch (the lent H100):
+# installs opu-hal without dependencies over that torch (wheels of the missing pure dependencies
+# from .whl/ when present), then runs the CUDA tests, the two GPU benchmarks and paper 000's
+# Table 1 on the GPU. Logs go to $OUT (default results/gpu). FashionMNIST from $OPU_HAL_DATA_DIR.
+#   STAGES="tests suite bench profile table1" bash scripts/gpu_check.sh
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+OUT="${OUT:-results/gpu}"
+mkdir -p "$OUT"
+STAGES="${STAGES:-tests bench profile table1}"
+export OPU_HAL_SYSTEM_PYTHON=1 PYTHONUNBUFFERED=1 OPU_HAL_CACHE="${OPU_HAL_CACHE:-/tmp/opu-hal-cache}"
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
+fi
+python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/null || exit 1
+nvidia-smi -L
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name())'
+stage() { echo "== $1 ($(date +%T))"; }
+for s in $STAGES; do
+  case "$s" in
+    tests)
+      stage "CUDA tests"
+      timeout 300 python3 -m pytest -q -p no:cacheprovider -rs tests/test_compute_device.py tests/test_counter_random.py \
+        tests/test_poisson.py tests/test_simulated.py tests/test_torch_backend.py tests/test_triton_kernels.py 2>&1 | tee "$OUT/tests-cuda.log" | tail -n 25 ;;
+    suite)
+      stage "whole suite on the GPU machine (8 workers)"
+      timeout 420 python3 -m pytest -q -p no:cacheprovider -n 8 2>&1 | tee "$OUT/tests-all.log" | tail -n 30 ;;
+    bench)
+      stage "simulated projection"
+      timeout 200 python3 -m benchmarks.simulated_projection --compute cuda --skip-memory 2>&1 | tee "$OUT/projection.log"
+      stage "training epochs"
+      timeout 300 python3 -m benchmarks.gpu_training --epochs 2 ${BENCH_ONLY:+--only "$BENCH_ONLY"} 2>&1 | tee "$OUT/training.log" ;;
+    profile)
+      stage "profiles of training steps"
+      timeout 200 python3 -m benchmarks.gpu_profile --out "$OUT" --projection --only "${PROFILE_RUNS-bp,dp-sgd,dp-dfa}" 2>&1 | grep -v USDT ;;
+    table1)
+      stage "paper 000 table 1 on the GPU"
+      COMPUTE=cuda timeout 560 bash scripts/reproduce/table1.sh 2>&1 | tee "$OUT/table1.log" | tail -n 30
+      tar czf "$OUT/table1-cuda.tgz" results/table1-cuda 2>/dev/null ;;
+    *) echo "unknown stage $s" ;;
+  esac
+done
+stage done
