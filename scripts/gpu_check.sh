@@ -23,12 +23,14 @@ for s in $STAGES; do
   case "$s" in
     tests)
       stage "CUDA tests"
-      timeout 300 python3 -m pytest -q -p no:cacheprovider -rs tests/test_compute_device.py tests/test_counter_random.py \
+      timeout 300 python3 -m pytest ${TESTS_K:+-k "$TESTS_K"} -q -p no:cacheprovider -rs tests/test_compute_device.py tests/test_counter_random.py \
         tests/test_poisson.py tests/test_simulated.py tests/test_torch_backend.py tests/test_triton_kernels.py 2>&1 | tee "$OUT/tests-cuda.log" | tail -n 25 ;;
     suite)
       stage "whole suite on the GPU machine (8 workers)"
       timeout 420 python3 -m pytest -q -p no:cacheprovider -n 8 2>&1 | tee "$OUT/tests-all.log" | tail -n 30 ;;
     bench)
+      stage "camera kernel"
+      timeout 120 python3 -m benchmarks.camera_kernel 2>&1 | tee "$OUT/camera-kernel.log"
       stage "simulated projection"
       timeout 200 python3 -m benchmarks.simulated_projection --compute cuda --skip-memory 2>&1 | tee "$OUT/projection.log"
       stage "training epochs"
