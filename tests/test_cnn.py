@@ -24,13 +24,17 @@ def test_the_kind_of_features_decides_the_image_shape():
         image_shape(1000)
 
 
-@pytest.mark.parametrize("features, n_features, channels", [("scatter", 3969, (8, 6)), ("pixels", 784, (4,))])
-def test_dp_sgd_clips_each_examples_whole_cnn_gradient(features, n_features, channels):
-    """The unfold/bmm per-example gradients equal torch.func's, clipped per example to C."""
+@pytest.mark.parametrize("features, n_features, channels, strides, head", [
+    ("scatter", 3969, (8, 6), (), ()), ("pixels", 784, (4,), (), ()),
+    ("scatter", 3969, (8, 6), (2, 1), (5,)), ("pixels", 784, (3, 4), (2, 3), (6, 4))])
+def test_dp_sgd_clips_each_examples_whole_cnn_gradient(features, n_features, channels, strides, head):
+    """The unfold/bmm per-example gradients equal torch.func's, clipped per example to C, with
+    pooled or strided convs and with or without hidden layers in the head."""
     torch.manual_seed(0)
-    model = CNN(n_features, channels, 10, features=features)
+    model = CNN(n_features, channels, 10, features=features, strides=strides, head=head)
     x, y = torch.randn(37, n_features), torch.randint(0, 10, (37,))
     config = TrainConfig.for_method("dp-sgd", model="cnn", hidden=channels, features=features,
+                                    conv_strides=strides, head_hidden=head,
                                     noise_multiplier=1.0, clip_norm=0.5, batch_size=37)
     method = DPSGD(model, MethodContext(config, None, n_features, 10, 1000))
     method.noise_multiplier = 1.0
@@ -60,3 +64,23 @@ def test_bp_trains_a_cnn_without_computing_mlp_alignment():
 def test_the_dfa_family_refuses_a_cnn_by_name():
     with pytest.raises(TrainingConfigError, match="--model cnn trains with bp, dp-sgd only"):
         TrainConfig.for_method("dp-dfa", model="cnn", noise_multiplier=1.0)
+
+
+def test_tramer_boneh_scatter_cnn_has_their_shapes():
+    """ScatterNet 81x7x7 -> 16 ch stride 2 (4x4) -> 32 ch stride 1 (4x4) -> 32 -> 10."""
+    model = CNN(3969, (16, 32), 10, features="scatter", strides=(2, 1), head=(32,))
+    trace = model.trace(torch.randn(3, 3969))
+    assert [tuple(z.shape[1:]) for z in trace.preacts] == [(16, 4, 4), (32, 4, 4)]
+    assert [a.shape[1] for a in trace.head_inputs] == [512, 32] and trace.logits.shape == (3, 10)
+    assert sum(p.numel() for p in model.parameters()) == 81 * 16 * 9 + 16 + 16 * 32 * 9 + 32 + 512 * 32 + 32 + 330
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"model": "cnn", "hidden": (8, 8), "conv_strides": (2,)}, "one stride in \\[1, 3\\] per conv block \\(2\\)"),
+    ({"model": "cnn", "hidden": (8,), "conv_strides": (4,)}, "one stride in \\[1, 3\\]"),
+    ({"model": "cnn", "hidden": (8,), "head_hidden": (0,)}, "--head-hidden needs widths"),
+    ({"hidden": (8,), "head_hidden": (4,)}, "apply to --model cnn only"),
+])
+def test_cnn_shape_options_are_refused_by_name_when_out_of_range(options, message):
+    with pytest.raises(TrainingConfigError, match=message):
+        TrainConfig.for_method("dp-sgd", noise_multiplier=1.0, **options)

@@ -14,7 +14,9 @@ from typing import Sequence
 
 from .table import read_record
 
-SETTINGS = ("hidden", "batch_size", "epochs", "lr", "clip_norm", "tau_h", "tau_e", "features")
+SETTINGS = ("model", "hidden", "conv_strides", "head_hidden", "batch_size", "epochs", "lr", "clip_norm", "tau_h",
+            "tau_e", "features")
+OPTIONAL = ("conv_strides", "head_hidden")  # shown only when set
 
 
 def best_by_validation(records: Sequence[dict]) -> list[dict]:
@@ -32,7 +34,7 @@ def markdown(records: Sequence[dict], tried: dict[tuple[str, float | None], int]
              "| --- | --- | --- | --- | --- | --- |"]
     for r in records:
         h, f = r["hyperparameters"], r["final"]
-        settings = ", ".join(f"{k} {h[k]}" for k in SETTINGS if k in h)
+        settings = ", ".join(f"{k} {h[k]}" for k in SETTINGS if k in h and (h[k] or k not in OPTIONAL))
         lines.append(f"| {r['method']} | {f.get('epsilon', float('nan')):.3g} | "
                      f"{tried[(r['method'], h.get('target_epsilon'))]} | {100 * f['validation_accuracy']:.2f} | "
                      f"{100 * f['test_accuracy']:.2f} | {settings} |")

@@ -14,11 +14,11 @@ from .data import DatasetError
 from .errors import TrainingConfigError
 
 
-def _widths(text: str) -> tuple[int, ...]:
+def _integers(text: str) -> tuple[int, ...]:
     try:
         return tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--hidden takes comma-separated widths like 512,512, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"takes comma-separated integers like 512,512, got {text!r}") from None
 
 
 def _add_train_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,7 +29,7 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
                    "Debian package's /usr/share/datasets/fashion-mnist)")
     p.add_argument("--epochs", type=int, default=None, help="default 15")
     p.add_argument("--batch-size", type=int, default=None, help="default 256 (dp-dfa/dp-sgd: 128)")
-    p.add_argument("--hidden", type=_widths, default=None, help="hidden widths, default 512,512; \"\" for none (a linear model: bp, dp-sgd)")
+    p.add_argument("--hidden", type=_integers, default=None, help="hidden widths, default 512,512; \"\" for none (a linear model: bp, dp-sgd)")
     p.add_argument("--activation", choices=("tanh", "sigmoid", "relu", "gelu", "softplus"), default=None)
     p.add_argument("--optimizer", choices=("sgd", "adam"), default=None)
     p.add_argument("--lr", type=float, default=None)
@@ -39,6 +39,10 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", choices=("mlp", "cnn"), default=None,
                    help="mlp (default), or cnn: --hidden are 3x3 conv channels, 2x2 pooling, a linear head "
                         "(bp and dp-sgd; pixels or --features scatter)")
+    p.add_argument("--conv-strides", type=_integers, default=None,
+                   help="--model cnn: one stride per conv block, e.g. 2,1 (strided convs, no pooling)")
+    p.add_argument("--head-hidden", type=_integers, default=None,
+                   help="--model cnn: hidden widths of the linear head, e.g. 32 (default none)")
     p.add_argument("--features", choices=("pixels", "scatter"), default=None,
                    help="pixels, or ScatterNet features of them (a fixed wavelet transform, no privacy "
                         "cost; cached under $OPU_HAL_CACHE or ~/.cache/opu-hal)")
@@ -90,7 +94,7 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
 
 
 OPTION_NAMES = ("profile", "dataset", "data_dir", "epochs", "batch_size", "hidden", "activation", "optimizer",
-                "lr", "momentum", "seed", "threshold", "ternarize", "clip_pixels", "inputs", "features", "model", "train_limit", "alignment", "target_epsilon", "delta",
+                "lr", "momentum", "seed", "threshold", "ternarize", "clip_pixels", "inputs", "features", "model", "conv_strides", "head_hidden", "train_limit", "alignment", "target_epsilon", "delta",
                 "noise_multiplier", "noise_source", "sampling", "clip_norm", "beta", "tau_e", "tau_h",
                 "tau_h_min", "tau_h_max", "tau_b", "software_noise_std", "temperature_c", "calibration", "lattice_resolution", "compute", "checkpoint", "checkpoint_every",
                 "resume")

@@ -2,8 +2,12 @@
 features ``(81, 7, 7)`` (Tramer and Boneh 2021 train such a CNN on ScatterNet features with DP-SGD).
 
 Each entry of ``channels`` is one block: a 3x3 convolution (padding 1), the activation, and a 2x2
-average pool while the side is at least 4; a linear layer reads the flattened result. Only methods
-whose update needs no hidden-layer structure train it (``Method.any_network``: ``bp``, ``dp-sgd``).
+average pool while the side is at least 4; a linear layer reads the flattened result. With
+``strides`` each block is instead a 3x3 convolution of that stride (padding 1) and the activation,
+no pooling; ``head`` puts hidden linear layers (each followed by the activation) before the last.
+Tramer and Boneh's ScatterNet CNN for (Fashion-)MNIST is ``channels (16, 32)``, ``strides (2, 1)``,
+``head (32,)``. Only methods whose update needs no hidden-layer structure train it
+(``Method.any_network``: ``bp``, ``dp-sgd``).
 """
 
 from __future__ import annotations
@@ -34,38 +38,52 @@ def image_shape(n_features: int, features: str = "pixels") -> tuple[int, int, in
 
 @dataclass
 class CNNTrace:
-    """One forward pass: each conv's input and output (pre-activation), the head's input, logits."""
+    """One forward pass: each conv's input and output (pre-activation); the input and output of each
+    linear layer of the head (the flattened conv features first, the logits last)."""
 
     inputs: list[torch.Tensor]
     preacts: list[torch.Tensor]
-    features: torch.Tensor
-    logits: torch.Tensor
+    head_inputs: list[torch.Tensor]
+    head_outputs: list[torch.Tensor]
+
+    @property
+    def logits(self) -> torch.Tensor:
+        return self.head_outputs[-1]
 
 
 class CNN(nn.Module):
-    """``channels``: output channels of each 3x3 conv block; then a linear layer to ``n_classes``."""
+    """``channels``: output channels of each 3x3 conv block; ``strides``: their strides (no pooling;
+    empty: stride 1 and 2x2 pooling); ``head``: hidden widths of the linear head before ``n_classes``."""
 
     def __init__(self, n_features: int, channels: Sequence[int], n_classes: int,
-                 activation: str = "tanh", seed: int = 0, features: str = "pixels") -> None:
+                 activation: str = "tanh", seed: int = 0, features: str = "pixels",
+                 strides: Sequence[int] = (), head: Sequence[int] = ()) -> None:
         super().__init__()
         if not channels:
             raise TrainingConfigError("--model cnn needs at least one conv block: --hidden 32 (channels)")
+        if strides and len(strides) != len(channels):
+            raise TrainingConfigError(f"--conv-strides needs one stride per conv block ({len(channels)}), "
+                                      f"got {list(strides)}")
         self.shape = image_shape(n_features, features)
         self.activation = get_activation(activation)
         self.hidden = [int(c) for c in channels]
+        self.strides = [int(s) for s in strides] or [1] * len(self.hidden)
         generator = torch.Generator().manual_seed(seed)
         convs, pools = [], []
         width, side = self.shape[0], self.shape[1]
-        for out in self.hidden:
-            convs.append(nn.Conv2d(width, out, kernel_size=3, padding=1))
-            pools.append(side >= 4)
-            side = side // 2 if side >= 4 else side
+        for out, stride in zip(self.hidden, self.strides):
+            convs.append(nn.Conv2d(width, out, kernel_size=3, padding=1, stride=stride))
+            pools.append(not strides and side >= 4)
+            side = (side - 1) // stride + 1
+            side = side // 2 if pools[-1] else side
             width = out
         self.convs = nn.ModuleList(convs)
         self.pools = pools
-        self.head = nn.Linear(width * side * side, n_classes)
+        widths = [width * side * side, *(int(w) for w in head)]
+        self.fcs = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths, widths[1:]))
+        self.head = nn.Linear(widths[-1], n_classes)
         with torch.no_grad():  # torch's default init, drawn from our own seeded stream
-            for module in [*self.convs, self.head]:
+            for module in [*self.convs, *self.fcs, self.head]:
                 fan_in = module.weight[0].numel()
                 bound = 1 / fan_in**0.5
                 module.weight.copy_(torch.empty_like(module.weight).uniform_(-bound, bound, generator=generator))
@@ -88,5 +106,14 @@ class CNN(nn.Module):
             h = self.activation.fn(preacts[-1])
             if pool:
                 h = nn.functional.avg_pool2d(h, 2)
-        features = h.flatten(1)
-        return CNNTrace(inputs, preacts, features, self.head(features))
+        head_inputs, head_outputs = [h.flatten(1)], []
+        for fc in self.fcs:
+            head_outputs.append(fc(head_inputs[-1]))
+            head_inputs.append(self.activation.fn(head_outputs[-1]))
+        head_outputs.append(self.head(head_inputs[-1]))
+        return CNNTrace(inputs, preacts, head_inputs, head_outputs)
+
+    @property
+    def linears(self) -> list[nn.Linear]:
+        """The head's linear layers in order, the output layer last."""
+        return [*self.fcs, self.head]

@@ -53,6 +53,9 @@ class TrainConfig:
     features: str = "pixels"
     # the network: an MLP of --hidden widths, or a CNN whose --hidden are 3x3 conv channels (trainers.cnn)
     model: str = "mlp"
+    # --model cnn: one stride per conv block (empty: stride 1 and 2x2 pooling), the head's hidden widths
+    conv_strides: tuple[int, ...] = ()
+    head_hidden: tuple[int, ...] = ()
     train_limit: int | None = None
     alignment: bool = True
     # private training
@@ -86,7 +89,8 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["hidden"] = list(self.hidden)
+        for name in ("hidden", "conv_strides", "head_hidden"):
+            data[name] = list(getattr(self, name))
         return data
 
     @classmethod
@@ -139,6 +143,14 @@ class TrainConfig:
         need(self.model in ("mlp", "cnn"), f"--model {self.model!r}: choose mlp or cnn")
         need(self.model == "mlp" or method.any_network,
              f"--model cnn trains with {any_network} only (the DFA family needs an MLP), got {self.method!r}")
+        need(self.model == "cnn" or not (self.conv_strides or self.head_hidden),
+             "--conv-strides and --head-hidden apply to --model cnn only")
+        need(not self.conv_strides or (len(self.conv_strides) == len(self.hidden)
+                                       and all(1 <= s <= 3 for s in self.conv_strides)),
+             f"--conv-strides needs one stride in [1, 3] per conv block ({len(self.hidden)}), "
+             f"got {list(self.conv_strides)}")
+        need(all(1 <= w <= MAX_WIDTH for w in self.head_hidden),
+             f"--head-hidden needs widths in [1, {MAX_WIDTH}], got {list(self.head_hidden)}")
         need(self.features in FEATURES, f"--features {self.features!r}: choose one of {', '.join(FEATURES)}")
         need(self.inputs in INPUT_SCALINGS, f"--inputs {self.inputs!r}: choose one of {', '.join(INPUT_SCALINGS)}")
         need(self.noise_source in ("software", "device"),

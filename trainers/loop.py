@@ -186,7 +186,8 @@ class Trainer:
         self.train_split = _limit(self.data.train, config.train_limit)
         if config.model == "cnn":
             network = CNN(self.data.n_features, config.hidden, self.data.n_classes, config.activation,
-                          seed=config.seed, features=config.features)
+                          seed=config.seed, features=config.features, strides=config.conv_strides,
+                          head=config.head_hidden)
         else:
             network = MLP(sizes, config.activation, seed=config.seed)
         self.model = network.to(self.compute)

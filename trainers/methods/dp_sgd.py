@@ -101,19 +101,22 @@ class DPSGD(GaussianNoiseMethod):
 
     def _cnn_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         """A CNN (:class:`trainers.cnn.CNN`): per-example gradients of each 3x3 convolution are
-        ``G_i = g_i U_i^T`` with ``U_i`` the unfolded input patches and ``g_i`` the gradient at the
-        conv's output, formed by one batched matmul per chunk of :data:`PER_EXAMPLE_CHUNK`
-        examples; the linear head uses the identity of the MLP path. Each example's whole gradient
-        is clipped to ``C``; the clipped sum is released and divided as above."""
+        ``G_i = g_i U_i^T`` with ``U_i`` the unfolded input patches (at the conv's stride) and
+        ``g_i`` the gradient at the conv's output, formed by one batched matmul per chunk of
+        :data:`PER_EXAMPLE_CHUNK` examples; the head's linear layers use the identity of the MLP
+        path. Each example's whole gradient is clipped to ``C``; the clipped sum is released and
+        divided as above."""
         model = self.model
         trace = model.trace(x)
-        patches = [F.unfold(h.detach(), kernel_size=3, padding=1) for h in trace.inputs]  # (n, C_in 9, P)
+        patches = [F.unfold(h.detach(), kernel_size=3, padding=1, stride=conv.stride)  # (n, C_in 9, P)
+                   for h, conv in zip(trace.inputs, model.convs)]
         losses = F.cross_entropy(trace.logits, y, reduction="none")
-        *conv_grads, head_grad = self._output_grads(losses, [*trace.preacts, trace.logits])
+        grads = self._output_grads(losses, [*trace.preacts, *trace.head_outputs])
+        conv_grads, head_grads = grads[:len(model.convs)], grads[len(model.convs):]
         with torch.no_grad():
-            features = trace.features.detach()
+            head_inputs = [a.detach() for a in trace.head_inputs]
             flat_grads = [g.flatten(2) for g in conv_grads]  # (n, C_out, P)
-            squared = _linear_squared_norms(head_grad, features)
+            squared = sum(_linear_squared_norms(g, a) for g, a in zip(head_grads, head_inputs))
             for g, u in zip(flat_grads, patches):
                 squared = squared + _conv_squared_norms(g, u) + g.sum(2).pow(2).sum(1)
             scale = self._clip_scale(squared)
@@ -122,8 +125,9 @@ class DPSGD(GaussianNoiseMethod):
                 weighted = g * scale[:, None, None]
                 weight = torch.einsum("nop,nkp->ok", weighted, u).reshape(conv.weight.shape)
                 parts += [weight.flatten(), weighted.sum((0, 2))]
-            parts += _linear_clipped_sum(head_grad, features, scale)
-            params = [p for conv in model.convs for p in (conv.weight, conv.bias)] + [model.head.weight, model.head.bias]
+            for g, a in zip(head_grads, head_inputs):
+                parts += _linear_clipped_sum(g, a, scale)
+            params = [p for layer in [*model.convs, *model.linears] for p in (layer.weight, layer.bias)]
             self._release(params, parts)
         return self._output(losses, trace.logits, y)
 
