@@ -141,8 +141,10 @@ class TrainConfig:
         need(self.train_limit is None or self.train_limit >= self.batch_size,
              f"--train-limit must be >= --batch-size ({self.batch_size}), got {self.train_limit}")
         need(self.model in ("mlp", "cnn"), f"--model {self.model!r}: choose mlp or cnn")
-        need(self.model == "mlp" or method.any_network,
-             f"--model cnn trains with {any_network} only (the DFA family needs an MLP), got {self.method!r}")
+        cnn_methods = ", ".join(name for name, cls in METHODS.items() if cls.trains_cnn)
+        need(self.model == "mlp" or method.trains_cnn,
+             f"--model cnn trains with {cnn_methods} only (the rest of the DFA family needs an MLP), "
+             f"got {self.method!r}")
         need(self.model == "cnn" or not (self.conv_strides or self.head_hidden),
              "--conv-strides and --head-hidden apply to --model cnn only")
         need(not self.conv_strides or (len(self.conv_strides) == len(self.hidden)

@@ -66,6 +66,8 @@ class Method(ABC):
     #: Methods that train any network by its true gradient: a linear model (no hidden layer) or a
     #: CNN (:mod:`trainers.cnn`); the DFA family needs an MLP's hidden layers.
     any_network: ClassVar[bool] = False
+    #: Methods that train a CNN (:mod:`trainers.cnn`): the any-network ones, and DP-DFA's hybrid.
+    trains_cnn: ClassVar[bool] = False
 
     @classmethod
     def profile_for(cls, config: "TrainConfig") -> str | None:

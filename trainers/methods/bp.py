@@ -11,6 +11,7 @@ from .base import Method, StepOutput
 class Backprop(Method):
     name = "bp"
     any_network = True
+    trains_cnn = True
 
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         logits = self.model(x)

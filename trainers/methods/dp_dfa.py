@@ -12,6 +12,13 @@ visible: the output layer is updated with ``e`` itself (``B = I``, no ``phi'``),
 output layer's update is multiplied by ``gamma beta`` so that every layer has the same term (the
 equal allocation the paper uses for its hybrid networks) and the formula holds as stated.
 
+Hybrid BP/DFA for a CNN (section 4, "Handling convolutional layers"; :mod:`trainers.cnn`): the
+linear layers of the head get the DP-DFA updates above, and the conv layers ``1..l`` the gradient of
+``sum_i <z_i^{l+1}, delta z_i^{l+1}>`` by backpropagation from the first linear layer, with
+``delta z^{l+1} = (B^{l+2} e) * phi'(z^{l+1})`` its DFA signal (``gamma beta e`` when the head has
+no hidden layer), clipped per example and layer to ``tau_c = gamma beta tau_e sqrt(1 + tau_h^2)``,
+so that every layer's term is the same ``2 tau_c / m`` (the paper's ``C / sqrt(L)`` each).
+
 Noise (issue 12): ``noise_source="software"`` adds Gaussian noise of std ``noise_std = z * Delta``
 from the secure generator (:class:`opu_hal.mechanisms.GaussianRelease`), accounted by
 ``FixedSizeGaussianEvent``. ``noise_source="device"`` releases the update through the lattice
@@ -34,11 +41,14 @@ from opu_hal.privacy.skellam import FixedSizeSkellamEvent, SkellamLattice
 from opu_hal.secure_random import SecureGenerator
 
 from ..clipping import clip_norm
+from ..cnn import CNN
 from ..errors import TrainingConfigError
+from ..per_example import clip_scale, conv_clipped_sum, conv_patches, conv_squared_norms
 from ..sampling import step_generator
 if TYPE_CHECKING:
     from ..config import TrainConfig
-from .base import GaussianNoiseMethod, MethodContext, StepOutput, forward_and_error, set_linear_grads
+from .base import (GaussianNoiseMethod, MethodContext, StepOutput, batch_stats, forward_and_error, output_error,
+                   set_linear_grads)
 
 
 def spectral_feedback(rows: int, cols: int, beta: float, generator: torch.Generator) -> torch.Tensor:
@@ -52,6 +62,7 @@ class DPDFA(GaussianNoiseMethod):
     private = True
     neighboring = "replace_one"
     sampling = "fixed"
+    trains_cnn = True  # the hybrid BP/DFA network of section 4
     # Paper 002, section 5: Adam (lr 1e-3), beta = 0.9, tau_e = 0.1; 128-256 sigmoid, batch 128.
     defaults = {"inputs": "unit", "optimizer": "adam", "lr": 1e-3, "hidden": (128, 256),
                 "activation": "sigmoid", "batch_size": 128}
@@ -68,13 +79,16 @@ class DPDFA(GaussianNoiseMethod):
         if (config.sampling or "fixed") != "fixed":
             raise TrainingConfigError("dp-dfa samples fixed-size minibatches (paper 002, Algorithm 1); drop --sampling")
         generator = step_generator(config.seed, "feedback", 0)
+        dfa_widths = [fc.out_features for fc in model.fcs] if isinstance(model, CNN) else model.hidden_widths
         self.feedback = [spectral_feedback(width, context.n_classes, config.beta, generator)
-                         for width in model.hidden_widths]
+                         for width in dfa_widths]
         m = config.batch_size
         gamma = model.activation.gamma_max
         clip_factor = math.sqrt(1 + config.tau_h**2)
         self.output_scale = min(1.0, gamma * config.beta)
-        terms = [2 * gamma * config.beta * config.tau_e * clip_factor / m for _ in model.hidden_widths]
+        self.conv_clip = gamma * config.beta * config.tau_e * clip_factor
+        convs = len(model.convs) if isinstance(model, CNN) else 0
+        terms = [2 * self.conv_clip / m for _ in range(convs + len(dfa_widths))]
         terms.append(2 * self.output_scale * config.tau_e * clip_factor / m)
         self.layer_sensitivities = terms
         self.sensitivity = math.sqrt(sum(t * t for t in terms))
@@ -160,8 +174,12 @@ class DPDFA(GaussianNoiseMethod):
         assert self.mechanism is not None, "set_noise_multiplier first"
         return self.mechanism.release(u)
 
+    def _layers(self) -> list[torch.nn.Module]:
+        model = self.model
+        return [*model.convs, *model.linears] if isinstance(model, CNN) else list(model.layers)
+
     def _add_noise(self) -> None:
-        params = [p for layer in self.model.layers for p in (layer.weight, layer.bias)]
+        params = [p for layer in self._layers() for p in (layer.weight, layer.bias)]
         flat = torch.cat([p.grad.flatten() for p in params])
         released = self.release_update(flat)
         for p, part in zip(params, released.split([p.numel() for p in params])):
@@ -169,6 +187,8 @@ class DPDFA(GaussianNoiseMethod):
 
     # -- update ----------------------------------------------------------------------------------
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
+        if isinstance(self.model, CNN):
+            return self._hybrid_gradients(x, y)
         config = self.context.config
         opening = forward_and_error(self.model, x, y)
         trace = opening.trace
@@ -182,3 +202,31 @@ class DPDFA(GaussianNoiseMethod):
                 set_linear_grads(layer, delta / m, clip_norm(h, config.tau_h))
             self._add_noise()
         return StepOutput(opening.loss_sum, opening.correct, int(y.shape[0]), privacy_event=self.planned_event())
+
+    def _hybrid_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
+        """The hybrid BP/DFA step of a CNN (module docstring): DFA deltas for the head's linear
+        layers, and for the convs the per-example gradient of ``<z^{l+1}, delta z^{l+1}>`` clipped
+        per layer to ``tau_c``; then the one noisy release of every layer's update."""
+        config, model = self.context.config, self.model
+        m = config.batch_size
+        trace = model.trace(x)
+        logits = trace.logits.detach()
+        loss_sum, correct = batch_stats(logits, y)
+        with torch.no_grad():
+            e = clip_norm(output_error(logits, y), config.tau_e)
+            derivative = model.activation.derivative
+            deltas = [(e @ b.T) * derivative(z.detach()) for b, z in zip(self.feedback, trace.head_outputs)]
+            deltas.append(self.output_scale * e)
+        first = trace.head_outputs[0]
+        conv_grads = (torch.autograd.grad((first * deltas[0]).sum(), trace.preacts) if y.numel()
+                      else [torch.zeros_like(z) for z in trace.preacts])
+        with torch.no_grad():
+            for conv, h, g in zip(model.convs, trace.inputs, conv_grads):
+                u, g = conv_patches(h, conv), g.flatten(2)
+                weight, bias = conv_clipped_sum(g, u, clip_scale(conv_squared_norms(g, u), self.conv_clip))
+                conv.weight.grad = weight.view_as(conv.weight) / m
+                conv.bias.grad = bias / m
+            for layer, delta, h in zip(model.linears, deltas, trace.head_inputs):
+                set_linear_grads(layer, delta / m, clip_norm(h.detach(), config.tau_h))
+            self._add_noise()
+        return StepOutput(loss_sum, correct, int(y.shape[0]), privacy_event=self.planned_event())

@@ -25,14 +25,15 @@ from opu_hal.secure_random import SecureGenerator
 
 from ..errors import TrainingConfigError
 from ..cnn import CNN
+from ..per_example import (clip_scale, conv_clipped_sum, conv_patches, conv_squared_norms, linear_clipped_sum,
+                           linear_squared_norms)
 from .base import GaussianNoiseMethod, MethodContext, StepOutput
-
-PER_EXAMPLE_CHUNK = 256  # examples per batched matmul (bounds the per-example conv gradients in memory)
 
 
 class DPSGD(GaussianNoiseMethod):
     name = "dp-sgd"
     any_network = True
+    trains_cnn = True
     private = True
     sampling = "poisson"
     defaults = {"inputs": "unit", "optimizer": "adam", "lr": 1e-3, "hidden": (128, 256),
@@ -93,40 +94,30 @@ class DPSGD(GaussianNoiseMethod):
         losses = F.cross_entropy(h, y, reduction="none")
         output_grads = self._output_grads(losses, preacts)
         with torch.no_grad():
-            squared = sum(_linear_squared_norms(g, a) for g, a in zip(output_grads, inputs))
+            squared = sum(linear_squared_norms(g, a) for g, a in zip(output_grads, inputs))
             scale = self._clip_scale(squared)
-            parts = [part for g, a in zip(output_grads, inputs) for part in _linear_clipped_sum(g, a, scale)]
+            parts = [part for g, a in zip(output_grads, inputs) for part in linear_clipped_sum(g, a, scale)]
             self._release([p for layer in layers for p in (layer.weight, layer.bias)], parts)
         return self._output(losses, h, y)
 
     def _cnn_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
-        """A CNN (:class:`trainers.cnn.CNN`): per-example gradients of each 3x3 convolution are
-        ``G_i = g_i U_i^T`` with ``U_i`` the unfolded input patches (at the conv's stride) and
-        ``g_i`` the gradient at the conv's output, formed by one batched matmul per chunk of
-        :data:`PER_EXAMPLE_CHUNK` examples; the head's linear layers use the identity of the MLP
-        path. Each example's whole gradient is clipped to ``C``; the clipped sum is released and
-        divided as above."""
+        """A CNN (:class:`trainers.cnn.CNN`): per-example conv gradients from unfolded patches, the
+        head's linear layers by the identity above (:mod:`trainers.per_example`). Each example's
+        whole gradient is clipped to ``C``; the clipped sum is released and divided as above."""
         model = self.model
         trace = model.trace(x)
-        patches = [F.unfold(h.detach(), kernel_size=3, padding=1, stride=conv.stride)  # (n, C_in 9, P)
-                   for h, conv in zip(trace.inputs, model.convs)]
+        patches = [conv_patches(h, conv) for h, conv in zip(trace.inputs, model.convs)]
         losses = F.cross_entropy(trace.logits, y, reduction="none")
         grads = self._output_grads(losses, [*trace.preacts, *trace.head_outputs])
         conv_grads, head_grads = grads[:len(model.convs)], grads[len(model.convs):]
         with torch.no_grad():
             head_inputs = [a.detach() for a in trace.head_inputs]
             flat_grads = [g.flatten(2) for g in conv_grads]  # (n, C_out, P)
-            squared = sum(_linear_squared_norms(g, a) for g, a in zip(head_grads, head_inputs))
-            for g, u in zip(flat_grads, patches):
-                squared = squared + _conv_squared_norms(g, u) + g.sum(2).pow(2).sum(1)
+            squared = sum(linear_squared_norms(g, a) for g, a in zip(head_grads, head_inputs))
+            squared = squared + sum(conv_squared_norms(g, u) for g, u in zip(flat_grads, patches))
             scale = self._clip_scale(squared)
-            parts = []
-            for conv, g, u in zip(model.convs, flat_grads, patches):
-                weighted = g * scale[:, None, None]
-                weight = torch.einsum("nop,nkp->ok", weighted, u).reshape(conv.weight.shape)
-                parts += [weight.flatten(), weighted.sum((0, 2))]
-            for g, a in zip(head_grads, head_inputs):
-                parts += _linear_clipped_sum(g, a, scale)
+            parts = [part for g, u in zip(flat_grads, patches) for part in conv_clipped_sum(g, u, scale)]
+            parts += [part for g, a in zip(head_grads, head_inputs) for part in linear_clipped_sum(g, a, scale)]
             params = [p for layer in [*model.convs, *model.linears] for p in (layer.weight, layer.bias)]
             self._release(params, parts)
         return self._output(losses, trace.logits, y)
@@ -140,7 +131,7 @@ class DPSGD(GaussianNoiseMethod):
 
     def _clip_scale(self, squared_norms: torch.Tensor) -> torch.Tensor:
         """Per-example factor ``min(1, C / ||grad_i||)``."""
-        return torch.clamp(self.context.config.clip_norm / squared_norms.sqrt().clamp_min(1e-12), max=1.0)
+        return clip_scale(squared_norms, self.context.config.clip_norm)
 
     def _release(self, params: list[torch.Tensor], parts: list[torch.Tensor]) -> None:
         """Release the clipped sum (``parts`` in ``params`` order), divided by the batch size
@@ -154,22 +145,3 @@ class DPSGD(GaussianNoiseMethod):
         return StepOutput(float(losses.detach().sum()), correct, int(y.shape[0]),
                           privacy_event=self.planned_event())
 
-
-def _linear_squared_norms(g: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
-    """``||g_i a_i^T||_F^2 + ||g_i||^2`` per example (weight and bias of a linear layer)."""
-    return g.pow(2).sum(1) * (a.pow(2).sum(1) + 1)
-
-
-def _linear_clipped_sum(g: torch.Tensor, a: torch.Tensor, scale: torch.Tensor) -> list[torch.Tensor]:
-    """A linear layer's clipped weight and bias sums, ``(c * G)^T A`` and ``sum_i c_i g_i``, flat."""
-    weighted = g * scale[:, None]
-    return [(weighted.T @ a).flatten(), weighted.sum(0)]
-
-
-def _conv_squared_norms(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """``||g_i U_i^T||_F^2`` per example, in chunks (``g``: (n, C_out, P), ``u``: (n, K, P))."""
-    out = []
-    for start in range(0, g.shape[0], PER_EXAMPLE_CHUNK):
-        per_example = torch.bmm(g[start:start + PER_EXAMPLE_CHUNK], u[start:start + PER_EXAMPLE_CHUNK].transpose(1, 2))
-        out.append(per_example.flatten(1).pow(2).sum(1))
-    return torch.cat(out) if out else g.new_zeros(0)

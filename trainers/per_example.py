@@ -1,0 +1,55 @@
+"""Per-example gradient norms and clipped sums of linear and 3x3 conv layers, never materialising
+a per-example gradient of a linear layer (shared by DP-SGD and DP-DFA's hybrid CNN).
+
+Linear layer with input ``a_i`` and output gradient ``g_i``: ``||g_i a_i^T||_F = ||g_i|| ||a_i||``
+and the clipped sum is ``(c * G)^T A`` ("ghost clipping"). Convolution: ``G_i = g_i U_i^T`` with
+``U_i`` the input patches unfolded at the conv's stride, formed by one batched matmul per chunk of
+:data:`PER_EXAMPLE_CHUNK` examples.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+PER_EXAMPLE_CHUNK = 256  # examples per batched matmul (bounds the per-example conv gradients in memory)
+
+
+def linear_squared_norms(g: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+    """``||g_i a_i^T||_F^2 + ||g_i||^2`` per example (weight and bias of a linear layer)."""
+    return g.pow(2).sum(1) * (a.pow(2).sum(1) + 1)
+
+
+def linear_clipped_sum(g: torch.Tensor, a: torch.Tensor, scale: torch.Tensor) -> list[torch.Tensor]:
+    """A linear layer's clipped weight and bias sums, ``(c * G)^T A`` and ``sum_i c_i g_i``, flat."""
+    weighted = g * scale[:, None]
+    return [(weighted.T @ a).flatten(), weighted.sum(0)]
+
+
+def conv_patches(h: torch.Tensor, conv: nn.Conv2d) -> torch.Tensor:
+    """The conv's input patches ``U``, ``(n, C_in 9, P)`` (3x3, padding 1, the conv's stride)."""
+    return F.unfold(h.detach(), kernel_size=3, padding=1, stride=conv.stride)
+
+
+def conv_squared_norms(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """``||g_i U_i^T||_F^2 + ||sum_p g_i||^2`` per example, weight and bias (``g``: (n, C_out, P),
+    ``u``: (n, K, P))."""
+    out = []
+    for start in range(0, g.shape[0], PER_EXAMPLE_CHUNK):
+        per_example = torch.bmm(g[start:start + PER_EXAMPLE_CHUNK], u[start:start + PER_EXAMPLE_CHUNK].transpose(1, 2))
+        out.append(per_example.flatten(1).pow(2).sum(1))
+    weights = torch.cat(out) if out else g.new_zeros(0)
+    return weights + g.sum(2).pow(2).sum(1)
+
+
+def conv_clipped_sum(g: torch.Tensor, u: torch.Tensor, scale: torch.Tensor) -> list[torch.Tensor]:
+    """A conv layer's clipped weight and bias sums ``sum_i c_i g_i U_i^T`` and ``sum_i c_i sum_p g_i``,
+    flat (weight in ``(C_out, C_in, 3, 3)`` order)."""
+    weighted = g * scale[:, None, None]
+    return [torch.einsum("nop,nkp->ok", weighted, u).flatten(), weighted.sum((0, 2))]
+
+
+def clip_scale(squared_norms: torch.Tensor, bound: float) -> torch.Tensor:
+    """Per-example factor ``min(1, bound / ||grad_i||)``."""
+    return torch.clamp(bound / squared_norms.sqrt().clamp_min(1e-12), max=1.0)
