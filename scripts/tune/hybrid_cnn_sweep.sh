@@ -26,4 +26,7 @@ run hybrid-eps3-b2048-e20-lr1.5e-3-tauh5 dp-dfa 3 2048 20 1.5e-3 "${DFA[@]}" --t
 run hybrid-eps3-b2048-e20-lr1.5e-3-tauh1 dp-dfa 3 2048 20 1.5e-3 "${DFA[@]}" --tau-h 1 & wait
 run hybrid-eps3-b8192-e60-lr4e-3-tauh1 dp-dfa 3 8192 60 4e-3 "${DFA[@]}" --tau-h 1 &
 run hybrid-eps3-b4096-e30-lr3e-3-tauh1 dp-dfa 3 4096 30 3e-3 "${DFA[@]}" --tau-h 1 & wait
+# the wider variant, as in DP-SGD's sweep, and DP-SGD's pick once more (another noise draw)
+run hybrid-eps3-c32-64-b8192-e60-lr4e-3-tauh1 dp-dfa 3 8192 60 4e-3 "${DFA[@]}" --tau-h 1 --hidden 32,64 &
+run dpsgd-eps3-c32-64-b8192-e60-lr4e-3-repeat dp-sgd 3 8192 60 4e-3 --clip-norm 0.1 --hidden 32,64 & wait
 python -m trainers.best_by_validation "$OUT"/hybrid-eps3-*.json
