@@ -38,7 +38,7 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threshold", type=float, default=None, help="ternarization threshold t (default 0.15)")
     p.add_argument("--model", choices=("mlp", "cnn"), default=None,
                    help="mlp (default), or cnn: --hidden are 3x3 conv channels, 2x2 pooling, a linear head "
-                        "(bp and dp-sgd; pixels or --features scatter)")
+                        "(bp, dp-sgd, and dp-dfa as paper 002's hybrid BP/DFA network; pixels or --features scatter)")
     p.add_argument("--conv-strides", type=_integers, default=None,
                    help="--model cnn: one stride per conv block, e.g. 2,1 (strided convs, no pooling)")
     p.add_argument("--head-hidden", type=_integers, default=None,

@@ -6,8 +6,8 @@ average pool while the side is at least 4; a linear layer reads the flattened re
 ``strides`` each block is instead a 3x3 convolution of that stride (padding 1) and the activation,
 no pooling; ``head`` puts hidden linear layers (each followed by the activation) before the last.
 Tramer and Boneh's ScatterNet CNN for (Fashion-)MNIST is ``channels (16, 32)``, ``strides (2, 1)``,
-``head (32,)``. Only methods whose update needs no hidden-layer structure train it
-(``Method.any_network``: ``bp``, ``dp-sgd``).
+``head (32,)``. Methods with ``Method.trains_cnn`` train it: ``bp`` and ``dp-sgd`` by the true
+gradient, ``dp-dfa`` as paper 002's hybrid BP/DFA network.
 """
 
 from __future__ import annotations

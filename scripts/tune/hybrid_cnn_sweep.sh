@@ -30,3 +30,7 @@ run hybrid-eps3-b4096-e30-lr3e-3-tauh1 dp-dfa 3 4096 30 3e-3 "${DFA[@]}" --tau-h
 run hybrid-eps3-c32-64-b8192-e60-lr4e-3-tauh1 dp-dfa 3 8192 60 4e-3 "${DFA[@]}" --tau-h 1 --hidden 32,64 &
 run dpsgd-eps3-c32-64-b8192-e60-lr4e-3-repeat dp-sgd 3 8192 60 4e-3 --clip-norm 0.1 --hidden 32,64 & wait
 python -m trainers.best_by_validation "$OUT"/hybrid-eps3-*.json
+# both picks (32, 64 channels) at epsilon 8
+run hybrid-eps8-c32-64-b8192-e60-lr4e-3-tauh1 dp-dfa 8 8192 60 4e-3 "${DFA[@]}" --tau-h 1 --hidden 32,64 &
+run dpsgd-eps8-c32-64-b8192-e60-lr4e-3 dp-sgd 8 8192 60 4e-3 --clip-norm 0.1 --hidden 32,64 & wait
+python -m trainers.best_by_validation "$OUT"/*.json
