@@ -4,7 +4,7 @@
 # at (epsilon 3, delta 1e-5), software noise, tau_e 0.05: batch size, epochs, Adam's learning rate
 # and tau_h. Two runs at a time on the 2-core machine; the pick is made on the validation split
 # (python -m trainers.best_by_validation), then the pick and DP-SGD's CNN pick
-# (scripts/tune/scatter_cnn_sweep.sh) are run at epsilon 8. Records in $SWEEP_OUT (default
+# (scripts/tune/scatter_cnn_sweep.sh) are run at epsilon 8; about 45 min. Records in $SWEEP_OUT (default
 # results/tuning/scatter-hybrid-cnn/).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../setup.sh"
@@ -33,4 +33,6 @@ python -m trainers.best_by_validation "$OUT"/hybrid-eps3-*.json
 # both picks (32, 64 channels) at epsilon 8
 run hybrid-eps8-c32-64-b8192-e60-lr4e-3-tauh1 dp-dfa 8 8192 60 4e-3 "${DFA[@]}" --tau-h 1 --hidden 32,64 &
 run dpsgd-eps8-c32-64-b8192-e60-lr4e-3 dp-sgd 8 8192 60 4e-3 --clip-norm 0.1 --hidden 32,64 & wait
+# the hybrid's epsilon-8 run once more (another draw of the privacy noise)
+run hybrid-eps8-c32-64-b8192-e60-lr4e-3-tauh1-repeat dp-dfa 8 8192 60 4e-3 "${DFA[@]}" --tau-h 1 --hidden 32,64
 python -m trainers.best_by_validation "$OUT"/*.json
