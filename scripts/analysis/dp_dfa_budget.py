@@ -41,10 +41,7 @@ def budget_use(trainer: Trainer, n: int = 2048) -> list[tuple[str, torch.Tensor]
     trace = model.trace(x) if cnn else model.forward_trace(x)
     preacts = trace.head_outputs if cnn else trace.preacts
     inputs = trace.head_inputs if cnn else trace.inputs
-    e = clip_norm(output_error(trace.logits.detach(), y), config.tau_e)
-    derivative = model.activation.derivative
-    deltas = [(e @ b.T) * derivative(z.detach()) for b, z in zip(method.feedback, preacts)]
-    deltas.append(method.output_scale * e)
+    deltas = method.deltas(output_error(trace.logits.detach(), y), preacts)
     out = []
     if cnn:
         grads = torch.autograd.grad((trace.head_outputs[0] * deltas[0]).sum(), trace.preacts)

@@ -5,14 +5,9 @@
 # The pick is made on the validation split (python -m trainers.best_by_validation), which no
 # reported run trains on; records in $SWEEP_OUT (default results/tuning/scatter-cnn-gpu/).
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/../setup.sh"
-cd "$ROOT"
-OUT="${SWEEP_OUT:-results/tuning/scatter-cnn-gpu}"
-mkdir -p "$OUT"
+source "$(dirname "${BASH_SOURCE[0]}")/sweep_setup.sh" results/tuning/scatter-cnn-gpu
 COMMON=(--method dp-sgd --model cnn --features scatter --target-epsilon 3 --delta 1e-5 --clip-norm 0.1
         --activation tanh --optimizer adam --compute cuda --no-alignment --quiet)
-# the features once, before the parallel runs (they share the cache)
-opu-hal train --method dp-sgd --features scatter --hidden "" --noise-multiplier 1 --epochs 1 --train-limit 2048 --quiet >/dev/null
 run() {  # name channels batch epochs lr
   OMP_NUM_THREADS=2 timeout "${RUN_LIMIT_S:-400}" opu-hal train "${COMMON[@]}" --hidden "$2" --batch-size "$3" \
     --epochs "$4" --lr "$5" --out "$OUT/$1.json" 2>&1 | grep -E "test accuracy|rror" | sed "s/^/$1: /" &

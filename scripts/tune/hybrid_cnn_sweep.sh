@@ -7,13 +7,9 @@
 # (scripts/tune/scatter_cnn_sweep.sh) are run at epsilon 8; about 45 min. Records in $SWEEP_OUT (default
 # results/tuning/scatter-hybrid-cnn/).
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/../setup.sh"
-cd "$ROOT"
-OUT="${SWEEP_OUT:-results/tuning/scatter-hybrid-cnn}"
-mkdir -p "$OUT"
+source "$(dirname "${BASH_SOURCE[0]}")/sweep_setup.sh" results/tuning/scatter-hybrid-cnn
 CNN=(--model cnn --features scatter --hidden 16,32 --conv-strides 2,1 --head-hidden 32 --activation tanh
      --delta 1e-5 --compute "${COMPUTE:-cpu}" --no-alignment --quiet)
-opu-hal train --method dp-sgd --features scatter --hidden "" --noise-multiplier 1 --epochs 1 --train-limit 2048 --quiet >/dev/null
 run() {  # name method epsilon batch epochs lr [options...]
   local name=$1 method=$2 eps=$3 batch=$4 epochs=$5 lr=$6
   shift 6

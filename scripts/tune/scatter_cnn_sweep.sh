@@ -7,15 +7,10 @@
 # trainers.best_by_validation), which no run trains on. Eight runs, about 45 min. Records in
 # $SWEEP_OUT (default results/tuning/scatter-tb-cnn/).
 set -uo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/../setup.sh"
-cd "$ROOT"
-OUT="${SWEEP_OUT:-results/tuning/scatter-tb-cnn}"
-mkdir -p "$OUT"
+source "$(dirname "${BASH_SOURCE[0]}")/sweep_setup.sh" results/tuning/scatter-tb-cnn
 COMMON=(--method dp-sgd --model cnn --features scatter --target-epsilon 3 --delta 1e-5 --clip-norm 0.1
         --activation tanh --conv-strides 2,1 --head-hidden 32 --batch-size 8192
         --compute "${COMPUTE:-cpu}" --no-alignment --quiet)
-# the features once, before the parallel runs (they share the cache)
-opu-hal train --method dp-sgd --features scatter --hidden "" --noise-multiplier 1 --epochs 1 --train-limit 2048 --quiet >/dev/null
 run() {  # name channels epochs lr [optimizer]
   OMP_NUM_THREADS=1 opu-hal train "${COMMON[@]}" --hidden "$2" --epochs "$3" --lr "$4" --optimizer "${5:-adam}" \
     --out "$OUT/$1.json" 2>&1 \

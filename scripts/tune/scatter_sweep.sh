@@ -6,13 +6,8 @@
 # 3e-3. DP-SGD: a linear model 3969-10 (Tramer and Boneh's ScatterNet+linear), batch 2048, 20
 # epochs, clip 0.1, Adam lr 2e-3 or 4e-3. Records in results/tuning/scatter/, table at the end.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/../setup.sh"
-cd "$ROOT"
-OUT=results/tuning/scatter
-mkdir -p "$OUT"
+source "$(dirname "${BASH_SOURCE[0]}")/sweep_setup.sh" results/tuning/scatter
 COMMON=(--features scatter --delta 1e-5 --batch-size 2048 --optimizer adam --quiet)
-# the features once, before the parallel runs (they share the cache)
-opu-hal train --method dp-sgd --features scatter --hidden "" --noise-multiplier 1 --epochs 1 --train-limit 2048 --quiet >/dev/null
 for eps in 1 2 4 8; do
   for lr in 1.5e-3 3e-3; do
     OMP_NUM_THREADS=1 opu-hal train --method dp-dfa --noise-source software --target-epsilon "$eps" --hidden 256 \

@@ -189,34 +189,38 @@ class DPDFA(GaussianNoiseMethod):
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         if isinstance(self.model, CNN):
             return self._hybrid_gradients(x, y)
-        config = self.context.config
         opening = forward_and_error(self.model, x, y)
         trace = opening.trace
         with torch.no_grad():
-            m = config.batch_size
-            e = clip_norm(opening.error, config.tau_e)
-            derivative = self.model.activation.derivative
-            deltas = [(e @ b.T) * derivative(z) for b, z in zip(self.feedback, trace.preacts)]
-            deltas.append(self.output_scale * e)
-            for layer, delta, h in zip(self.model.layers, deltas, trace.inputs):
-                set_linear_grads(layer, delta / m, clip_norm(h, config.tau_h))
+            self._set_linear_updates(self.model.layers, self.deltas(opening.error, trace.preacts), trace.inputs)
             self._add_noise()
         return StepOutput(opening.loss_sum, opening.correct, int(y.shape[0]), privacy_event=self.planned_event())
+
+    def deltas(self, error: torch.Tensor, preacts: list[torch.Tensor]) -> list[torch.Tensor]:
+        """Each linear layer's DFA signal (Algorithm 1): with ``e`` the error clipped to ``tau_e``,
+        ``(B^{l+1} e) * phi'(z^l)`` for the hidden layers ``preacts`` and ``gamma beta e`` at the output."""
+        e = clip_norm(error, self.context.config.tau_e)
+        derivative = self.model.activation.derivative
+        deltas = [(e @ b.T) * derivative(z.detach()) for b, z in zip(self.feedback, preacts)]
+        return [*deltas, self.output_scale * e]
+
+    def _set_linear_updates(self, layers: list[torch.nn.Linear], deltas: list[torch.Tensor],
+                            inputs: list[torch.Tensor]) -> None:
+        """``delta^T clip(h, tau_h) / m`` per layer (Algorithm 1, lines 15-16 before the noise)."""
+        config = self.context.config
+        for layer, delta, h in zip(layers, deltas, inputs):
+            set_linear_grads(layer, delta / config.batch_size, clip_norm(h.detach(), config.tau_h))
 
     def _hybrid_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         """The hybrid BP/DFA step of a CNN (module docstring): DFA deltas for the head's linear
         layers, and for the convs the per-example gradient of ``<z^{l+1}, delta z^{l+1}>`` clipped
         per layer to ``tau_c``; then the one noisy release of every layer's update."""
-        config, model = self.context.config, self.model
-        m = config.batch_size
+        model, m = self.model, self.context.config.batch_size
         trace = model.trace(x)
         logits = trace.logits.detach()
         loss_sum, correct = batch_stats(logits, y)
         with torch.no_grad():
-            e = clip_norm(output_error(logits, y), config.tau_e)
-            derivative = model.activation.derivative
-            deltas = [(e @ b.T) * derivative(z.detach()) for b, z in zip(self.feedback, trace.head_outputs)]
-            deltas.append(self.output_scale * e)
+            deltas = self.deltas(output_error(logits, y), trace.head_outputs)
         first = trace.head_outputs[0]
         conv_grads = (torch.autograd.grad((first * deltas[0]).sum(), trace.preacts) if y.numel()
                       else [torch.zeros_like(z) for z in trace.preacts])
@@ -226,7 +230,6 @@ class DPDFA(GaussianNoiseMethod):
                 weight, bias = conv_clipped_sum(g, u, clip_scale(conv_squared_norms(g, u), self.conv_clip))
                 conv.weight.grad = weight.view_as(conv.weight) / m
                 conv.bias.grad = bias / m
-            for layer, delta, h in zip(model.linears, deltas, trace.head_inputs):
-                set_linear_grads(layer, delta / m, clip_norm(h.detach(), config.tau_h))
+            self._set_linear_updates(model.linears, deltas, trace.head_inputs)
             self._add_noise()
         return StepOutput(loss_sum, correct, int(y.shape[0]), privacy_event=self.planned_event())
