@@ -101,20 +101,27 @@ def poisson_constant(rate: float, n: int, generator: torch.Generator | None = No
     return poisson_quantile(rate, torch.rand(n, dtype=torch.float64, device=device, generator=generator))
 
 
-def poisson_quantile(rate: float, u: torch.Tensor) -> torch.Tensor:
-    """The least ``k`` with ``u <= F(k)`` for each float64 ``u`` in [0, 1), found through a guide
-    table (Chen and Asau 1974). The table spans ``rate +- 13 sd``; the mass it leaves out (< 1e-36)
-    is below float64's resolution of ``u``, so inversion is exact up to float64 rounding."""
+def quantile_table(rate: float, device: torch.device | str = "cpu") -> tuple[int, torch.Tensor, torch.Tensor]:
+    """``(low, cdf, guide)`` for inversion of Poisson(``rate``), ``rate > 0`` (Chen and Asau 1974):
+    ``cdf[i] = F(low + i)`` over ``rate +- 13 sd`` (+ 20), float64, the omitted upper tail (< 1e-36,
+    below float64's resolution of a uniform) joined to the last entry; ``guide[i]`` is the least
+    index with ``F >= i / bins``, ``bins = 4 len(cdf)``, so the answer for ``u`` in
+    ``[i / bins, (i + 1) / bins)`` lies at or after it."""
     spread = TABLE_HALF_WIDTH_SD * math.sqrt(rate) + 20
     low, high = max(0, math.floor(rate - spread)), math.ceil(rate + spread)
-    k = torch.arange(low, high + 1, dtype=torch.float64, device=u.device)
+    k = torch.arange(low, high + 1, dtype=torch.float64, device=device)
     cdf = torch.cumsum(torch.exp(k * math.log(rate) - rate - torch.lgamma(k + 1)), dim=0)
-    cdf[-1] = 1.0  # the omitted upper tail (< 1e-36) joins the last entry
-    # guide[i] is the least index with F >= i / bins: the answer for u in [i / bins, (i + 1) / bins)
-    # lies at or after it
+    cdf[-1] = 1.0
     bins = 4 * k.numel()
-    guide = torch.searchsorted(cdf, torch.arange(bins, dtype=torch.float64, device=u.device) / bins)
-    index = guide[(u * bins).long()]
+    guide = torch.searchsorted(cdf, torch.arange(bins, dtype=torch.float64, device=device) / bins)
+    return low, cdf, guide
+
+
+def poisson_quantile(rate: float, u: torch.Tensor) -> torch.Tensor:
+    """The least ``k`` with ``u <= F(k)`` for each float64 ``u`` in [0, 1), found through the guide
+    table of :func:`quantile_table`; inversion is exact up to float64 rounding."""
+    low, cdf, guide = quantile_table(rate, u.device)
+    index = guide[(u * guide.numel()).long()]
     index += cdf[index] < u  # one step finishes almost every draw
     rest = (cdf[index] < u).nonzero().squeeze(1)  # the tail bins: a binary search for the few left
     if rest.numel():

@@ -121,7 +121,24 @@ class Sensor:
         """One noisy frame in electrons (dark-subtracted) and the number of clipped pixels."""
         if triton_ready(signal_e.device):
             return self._read_fused(signal_e, tuple(signal_e.shape), generator, signal_e.device)
+        if signal_e.device.type == "cpu":
+            return self._read_compiled(signal_e + self.pixel_dark_e, generator)
         return self._digitize(shot_noise(signal_e + self.pixel_dark_e, generator), generator)
+
+    def _read_compiled(self, rates_e: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, int]:
+        """:meth:`read` on the CPU in compiled passes (:mod:`opu_hal.compiled.camera`): exact counts
+        and the same digitization, faster than ``torch.poisson`` and the eager digitization.
+        ``rates_e``: signal plus dark electrons per pixel."""
+        from ...compiled.camera import camera_read
+
+        return camera_read(rates_e, self.pixel_dark_e, generator, **self._adc)
+
+    @property
+    def _adc(self) -> dict[str, float]:
+        """Full well, read noise and ADC parameters, as the compiled and fused kernels take them."""
+        return {"full_well_e": self.full_well_e, "read_noise_e": self.read_noise_e,
+                "gain_e_per_dn": self.gain_e_per_dn, "black_level_dn": self.black_level_dn,
+                "max_dn": self.max_dn}
 
     def _read_fused(self, signal_e: torch.Tensor | float, shape: tuple[int, ...], generator: torch.Generator,
                     device: torch.device) -> tuple[torch.Tensor, int]:
@@ -129,10 +146,7 @@ class Sensor:
         digitization, without the eager path's few dozen launches and synchronizations."""
         from ...triton_camera import camera_read
 
-        electrons, clipped = camera_read(
-            signal_e, shape, self.pixel_dark_e, generator, device, full_well_e=self.full_well_e,
-            read_noise_e=self.read_noise_e, gain_e_per_dn=self.gain_e_per_dn,
-            black_level_dn=self.black_level_dn, max_dn=self.max_dn)
+        electrons, clipped = camera_read(signal_e, shape, self.pixel_dark_e, generator, device, **self._adc)
         return electrons, int(clipped)
 
     def read_flat(self, signal_e: float, shape: tuple[int, ...], generator: torch.Generator,
@@ -140,9 +154,13 @@ class Sensor:
         """:meth:`read` of a flat field of ``signal_e`` electrons at every pixel (the anchor alone),
         with the same distribution: ``Poisson(s + D_j) = Poisson(s) + Poisson(D_j)`` for independent
         counts, and ``Poisson(s)`` of one mean for all pixels is drawn by inverse CDF from one table
-        (:func:`opu_hal.poisson.poisson_constant`), about 3x faster than a draw per pixel."""
+        (:func:`opu_hal.poisson.quantile_table`; compiled on the CPU), faster than a draw per pixel."""
         if triton_ready(torch.device(device)):
             return self._read_fused(float(signal_e), shape, generator, torch.device(device))
+        if torch.device(device).type == "cpu":
+            from ...compiled.camera import camera_read_flat
+
+            return camera_read_flat(float(signal_e), shape, self.pixel_dark_e, generator, **self._adc)
         dark = self.pixel_dark_e
         numel = math.prod(shape)
         if isinstance(dark, torch.Tensor):
