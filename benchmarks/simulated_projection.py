@@ -41,7 +41,8 @@ def time_shape(batch: int, in_features: int, out_features: int, compute: str = "
     generator = torch.Generator().manual_seed(0)
     x = (torch.rand(batch, in_features, generator=generator) < 0.5).float().to(where)
     weights = torch.randn(in_features, out_features, generator=generator).to(where)
-    matmul_s = median_seconds(lambda: x @ weights)
+    # the matmul is ~0.15 ms on the CPU: more warm-up and repeats, or thread start-up sets the median
+    matmul_s = median_seconds(lambda: x @ weights, repeats=51, warmup=10)
     linear_s = median_seconds(lambda: linear.project(x))
     intensity_s = median_seconds(lambda: intensity.project(x))
     return {"matmul_s": matmul_s, "linear_s": linear_s, "intensity_s": intensity_s,

@@ -1,7 +1,10 @@
-"""Exact Poisson sampling in torch on any device, from a seeded ``torch.Generator``.
+"""Exact Poisson sampling in eager torch on any device, from a seeded ``torch.Generator``.
 
-``torch.poisson`` is exact on the CPU but slow (about 45 ns a draw on the 2-core machine), and
-what it does on CUDA is cuRAND's business. This sampler is the same algorithm on every device:
+The simulated camera draws with it on a GPU without Triton; on the CPU it uses the compiled passes
+of :mod:`opu_hal.compiled.poisson`, and on a GPU with Triton the fused kernel of
+:mod:`opu_hal.triton_camera`, both the same algorithms on Philox counters. (``torch.poisson`` is
+exact on the CPU but slow, about 45 ns a draw on the 2-core machine, and what it does on CUDA is
+cuRAND's business.) This sampler is the same algorithm on every device:
 
 - ``lambda >= 10``: Hoermann's transformed rejection with squeeze, PTRS (W. Hoermann, "The
   transformed rejection method for generating Poisson random variables", Insurance: Mathematics and

@@ -167,3 +167,51 @@ def test_camera_read_refuses_a_dark_map_of_the_wrong_width():
     with pytest.raises(ValueError, match="dark map has 3 pixels"):
         camera_read(torch.ones(2, 4), torch.ones(3), torch.Generator(), full_well_e=1e4, read_noise_e=1.0,
                     gain_e_per_dn=1.0, black_level_dn=0, max_dn=255)
+
+
+@pytest.mark.parametrize("read_noise_e, temperature_c, field", [(6.0, 25.0, 9.0), (0.0, 25.0, 9.0), (6.0, 85.0, 9.0),
+                                                                 (6.0, 25.0, 40.0)])
+def test_fused_linear_frames_equal_three_separate_reads(read_noise_e, temperature_c, field):
+    from opu_hal.backends.simulated.dark_map import dark_signal_map
+
+    dark_map = dark_signal_map(0, 300, 0.1, 0.01, 20.0)  # DSNU and hot pixels: at 85 C some dark means pass 10
+    sensor = _sensor(read_noise_e=read_noise_e, temperature_c=temperature_c, exposure_us=4000.0, dark_map=dark_map)
+    g = torch.Generator().manual_seed(2)
+    real, imag = field * torch.randn(64, 300, generator=g), field * torch.randn(64, 300, generator=g)
+    theta = 2 * math.pi * torch.rand(300, generator=g)
+    args = (real, imag, torch.cos(theta), torch.sin(theta), 180.0)
+    fused, fused_clipped, fused_mean = sensor.read_linear(*args, torch.Generator().manual_seed(9))
+    separate, separate_clipped, separate_mean = sensor._read_linear_frames(*args, torch.Generator().manual_seed(9))
+    assert torch.equal(fused, separate)
+    assert fused_clipped == separate_clipped
+    assert fused_mean == pytest.approx(separate_mean, rel=1e-6)
+    if temperature_c == 85.0:
+        assert float(sensor.pixel_dark_e.max()) >= 10  # the flat frame's per-pixel path ran
+    assert (fused_clipped > 0) == (field > 10)  # a bright field saturates some reads
+
+
+def test_exp_neg_is_within_two_ulp_of_libm():
+    from opu_hal.compiled.elementary import EXP_NEG_MAX, exp_neg
+
+    @njit
+    def all_exp_neg(values):
+        return np.array([exp_neg(v) for v in values])
+
+    values = np.r_[0.0, 1e-300, 1e-12, np.random.default_rng(0).uniform(0, EXP_NEG_MAX, 200_000), EXP_NEG_MAX]
+    ours, libm = all_exp_neg(values), np.array([math.exp(-v) for v in values])
+    assert np.max(np.abs(ours - libm) / np.spacing(libm)) <= 2
+
+
+def test_log_positive_is_within_one_ulp_of_libm():
+    from opu_hal.compiled.elementary import log_positive
+
+    @njit
+    def all_logs(values):
+        return np.array([log_positive(v) for v in values])
+
+    rng = np.random.default_rng(1)
+    values = np.r_[np.finfo(float).tiny, 1e-300, 1e-48, 0.5, 1.0, 1.0 + 2**-52, 2.0, 10.0, 1e300,
+                   rng.uniform(0, 2, 200_000), 10 ** rng.uniform(-40, 40, 200_000)]
+    ours, libm = all_logs(values), np.log(values)
+    assert np.max(np.abs(ours - libm) / np.spacing(np.abs(libm))) <= 1
+    assert ours[4] == 0.0

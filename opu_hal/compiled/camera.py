@@ -17,7 +17,7 @@ from numba import njit, prange
 
 from .normal import standard_normals
 from .philox import WORKSPACE, compute_threads, key_words
-from .poisson import PTRS_MIN_RATE, flat_counts, poisson_counts
+from .poisson import flat_frame_counts, poisson_counts
 
 
 @njit(parallel=True, cache=True)
@@ -60,15 +60,11 @@ def camera_read(rates: torch.Tensor, dark_e: torch.Tensor | float, generator: to
 def camera_read_flat(signal_e: float, shape: tuple[int, ...], dark_e: torch.Tensor | float,
                      generator: torch.Generator, **adc: float) -> tuple[torch.Tensor, int]:
     """:func:`camera_read` of a flat field of ``signal_e`` electrons at every pixel, plus the dark
-    signal; dark means of 10 or more (a hot pixel at a high temperature) take the per-pixel path."""
+    signal (:func:`.poisson.flat_frame_counts`)."""
     if not (math.isfinite(signal_e) and signal_e >= 0):
         raise ValueError(f"a flat field of {signal_e} electrons: must be finite and >= 0")
-    dark_max = float(dark_e.max()) if isinstance(dark_e, torch.Tensor) else float(dark_e)
-    if dark_max >= PTRS_MIN_RATE:
-        rates = torch.full(shape, signal_e, dtype=torch.float64) + dark_e
-        return camera_read(rates, dark_e, generator, **adc)
     rows = math.prod(shape[:-1]) if shape else 1
-    return _read(lambda k0, k1, dark, counts: flat_counts(signal_e, dark.astype(np.float64), rows, k0, k1, counts),
+    return _read(lambda k0, k1, dark, counts: flat_frame_counts(signal_e, dark.astype(np.float64), rows, k0, k1, counts),
                  shape, dark_e, generator, adc)
 
 
@@ -78,19 +74,24 @@ def _read(draw_counts: Callable[..., np.ndarray], shape: tuple[int, ...], dark_e
     numel = math.prod(shape)
     if numel >= 2**31:
         raise ValueError(f"a frame of {numel} pixels: pixels are numbered by int32 (at most 2^31 - 1)")
-    columns = shape[-1] if shape else 1
-    dark = (dark_e.detach().reshape(-1).float().contiguous() if isinstance(dark_e, torch.Tensor)
-            else torch.full((columns,), float(dark_e)))
-    if dark.numel() != columns:
-        raise ValueError(f"dark map has {dark.numel()} pixels, the frame's rows {columns}")
+    dark = dark_columns(dark_e, shape[-1] if shape else 1)
     k0, k1 = key_words(generator)
     read_noise = float(adc["read_noise_e"])
     out = torch.empty(numel, dtype=torch.float32)
     with compute_threads():
-        counts = draw_counts(k0, k1, dark.numpy(), WORKSPACE.array("counts", numel, np.float64))
+        counts = draw_counts(k0, k1, dark, WORKSPACE.array("counts", numel, np.float64))
         normals = (standard_normals(numel, k0, k1, WORKSPACE.array("normals", numel, np.float64))
                    if read_noise > 0 else np.empty(0))
-        clipped = digitize(counts, normals, dark.numpy(), float(adc["full_well_e"]), read_noise,
+        clipped = digitize(counts, normals, dark, float(adc["full_well_e"]), read_noise,
                            float(adc["gain_e_per_dn"]), float(adc["black_level_dn"]), float(adc["max_dn"]),
                            out.numpy())
     return out.view(shape), int(clipped)
+
+
+def dark_columns(dark_e: torch.Tensor | float, columns: int) -> np.ndarray:
+    """The mean dark electrons of each column (float32), from one value or a per-pixel map."""
+    dark = (dark_e.detach().reshape(-1).float().contiguous() if isinstance(dark_e, torch.Tensor)
+            else torch.full((columns,), float(dark_e)))
+    if dark.numel() != columns:
+        raise ValueError(f"dark map has {dark.numel()} pixels, the frame's rows {columns}")
+    return dark.numpy()

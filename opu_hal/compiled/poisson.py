@@ -26,6 +26,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..poisson import quantile_table
+from .elementary import exp_neg, log_positive
 from .philox import WORKSPACE, philox4x32, uniform53, unsettled, unsettled_pixels
 
 PTRS_MIN_RATE = 10.0
@@ -91,14 +92,15 @@ def _ptrs_test(lam, log_lam, a, b, k, us, v, log_k_factorial):
     inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
     possible = (k >= 0.0) & ((us >= 0.013) | (v <= us))
     log_target = k * log_lam - lam - log_k_factorial
-    return possible & (math.log(v * inv_alpha / (a / (us * us) + b)) <= log_target)
+    ratio = v * inv_alpha / (a / (us * us) + b)  # 0 only at v = 0: log is -inf, accepted
+    return possible & ((ratio == 0.0) | (log_positive(max(ratio, 1e-300)) <= log_target))
 
 
 @njit(cache=True)
 def ptrs(lam, k0, k1, pixel, first_round):
     """A Poisson(``lam``) draw, ``lam >= 10``, by PTRS from round ``first_round`` on, one pixel."""
     a, b, vr = _ptrs_constants(lam)
-    log_lam = math.log(lam)
+    log_lam = log_positive(lam)
     round_ = np.uint32(first_round)
     while True:
         k, us, v = _ptrs_proposal(lam, a, b, k0, k1, pixel, round_)
@@ -112,7 +114,7 @@ def inversion(lam, k0, k1, pixel):
     """A Poisson(``lam``) draw, ``0 <= lam < 10``, by sequential search on one uniform, one pixel."""
     r0, r1, _, _ = philox4x32(k0, k1, pixel, np.uint32(INVERSION_ROUND), np.uint32(0), np.uint32(0))
     u = uniform53(r0, r1)
-    p = math.exp(-lam)
+    p = exp_neg(lam)
     cumulative = p
     k = 0.0
     while u > cumulative:
@@ -173,7 +175,7 @@ def _ptrs_pass(rates, pending, k0, k1, round_, squeeze, counts, settled, undecid
         counts[i] = k
         quick = squeeze & (us >= 0.07) & (v <= vr)
         in_table = k <= top
-        exact = _ptrs_test(lam, math.log(lam), a, b, k, us, v, LOG_FACTORIALS[int(min(max(k, 0.0), top))])
+        exact = _ptrs_test(lam, log_positive(lam), a, b, k, us, v, LOG_FACTORIALS[int(min(max(k, 0.0), top))])
         settled[i] = quick | (in_table & exact)
         undecided[i] = ~quick & ~in_table
 
@@ -198,7 +200,7 @@ def _inversion_pass(rates, pending, k0, k1, counts, settled):
         lam = rates[i]
         r0, r1, _, _ = philox4x32(k0, k1, np.uint32(i), np.uint32(INVERSION_ROUND), np.uint32(0), np.uint32(0))
         u = uniform53(r0, r1)
-        p = math.exp(-lam)
+        p = exp_neg(lam)
         cumulative = p
         k = 0.0
         for step in range(1, INVERSION_STEPS):
@@ -258,7 +260,7 @@ def _flat_pass(columns, cdf, guide, dark_p0, k0, k1, counts, settled):
 def flat_count(u, w, cdf, dark):
     """One flat-field pixel from its two uniforms: the table's index by binary search, plus the dark
     count by sequential search."""
-    p = math.exp(-dark)
+    p = exp_neg(dark)
     cumulative = p
     k = 0.0
     while w > cumulative:
@@ -279,6 +281,14 @@ def _flat_rest(pending, columns, cdf, dark, k0, k1, counts):
         counts[i] = flat_count(uniform53(r0, r1), uniform53(r2, r3), cdf, dark[i % columns])
 
 
+@njit(cache=True)
+def _exp_neg_all(values):
+    out = np.empty_like(values)
+    for i in range(values.shape[0]):
+        out[i] = exp_neg(values[i])
+    return out
+
+
 def flat_table(rate: float) -> tuple[int, np.ndarray, np.ndarray]:
     """``(low, cdf, guide)`` of Poisson(``rate``) as numpy arrays (a one-entry table at rate 0)."""
     if rate <= 0:
@@ -296,7 +306,16 @@ def flat_counts(rate: float, dark: np.ndarray, rows: int, k0: np.uint32, k1: np.
     counts = np.empty(n) if counts is None else counts
     low, cdf, guide = flat_table(rate)
     settled = WORKSPACE.array("settled", n, np.bool_)
-    _flat_pass(columns, cdf, guide, np.exp(-dark), k0, k1, counts, settled)
+    _flat_pass(columns, cdf, guide, _exp_neg_all(dark), k0, k1, counts, settled)
     _flat_rest(unsettled_pixels(settled, WORKSPACE.array("small", n, np.int32)), columns, cdf, dark, k0, k1, counts)
     counts += low
     return counts
+
+
+def flat_frame_counts(rate: float, dark: np.ndarray, rows: int, k0: np.uint32, k1: np.uint32,
+                      counts: np.ndarray | None = None) -> np.ndarray:
+    """:func:`flat_counts`, or where a dark mean is 10 or more (a hot pixel at a high temperature)
+    :func:`poisson_counts` of the per-pixel means ``rate + D_j``."""
+    if dark.shape[0] and float(dark.max()) >= PTRS_MIN_RATE:
+        return poisson_counts(np.tile(rate + dark, rows), k0, k1, counts)
+    return flat_counts(rate, dark, rows, k0, k1, counts)

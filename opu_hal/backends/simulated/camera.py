@@ -57,14 +57,6 @@ def dark_current_rate(temperature_c: float, pixel_area_cm2: float, dark_fom_na_p
     )
 
 
-def shot_noise(mean_e: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """Exact Poisson counts on the tensor's device: ``torch.poisson`` on the CPU (exact, and faster
-    there), :func:`opu_hal.poisson.poisson` elsewhere (PTRS, the same algorithm on every device)."""
-    if mean_e.device.type == "cpu":
-        return torch.poisson(mean_e, generator=generator)
-    return poisson(mean_e, generator)
-
-
 @dataclass(frozen=True)
 class Sensor:
     """Fixed camera parameters plus the operating point (temperature, exposure)."""
@@ -123,7 +115,7 @@ class Sensor:
             return self._read_fused(signal_e, tuple(signal_e.shape), generator, signal_e.device)
         if signal_e.device.type == "cpu":
             return self._read_compiled(signal_e + self.pixel_dark_e, generator)
-        return self._digitize(shot_noise(signal_e + self.pixel_dark_e, generator), generator)
+        return self._digitize(poisson(signal_e + self.pixel_dark_e, generator), generator)
 
     def _read_compiled(self, rates_e: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, int]:
         """:meth:`read` on the CPU in compiled passes (:mod:`opu_hal.compiled.camera`): exact counts
@@ -149,6 +141,32 @@ class Sensor:
         electrons, clipped = camera_read(signal_e, shape, self.pixel_dark_e, generator, device, **self._adc)
         return electrons, int(clipped)
 
+    def read_linear(self, real: torch.Tensor, imag: torch.Tensor, anchor_cos: torch.Tensor,
+                    anchor_sin: torch.Tensor, anchor_e: float, generator: torch.Generator,
+                    ) -> tuple[torch.Tensor, int, float]:
+        """The three frames of a linear-mode read, ``e_2`` of ``|z|^2``, ``e_1`` of ``|z + a|^2`` and
+        ``e_3`` of the anchor alone (``a = sqrt(anchor_e) e^{i theta}``, ``z = real + i imag``):
+        ``(e_1 - e_2 - e_3, clipped reads, mean of |z + a|^2 + |z|^2)``. On the CPU the three are
+        fused (:mod:`opu_hal.compiled.linear`, the same values as three reads)."""
+        if real.device.type == "cpu":
+            from ...compiled.linear import linear_frames
+
+            return linear_frames(real, imag, anchor_cos, anchor_sin, anchor_e, self.pixel_dark_e, generator, **self._adc)
+        return self._read_linear_frames(real, imag, anchor_cos, anchor_sin, anchor_e, generator)
+
+    def _read_linear_frames(self, real: torch.Tensor, imag: torch.Tensor, anchor_cos: torch.Tensor,
+                            anchor_sin: torch.Tensor, anchor_e: float, generator: torch.Generator,
+                            ) -> tuple[torch.Tensor, int, float]:
+        """:meth:`read_linear` as three separate reads (any device)."""
+        signal = real**2 + imag**2
+        e2, clipped = self.read(signal, generator)
+        amplitude = math.sqrt(anchor_e)
+        with_anchor = (real + amplitude * anchor_cos) ** 2 + (imag + amplitude * anchor_sin) ** 2
+        e1, clipped1 = self.read(with_anchor, generator)
+        e3, clipped3 = self.read_flat(anchor_e, tuple(signal.shape), generator, signal.device)
+        mean_frames = float(with_anchor.mean() + signal.mean())  # one synchronization
+        return e1 - e2 - e3, clipped + clipped1 + clipped3, mean_frames
+
     def read_flat(self, signal_e: float, shape: tuple[int, ...], generator: torch.Generator,
                   device: torch.device) -> tuple[torch.Tensor, int]:
         """:meth:`read` of a flat field of ``signal_e`` electrons at every pixel (the anchor alone),
@@ -165,7 +183,7 @@ class Sensor:
         numel = math.prod(shape)
         if isinstance(dark, torch.Tensor):
             counts = poisson_constant(signal_e, numel, generator, device).view(shape)
-            counts += shot_noise(dark.expand(shape).contiguous(), generator)
+            counts += poisson(dark.expand(shape).contiguous(), generator)
         else:
             counts = poisson_constant(signal_e + dark, numel, generator, device).view(shape)
         return self._digitize(counts, generator)

@@ -259,20 +259,16 @@ class SimulatedDevice(Device[SimulatedProfile]):
         field_scale = math.sqrt(self.signal_e / self.in_features)
         real.mul_(field_scale)
         imag.mul_(field_scale)
-        signal = real**2 + imag**2
         sensor = self.sensor
-        e2, clipped = sensor.read(signal, self._camera_generator)
         if self._profile.mode == "intensity":
+            signal = real**2 + imag**2
+            e2, clipped = sensor.read(signal, self._camera_generator)
             values = e2 / self.signal_e
             mean_frames = float(signal.mean())
         else:
-            amplitude = math.sqrt(self.anchor_e)
-            with_anchor = (real + amplitude * self._anchor_cos) ** 2 + (imag + amplitude * self._anchor_sin) ** 2
-            e1, clipped1 = sensor.read(with_anchor, self._camera_generator)
-            e3, clipped3 = sensor.read_flat(self.anchor_e, tuple(signal.shape), self._camera_generator, signal.device)
-            clipped += clipped1 + clipped3
-            values = (e1 - e2 - e3) * (math.sqrt(2 / self.signal_e) / (2 * amplitude))
-            mean_frames = float(with_anchor.mean() + signal.mean())  # one synchronization
+            difference, clipped, mean_frames = sensor.read_linear(
+                real, imag, self._anchor_cos, self._anchor_sin, self.anchor_e, self._camera_generator)
+            values = difference * (math.sqrt(2 / self.signal_e) / (2 * math.sqrt(self.anchor_e)))
         if clipped:
             self.saturated_pixels += clipped
             warnings.warn(

@@ -1,0 +1,117 @@
+"""The three frames of a linear-mode projection on the CPU, compiled and fused.
+
+:meth:`opu_hal.backends.simulated.camera.Sensor.read_linear` reads ``e_2 = frame(|z|^2)``,
+``e_1 = frame(|z + a|^2)`` and ``e_3 = frame(|a|^2)`` and returns ``e_1 - e_2 - e_3`` (the module
+docstring of :mod:`opu_hal.backends.simulated.device`). Here the two per-pixel means come from one
+pass over the field, the counts and normals from :mod:`.poisson` and :mod:`.normal` under one key
+per frame (drawn in the order of the three separate reads), and the three digitizations and their
+difference from one pass: the same values, bit for bit, as three :func:`.camera.camera_read` calls,
+without the element-wise passes between them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from numba import njit, prange
+
+from .camera import dark_columns
+from .normal import standard_normals
+from .philox import WORKSPACE, compute_threads, key_words
+from .poisson import flat_frame_counts, poisson_counts
+
+
+@njit(parallel=True, cache=True)
+def _rates(real, imag, cos, sin, amplitude, dark, signal_rates, anchor_rates):
+    """``|z|^2 + D_j`` and ``|z + a|^2 + D_j`` in float32 (as torch computes them), stored as float64;
+    returns the two frames' summed signal (float64) for the noise report."""
+    columns = dark.shape[0]
+    total = 0.0
+    for row in prange(real.shape[0] // columns):
+        for column in range(columns):
+            i = row * columns + column
+            re, im = real[i], imag[i]
+            signal = re * re + im * im
+            shifted_re = re + amplitude * cos[column]
+            shifted_im = im + amplitude * sin[column]
+            with_anchor = shifted_re * shifted_re + shifted_im * shifted_im
+            signal_rates[i] = signal + dark[column]
+            anchor_rates[i] = with_anchor + dark[column]
+            total += np.float64(signal) + np.float64(with_anchor)
+    return total
+
+
+@njit(inline="always", cache=True)
+def _electrons(count, normal, has_noise, well, sigma, gain, black, top):
+    """One pixel of ``Sensor._digitize`` in float32, before the dark subtraction: (electrons, clipped)."""
+    electrons = np.float32(count)
+    hit = electrons > well
+    electrons = min(electrons, well)
+    if has_noise:
+        electrons = electrons + sigma * np.float32(normal)
+    dn = np.float32(np.rint(electrons / gain)) + black
+    hit = hit | (dn < 0) | (dn > top)
+    dn = min(max(dn, np.float32(0.0)), top)
+    return (dn - black) * gain, hit
+
+
+@njit(parallel=True, cache=True)
+def _digitize_difference(anchor_counts, signal_counts, flat_counts_, anchor_normals, signal_normals,
+                         flat_normals, dark, full_well, read_noise, gain, black, max_dn, out):
+    """``e_1 - e_2 - e_3`` with each frame digitized and dark-subtracted as ``Sensor._digitize``;
+    returns the clipped reads of the three frames."""
+    columns = dark.shape[0]
+    has_noise = anchor_normals.shape[0] > 0
+    gain32, black32, top = np.float32(gain), np.float32(black), np.float32(max_dn)
+    well, sigma = np.float32(full_well), np.float32(read_noise)
+    clipped = 0
+    for row in prange(anchor_counts.shape[0] // columns):
+        for column in range(columns):
+            i = row * columns + column
+            n1 = anchor_normals[i] if has_noise else 0.0
+            n2 = signal_normals[i] if has_noise else 0.0
+            n3 = flat_normals[i] if has_noise else 0.0
+            e1, hit1 = _electrons(anchor_counts[i], n1, has_noise, well, sigma, gain32, black32, top)
+            e2, hit2 = _electrons(signal_counts[i], n2, has_noise, well, sigma, gain32, black32, top)
+            e3, hit3 = _electrons(flat_counts_[i], n3, has_noise, well, sigma, gain32, black32, top)
+            d = dark[column]
+            out[i] = ((e1 - d) - (e2 - d)) - (e3 - d)
+            clipped += np.int64(hit1) + np.int64(hit2) + np.int64(hit3)
+    return clipped
+
+
+def linear_frames(real: torch.Tensor, imag: torch.Tensor, anchor_cos: torch.Tensor, anchor_sin: torch.Tensor,
+                  anchor_e: float, dark_e: torch.Tensor | float, generator: torch.Generator,
+                  **adc: float) -> tuple[torch.Tensor, int, float]:
+    """``(e_1 - e_2 - e_3, clipped reads, mean of |z + a|^2 + |z|^2)`` for the camera field ``real``,
+    ``imag`` (float32, ``(rows, pixels)``, in sqrt(electrons)) and the anchor of ``anchor_e``
+    electrons with phases ``anchor_cos``, ``anchor_sin`` (one per pixel)."""
+    shape = tuple(real.shape)
+    rows, columns = (math.prod(shape[:-1]), shape[-1]) if shape else (1, 1)
+    numel = rows * columns
+    if numel >= 2**31:
+        raise ValueError(f"a frame of {numel} pixels: pixels are numbered by int32 (at most 2^31 - 1)")
+    dark = dark_columns(dark_e, columns)
+    keys = [key_words(generator) for _ in range(3)]  # the order of Sensor.read_linear's three reads
+    read_noise = float(adc["read_noise_e"])
+    out = torch.empty(numel, dtype=torch.float32)
+    fields = [t.detach().reshape(-1).float().contiguous().numpy() for t in (real, imag)]
+    phases = [t.detach().float().contiguous().numpy() for t in (anchor_cos, anchor_sin)]
+
+    def buffer(name: str) -> np.ndarray:
+        return WORKSPACE.array(name, numel, np.float64)
+
+    with compute_threads():
+        signal_rates, anchor_rates = buffer("signal_rates"), buffer("anchor_rates")
+        total = _rates(*fields, *phases, np.float32(math.sqrt(anchor_e)), dark, signal_rates, anchor_rates)
+        counts = [poisson_counts(signal_rates, *keys[0], buffer("signal_counts")),
+                  poisson_counts(anchor_rates, *keys[1], buffer("anchor_counts")),
+                  flat_frame_counts(float(anchor_e), dark.astype(np.float64), rows, *keys[2], buffer("flat_counts"))]
+        normals = ([standard_normals(numel, *key, buffer(f"normals{j}")) for j, key in enumerate(keys)]
+                   if read_noise > 0 else [np.empty(0)] * 3)
+        clipped = _digitize_difference(counts[1], counts[0], counts[2], normals[1], normals[0], normals[2], dark,
+                                       float(adc["full_well_e"]), read_noise, float(adc["gain_e_per_dn"]),
+                                       float(adc["black_level_dn"]), float(adc["max_dn"]), out.numpy())
+    return out.view(shape), int(clipped), total / max(numel, 1)
