@@ -56,7 +56,7 @@ from .camera import Sensor
 from ...calibration.noise_model import output_variance
 from .dark_map import dark_signal_map
 from .optics import TransmissionMatrix
-from ...compute import resolve_torch_device
+from ...compute import resolve_torch_device, triton_ready
 from .photons import electrons_per_pixel, photons_per_pixel
 from .privacy_noise import CLIP_LIMIT, clip_probability, draw_counts
 
@@ -72,6 +72,8 @@ def calibrated_model(device: "SimulatedDevice"):
     return calibrated_noise_for(device)
 
 
+CAMERA_GENERATOR = "Philox4x32-10 counters under keys drawn from a torch generator seeded by the profile"
+EAGER_CAMERA_GENERATOR = "torch generator seeded by the profile"
 PEAK_FACTOR = 12  # float32 copies of a row's input and output at the projection's peak
 
 class SaturationWarning(UserWarning):
@@ -228,10 +230,17 @@ class SimulatedDevice(Device[SimulatedProfile]):
         step = sensor.gain_e_per_dn * (math.sqrt(2 / self.signal_e) / (2 * math.sqrt(self.anchor_e))
                                        if linear else 1 / self.signal_e)
         return NoiseDistribution(
-            kind="poisson-counts", generator="torch Mersenne Twister seeded by the profile (not for privacy)",
+            kind="poisson-counts", generator=f"{self._camera_stream} (not for privacy)",
             poisson_mean=max(mean, lower), poisson_mean_lower=lower if lower > 0 else None,
             read_noise_e=sensor.read_noise_e, gain_e_per_dn=sensor.gain_e_per_dn, lattice_step=step,
             clip_probability=clip_probability(self.anchor_e + sensor.dark_e, sensor))
+
+    @property
+    def _camera_stream(self) -> str:
+        """Where the frames' randomness comes from: Philox counters on the CPU (compiled) and on a GPU
+        with Triton (fused kernel), the generator's own draws on a GPU without Triton (eager)."""
+        compiled = self.compute.type == "cpu" or triton_ready(self.compute)
+        return CAMERA_GENERATOR if compiled else EAGER_CAMERA_GENERATOR
 
     def noise_report(self) -> NoiseReport:
         """Noise for an input with half the mirrors on (``E|z|^2 = Phi / 2``)."""
