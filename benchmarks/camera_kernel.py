@@ -16,11 +16,15 @@ import torch
 
 from benchmarks.simulated_projection import simulated
 from benchmarks.timing import median_seconds
+from opu_hal.compute import NO_NUMBA_ENV, compiled_ready
 
 SPECKLE_MEAN_E = 101.0
 
 
 def cpu_frames() -> None:
+    if not compiled_ready(torch.device("cpu")):
+        print(f"CPU: the compiled camera is off (Numba not installed, or {NO_NUMBA_ENV} set)")
+        return
     device = simulated(10, 1024, compute="cpu")
     sensor = device.sensor
     generator = torch.Generator().manual_seed(0)

@@ -39,3 +39,18 @@ def triton_ready(device: torch.device) -> bool:
     (:mod:`opu_hal.triton_camera`, :mod:`opu_hal.triton_chacha`) can run there; setting
     ``OPU_HAL_NO_TRITON=1`` keeps the eager torch path (for comparisons)."""
     return device.type == "cuda" and _triton_installed() and not os.environ.get(NO_TRITON_ENV)
+
+
+NO_NUMBA_ENV = "OPU_HAL_NO_NUMBA"
+
+
+@functools.lru_cache(maxsize=1)
+def _numba_installed() -> bool:
+    return importlib.util.find_spec("numba") is not None
+
+
+def compiled_ready(device: torch.device) -> bool:
+    """True when ``device`` is the CPU and Numba is installed, so the simulated camera's compiled
+    kernels (:mod:`opu_hal.compiled`) can run; setting ``OPU_HAL_NO_NUMBA=1`` keeps the eager torch
+    path (for comparisons, or a machine without Numba)."""
+    return device.type == "cpu" and _numba_installed() and not os.environ.get(NO_NUMBA_ENV)

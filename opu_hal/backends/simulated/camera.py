@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ...compute import triton_ready
+from ...compute import compiled_ready, triton_ready
 from ...poisson import poisson, poisson_constant
 
 BOLTZMANN_EV_PER_K = 8.617333262e-5
@@ -55,6 +55,14 @@ def dark_current_rate(temperature_c: float, pixel_area_cm2: float, dark_fom_na_p
         2.55e15 * pixel_area_cm2 * dark_fom_na_per_cm2 * t**1.5
         * math.exp(-band_gap_ev(t) / (2 * BOLTZMANN_EV_PER_K * t))
     )
+
+
+def shot_noise(mean_e: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Exact Poisson counts in eager torch: ``torch.poisson`` on the CPU, :func:`opu_hal.poisson.poisson`
+    elsewhere (PTRS, the same algorithm on every device)."""
+    if mean_e.device.type == "cpu":
+        return torch.poisson(mean_e, generator=generator)
+    return poisson(mean_e, generator)
 
 
 @dataclass(frozen=True)
@@ -113,9 +121,9 @@ class Sensor:
         """One noisy frame in electrons (dark-subtracted) and the number of clipped pixels."""
         if triton_ready(signal_e.device):
             return self._read_fused(signal_e, tuple(signal_e.shape), generator, signal_e.device)
-        if signal_e.device.type == "cpu":
+        if compiled_ready(signal_e.device):
             return self._read_compiled(signal_e + self.pixel_dark_e, generator)
-        return self._digitize(poisson(signal_e + self.pixel_dark_e, generator), generator)
+        return self._digitize(shot_noise(signal_e + self.pixel_dark_e, generator), generator)
 
     def _read_compiled(self, rates_e: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, int]:
         """:meth:`read` on the CPU in compiled passes (:mod:`opu_hal.compiled.camera`): exact counts
@@ -148,7 +156,7 @@ class Sensor:
         ``e_3`` of the anchor alone (``a = sqrt(anchor_e) e^{i theta}``, ``z = real + i imag``):
         ``(e_1 - e_2 - e_3, clipped reads, mean of |z + a|^2 + |z|^2)``. On the CPU the three are
         fused (:mod:`opu_hal.compiled.linear`, the same values as three reads)."""
-        if real.device.type == "cpu":
+        if compiled_ready(real.device):
             from ...compiled.linear import linear_frames
 
             return linear_frames(real, imag, anchor_cos, anchor_sin, anchor_e, self.pixel_dark_e, generator, **self._adc)
@@ -175,7 +183,7 @@ class Sensor:
         (:func:`opu_hal.poisson.quantile_table`; compiled on the CPU), faster than a draw per pixel."""
         if triton_ready(torch.device(device)):
             return self._read_fused(float(signal_e), shape, generator, torch.device(device))
-        if torch.device(device).type == "cpu":
+        if compiled_ready(torch.device(device)):
             from ...compiled.camera import camera_read_flat
 
             return camera_read_flat(float(signal_e), shape, self.pixel_dark_e, generator, **self._adc)
@@ -183,7 +191,7 @@ class Sensor:
         numel = math.prod(shape)
         if isinstance(dark, torch.Tensor):
             counts = poisson_constant(signal_e, numel, generator, device).view(shape)
-            counts += poisson(dark.expand(shape).contiguous(), generator)
+            counts += shot_noise(dark.expand(shape).contiguous(), generator)
         else:
             counts = poisson_constant(signal_e + dark, numel, generator, device).view(shape)
         return self._digitize(counts, generator)

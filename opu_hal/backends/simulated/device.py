@@ -56,7 +56,7 @@ from .camera import Sensor
 from ...calibration.noise_model import output_variance
 from .dark_map import dark_signal_map
 from .optics import TransmissionMatrix
-from ...compute import resolve_torch_device, triton_ready
+from ...compute import compiled_ready, resolve_torch_device, triton_ready
 from .photons import electrons_per_pixel, photons_per_pixel
 from .privacy_noise import CLIP_LIMIT, clip_probability, draw_counts
 
@@ -237,9 +237,9 @@ class SimulatedDevice(Device[SimulatedProfile]):
 
     @property
     def _camera_stream(self) -> str:
-        """Where the frames' randomness comes from: Philox counters on the CPU (compiled) and on a GPU
-        with Triton (fused kernel), the generator's own draws on a GPU without Triton (eager)."""
-        compiled = self.compute.type == "cpu" or triton_ready(self.compute)
+        """Where the frames' randomness comes from: Philox counters on the CPU with Numba (compiled)
+        and on a GPU with Triton (fused kernel), the generator's own draws on the eager paths."""
+        compiled = compiled_ready(self.compute) or triton_ready(self.compute)
         return CAMERA_GENERATOR if compiled else EAGER_CAMERA_GENERATOR
 
     def noise_report(self) -> NoiseReport:
