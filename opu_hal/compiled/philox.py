@@ -21,7 +21,7 @@ _W0 = np.uint32(0x9E3779B9)
 _W1 = np.uint32(0xBB67AE85)
 _LOW32 = np.uint64(0xFFFFFFFF)
 _SHIFT32 = np.uint64(32)
-CACHED_BYTES = 64 << 20  # workspace arrays up to this size are kept between frames
+CACHED_BYTES = 16 << 20  # workspace arrays up to this size (2M float64 values) are kept between frames
 
 
 @njit(inline="always", cache=True)
