@@ -319,3 +319,71 @@ def flat_frame_counts(rate: float, dark: np.ndarray, rows: int, k0: np.uint32, k
     if dark.shape[0] and float(dark.max()) >= PTRS_MIN_RATE:
         return poisson_counts(np.tile(rate + dark, rows), k0, k1, counts)
     return flat_counts(rate, dark, rows, k0, k1, counts)
+
+
+@njit(inline="always", cache=True)
+def _stirling_log_gamma(x):
+    """``log Gamma(x)`` for x >= 7 by numpy's ``random_loggam`` series (no shift needed there), with
+    the vectorizable log."""
+    x2 = 1.0 / (x * x)
+    gl0 = -1.39243221690590e00
+    gl0 = gl0 * x2 + 1.796443723688307e-01
+    gl0 = gl0 * x2 - 2.955065359477124e-02
+    gl0 = gl0 * x2 + 6.410256410256410e-03
+    gl0 = gl0 * x2 - 1.917526917526918e-03
+    gl0 = gl0 * x2 + 8.417508417508418e-04
+    gl0 = gl0 * x2 - 5.952380952380952e-04
+    gl0 = gl0 * x2 + 7.936507936507937e-04
+    gl0 = gl0 * x2 - 2.777777777777778e-03
+    gl0 = gl0 * x2 + 8.333333333333333e-02
+    return gl0 / x + 0.5 * 1.8378770664093453e00 + (x - 0.5) * log_positive(x) - x
+
+
+@njit(parallel=True, cache=True)
+def _constant_squeeze(lam, uniforms_, pending, counts, settled):
+    """One PTRS proposal at one mean ``lam >= 10`` for each ``pending`` value, from two fresh
+    uniforms each (``uniforms_[2 j]``, ``uniforms_[2 j + 1]``); settled where the squeeze accepts."""
+    a, b, vr = _ptrs_constants(lam)
+    for j in prange(pending.shape[0]):
+        i = pending[j]
+        u = uniforms_[2 * j] - 0.5
+        v = uniforms_[2 * j + 1]
+        us = 0.5 - abs(u)
+        counts[i] = math.floor((2.0 * a / us + b) * u + lam + 0.43)
+        settled[i] = (us >= 0.07) & (v <= vr)
+
+
+@njit(parallel=True, cache=True)
+def _constant_exact(lam, uniforms_, pending, counts, settled):
+    """The exact test for the proposals the squeeze left (``settled`` false), on the same uniforms;
+    ``log k!`` from the table below 6 and the Stirling series past it (both computed, one kept)."""
+    a, b, vr = _ptrs_constants(lam)
+    log_lam = log_positive(lam)
+    top = LOG_FACTORIALS.shape[0] - 1.0
+    for j in prange(pending.shape[0]):
+        i = pending[j]
+        if not settled[i]:
+            u = uniforms_[2 * j] - 0.5
+            v = uniforms_[2 * j + 1]
+            us = 0.5 - abs(u)
+            k = counts[i]
+            tabled = LOG_FACTORIALS[int(min(max(k, 0.0), top))]
+            log_k_factorial = tabled if k < 6.0 else _stirling_log_gamma(max(k, 6.0) + 1.0)
+            settled[i] = _ptrs_test(lam, log_lam, a, b, k, us, v, log_k_factorial)
+
+
+def constant_mean_counts(lam: float, n: int, draw_uniforms) -> np.ndarray:
+    """``n`` exact Poisson(``lam``) counts (int64), ``lam >= 10``, by PTRS (Hoermann 1993) on the
+    uniforms ``draw_uniforms(m)`` returns: every round of every value takes two fresh uniforms (a
+    round's pending values draw together), so each count is PTRS on its own i.i.d. uniforms."""
+    if not (math.isfinite(lam) and lam >= PTRS_MIN_RATE):
+        raise ValueError(f"constant_mean_counts needs a finite mean >= {PTRS_MIN_RATE}, got {lam}")
+    counts = np.empty(n)
+    settled = np.zeros(n, dtype=np.bool_)
+    pending = np.arange(n, dtype=np.int64)
+    while pending.shape[0]:
+        uniforms_ = draw_uniforms(2 * pending.shape[0])
+        _constant_squeeze(lam, uniforms_, pending, counts, settled)
+        _constant_exact(lam, uniforms_, pending, counts, settled)
+        pending = unsettled(pending, settled)
+    return counts.astype(np.int64)

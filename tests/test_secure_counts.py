@@ -1,0 +1,110 @@
+"""Privacy counts on the CPU: the compiled ChaCha20 keystream and PTRS at one mean (Skellam noise)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+pytest.importorskip("numba", reason="Numba is not installed: the secure generator uses randomgen alone")
+
+from opu_hal.compiled import chacha  # noqa: E402
+from opu_hal.compiled.poisson import constant_mean_counts  # noqa: E402
+from opu_hal.secure_random import COUNTS_GENERATOR_NAME, GENERATOR_NAME, SecureGenerator  # noqa: E402
+
+from .test_compiled_camera import _chi_square_p  # noqa: E402
+from .test_triton_kernels import chacha20_block  # noqa: E402
+
+
+def test_keystream_matches_the_rfc8439_test_vector():
+    # RFC 8439 section 2.3.2: key 00..1f, block count 1, nonce 00:00:00:09:00:00:00:4a:00:00:00:00
+    words = np.empty((1, 16), np.uint32)
+    chacha.keystream_words(chacha.key_words(bytes(range(32))), np.uint64(1 + (0x09000000 << 32)),
+                           np.uint32(0x4A000000), np.uint32(0), 1, words)
+    assert words[0].tolist() == [0xE4E7F110, 0x15593BD1, 0x1FDD0F50, 0xC47120A3, 0xC7F4D1C7, 0x0368C033,
+                                 0x9AAA2204, 0x4E6CD4C3, 0x466482D2, 0x09AA9F07, 0x05D7C214, 0xA2028BD9,
+                                 0xD19C12B5, 0xB94E16DE, 0xE883D0CB, 0x4E3C50A2]
+
+
+def test_keystream_matches_a_python_reference_across_the_counter_words():
+    key = bytes(np.random.default_rng(3).integers(0, 256, 32, dtype=np.uint8))
+    start = 2**32 - 3  # the low counter word wraps into the high one inside this run
+    words = np.empty((300, 16), np.uint32)
+    chacha.keystream_words(chacha.key_words(key), np.uint64(start), np.uint32(7), np.uint32(0), 300, words)
+    for index in (0, 2, 3, 4, 17, 299):
+        assert words[index].tolist() == chacha20_block(key, start + index, 7)
+
+
+def test_uniforms_are_the_keystream_words_in_pairs_including_a_partial_chunk():
+    key = chacha.key_words(bytes(range(1, 33)))
+    n = 1000  # not a multiple of the 128 uniforms of a chunk
+    out = np.empty(n)
+    chacha.uniforms(key, np.uint64(40), np.uint32(1), np.uint32(0), out)
+    words = np.empty((chacha.blocks_for(n), 16), np.uint32)
+    chacha.keystream_words(key, np.uint64(40), np.uint32(1), np.uint32(0), words.shape[0], words)
+    pairs = words.reshape(-1, 2).astype(np.float64)[:n]
+    expected = (np.floor(pairs[:, 0] / 32) * 67108864.0 + np.floor(pairs[:, 1] / 64)) / 2.0**53
+    assert np.array_equal(out, expected)
+
+
+def _uniform_stream():
+    key, state = chacha.key_words(bytes(range(32))), {"block": 0}
+
+    def draw(m: int) -> np.ndarray:
+        out = np.empty(m)
+        chacha.uniforms(key, np.uint64(state["block"]), np.uint32(1), np.uint32(0), out)
+        state["block"] += chacha.blocks_for(m)
+        return out
+
+    return draw
+
+
+@pytest.mark.parametrize("mean", [10.0, 57.3, 1.0e4, 4.0e8])
+def test_counts_at_one_mean_are_poisson_by_chi_square(mean):
+    counts = constant_mean_counts(mean, 200_000, _uniform_stream())
+    assert counts.dtype == np.int64
+    assert _chi_square_p(counts, stats.poisson(mean)) > 1e-4
+
+
+def test_counts_check_rejects_a_one_percent_mean_error():
+    counts = constant_mean_counts(1.0e4 * 1.01, 200_000, _uniform_stream())
+    assert _chi_square_p(counts, stats.poisson(1.0e4)) < 1e-6
+
+
+def test_constant_mean_counts_refuse_means_below_ten():
+    with pytest.raises(ValueError, match="mean >= 10"):
+        constant_mean_counts(9.5, 10, _uniform_stream())
+
+
+def test_secure_generator_draws_counts_from_the_counter_stream_and_never_reuses_a_block():
+    generator = SecureGenerator()
+    before = generator.secret_state()["cuda"]["block"]
+    first = generator.skellam(3.0e5, 50_000)
+    middle = generator.secret_state()["cuda"]["block"]
+    second = generator.skellam(3.0e5, 50_000)
+    assert generator.name == COUNTS_GENERATOR_NAME
+    assert middle >= before + 2 * chacha.blocks_for(2 * 50_000)  # two counts a value, two uniforms a round
+    assert generator.secret_state()["cuda"]["block"] > middle
+    assert not np.array_equal(first, second)
+    assert abs(first.var() / (2 * 3.0e5) - 1) < 0.03
+
+
+def test_a_checkpointed_generator_replays_its_counts_and_a_fresh_one_does_not():
+    generator = SecureGenerator()
+    generator.poisson(100.0, 10)
+    state = generator.secret_state()
+    counts = generator.poisson(250.0, 5000)
+    assert np.array_equal(SecureGenerator.from_secret_state(state).poisson(250.0, 5000), counts)
+    assert not np.array_equal(SecureGenerator().poisson(250.0, 5000), counts)
+
+
+def test_small_means_and_no_numba_use_randomgens_sampler(monkeypatch):
+    generator = SecureGenerator()
+    generator.poisson(5.0, 1000)
+    assert generator.name == GENERATOR_NAME
+    monkeypatch.setenv("OPU_HAL_NO_NUMBA", "1")
+    other = SecureGenerator()
+    counts = other.poisson(400.0, 20_000)
+    assert other.name == GENERATOR_NAME and abs(counts.mean() - 400) < 5 * (400 / 20_000) ** 0.5
+    assert torch.from_numpy(counts).dtype == torch.int64
