@@ -108,3 +108,15 @@ def test_small_means_and_no_numba_use_randomgens_sampler(monkeypatch):
     counts = other.poisson(400.0, 20_000)
     assert other.name == GENERATOR_NAME and abs(counts.mean() - 400) < 5 * (400 / 20_000) ** 0.5
     assert torch.from_numpy(counts).dtype == torch.int64
+
+
+def test_privacy_summary_names_the_counts_generator_and_the_rounding_generator():
+    from trainers.cli import privacy_summary
+
+    privacy = {"mechanism": "skellam", "noise_source": "device", "generator": "ChaCha20 (randomgen), k",
+               "device_noise": {"poisson_mean_lower": 4e8, "reads_per_value": 7, "mean_source": "model",
+                                "generator": COUNTS_GENERATOR_NAME}}
+    line = privacy_summary(privacy, {"name": "opu-sim-dp"})
+    assert f"counts from {COUNTS_GENERATOR_NAME}" in line
+    assert "lattice rounding from ChaCha20 (randomgen), k" in line
+    assert "generator ChaCha20 (randomgen)" in privacy_summary({"mechanism": "gaussian", "generator": "ChaCha20 (randomgen)"}, None)

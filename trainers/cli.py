@@ -148,7 +148,11 @@ def privacy_summary(privacy: dict, profile: dict | None) -> str:
         parts.append(f"device {profile['name'] if profile else '?'}: Poisson mean >= {device_noise['poisson_mean_lower']:.4g} "
                      f"e- per count ({device_noise.get('reads_per_value')} anchor reads each)")
         parts.append(f"means from {device_noise.get('mean_source', 'the profile model')}")
-    parts.append(f"generator {privacy.get('generator', '?')}")
+    if device_noise and device_noise.get("generator"):
+        parts.append(f"counts from {device_noise['generator']}")
+        parts.append(f"lattice rounding from {privacy.get('generator', '?')}")
+    else:
+        parts.append(f"generator {privacy.get('generator', '?')}")
     return "privacy: " + "; ".join(parts)
 
 
