@@ -40,13 +40,13 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import TYPE_CHECKING
 
 import torch
 
 from ...capabilities import Capabilities
 from ...memory import batch_limit
 from ...device import Device
-from ...errors import InputError
 from ...noise import NoiseDistribution, NoiseReport, PrivacyCounts, Projection
 from ...profile_base import CAMERA_PIXELS, DMD_MIRRORS
 from ...secure_random import SecureGenerator
@@ -57,8 +57,11 @@ from ...calibration.noise_model import output_variance
 from .dark_map import dark_signal_map
 from .optics import TransmissionMatrix
 from ...compute import compiled_ready, resolve_torch_device, triton_ready
-from .photons import electrons_per_pixel, photons_per_pixel
+from .photons import electrons_per_pixel
 from .privacy_noise import CLIP_LIMIT, clip_probability, draw_counts
+
+if TYPE_CHECKING:
+    from .raw_frames import RawFrames
 
 MIB = 1 << 20
 
