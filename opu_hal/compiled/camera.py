@@ -20,6 +20,20 @@ from .philox import WORKSPACE, compute_threads, key_words
 from .poisson import flat_frame_counts, poisson_counts
 
 
+@njit(inline="always", cache=True)
+def adc_electrons(count, normal, has_noise, well, sigma, gain, black, top):
+    """One pixel of ``Sensor._digitize`` in float32, before the dark subtraction: (electrons, clipped)."""
+    electrons = np.float32(count)
+    hit = electrons > well
+    electrons = min(electrons, well)
+    if has_noise:
+        electrons = electrons + sigma * np.float32(normal)
+    dn = np.float32(np.rint(electrons / gain)) + black
+    hit = hit | (dn < 0) | (dn > top)
+    dn = min(max(dn, np.float32(0.0)), top)
+    return (dn - black) * gain, hit
+
+
 @njit(parallel=True, cache=True)
 def digitize(counts, normals, dark, full_well, read_noise, gain, black, max_dn, out):
     """``Sensor._digitize`` in float32, row by row (``dark`` per column; no read noise when
@@ -32,15 +46,9 @@ def digitize(counts, normals, dark, full_well, read_noise, gain, black, max_dn, 
     for row in prange(counts.shape[0] // columns):
         for column in range(columns):
             i = row * columns + column
-            electrons = np.float32(counts[i])
-            hit = electrons > well
-            electrons = min(electrons, well)
-            if has_noise:
-                electrons = electrons + sigma * np.float32(normals[i])
-            dn = np.float32(np.rint(electrons / gain32)) + black32
-            hit = hit | (dn < 0) | (dn > top)
-            dn = min(max(dn, np.float32(0.0)), top)
-            out[i] = (dn - black32) * gain32 - dark[column]
+            normal = normals[i] if has_noise else 0.0
+            electrons, hit = adc_electrons(counts[i], normal, has_noise, well, sigma, gain32, black32, top)
+            out[i] = electrons - dark[column]
             clipped += np.int64(hit)
     return clipped
 
@@ -71,9 +79,7 @@ def camera_read_flat(signal_e: float, shape: tuple[int, ...], dark_e: torch.Tens
 def _read(draw_counts: Callable[..., np.ndarray], shape: tuple[int, ...], dark_e: torch.Tensor | float,
           generator: torch.Generator, adc: dict[str, float]) -> tuple[torch.Tensor, int]:
     """Counts from ``draw_counts(k0, k1, dark, counts)`` under a key from ``generator``, then digitized."""
-    numel = math.prod(shape)
-    if numel >= 2**31:
-        raise ValueError(f"a frame of {numel} pixels: pixels are numbered by int32 (at most 2^31 - 1)")
+    numel = frame_size(shape)
     dark = dark_columns(dark_e, shape[-1] if shape else 1)
     k0, k1 = key_words(generator)
     read_noise = float(adc["read_noise_e"])
@@ -95,3 +101,11 @@ def dark_columns(dark_e: torch.Tensor | float, columns: int) -> np.ndarray:
     if dark.numel() != columns:
         raise ValueError(f"dark map has {dark.numel()} pixels, the frame's rows {columns}")
     return dark.numpy()
+
+
+def frame_size(shape: tuple[int, ...]) -> int:
+    """The number of pixels of a frame, refused from 2^31 on (pixels are numbered by int32)."""
+    numel = math.prod(shape)
+    if numel >= 2**31:
+        raise ValueError(f"a frame of {numel} pixels: pixels are numbered by int32 (at most 2^31 - 1)")
+    return numel

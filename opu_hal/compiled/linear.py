@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
-from .camera import dark_columns
+from .camera import adc_electrons, dark_columns, frame_size
 from .normal import standard_normals
 from .philox import WORKSPACE, compute_threads, key_words
 from .poisson import flat_frame_counts, poisson_counts
@@ -43,20 +43,6 @@ def _rates(real, imag, cos, sin, amplitude, dark, signal_rates, anchor_rates):
     return total
 
 
-@njit(inline="always", cache=True)
-def _electrons(count, normal, has_noise, well, sigma, gain, black, top):
-    """One pixel of ``Sensor._digitize`` in float32, before the dark subtraction: (electrons, clipped)."""
-    electrons = np.float32(count)
-    hit = electrons > well
-    electrons = min(electrons, well)
-    if has_noise:
-        electrons = electrons + sigma * np.float32(normal)
-    dn = np.float32(np.rint(electrons / gain)) + black
-    hit = hit | (dn < 0) | (dn > top)
-    dn = min(max(dn, np.float32(0.0)), top)
-    return (dn - black) * gain, hit
-
-
 @njit(parallel=True, cache=True)
 def _digitize_difference(anchor_counts, signal_counts, flat_counts_, anchor_normals, signal_normals,
                          flat_normals, dark, full_well, read_noise, gain, black, max_dn, out):
@@ -73,9 +59,9 @@ def _digitize_difference(anchor_counts, signal_counts, flat_counts_, anchor_norm
             n1 = anchor_normals[i] if has_noise else 0.0
             n2 = signal_normals[i] if has_noise else 0.0
             n3 = flat_normals[i] if has_noise else 0.0
-            e1, hit1 = _electrons(anchor_counts[i], n1, has_noise, well, sigma, gain32, black32, top)
-            e2, hit2 = _electrons(signal_counts[i], n2, has_noise, well, sigma, gain32, black32, top)
-            e3, hit3 = _electrons(flat_counts_[i], n3, has_noise, well, sigma, gain32, black32, top)
+            e1, hit1 = adc_electrons(anchor_counts[i], n1, has_noise, well, sigma, gain32, black32, top)
+            e2, hit2 = adc_electrons(signal_counts[i], n2, has_noise, well, sigma, gain32, black32, top)
+            e3, hit3 = adc_electrons(flat_counts_[i], n3, has_noise, well, sigma, gain32, black32, top)
             d = dark[column]
             out[i] = ((e1 - d) - (e2 - d)) - (e3 - d)
             clipped += np.int64(hit1) + np.int64(hit2) + np.int64(hit3)
@@ -90,9 +76,7 @@ def linear_frames(real: torch.Tensor, imag: torch.Tensor, anchor_cos: torch.Tens
     electrons with phases ``anchor_cos``, ``anchor_sin`` (one per pixel)."""
     shape = tuple(real.shape)
     rows, columns = (math.prod(shape[:-1]), shape[-1]) if shape else (1, 1)
-    numel = rows * columns
-    if numel >= 2**31:
-        raise ValueError(f"a frame of {numel} pixels: pixels are numbered by int32 (at most 2^31 - 1)")
+    numel = frame_size(shape)
     dark = dark_columns(dark_e, columns)
     keys = [key_words(generator) for _ in range(3)]  # the order of Sensor.read_linear's three reads
     read_noise = float(adc["read_noise_e"])

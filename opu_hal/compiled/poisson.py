@@ -37,13 +37,9 @@ LOG_FACTORIALS = np.array([math.lgamma(k + 1.0) for k in range(1 << 15)])  # log
 
 
 @njit(inline="always", cache=True)
-def loggam(x):
-    """``log Gamma(x)`` for x >= 1, numpy's ``random_loggam``: the Stirling series at x + n >= 7."""
-    if x <= 2.0:
-        return 0.0
-    n = math.floor(7.0 - x) if x < 7.0 else 0.0
-    x0 = x + n
-    x2 = 1.0 / (x0 * x0)
+def _stirling_series(x):
+    """``log Gamma(x) - (x - 1/2) log x + x`` by numpy's ``random_loggam`` series (x >= 7)."""
+    x2 = 1.0 / (x * x)
     gl0 = -1.39243221690590e00
     gl0 = gl0 * x2 + 1.796443723688307e-01
     gl0 = gl0 * x2 - 2.955065359477124e-02
@@ -54,7 +50,17 @@ def loggam(x):
     gl0 = gl0 * x2 + 7.936507936507937e-04
     gl0 = gl0 * x2 - 2.777777777777778e-03
     gl0 = gl0 * x2 + 8.333333333333333e-02
-    gl = gl0 / x0 + 0.5 * 1.8378770664093453e00 + (x0 - 0.5) * math.log(x0) - x0
+    return gl0 / x + 0.5 * 1.8378770664093453e00
+
+
+@njit(inline="always", cache=True)
+def loggam(x):
+    """``log Gamma(x)`` for x >= 1, numpy's ``random_loggam``: the Stirling series at x + n >= 7."""
+    if x <= 2.0:
+        return 0.0
+    n = math.floor(7.0 - x) if x < 7.0 else 0.0
+    x0 = x + n
+    gl = _stirling_series(x0) + (x0 - 0.5) * math.log(x0) - x0
     shift = 1.0
     for i in range(int(n)):
         shift *= x0 - 1.0 - i
@@ -113,7 +119,13 @@ def ptrs(lam, k0, k1, pixel, first_round):
 def inversion(lam, k0, k1, pixel):
     """A Poisson(``lam``) draw, ``0 <= lam < 10``, by sequential search on one uniform, one pixel."""
     r0, r1, _, _ = philox4x32(k0, k1, pixel, np.uint32(INVERSION_ROUND), np.uint32(0), np.uint32(0))
-    u = uniform53(r0, r1)
+    return sequential_search(uniform53(r0, r1), lam)
+
+
+@njit(cache=True)
+def sequential_search(u, lam):
+    """The least ``k`` with ``u <= F(k)`` for Poisson(``lam``), ``0 <= lam < 10``, the CDF summed
+    term by term (the sum :func:`_inversion_pass` also forms)."""
     p = exp_neg(lam)
     cumulative = p
     k = 0.0
@@ -260,17 +272,7 @@ def _flat_pass(columns, cdf, guide, dark_p0, k0, k1, counts, settled):
 def flat_count(u, w, cdf, dark):
     """One flat-field pixel from its two uniforms: the table's index by binary search, plus the dark
     count by sequential search."""
-    p = exp_neg(dark)
-    cumulative = p
-    k = 0.0
-    while w > cumulative:
-        k += 1.0
-        p = p * dark * (RECIPROCALS[int(k)] if k < RECIPROCALS.shape[0] else 1.0 / k)
-        grown = cumulative + p
-        if grown <= cumulative:
-            break
-        cumulative = grown
-    return np.searchsorted(cdf, u) + k
+    return np.searchsorted(cdf, u) + sequential_search(w, dark)
 
 
 @njit(parallel=True, cache=True)
@@ -323,20 +325,8 @@ def flat_frame_counts(rate: float, dark: np.ndarray, rows: int, k0: np.uint32, k
 
 @njit(inline="always", cache=True)
 def _stirling_log_gamma(x):
-    """``log Gamma(x)`` for x >= 7 by numpy's ``random_loggam`` series (no shift needed there), with
-    the vectorizable log."""
-    x2 = 1.0 / (x * x)
-    gl0 = -1.39243221690590e00
-    gl0 = gl0 * x2 + 1.796443723688307e-01
-    gl0 = gl0 * x2 - 2.955065359477124e-02
-    gl0 = gl0 * x2 + 6.410256410256410e-03
-    gl0 = gl0 * x2 - 1.917526917526918e-03
-    gl0 = gl0 * x2 + 8.417508417508418e-04
-    gl0 = gl0 * x2 - 5.952380952380952e-04
-    gl0 = gl0 * x2 + 7.936507936507937e-04
-    gl0 = gl0 * x2 - 2.777777777777778e-03
-    gl0 = gl0 * x2 + 8.333333333333333e-02
-    return gl0 / x + 0.5 * 1.8378770664093453e00 + (x - 0.5) * log_positive(x) - x
+    """``log Gamma(x)`` for x >= 7 by :func:`_stirling_series`, with the vectorizable log."""
+    return _stirling_series(x) + (x - 0.5) * log_positive(x) - x
 
 
 @njit(parallel=True, cache=True)
