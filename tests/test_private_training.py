@@ -18,7 +18,7 @@ from opu_hal.privacy import Accountant, FixedSizeGaussianEvent
 from trainers.checkpoint import load_checkpoint
 from trainers.config import TrainConfig
 from opu_hal import load_device
-from trainers.errors import TrainingConfigError
+from trainers.errors import CheckpointError, TrainingConfigError
 from trainers.loop import Trainer, train
 from trainers.methods import METHODS, MethodContext
 from trainers.model import MLP
@@ -345,3 +345,51 @@ def test_the_ledger_holds_the_event_each_step_returned_not_the_planned_one():
         unregister_method("varying-test")
     entries = record["privacy"]["ledger"]["entries"]
     assert [(e["event"]["noise_multiplier"], e["count"]) for e in entries] == [(10.0, 2), (5.0, record["final"]["steps"] - 2)]
+
+
+def _damaged_last_lines(text: str):
+    """Every cut of 1..len-1 bytes of the last line and every single-bit flip of its bytes (newline included)."""
+    start = text.rstrip("\n").rfind("\n") + 1
+    data = text.encode()
+    for cut in range(1, len(data) - start):
+        yield f"cut {cut}", data[:-cut]
+    for position in range(start, len(data)):
+        for bit in range(8):
+            yield f"flip byte {position} bit {bit}", data[:position] + bytes([data[position] ^ (1 << bit)]) + data[position + 1:]
+
+
+def test_a_damaged_last_journal_line_is_charged_or_refused_never_dropped(tmp_path):
+    from trainers.checkpoint import StepJournal
+
+    journal = StepJournal(tmp_path / "j")
+    for step in (40, 41, 42):
+        journal.begin(step)
+    text = journal.path.read_text()
+    for name, damaged in _damaged_last_lines(text):
+        journal.path.write_bytes(damaged)
+        try:
+            assert journal.draws(100) >= 3, name
+        except CheckpointError:
+            pass  # refused: the run is not resumed, nothing is under-charged
+        journal.seal()
+        journal.begin(43)  # a resumed run appends after a sealed journal
+        try:
+            assert journal.draws(100) >= 4, name
+        except CheckpointError:
+            pass
+
+
+@pytest.mark.parametrize("damage", ["cut", "flip newline"])
+def test_resume_after_a_damaged_last_journal_line_charges_every_draw(device_run, damage):
+    """Killed after 7 device draws (5 checkpointed); the journal's last line is damaged: the resumed
+    run still charges the 2 draws after the checkpoint (issue 27: 43 drawn, 42 charged)."""
+    import json
+    tmp_path, common = device_run
+    path = tmp_path / "run.ckpt.journal"
+    data = path.read_bytes()
+    path.write_bytes(data[:-1] if damage == "cut" else data[:-1] + bytes([data[-1] ^ 1]))
+    result = _run_cli([*common, "--resume", "--out", str(tmp_path / "r.json")], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "charged 2 step(s)" in result.stderr
+    record = json.loads((tmp_path / "r.json").read_text())
+    assert _ledger_steps(record) == 18 + 2

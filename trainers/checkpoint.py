@@ -62,6 +62,9 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     return state
 
 
+TORN = "torn"  # a journal line whose write was damaged: counted as one draw
+
+
 class StepJournal:
     """Append-only record of the private steps begun, one line per draw, durable before the draw."""
 
@@ -74,24 +77,37 @@ class StepJournal:
             handle.flush()
             os.fsync(handle.fileno())
 
-    def entries(self, max_step: int) -> list[int]:
-        """The steps begun, in order; a torn last line (no newline: its write never completed, so its
-        step never started) is dropped. Any other malformed line, or a step outside ``[0, max_step)``,
-        is refused."""
+    def draws(self, max_step: int) -> int:
+        """How many private steps may have drawn noise: one per complete line, plus one for a
+        non-empty last line without its newline. Such a line is torn or damaged (cut short, or its
+        newline flipped): its step may have drawn before the damage, so it is charged, never
+        dropped (issue 27). Any other malformed line, or a step outside ``[0, max_step)``, is refused."""
         if not self.path.is_file():
-            return []
+            return 0
         text = self.path.read_text(encoding="ascii", errors="replace")
         lines = text.split("\n")
-        complete, torn = lines[:-1], lines[-1]
-        steps = []
+        complete, last = lines[:-1], lines[-1]
         for number, line in enumerate(complete, start=1):
-            if not line.isdigit() or int(line) >= max_step:
+            if line != TORN and (not line.isdigit() or int(line) >= max_step):
                 raise CheckpointError(
                     f"{self.path}: line {number} is {line[:40]!r}, not a step in [0, {max_step}); the journal "
                     "is corrupt: the privacy spent cannot be known, so the run is not resumed")
-            steps.append(int(line))
-        del torn
-        return steps
+        return len(complete) + (last != "")
+
+    def seal(self) -> None:
+        """Replace a damaged last line by ``torn`` (still one draw), so the next line starts clean."""
+        if not self.path.is_file():
+            return
+        data = self.path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end == len(data):
+            return
+        with open(self.path, "r+b") as handle:
+            handle.truncate(end)
+            handle.seek(end)
+            handle.write(f"{TORN}\n".encode())
+            handle.flush()
+            os.fsync(handle.fileno())
 
     def exists(self) -> bool:
         return self.path.is_file()

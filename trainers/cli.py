@@ -60,6 +60,10 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     priv.add_argument("--noise-source", choices=("software", "device"), default=None)
     priv.add_argument("--sampling", choices=("poisson", "fixed", "rejection"), default=None,
                       help="dp-sgd / dp-ulr minibatch sampling (rejection: dp-ulr, paper 004)")
+    priv.add_argument("--public-dataset-size", type=int, default=None, metavar="N",
+                      help="add/remove adjacency (dp-sgd poisson, dp-ulr, dp-mac): the training-set size the "
+                           "sampling rate, steps and record use, declared public; the true size is then not "
+                           "published (default: the true size, published and stated as public)")
     priv.add_argument("--opt", dest="extra", action="append", default=None, metavar="KEY=VALUE",
                       help="method option, repeatable (dp-ulr: mode, repeats, forward_std, min_batch, remediation; "
                            "dp-mac: bounds, t_b, t_b_max, t_z, t_w, z_steps, z_lr, sigma_hist, bins, pretrain_epochs)")
@@ -95,7 +99,7 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
 
 OPTION_NAMES = ("profile", "dataset", "data_dir", "epochs", "batch_size", "hidden", "activation", "optimizer",
                 "lr", "momentum", "seed", "threshold", "ternarize", "clip_pixels", "inputs", "features", "model", "conv_strides", "head_hidden", "train_limit", "alignment", "target_epsilon", "delta",
-                "noise_multiplier", "noise_source", "sampling", "clip_norm", "beta", "tau_e", "tau_h",
+                "noise_multiplier", "noise_source", "sampling", "public_dataset_size", "clip_norm", "beta", "tau_e", "tau_h",
                 "tau_h_min", "tau_h_max", "tau_b", "software_noise_std", "temperature_c", "calibration", "lattice_resolution", "compute", "checkpoint", "checkpoint_every",
                 "resume")
 
@@ -135,6 +139,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
     privacy = record.get("privacy") or {}
     if privacy.get("mechanism"):
         print(privacy_summary(privacy, record.get("profile")))
+    if privacy.get("dataset_size"):
+        print(f"training-set size {record['dataset']['train']}: {privacy['dataset_size']}")
     if args.out:
         print(f"result record: {args.out}")
     return 0

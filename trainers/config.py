@@ -15,8 +15,8 @@ from .errors import TrainingConfigError
 from .methods import METHODS, get_method
 
 # How pixels in [0, 1] reach the network: as they are, centred to [-1, 1], or standardized with
-# the training split's mean and std (two scalars; private methods default to "unit", which reads
-# nothing from the private data).
+# two scalars, a mean and a std: of the training split in non-private runs, of the held-out test
+# split (declared public) in private ones, which never read statistics of the private data.
 INPUT_SCALINGS = ("unit", "centered", "standardized")
 
 # What the network reads: the pixels, or ScatterNet features of them (trainers.scattering: a fixed
@@ -64,6 +64,9 @@ class TrainConfig:
     noise_multiplier: float | None = None
     noise_source: str = "software"
     sampling: str | None = None
+    # add/remove adjacency: the training-set size the run's shape and accounting use, declared public
+    # by the user so that the true n stays private (None: n is read from the data and published)
+    public_dataset_size: int | None = None
     clip_norm: float = 1.0
     beta: float = 0.9
     tau_e: float = 0.1
@@ -159,6 +162,10 @@ class TrainConfig:
              f"--noise-source {self.noise_source!r}: choose software or device")
         need(self.sampling in (None, "poisson", "fixed", "rejection"),
              f"--sampling {self.sampling!r}: choose poisson, fixed or rejection (dp-ulr)")
+        need(self.public_dataset_size is None or self.public_dataset_size >= self.batch_size,
+             f"--public-dataset-size must be >= --batch-size ({self.batch_size}), got {self.public_dataset_size}")
+        need(self.public_dataset_size is None or method.private,
+             f"--public-dataset-size applies to private methods; {self.method!r} is not private")
         need(0 < self.delta < 1, f"--delta must be in (0, 1), got {self.delta}")
         need(self.target_epsilon is None or self.target_epsilon > 0,
              f"--target-epsilon must be > 0, got {self.target_epsilon}")

@@ -35,6 +35,7 @@ from .alignment import gradient_alignment
 from .methods import METHODS, Method, MethodContext
 from .model import MLP
 from .privacy import plan_noise
+from .public_surface import epoch_summary, public_record
 from .records import NoiseLog, write_json
 from .sampling import Sampler
 
@@ -61,10 +62,35 @@ def make_optimizer(config: TrainConfig, model: torch.nn.Module) -> torch.optim.O
 
 def build_method(config: TrainConfig, model: MLP, device: Device | None, data: Dataset,
                  train: Split) -> Method:
+    """The config's method; its accounting sees the public dataset size (:func:`public_size`)."""
     cls = METHODS[config.method]
     context = MethodContext(config=config, device=device, n_features=data.n_features,
-                            n_classes=data.n_classes, dataset_size=len(train))
-    return cls(model, context)
+                            n_classes=data.n_classes, dataset_size=public_size(config, len(train)))
+    method = cls(model, context)
+    if config.public_dataset_size is not None and method.neighboring != "add_remove":
+        raise TrainingConfigError(
+            f"--public-dataset-size applies under add/remove adjacency; method {config.method!r} "
+            f"({config.sampling or cls.sampling} sampling) is accounted under replace-one, whose neighbours "
+            "share the dataset size: drop the option")
+    return method
+
+
+def public_size(config: TrainConfig, actual: int) -> int:
+    """The training-set size a run's shape and accounting use: the declared public size under
+    add/remove (``--public-dataset-size``: the true ``n`` then stays private), else ``n`` itself,
+    which the record then declares public (:mod:`trainers.public_surface`)."""
+    return actual if config.public_dataset_size is None else config.public_dataset_size
+
+
+def dataset_size_statement(config: TrainConfig, neighboring: str) -> str:
+    """What the record says about the training-set size it publishes (issue 27, item 3)."""
+    if neighboring == "replace_one":
+        return "public: replace-one neighbours share the training-set size n"
+    if config.public_dataset_size is not None:
+        return ("declared public bound (--public-dataset-size): sampling rate, steps and record use it; "
+                "the true n is not published")
+    return ("public by convention: n was read from the data and is published; pass --public-dataset-size "
+            "to keep it private under add/remove")
 
 
 def _limit(split: Split, limit: int | None) -> Split:
@@ -152,7 +178,10 @@ class Trainer:
         if config.features == "scatter":
             raw = cached_scatter_features(raw, log=self.log, progress=self.progress)
         raw_train = _limit(raw.train, config.train_limit)
-        self.data = scale_inputs(raw, config.inputs, reference=raw_train)
+        # A private run standardizes with the held-out test split's statistics: a set the run
+        # declares public (its metrics are published), never the private training split (issue 27).
+        private = METHODS[config.method].private
+        self.data = scale_inputs(raw, config.inputs, reference=raw.test if private else raw_train)
         self.train_split = _limit(self.data.train, config.train_limit)
 
     def _open_device(self) -> Device | None:
@@ -196,7 +225,8 @@ class Trainer:
         sampling = config.sampling or self.method.sampling
         self.sampler = Sampler(sampling, len(self.train_split), config.batch_size, config.seed,
                                min_batch=getattr(self.method, "min_batch", 0),
-                               secret_key=new_secret_key() if self.method.private else None)
+                               secret_key=new_secret_key() if self.method.private else None,
+                               public_size=public_size(config, len(self.train_split)))
         self.planned_steps = config.epochs * self.sampler.steps_per_epoch
         self.noise_log = NoiseLog()
         self.epochs: list[dict[str, Any]] = []
@@ -304,12 +334,13 @@ class Trainer:
         self.lost_steps_charged = int(state["lost_steps_charged"])
         self.journal_lines = int(state["journal_lines"])
         self.sampler = replace(self.sampler, secret_key=state["sampler_secret_key"])
-        lines = len(self.journal.entries(max(self.planned_steps, 1)))  # type: ignore[union-attr]
+        lines = self.journal.draws(max(self.planned_steps, 1))  # type: ignore[union-attr]
         if lines < self.journal_lines:
             raise CheckpointError(
                 f"--resume: {self.journal.path} records {lines} private step(s) but the checkpoint has charged "  # type: ignore[union-attr]
                 f"{self.journal_lines}: the journal was truncated or deleted, so the privacy spent is unknown; "
                 "the run is not resumed")
+        self.journal.seal()  # type: ignore[union-attr]
         extra = lines - self.journal_lines
         if extra and self.accountant is not None and not self.method.replayable:
             # Device noise cannot be drawn again: those releases existed, so they count, once, now.
@@ -376,7 +407,7 @@ class Trainer:
                 for callback in self.callbacks:
                     callback.after_step(self)
                 bar.update(1)
-                if step % 10 == 0 and count:
+                if step % 10 == 0 and count and not self.method.private:  # training statistics are secret
                     bar.set_postfix(loss=f"{loss_sum / count:.4f}", acc=f"{correct / count:.4f}")
         finally:
             bar.close()
@@ -392,7 +423,8 @@ class Trainer:
     def _epoch_record(self, epoch: int, train_stats: dict[str, float], seconds: float) -> dict[str, Any]:
         val_loss, val_acc = evaluate(self.model, self.data.validation)
         test_loss, test_acc = evaluate(self.model, self.data.test)
-        record: dict[str, Any] = {"epoch": epoch + 1, "steps": self.global_step, **train_stats,
+        published = {} if self.method.private else train_stats  # un-noised statistics of the secret batches
+        record: dict[str, Any] = {"epoch": epoch + 1, "steps": self.global_step, **published,
                                   "validation_loss": val_loss, "validation_accuracy": val_acc,
                                   "test_loss": test_loss, "test_accuracy": test_acc, "epoch_time_s": seconds}
         if self.config.alignment and not self.method.private and isinstance(self.model, MLP):
@@ -436,6 +468,8 @@ class Trainer:
         return self.record()
 
     def _summary(self, record: dict[str, Any]) -> str:
+        if self.method.private:
+            return epoch_summary(record)
         text = (f"epoch {record['epoch']:>3}  loss {record['train_loss']:.4f}  train {record['train_accuracy']:.4f}  "
                 f"val {record['validation_accuracy']:.4f}  test {record['test_accuracy']:.4f}  "
                 f"{record['epoch_time_s']:.1f}s")
@@ -456,16 +490,17 @@ class Trainer:
             final["epsilon"] = self.accountant.get_epsilon(self.config.delta)
             final["delta"] = self.config.delta
             privacy = {"neighboring": self.accountant.neighboring, "ledger": self.accountant.to_dict(),
+                       "dataset_size": dataset_size_statement(self.config, self.method.neighboring),
                        "stopped_by_budget": self.stopped_by_budget,
                        "target_epsilon": self.config.target_epsilon,
                        "lost_steps_charged": self.lost_steps_charged, **self.method.describe()}
         device = self.device
-        return {
+        record = {
             "method": self.config.method,
             "profile": None if device is None else {"name": device.profile.label,
                                                      "backend": device.profile.backend,
                                                      "source": str(device.profile.source)},
-            "dataset": {"name": self.data.name, "train": len(self.train_split),
+            "dataset": {"name": self.data.name, "train": public_size(self.config, len(self.train_split)),
                         "validation": len(self.data.validation), "test": len(self.data.test),
                         "features": self.config.features, "n_features": self.data.n_features},
             "hyperparameters": self.config.to_dict(),
@@ -477,6 +512,7 @@ class Trainer:
             "torch": {"version": torch.__version__, "threads": torch.get_num_threads(), "compute": str(self.compute),
                       **({"gpu": torch.cuda.get_device_name(self.compute)} if self.compute.type == "cuda" else {})},
         }
+        return public_record(record) if self.method.private else record
 
 
 def train(config: TrainConfig, *, out: str | os.PathLike[str] | None = None, progress: bool = True,

@@ -36,6 +36,13 @@ class Sampler:
     #: Private runs: batches are drawn from streams keyed by this secret (never recorded), because
     #: subsampling amplifies privacy only if nobody can tell which examples a batch holds.
     secret_key: str | None = field(default=None, repr=False)
+    #: The size the run's shape comes from (steps per epoch, sampling rate): a declared public bound
+    #: under add/remove (``--public-dataset-size``), so that neither depends on the private ``n``.
+    public_size: int | None = None
+
+    @property
+    def shape_size(self) -> int:
+        return self.dataset_size if self.public_size is None else self.public_size
 
     def _generator(self, stream: str, index: int) -> torch.Generator:
         if self.secret_key is not None:
@@ -46,11 +53,11 @@ class Sampler:
     def steps_per_epoch(self) -> int:
         if self.kind == "shuffle":
             return -(-self.dataset_size // self.batch_size)
-        return max(1, self.dataset_size // self.batch_size)
+        return max(1, self.shape_size // self.batch_size)
 
     @property
     def sampling_rate(self) -> float:
-        return self.batch_size / self.dataset_size
+        return min(1.0, self.batch_size / self.shape_size)
 
     def batch(self, epoch: int, step_in_epoch: int) -> torch.Tensor:
         """Indices of batch ``step_in_epoch`` of ``epoch``."""

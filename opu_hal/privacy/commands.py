@@ -14,6 +14,10 @@ from .run_shape import MAX_STEPS, RELATION_WORDS, SAMPLINGS, run_description  # 
 
 
 NOISE_MULTIPLIER_RANGE = (1e-4, 1e6)
+#: What the accounted epsilon assumes of N (issue 27): under add/remove the neighbours' sizes
+#: differ, so a size used for the sampling rate and step count must be declared public.
+DATASET_SIZE_CONVENTION = ("treated as public: the sampling rate and step count are computed from it; under "
+                           "add/remove, publish a declared bound (train --public-dataset-size) rather than the true size")
 
 
 def _cmd_account(args: argparse.Namespace) -> int:
@@ -27,8 +31,10 @@ def _cmd_account(args: argparse.Namespace) -> int:
     epsilon, order = accountant.get_epsilon_and_order(args.delta)
     result = {"event": event.to_dict(), "neighboring": neighboring, "steps": steps,
               "delta": args.delta, "epsilon_rdp": epsilon, "optimal_order": order}
+    result["dataset_size"] = DATASET_SIZE_CONVENTION
     if not args.json:
         print(f"{type(event).__name__} {event.to_dict()}  ({neighboring}), {steps} steps")
+        print(f"--dataset-size {args.dataset_size}: {DATASET_SIZE_CONVENTION}")
         print(f"epsilon (RDP) = {epsilon:.6g} at delta = {args.delta:g} (order {order:g})", flush=True)
     if not event.pld_supported:
         result["epsilon_pld_skipped"] = f"dp-accounting's PLD does not cover {type(event).__name__}"
