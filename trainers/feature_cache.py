@@ -62,7 +62,9 @@ def cached_scatter_features(data: Dataset, log: Callable[[str], None], progress:
     if path.is_file():
         cached = _load(path, data)
         if cached is not None:
-            log(f"features: ScatterNet features from {path}")
+            # The file's name is a digest of the data, private data included: it stays in the cache
+            # (as secret as the data) and out of the log.
+            log(f"features: ScatterNet features from the cache in {path.parent}")
             return cached
     total = len(data.train) + len(data.validation) + len(data.test)
     log(f"features: computing ScatterNet features of {total} images (J=2, L=8; about 1 ms an image "
@@ -76,5 +78,5 @@ def cached_scatter_features(data: Dataset, log: Callable[[str], None], progress:
     try:
         _store(path, features)
     except OSError as error:
-        log(f"features: not cached ({path}: {error.strerror or error})")
+        log(f"features: not cached ({path.parent}: {error.strerror or error})")
     return features
