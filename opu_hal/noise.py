@@ -25,7 +25,9 @@ class NoiseDistribution:
     ``read_noise_e`` and ``gain_e_per_dn`` of the camera; ``lattice_step`` the output units of one
     count; ``clip_probability`` the probability that one read saturates (the analysis assumes it
     never does); ``generator`` names the random source; ``mean_source`` says where the figure
-    the reads were planned with came from (the profile's model, or a calibration's lower bound).
+    the reads were planned with came from (the profile's model, or a calibration's lower bound);
+    ``frames`` the anchor-only camera frames the draw took (every pixel of a frame is one read) and
+    ``camera_seconds`` their duration at the camera's frame period.
     """
 
     kind: Literal["gaussian", "poisson-counts"]
@@ -38,6 +40,8 @@ class NoiseDistribution:
     lattice_step: float | None = None
     clip_probability: float | None = None
     mean_source: str | None = None
+    frames: int | None = None
+    camera_seconds: float | None = None
 
     def __post_init__(self) -> None:
         if self.poisson_mean_lower is not None and self.poisson_mean is not None:

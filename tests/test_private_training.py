@@ -138,19 +138,31 @@ def test_dp_dfa_with_device_noise_charges_the_skellam_event_at_the_delivered_poi
     accounted = privacy["lattice"]["poisson_mean_accounted"]
     assert privacy["device_noise"]["poisson_mean_lower"] >= accounted
     event = privacy["ledger"]["entries"][0]["event"]
-    assert event["kind"] == "fixed_size_skellam" and event["poisson_mean"] == accounted
+    assert event["kind"] == "fixed_size_rounded_skellam" and event["poisson_mean"] == accounted
     assert event["l2_sensitivity"] == pytest.approx(privacy["lattice"]["l2_sensitivity"])
+    frames = privacy["device_noise"]["frames"]  # two counts per coordinate, one read per pixel
+    assert frames == math.ceil(2 * privacy["lattice"]["dimension"] * privacy["device_noise"]["reads_per_value"]
+                               / (2040 * 1088))
+    assert record["final"]["camera_seconds"] == pytest.approx(frames * 500e-6 * record["final"]["steps"])
+
+
+def test_dp_dfa_worst_case_rounding_analysis_is_still_available():
+    config = cfg("dp-dfa", noise_source="device", noise_multiplier=1.0, epochs=1, alignment=False,
+                 rounding_analysis="worst-case")
+    record = quiet_train(config, data=clusters(), device=load_device("opu-sim-dp"))
+    assert record["privacy"]["ledger"]["entries"][0]["event"]["kind"] == "fixed_size_skellam"
 
 
 def test_dp_dfa_device_release_has_at_least_the_noise_std_it_accounts():
-    config = cfg("dp-dfa", noise_source="device", noise_multiplier=1.0)
+    # k = 33 asks lambda = (1 x 33)^2 / 2 = 544.5 e- per count: one anchor read (576 e-) supplies it.
+    config = cfg("dp-dfa", noise_source="device", noise_multiplier=1.0, lattice_resolution=33.0)
     method = METHODS["dp-dfa"](MLP([20, *HIDDEN, 10], "sigmoid"),
                                MethodContext(config, load_device("opu-sim-dp"), 20, 10, 600))
     method.set_noise_multiplier(1.0)
     released = method.release_update(torch.zeros(200_000))
-    # Applied noise = accounted Skellam + the summed reads' read noise (~3% of the std here), never less.
-    assert method.noise_std * 0.99 <= float(released.std()) <= method.noise_std * 1.06
-    assert method.noise_std == pytest.approx(1.0 * method.sensitivity * 11 / 10)
+    # Applied = accounted Skellam, plus the read's surplus mean (576 / 544.5: 3%) and read noise (~3%); never less.
+    assert method.noise_std * 0.99 <= float(released.std()) <= method.noise_std * 1.08
+    assert method.noise_std == pytest.approx(1.0 * method.sensitivity)  # per coordinate: no (k + 1) / k
 
 
 def test_software_noise_replays_exactly_from_the_generator_state():

@@ -83,7 +83,12 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
     priv.add_argument("--ternarize", action="store_true", default=None,
                       help="photonic-dp on a torch profile: ternarize the error (paper 000's TDFA row)")
     priv.add_argument("--lattice-resolution", type=float, default=None,
-                      help="dp-dfa device noise: k in gamma*Delta = k*sqrt(d); noise grows by (k+1)/k (default 10)")
+                      help="dp-dfa device noise: the update's L2 sensitivity in lattice units, gamma*Delta = k "
+                           "(per-coordinate analysis; the Poisson mean per count is (z k)^2/2) or k*sqrt(d) "
+                           "(worst-case; noise x(k+1)/k) (default 10)")
+    priv.add_argument("--rounding-analysis", choices=("per-coordinate", "worst-case"), default=None,
+                      help="dp-dfa device noise: account randomized rounding per coordinate (default; "
+                           "opu_hal/privacy/rounding.py) or by its worst case (k+1)*sqrt(d)")
     priv.add_argument("--temperature-c", type=float, default=None, help="simulated OPU sensor temperature")
     priv.add_argument("--calibration", default=None,
                       help="calibration file (opu-hal calibrate) to use instead of the profile's calibration key")
@@ -100,7 +105,7 @@ def _add_train_arguments(p: argparse.ArgumentParser) -> None:
 OPTION_NAMES = ("profile", "dataset", "data_dir", "epochs", "batch_size", "hidden", "activation", "optimizer",
                 "lr", "momentum", "seed", "threshold", "ternarize", "clip_pixels", "inputs", "features", "model", "conv_strides", "head_hidden", "train_limit", "alignment", "target_epsilon", "delta",
                 "noise_multiplier", "noise_source", "sampling", "public_dataset_size", "clip_norm", "beta", "tau_e", "tau_h",
-                "tau_h_min", "tau_h_max", "tau_b", "software_noise_std", "temperature_c", "calibration", "lattice_resolution", "compute", "checkpoint", "checkpoint_every",
+                "tau_h_min", "tau_h_max", "tau_b", "software_noise_std", "temperature_c", "calibration", "lattice_resolution", "rounding_analysis", "compute", "checkpoint", "checkpoint_every",
                 "resume")
 
 
@@ -135,6 +140,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
             f"{final['wall_time_s']:.1f} s")
     if "epsilon" in final:
         line += f"; spent (epsilon {final['epsilon']:.4g}, delta {final['delta']:g})"
+    if "camera_seconds" in final:
+        line += f"; device noise took {final['camera_frames']} camera frame(s), {final['camera_seconds']:.4g} s"
     print(line)
     privacy = record.get("privacy") or {}
     if privacy.get("mechanism"):
@@ -154,6 +161,9 @@ def privacy_summary(privacy: dict, profile: dict | None) -> str:
         parts.append(f"device {profile['name'] if profile else '?'}: Poisson mean >= {device_noise['poisson_mean_lower']:.4g} "
                      f"e- per count ({device_noise.get('reads_per_value')} anchor reads each)")
         parts.append(f"means from {device_noise.get('mean_source', 'the profile model')}")
+        if device_noise.get("camera_seconds") is not None:
+            parts.append(f"camera {device_noise['frames']} anchor-only frame(s), "
+                         f"{device_noise['camera_seconds']:.4g} s per step")
     if device_noise and device_noise.get("generator"):
         parts.append(f"counts from {device_noise['generator']}")
         parts.append(f"lattice rounding from {privacy.get('generator', '?')}")

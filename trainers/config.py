@@ -83,6 +83,9 @@ class TrainConfig:
     # a calibration file (opu-hal calibrate) replacing the profile's ``calibration`` key
     calibration: str | None = None
     lattice_resolution: float = 10.0
+    # dp-dfa device noise: how randomized rounding is accounted (opu_hal.privacy.rounding: per
+    # coordinate, the Poisson mean does not grow with the dimension; worst-case: (k + 1) sqrt(d))
+    rounding_analysis: str = "per-coordinate"
     compute: str = "auto"
     # checkpoints
     checkpoint: str | None = None
@@ -183,6 +186,8 @@ class TrainConfig:
              "--calibration applies to a device: give --profile (or --noise-source device)")
         need(math.isfinite(self.lattice_resolution) and 0.5 <= self.lattice_resolution <= 1000,
              f"--lattice-resolution must be in [0.5, 1000], got {self.lattice_resolution}")
+        need(self.rounding_analysis in ("per-coordinate", "worst-case"),
+             f"--rounding-analysis {self.rounding_analysis!r}: choose per-coordinate or worst-case")
         need(self.software_noise_std is None or self.software_noise_std >= 0,
              f"--software-noise-std (--sigma) must be >= 0, got {self.software_noise_std}")
         need(self.checkpoint_every >= 1, f"--checkpoint-every must be >= 1, got {self.checkpoint_every}")

@@ -478,6 +478,15 @@ class Trainer:
         return text
 
     # -- record ----------------------------------------------------------------------------------
+    def _camera_time(self) -> dict[str, float]:
+        """Frames and camera-seconds of the run's device privacy counts: the last draw's per-step
+        figures times every step that drew (completed, and lost to a kill but charged)."""
+        per_step = self.method.describe().get("device_noise") or {}
+        if "camera_seconds" not in per_step:
+            return {}
+        draws = self.global_step + self.lost_steps_charged
+        return {"camera_frames": per_step["frames"] * draws, "camera_seconds": per_step["camera_seconds"] * draws}
+
     def record(self) -> dict[str, Any]:
         last = self.epochs[-1] if self.epochs else {}
         final: dict[str, Any] = {
@@ -489,6 +498,7 @@ class Trainer:
         if self.accountant is not None:
             final["epsilon"] = self.accountant.get_epsilon(self.config.delta)
             final["delta"] = self.config.delta
+            final.update(self._camera_time())
             privacy = {"neighboring": self.accountant.neighboring, "ledger": self.accountant.to_dict(),
                        "dataset_size": dataset_size_statement(self.config, self.method.neighboring),
                        "stopped_by_budget": self.stopped_by_budget,

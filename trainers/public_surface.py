@@ -57,6 +57,7 @@ EPOCH_FIELDS: dict[str, str] = {
 FINAL_FIELDS: dict[str, str] = {
     "test_accuracy": RELEASED, "validation_accuracy": RELEASED, "wall_time_s": TIMING,
     "epochs_completed": LEDGER, "steps": LEDGER, "epsilon": LEDGER, "delta": SETTING,
+    "camera_frames": LEDGER, "camera_seconds": LEDGER,
 }
 
 #: Fields of a noise-report group: the operating point the device ran at (a setting or a

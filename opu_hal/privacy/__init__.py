@@ -24,6 +24,7 @@ from .events import (
 # Every built-in event module is imported here so that its events register (``register_event``) and
 # any ledger this package wrote restores, whichever modules the restoring process imported.
 from .skellam import FixedSizeSkellamEvent, SkellamEvent
+from .rounding import FixedSizeRoundedSkellamEvent, RoundedSkellamEvent
 from .inverse import noise_std_for, planned_epsilon, smallest_noise_multiplier
 
 __all__ = [
@@ -34,6 +35,8 @@ __all__ = [
     "Event",
     "FixedSizeGaussianEvent",
     "FixedSizeSkellamEvent",
+    "FixedSizeRoundedSkellamEvent",
+    "RoundedSkellamEvent",
     "GaussianEvent",
     "LedgerEntry",
     "PHOTONIC_DP_UNBOUNDED_REASON",

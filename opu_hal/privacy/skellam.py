@@ -112,37 +112,64 @@ def subsampled_without_replacement_rdp(base: Callable[[np.ndarray], np.ndarray],
     return out
 
 
+ANALYSES = ("per-coordinate", "worst-case")
+
+
 @dataclass(frozen=True)
 class SkellamLattice:
-    """The lattice of a release: ``gamma`` (lattice units per update unit) from the resolution ``k``
-    (``gamma Delta = k sqrt(d)``), and the sensitivities after randomized rounding (module doc).
+    """The lattice of a release: ``gamma`` (lattice units per update unit) from the resolution ``k``,
+    and the sensitivities the accountant charges, by the rounding ``analysis``:
 
-    Noise in update units has std ``sqrt(2 lambda) / gamma``; for a Gaussian-equivalent noise
-    multiplier ``z`` (``lambda = (z Delta_2)^2 / 2``) that is ``z Delta (k + 1) / k``: the price of
-    the lattice is the factor ``(k + 1) / k`` on the noise, and ``lambda`` grows as ``(k + 1)^2``.
+    - ``worst-case`` (module doc): ``gamma Delta = k sqrt(d)``, sensitivities ``(k + 1) sqrt(d)`` and
+      ``(k + 1) d``; the noise is ``z Delta (k + 1) / k`` and ``lambda`` grows as ``d (k + 1)^2``.
+    - ``per-coordinate`` (:mod:`.rounding`): ``gamma Delta = k`` and the charged L2 sensitivity is
+      ``k`` itself (no rounding term): ``lambda = (z k)^2 / 2`` whatever ``d``, and the noise is
+      ``z Delta`` (the rounding adds at most 1/4 lattice unit^2 of variance, never counted).
+
+    Noise in update units has std ``sqrt(2 lambda) / gamma`` (``z`` the Gaussian-equivalent noise
+    multiplier: ``lambda = (z Delta_2)^2 / 2`` in lattice units).
     """
 
     dimension: int
     sensitivity: float
     resolution: float = 10.0
+    analysis: str = "worst-case"
 
     def __post_init__(self) -> None:
         if not (isinstance(self.dimension, int) and not isinstance(self.dimension, bool) and self.dimension >= 1):
             raise PrivacyParameterError(f"dimension must be an integer >= 1, got {self.dimension!r}")
         _positive("sensitivity", self.sensitivity)
         _positive("resolution", self.resolution)
+        if self.analysis not in ANALYSES:
+            raise PrivacyParameterError(f"rounding analysis {self.analysis!r}: choose one of {', '.join(ANALYSES)}")
+
+    @property
+    def per_coordinate(self) -> bool:
+        return self.analysis == "per-coordinate"
 
     @property
     def gamma(self) -> float:
-        return self.resolution * math.sqrt(self.dimension) / self.sensitivity
+        scale = 1.0 if self.per_coordinate else math.sqrt(self.dimension)
+        return self.resolution * scale / self.sensitivity
 
     @property
     def l2_sensitivity(self) -> float:
+        if self.per_coordinate:
+            return self.resolution
         return (self.resolution + 1) * math.sqrt(self.dimension)
 
     @property
     def l1_sensitivity(self) -> float:
         return (self.resolution + 1) * self.dimension
+
+    def event(self, dataset_size: int, batch_size: int, noise_multiplier: float) -> Event:
+        """The fixed-size-batch event of one release at ``noise_multiplier`` under this analysis."""
+        mean = self.poisson_mean(noise_multiplier)
+        if self.per_coordinate:
+            from .rounding import FixedSizeRoundedSkellamEvent
+
+            return FixedSizeRoundedSkellamEvent(dataset_size, batch_size, self.l2_sensitivity, mean)
+        return FixedSizeSkellamEvent(dataset_size, batch_size, self.l2_sensitivity, self.l1_sensitivity, mean)
 
     def poisson_mean(self, noise_multiplier: float) -> float:
         """``lambda`` giving Skellam variance ``2 lambda = (z Delta_2)^2`` in lattice units."""
@@ -225,11 +252,11 @@ def required_poisson_mean(target_epsilon: float, delta: float, shape) -> float:
         raise PrivacyParameterError(
             "the lattice Skellam mechanism needs the update's dimension d >= 1 (--dimension) and the lattice "
             f"resolution k > 0 (--lattice-resolution); got d={dimension!r}, k={resolution!r}")
-    lattice = SkellamLattice(dimension, 1.0, float(resolution))
+    analysis = getattr(shape, "rounding_analysis", None) or "worst-case"
+    lattice = SkellamLattice(dimension, 1.0, float(resolution), analysis)
 
     def event_for(z: float) -> Event:
-        return FixedSizeSkellamEvent(shape.dataset_size, shape.batch_size, lattice.l2_sensitivity,
-                                     lattice.l1_sensitivity, lattice.poisson_mean(z))
+        return lattice.event(shape.dataset_size, shape.batch_size, z)
 
     z = smallest_noise_multiplier(event_for, shape.steps, target_epsilon, delta, "replace_one")
     return lattice.poisson_mean(z)

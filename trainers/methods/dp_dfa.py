@@ -37,7 +37,7 @@ import torch
 from opu_hal import DeviceUnavailable
 from opu_hal.mechanisms import GaussianRelease, SkellamRelease
 from opu_hal.privacy import Event, FixedSizeGaussianEvent
-from opu_hal.privacy.skellam import FixedSizeSkellamEvent, SkellamLattice
+from opu_hal.privacy.skellam import SkellamLattice
 from opu_hal.secure_random import SecureGenerator
 
 from ..clipping import clip_norm
@@ -99,7 +99,8 @@ class DPDFA(GaussianNoiseMethod):
         self.lattice: SkellamLattice | None = None
         if config.noise_source == "device":
             self._check_noise_device(context)
-            self.lattice = SkellamLattice(self.dimension, self.sensitivity, config.lattice_resolution)
+            self.lattice = SkellamLattice(self.dimension, self.sensitivity, config.lattice_resolution,
+                                          config.rounding_analysis)
             self.replayable = False  # device counts cannot be drawn again
 
     @staticmethod
@@ -123,8 +124,7 @@ class DPDFA(GaussianNoiseMethod):
         ctx = self.context
         if self.lattice is None:
             return FixedSizeGaussianEvent(ctx.dataset_size, ctx.config.batch_size, z)
-        return FixedSizeSkellamEvent(ctx.dataset_size, ctx.config.batch_size, self.lattice.l2_sensitivity,
-                                     self.lattice.l1_sensitivity, self.lattice.poisson_mean(z))
+        return self.lattice.event(ctx.dataset_size, ctx.config.batch_size, z)
 
     def set_noise_multiplier(self, z: float) -> None:
         self.noise_multiplier = float(z)
@@ -152,6 +152,7 @@ class DPDFA(GaussianNoiseMethod):
         }
         if self.lattice is not None and isinstance(mechanism, SkellamRelease):
             info["lattice"] = {"dimension": self.lattice.dimension, "resolution": self.lattice.resolution,
+                               "rounding_analysis": self.lattice.analysis,
                                "gamma": self.lattice.gamma, "l2_sensitivity": self.lattice.l2_sensitivity,
                                "l1_sensitivity": self.lattice.l1_sensitivity,
                                "poisson_mean_accounted": mechanism.poisson_mean}

@@ -181,8 +181,11 @@ class SimulatedDevice(Device[SimulatedProfile]):
         lower, source = (None, "model (the profile's declared camera)")
         if self._calibrated is not None:
             lower, source = self._calibrated.anchor_read_lower_e(self._temperature_c)
+        profile = self._profile
+        frame_time_s = max(profile.frame_time_us, self._exposure_us) * 1e-6
         return draw_counts(self._privacy_generator, self.sensor, self.anchor_read_e, n_values,
-                           poisson_mean, self._profile.label, read_mean_lower_e=lower, mean_source=source)
+                           poisson_mean, profile.label, read_mean_lower_e=lower, mean_source=source,
+                           pixels_per_frame=profile.sensor_pixels, frame_time_s=frame_time_s)
 
     # -- noise model ---------------------------------------------------------------------------
     def _output_variance(

@@ -74,9 +74,17 @@ def check_privacy_source(sensor: "Sensor", read_mean_e: float, label: str) -> fl
     return p_clip
 
 
+def camera_cost(n_values: int, reads: int, pixels_per_frame: int, frame_time_s: float) -> tuple[int, float]:
+    """Frames and camera-seconds of ``n_values`` Skellam values of ``reads`` reads per count: two
+    counts per value, one read per pixel of an anchor-only frame (the whole sensor)."""
+    frames = math.ceil(2 * n_values * reads / pixels_per_frame)
+    return frames, frames * frame_time_s
+
+
 def draw_counts(generator: SecureGenerator, sensor: "Sensor", read_mean_e: float, n_values: int,
                 poisson_mean: float, label: str, read_mean_lower_e: float | None = None,
-                mean_source: str = "model (the profile's declared camera)") -> PrivacyCounts:
+                mean_source: str = "model (the profile's declared camera)",
+                pixels_per_frame: int = 1, frame_time_s: float = 0.0) -> PrivacyCounts:
     """Skellam noise whose counts have Poisson mean ``>= poisson_mean``, from summed anchor reads.
 
     ``read_mean_e`` is the true mean of one read (the simulation draws with it);
@@ -97,8 +105,9 @@ def draw_counts(generator: SecureGenerator, sensor: "Sensor", read_mean_e: float
     read_var = 2 * reads * (sensor.read_noise_e**2 + 1 / 12) if sensor.read_noise_e > 0 else 0.0
     if read_var > 0:
         counts = counts + np.rint(math.sqrt(read_var) * generator.standard_normal(n_values).numpy()).astype(np.int64)
+    frames, seconds = camera_cost(n_values, reads, pixels_per_frame, frame_time_s)
     distribution = NoiseDistribution(
-        kind="poisson-counts", generator=generator.name, poisson_mean=applied,
+        kind="poisson-counts", generator=generator.name, poisson_mean=applied, frames=frames, camera_seconds=seconds,
         poisson_mean_lower=poisson_mean,
         reads_per_value=reads, read_noise_e=sensor.read_noise_e, gain_e_per_dn=sensor.gain_e_per_dn,
         lattice_step=1.0, clip_probability=p_clip, mean_source=mean_source)

@@ -39,6 +39,11 @@ class SimulatedProfile(BaseProfile):
         CAMERA_PIXELS, ge=1, le=2**26, description="pixels the speckle spreads over (power is shared)"
     )
     pixel_pitch_um: float = Field(5.5, ge=0.5, le=100.0, description="pixel pitch, um")
+    # lightonml 1.4.3's simulated OPU (lightonml/internal/simulated_device.py): frametime_us = 500,
+    # exposure_us = 400, output ROI 2040 x 1088 pixels.
+    frame_time_us: float = Field(
+        500.0, ge=1.0, le=1e8, description="camera frame period, us (a frame lasts at least its exposure)"
+    )
     # 0.043 nA/cm^2 = 125 e-/s at 25 C for a 7.4 um pixel, the dark current CMOSIS gives for its
     # 8T global-shutter pixel (CMV300 datasheet v2.10, http://dtsheet.com/model/4255221, the family
     # of the 5.5 um CMV2000 of LightOn-like cameras): 69 e-/s at 5.5 um. The Konnik-Welsh law then
