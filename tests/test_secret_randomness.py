@@ -183,6 +183,22 @@ def test_private_batches_and_noise_never_seed_a_torch_generator(name, kw, monkey
     assert probe.events == []
 
 
+# -- nothing data-dependent published uncharged ----------------------------------------------------
+def test_dp_ulr_describe_is_the_same_whatever_the_batches_were():
+    """Issue 27, item 5: the batch size (Poisson with rejection), the controller's forward stds
+    (second moment) and the lifted directions (spectrum) must not reach the record."""
+    config = cfg("dp-ulr", noise_multiplier=4.0, extra={"mode": "controller"})
+    descriptions = []
+    for seed, n in [(1, 40), (2, 55)]:
+        method = METHODS["dp-ulr"](MLP([20, *HIDDEN, 10], config.activation, seed=0),
+                                   MethodContext(config, None, 20, 10, 600))
+        method.set_noise_multiplier(4.0)
+        data = clusters(n_train=n, seed=seed, spread=0.1 * seed)
+        method.compute_gradients(data.train.x, data.train.y)
+        descriptions.append(method.describe())
+    assert descriptions[0] == descriptions[1]
+
+
 # -- replay from what a record shows ----------------------------------------------------------------
 def public_seeds(seed: int, step: int) -> list[int]:
     """Seeds an attacker derives from a record (config seed, step number) with the project's

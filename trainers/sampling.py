@@ -1,5 +1,5 @@
-"""Minibatch index streams, stateless given ``(seed, epoch, step)`` so a resumed run draws exactly
-the batches an uninterrupted one would.
+"""Minibatch index streams, stateless given ``(seed or secret key, epoch, step)`` so a resumed run
+draws exactly the batches an uninterrupted one would.
 
 - ``shuffle``: disjoint batches of a fresh permutation each epoch (non-private training).
 - ``fixed``: every step, ``m`` indices drawn uniformly without replacement, independently of the
