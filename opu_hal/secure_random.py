@@ -12,6 +12,11 @@ drawn by PTRS on its uniforms (:mod:`opu_hal.compiled.chacha` and
 :func:`opu_hal.compiled.poisson.constant_mean_counts`, nonce 1; the GPU normals use nonce 0), about
 4x faster than randomgen's ChaCha20 under numpy's PTRS.
 
+Trainers that must replay a step from a key (batch sampling of private runs, DP-ULR and DP-MAC
+noise) use :func:`keyed_generator`: a ChaCha20 stream per ``(stream, index)`` whose 256-bit key is
+keyed BLAKE2b-256 of the label under the run's 256-bit secret (:func:`new_secret_key`). Never a
+torch generator: torch keeps only the low 32 bits of a seed, which brute force recovers (issue 27).
+
 The key and counter (:meth:`SecureGenerator.secret_state`) are exported only into checkpoints, so
 that a resumed run can replay exactly the noise of the steps it recomputes: a checkpoint is
 therefore a secret, like the training data itself.
@@ -23,7 +28,7 @@ import hashlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -37,7 +42,8 @@ COUNTS_GENERATOR_NAME = ("ChaCha20 (Poisson counts by PTRS on a compiled counter
                          "randomgen), 256-bit keys from os.urandom")
 COUNTS_NONCE = 1  # the CPU counts' nonce on the counter-mode stream (the GPU normals use 0)
 PTRS_MIN_MEAN = 10.0  # the compiled counts' range (PTRS); smaller means take numpy's sampler
-KEYED_GENERATOR_NAME = "torch generators seeded per step by keyed BLAKE2b of a 256-bit key from os.urandom"
+KEYED_GENERATOR_NAME = "ChaCha20 (randomgen) keyed per step by BLAKE2b-256 of a 256-bit key from os.urandom"
+MIN_SECRET_KEY_BITS = 128  # project rule: secrets are at least 128 bits end to end
 _THREADS = 2
 _PARALLEL_MIN = 1 << 16
 
@@ -69,13 +75,51 @@ def new_secret_key() -> str:
     return os.urandom(32).hex()
 
 
-def keyed_torch_generator(key: str, stream: str, index: int) -> torch.Generator:
-    """A torch generator for ``(stream, index)`` seeded by keyed BLAKE2b (a PRF) of the secret
-    ``key``: stateless, so a resumed run replays a step exactly from the key in its checkpoint, and
-    nothing public (seeds, records) determines it. Use for batch sampling and for methods that need
-    torch's samplers; the draws themselves are torch's Mersenne Twister from that secret seed."""
-    digest = hashlib.blake2b(f"{stream}:{index}".encode(), key=bytes.fromhex(key), digest_size=8).digest()
-    return torch.Generator().manual_seed(int.from_bytes(digest, "little") >> 1)
+def stream_key(key: str, stream: str, index: int) -> int:
+    """The 256-bit ChaCha20 key of ``(stream, index)``: keyed BLAKE2b-256 (a PRF) of the label under
+    the secret ``key`` (hex, at least 128 bits). Every bit of it keys the cipher, so no seed of
+    fewer bits (torch keeps only 32 of a seed) stands between the secret and the draws."""
+    secret = bytes.fromhex(key)
+    if len(secret) * 8 < MIN_SECRET_KEY_BITS:
+        raise OpuHalError(f"a secret key has at least {MIN_SECRET_KEY_BITS} bits, got {len(secret) * 8}")
+    digest = hashlib.blake2b(f"{stream}:{index}".encode(), key=secret, digest_size=32).digest()
+    return int.from_bytes(digest, "little")
+
+
+def keyed_generator(key: str, stream: str, index: int) -> np.random.Generator:
+    """A ChaCha20 generator for ``(stream, index)`` keyed by :func:`stream_key`: stateless, so a
+    resumed run replays a step exactly from the secret key in its checkpoint, and nothing public
+    (seeds, step numbers, records) determines it. For batch sampling and per-step privacy noise."""
+    return _chacha(stream_key(key, stream, index))
+
+
+def torch_normal(generator: np.random.Generator, shape: Sequence[int],
+                 dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """I.i.d. N(0, 1) values of ``shape`` from ``generator`` (numpy's ziggurat) as a CPU tensor."""
+    wide = dtype == torch.float64
+    values = generator.standard_normal(tuple(shape), dtype=np.float64 if wide else np.float32)
+    return torch.from_numpy(values).to(dtype)
+
+
+def torch_uniform(generator: np.random.Generator, n: int) -> torch.Tensor:
+    """``n`` i.i.d. uniforms in [0, 1) (float64) from ``generator``."""
+    return torch.from_numpy(generator.random(n))
+
+
+def bernoulli_indices(generator: np.random.Generator, n: int, rate: float) -> torch.Tensor:
+    """Sorted indices of ``range(n)``, each kept independently with probability ``rate`` (Poisson
+    subsampling)."""
+    return torch.from_numpy(np.flatnonzero(generator.random(n) < rate)).long()
+
+
+def sample_without_replacement(generator: np.random.Generator, n: int, k: int) -> torch.Tensor:
+    """``k`` distinct indices of ``range(n)``, uniformly at random, in random order."""
+    return torch.from_numpy(generator.choice(n, size=k, replace=False)).long()
+
+
+def permutation(generator: np.random.Generator, n: int) -> torch.Tensor:
+    """A uniformly random permutation of ``range(n)``."""
+    return torch.from_numpy(generator.permutation(n)).long()
 
 
 class SecureGenerator:

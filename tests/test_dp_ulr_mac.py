@@ -124,7 +124,7 @@ def test_remediation_lifts_every_direction_to_the_target():
     assert torch.all(total >= 16.0 - 1e-9)
     assert variances[-1] == 0  # already above the target: nothing added
     q, _ = torch.linalg.qr(torch.randn(4, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1)))
-    noise = ulr.remediation_noise(q, variances, 20000, torch.Generator().manual_seed(2)).double()
+    noise = ulr.remediation_noise(q, variances, 20000, np.random.default_rng(2)).double()
     empirical = torch.linalg.eigvalsh(noise.T @ noise / 20000)
     assert torch.allclose(empirical.sort().values, variances.sort().values, rtol=0.06, atol=0.05)
 
@@ -143,7 +143,7 @@ def test_lr_proxy_is_unbiased_for_the_noisy_gradient_of_a_linear_logit():
     model = MLP([4, 3], "tanh", seed=1)
     x, y = torch.randn(1, 4), torch.tensor([2])
     trace = model.forward_trace(x)
-    z, losses = ulr.noisy_losses(model, trace, 0, y, 0.05, 200000, torch.Generator().manual_seed(3))
+    z, losses = ulr.noisy_losses(model, trace, 0, y, 0.05, 200000, np.random.default_rng(3))
     clean = torch.nn.functional.cross_entropy(trace.logits, y, reduction="none")
     proxy = ulr.lr_factor(z, losses - clean, 0.05)[0]
     v = trace.preacts[0].detach().requires_grad_(True)
@@ -161,9 +161,13 @@ def test_clipped_sum_bounds_each_example_by_the_overall_clip():
 
 
 # -- sampler with rejection ----------------------------------------------------------------------
-def test_rejection_sampler_is_the_truncated_binomial():
+SAMPLER_KEYS = [None, "5e" * 32]  # the seeded (non-private) and the secret-keyed (private) streams
+
+
+@pytest.mark.parametrize("secret_key", SAMPLER_KEYS)
+def test_rejection_sampler_is_the_truncated_binomial(secret_key):
     n, batch, floor_ = 200, 20, 18
-    sampler = Sampler("rejection", n, batch, seed=3, min_batch=floor_)
+    sampler = Sampler("rejection", n, batch, seed=3, min_batch=floor_, secret_key=secret_key)
     sizes = np.array([len(sampler.batch(0, s)) for s in range(sampler.steps_per_epoch)]
                      + [len(sampler.batch(e, 0)) for e in range(1, 1500)])
     assert sizes.min() >= floor_
@@ -176,8 +180,9 @@ def test_rejection_sampler_is_the_truncated_binomial():
     assert stats.chisquare(observed, expected).pvalue > 1e-3
 
 
-def test_rejection_sampler_members_are_uniform():
-    sampler = Sampler("rejection", 50, 10, seed=0, min_batch=9)
+@pytest.mark.parametrize("secret_key", SAMPLER_KEYS)
+def test_rejection_sampler_members_are_uniform(secret_key):
+    sampler = Sampler("rejection", 50, 10, seed=0, min_batch=9, secret_key=secret_key)
     counts = np.zeros(50)
     for e in range(600):
         counts[sampler.batch(e, 0).numpy()] += 1
@@ -241,7 +246,7 @@ def test_paper_analytic_sensitivities_bound_a_replaced_example(seed):
 
 def test_dp_histogram_picks_the_upper_edge_of_the_fullest_bin():
     norms = torch.cat([torch.full((500,), 0.033), torch.full((20,), 0.09), torch.full((30,), 5.0)])
-    bound, counts = mac.histogram_bound(norms, 0.1, 10, 1.0, torch.Generator().manual_seed(0))
+    bound, counts = mac.histogram_bound(norms, 0.1, 10, 1.0, np.random.default_rng(0))
     assert bound == pytest.approx(0.04)
     assert len(counts) == 10 and counts[-1] > 40  # values above T_b^max land in the last bin
 

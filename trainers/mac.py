@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
+
+from opu_hal.secure_random import torch_normal
 
 from .model import MLP
 
@@ -94,14 +97,15 @@ def project_columns(model: MLP, t_w: float) -> None:
 
 # -- DP histogram for per-layer bounds (section 2.4) -----------------------------------------------
 def histogram_bound(norms: torch.Tensor, t_max: float, bins: int, sigma_hist: float,
-                    generator: torch.Generator) -> tuple[float, list[float]]:
+                    generator: np.random.Generator) -> tuple[float, list[float]]:
     """Counts of ``norms`` over ``[0, t_max]`` (``bins`` bins, larger values in the last), each
-    perturbed by ``N(0, sigma_hist^2)`` (sensitivity 1: one example moves one count by one); the
+    perturbed by ``N(0, sigma_hist^2)`` from ``generator`` (a secret-keyed ChaCha20 stream in
+    training; sensitivity 1: one example moves one count by one); the
     bound is the upper edge of the largest noisy bin (section 2.4, "as in [15]"; "largest" read
     as the most populated)."""
     index = (norms.clamp(0, t_max) / t_max * bins).long().clamp(max=bins - 1)
     counts = torch.bincount(index, minlength=bins).double()
-    noisy = counts + sigma_hist * torch.randn(bins, generator=generator, dtype=torch.float64)
+    noisy = counts + sigma_hist * torch_normal(generator, (bins,), torch.float64)
     top = int(noisy.argmax())
     return t_max * (top + 1) / bins, noisy.tolist()
 

@@ -1,5 +1,5 @@
-"""Minibatch index streams, stateless given ``(seed, epoch, step)`` so a resumed run draws exactly
-the batches an uninterrupted one would.
+"""Minibatch index streams, stateless given ``(seed or secret key, epoch, step)`` so a resumed run
+draws exactly the batches an uninterrupted one would.
 
 - ``shuffle``: disjoint batches of a fresh permutation each epoch (non-private training).
 - ``fixed``: every step, ``m`` indices drawn uniformly without replacement, independently of the
@@ -8,6 +8,10 @@ the batches an uninterrupted one would.
   (Abadi et al.; accounted by ``PoissonGaussianEvent``).
 - ``rejection``: Poisson sampling, redrawn while the batch has fewer than ``min_batch`` examples
   (paper 004, Definition 3.4; accounted by ``SampledWithRejectionGaussianEvent``).
+
+Private runs (``secret_key`` set) draw from ChaCha20 streams keyed per step by the secret
+(:func:`opu_hal.secure_random.keyed_generator`); non-private runs from torch generators seeded by
+``--seed``, so that they are reproducible from it.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from typing import Iterator
 
 import torch
 
-from opu_hal.secure_random import keyed_torch_generator
+from opu_hal.secure_random import (bernoulli_indices, keyed_generator, permutation,
+                                   sample_without_replacement)
 from opu_hal.seeding import derive_seed
 
 
@@ -44,11 +49,6 @@ class Sampler:
     def shape_size(self) -> int:
         return self.dataset_size if self.public_size is None else self.public_size
 
-    def _generator(self, stream: str, index: int) -> torch.Generator:
-        if self.secret_key is not None:
-            return keyed_torch_generator(self.secret_key, stream, index)
-        return step_generator(self.seed, stream, index)
-
     @property
     def steps_per_epoch(self) -> int:
         if self.kind == "shuffle":
@@ -61,11 +61,13 @@ class Sampler:
 
     def batch(self, epoch: int, step_in_epoch: int) -> torch.Tensor:
         """Indices of batch ``step_in_epoch`` of ``epoch``."""
+        if self.secret_key is not None:
+            return self._secret_batch(epoch, step_in_epoch)
         global_step = epoch * self.steps_per_epoch + step_in_epoch
         if self.kind == "shuffle":
-            order = torch.randperm(self.dataset_size, generator=self._generator("epoch", epoch))
+            order = torch.randperm(self.dataset_size, generator=step_generator(self.seed, "epoch", epoch))
             return order[step_in_epoch * self.batch_size:(step_in_epoch + 1) * self.batch_size]
-        generator = self._generator("batch", global_step)
+        generator = step_generator(self.seed, "batch", global_step)
         if self.kind == "fixed":
             return torch.randperm(self.dataset_size, generator=generator)[: self.batch_size]
         mask = torch.rand(self.dataset_size, generator=generator) < self.sampling_rate
@@ -73,6 +75,22 @@ class Sampler:
             while int(mask.sum()) < self.min_batch:  # rejected: draw the whole batch again
                 mask = torch.rand(self.dataset_size, generator=generator) < self.sampling_rate
         return mask.nonzero().flatten()
+
+    def _secret_batch(self, epoch: int, step_in_epoch: int) -> torch.Tensor:
+        """:meth:`batch` of a private run: the same laws, drawn from the ChaCha20 stream the secret
+        key gives this step (or epoch, for ``shuffle``)."""
+        assert self.secret_key is not None
+        if self.kind == "shuffle":
+            order = permutation(keyed_generator(self.secret_key, "epoch", epoch), self.dataset_size)
+            return order[step_in_epoch * self.batch_size:(step_in_epoch + 1) * self.batch_size]
+        generator = keyed_generator(self.secret_key, "batch", epoch * self.steps_per_epoch + step_in_epoch)
+        if self.kind == "fixed":
+            return sample_without_replacement(generator, self.dataset_size, self.batch_size)
+        indices = bernoulli_indices(generator, self.dataset_size, self.sampling_rate)
+        if self.kind == "rejection":
+            while len(indices) < self.min_batch:  # rejected: draw the whole batch again
+                indices = bernoulli_indices(generator, self.dataset_size, self.sampling_rate)
+        return indices
 
     def epoch(self, epoch: int, start: int = 0) -> Iterator[tuple[int, torch.Tensor]]:
         for step in range(start, self.steps_per_epoch):

@@ -18,8 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
+
+from opu_hal.secure_random import torch_normal
 
 from .model import MLP, Trace
 
@@ -42,11 +45,12 @@ def forward_from(model: MLP, layer_index: int, preact: torch.Tensor) -> torch.Te
 
 
 def noisy_losses(model: MLP, trace: Trace, layer_index: int, y: torch.Tensor, std: float, repeats: int,
-                 generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """Forward noise ``z ~ N(0, std^2 I)`` on layer ``l``'s output, ``K`` repeats (Algorithm 1):
-    returns ``z`` of shape ``(K, B, out)`` and the noisy losses ``L_k`` of shape ``(K, B)``."""
+                 generator: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Forward noise ``z ~ N(0, std^2 I)`` on layer ``l``'s output, ``K`` repeats (Algorithm 1),
+    drawn from ``generator`` (a secret-keyed ChaCha20 stream in training): returns ``z`` of shape
+    ``(K, B, out)`` and the noisy losses ``L_k`` of shape ``(K, B)``."""
     v = trace.preacts[layer_index]
-    z = std * torch.randn((repeats, *v.shape), generator=generator)
+    z = std * torch_normal(generator, (repeats, *v.shape), v.dtype)
     logits = forward_from(model, layer_index, v.unsqueeze(0) + z)
     losses = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.repeat(repeats), reduction="none")
     return z, losses.view(repeats, -1)
@@ -103,8 +107,8 @@ def remediation_variances(eigenvalues: torch.Tensor, std: float, repeats: int, c
 
 
 def remediation_noise(eigenvectors: torch.Tensor, variances: torch.Tensor, out_features: int,
-                      generator: torch.Generator) -> torch.Tensor:
+                      generator: np.random.Generator) -> torch.Tensor:
     """Noise with covariance ``Q diag(variances) Q^T`` on each of the ``out`` rows of ``[W, b]``:
-    ``Xi diag(sqrt(variances)) Q^T``."""
-    xi = torch.randn(out_features, variances.shape[0], generator=generator, dtype=torch.float64)
+    ``Xi diag(sqrt(variances)) Q^T``, ``Xi`` standard normal from ``generator``."""
+    xi = torch_normal(generator, (out_features, variances.shape[0]), torch.float64)
     return ((xi * variances.sqrt()) @ eigenvectors.T).float()

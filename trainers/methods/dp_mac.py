@@ -30,6 +30,7 @@ import copy
 import math
 from typing import Any, Callable
 
+import numpy as np
 import torch
 
 from opu_hal.privacy import Accountant, ComposedEvent, GaussianEvent, PoissonGaussianEvent
@@ -37,7 +38,8 @@ from opu_hal.privacy import Accountant, ComposedEvent, GaussianEvent, PoissonGau
 from .. import mac
 from ..errors import TrainingConfigError
 from ..options import choice, count, parse_options, positive
-from opu_hal.secure_random import KEYED_GENERATOR_NAME, keyed_torch_generator, new_secret_key
+from opu_hal.secure_random import (KEYED_GENERATOR_NAME, bernoulli_indices, keyed_generator, new_secret_key,
+                                   torch_normal)
 from .base import Method, MethodContext, StepOutput, batch_stats
 
 OPTIONS = {
@@ -99,6 +101,9 @@ class DPMAC(Method):
         return self.event_for(self.noise_multiplier)
 
     def describe(self) -> dict[str, Any]:
+        """Settings, plus the per-layer bounds and noisy histograms of ``bounds=histogram``: those
+        depend on the data but are the output of the DP histograms (and pre-training) charged to
+        the ledger in :meth:`prepare`, so publishing them is post-processing."""
         return {"noise_multiplier": self.noise_multiplier, "generator": KEYED_GENERATOR_NAME, "layer_bounds": self.bounds,
                 "noise_std_per_layer": [self.layer_noise_std(k) for k in range(len(self.bounds))],
                 "histograms": self.histograms, **{k: v for k, v in self.options.items()}}
@@ -123,20 +128,22 @@ class DPMAC(Method):
         coords = mac.aux_coordinates(model, x, y, o["z_steps"], o["z_lr"], o["t_z"])
         return coords, mac.layer_deltas(model, coords, y)
 
-    def _step(self, model, x: torch.Tensor, y: torch.Tensor, generator: torch.Generator) -> None:
+    def _step(self, model, x: torch.Tensor, y: torch.Tensor, generator: np.random.Generator) -> None:
+        """Clipped coefficient sums plus Appendix H noise (from ``generator``, a secret-keyed
+        ChaCha20 stream) as ``model``'s gradients."""
         coords, deltas = self._coefficients(model, x, y)
         sums = mac.clipped_layer_sums(deltas, coords, self.bounds)
         m = self.context.config.batch_size
         with torch.no_grad():
             for k, (layer, (weight, bias)) in enumerate(zip(model.layers, sums)):
                 std = self.layer_noise_std(k)
-                layer.weight.grad = (weight + std * torch.randn(weight.shape, generator=generator)) / m
-                layer.bias.grad = (bias + std * torch.randn(bias.shape, generator=generator)) / m
+                layer.weight.grad = (weight + std * torch_normal(generator, weight.shape, weight.dtype)) / m
+                layer.bias.grad = (bias + std * torch_normal(generator, bias.shape, bias.dtype)) / m
 
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         with torch.no_grad():
             loss_sum, correct = batch_stats(self.model(x), y)
-        self._step(self.model, x, y, keyed_torch_generator(self.secret_key, "noise", self.current_step))
+        self._step(self.model, x, y, keyed_generator(self.secret_key, "noise", self.current_step))
         return StepOutput(loss_sum, correct, int(y.shape[0]), privacy_event=self.planned_event())
 
     def after_step(self) -> None:
@@ -151,14 +158,13 @@ class DPMAC(Method):
         config, o = self.context.config, self.options
         n = len(train)
         steps = o["pretrain_epochs"] * max(1, n // config.batch_size)
-        seed = config.seed
         model = copy.deepcopy(self.model)
         optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
         for step in range(steps):
-            mask = torch.rand(n, generator=keyed_torch_generator(self.secret_key, "mac-pretrain-batch", step)) < self.sampling_rate
-            idx = mask.nonzero().flatten()
+            idx = bernoulli_indices(keyed_generator(self.secret_key, "mac-pretrain-batch", step), n,
+                                    self.sampling_rate)
             optimizer.zero_grad(set_to_none=True)
-            self._step(model, train.x[idx], train.y[idx], keyed_torch_generator(self.secret_key, "mac-pretrain-noise", step))
+            self._step(model, train.x[idx], train.y[idx], keyed_generator(self.secret_key, "mac-pretrain-noise", step))
             optimizer.step()
             mac.project_columns(model, o["t_w"])
         parts = []
@@ -166,7 +172,7 @@ class DPMAC(Method):
             coords, deltas = self._coefficients(model, train.x[i:i + 1000], train.y[i:i + 1000])
             parts.append(mac.coefficient_norms(deltas, coords))
         norms = torch.cat(parts, dim=1)
-        generator = keyed_torch_generator(self.secret_key, "mac-histogram", 0)
+        generator = keyed_generator(self.secret_key, "mac-histogram", 0)
         bounds, histograms = [], []
         for layer_norms in norms:
             bound, counts = mac.histogram_bound(layer_norms, o["t_b_max"], o["bins"], o["sigma_hist"], generator)

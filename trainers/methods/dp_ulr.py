@@ -46,7 +46,7 @@ from opu_hal.privacy import Event, PoissonGaussianEvent, SampledWithRejectionGau
 
 from ..errors import TrainingConfigError
 from ..options import Option, choice, count, parse_options, positive
-from opu_hal.secure_random import KEYED_GENERATOR_NAME, keyed_torch_generator, new_secret_key
+from opu_hal.secure_random import KEYED_GENERATOR_NAME, keyed_generator, new_secret_key, torch_normal
 from .. import ulr
 from .base import Method, MethodContext, StepOutput
 
@@ -105,7 +105,6 @@ class DPULR(Method):
                 f"dp-ulr: --opt min_batch={self.min_batch} must be <= q (n - 1) = "
                 f"{self.sampling_rate * (n - 1):.1f} (Theorem 3.5: N_B <= q N-bar, N-bar = n - 1)")
         self.noise_multiplier: float | None = None
-        self.last: dict[str, Any] = {}
 
     # -- accounting ------------------------------------------------------------------------------
     def event_for(self, sigma0: float) -> Event:
@@ -124,6 +123,9 @@ class DPULR(Method):
         return self.event_for(self.noise_multiplier)
 
     def describe(self) -> dict[str, Any]:
+        """Settings and the ledger's constants only: nothing a step computes from its batch (the
+        batch size under Poisson sampling, the controller's forward stds from the batch's second
+        moment, the lifted directions from its spectrum) is released uncharged (issue 27)."""
         mode = self.options["mode"]
         guarantee = ("sampled Gaussian mechanism on the clipped sum (sound)" if mode == "gaussian" else
                      "paper 004's claim (eq. 7 controls the pre-clipping covariance; not a guarantee: "
@@ -134,8 +136,7 @@ class DPULR(Method):
                 "sampling": self.sampling, "sampling_rate": self.sampling_rate, "min_batch": self.min_batch,
                 "min_dataset_size": self.context.dataset_size - 1, "repeats": self.options["repeats"],
                 "forward_std": self.options["forward_std"], "remediation": self.options["remediation"],
-                "baseline": self.options["baseline"],
-                "last_step": self.last}
+                "baseline": self.options["baseline"]}
 
     # -- one step --------------------------------------------------------------------------------
     @property
@@ -170,8 +171,8 @@ class DPULR(Method):
         controller = options["mode"] == "controller"
         sigma0, clip = self.noise_multiplier, config.clip_norm
         assert sigma0 is not None
-        forward = keyed_torch_generator(self.secret_key, "forward", self.current_step)
-        noise = keyed_torch_generator(self.secret_key, "noise", self.current_step)
+        forward = keyed_generator(self.secret_key, "forward", self.current_step)
+        noise = keyed_generator(self.secret_key, "noise", self.current_step)
         with torch.no_grad():
             trace = self.model.forward_trace(x)
             clean = F.cross_entropy(trace.logits, y, reduction="none")
@@ -186,19 +187,16 @@ class DPULR(Method):
                 stds.append(std)
                 spectra.append(spectrum)
             sums = ulr.clipped_sum(factors, trace.inputs, clip)
-            lifted = []
             for layer, total, std, spectrum in zip(self.model.layers, sums, stds, spectra):
                 grad = torch.cat([total.weight, total.bias[:, None]], dim=1)
                 if not controller:
-                    grad = grad + sigma0 * clip * torch.randn(grad.shape, generator=noise)
+                    grad = grad + sigma0 * clip * torch_normal(noise, grad.shape, grad.dtype)
                 elif options["remediation"]:
                     eigenvalues, eigenvectors = spectrum
                     variances = ulr.remediation_variances(eigenvalues, std, options["repeats"], clip, sigma0)
-                    lifted.append(float((variances > 0).double().mean()))
                     grad = grad + ulr.remediation_noise(eigenvectors, variances, layer.out_features, noise)
                 grad = grad / self.normalizer
                 layer.weight.grad = grad[:, :-1].contiguous()
                 layer.bias.grad = grad[:, -1].contiguous()
-        self.last = {"forward_std": stds, "directions_lifted": lifted, "batch_size": int(y.shape[0])}
         correct = int((trace.logits.argmax(1) == y).sum())
         return StepOutput(float(clean.sum()), correct, int(y.shape[0]), privacy_event=self.planned_event())
