@@ -16,5 +16,5 @@ CALIBRATION="results/calibration/main-$(basename "$PROFILE" .toml).json"
 opu-hal calibrate "$PROFILE" --temperatures 25 --exposures 400 --out "$CALIBRATION" --quiet | tail -n 3
 exec opu-hal train --method dp-dfa --noise-source device --profile "$PROFILE" --calibration "$CALIBRATION" \
   --features scatter --hidden 256 --target-epsilon 8 --delta 1e-5 --epochs 20 --batch-size 2048 \
-  --optimizer adam --lr 1.5e-3 --activation tanh --tau-h 5 --tau-e 0.05 --lattice-resolution 20 \
+  --optimizer adam --lr 1.5e-3 --activation tanh --tau-h 5 --tau-e 0.05 --lattice-resolution 23 \
   --out results/main.json "$@"

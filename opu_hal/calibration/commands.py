@@ -14,7 +14,7 @@ from ..errors import CalibrationError
 from ..loader import load_device
 from ..privacy.skellam import required_poisson_mean
 from ..profiles import load_profile
-from .plan import RunShape, plan_gaussian, plan_skellam, what_would
+from .plan import OperatingPlan, RunShape, plan_gaussian, plan_skellam, what_would
 from .run import DEFAULT_FRAMES, calibrate_device
 from .schema import Calibration, read_calibration, write_calibration
 
@@ -162,7 +162,8 @@ def _shape(args: argparse.Namespace) -> RunShape:
             raise CalibrationError("--mechanism skellam (the lattice mechanism of dp-dfa --noise-source device) needs "
                                    "--dimension D >= 1 (the update's parameters) and --lattice-resolution K > 0")
         return RunShape(sampling=args.sampling, dataset_size=n, batch_size=m, steps=steps,
-                        sensitivity=args.sensitivity or 1.0, dimension=dimension, lattice_resolution=resolution)
+                        sensitivity=args.sensitivity or 1.0, dimension=dimension, lattice_resolution=resolution,
+                        rounding_analysis=getattr(args, "rounding_analysis", "per-coordinate"))
     if args.sensitivity is None or not args.sensitivity > 0:
         raise CalibrationError("--sensitivity (l2, output units) > 0 is needed to map noise to epsilon")
     return RunShape(sampling=args.sampling, dataset_size=n, batch_size=m, steps=steps, sensitivity=args.sensitivity)
@@ -209,7 +210,21 @@ def run_plan(args: argparse.Namespace) -> int:
     if not reaching:
         print(what_would(plans, calibration))
         return 1
+    if args.mechanism == "skellam":
+        print(camera_summary(reaching[0], shape))
     return 0
+
+
+def camera_summary(best: OperatingPlan, shape: RunShape) -> str:
+    """The cheapest point's camera time, and the largest lattice resolution its reads supply."""
+    text = (f"camera: {best.frames_per_step} anchor-only frame(s) of the whole sensor per step, "
+            f"{best.camera_seconds_per_step:.4g} s per step, {best.time_s:.4g} s for the run "
+            f"({best.time_s / 60:.3g} min); applied noise {best.noise_ratio:.3g}x the accounted")
+    if shape.rounding_analysis == "per-coordinate" and shape.lattice_resolution and best.needed > 0:
+        fill = shape.lattice_resolution * math.sqrt(best.reads_per_value * best.supplied / best.needed)
+        text += (f"; {best.reads_per_value} read(s) per count supply lambda {best.reads_per_value * best.supplied:.4g} e-:"
+                 f" --lattice-resolution up to {math.floor(fill * 1000) / 1000:g} costs no more camera time")
+    return text
 
 
 def register_calibration_commands(sub: argparse._SubParsersAction) -> None:

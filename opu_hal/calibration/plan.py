@@ -43,6 +43,7 @@ class RunShape:
     sensitivity_e: float | None = None
     dimension: int | None = None  # lattice Skellam mechanism: the update's coordinates d
     lattice_resolution: float | None = None  # ... and its resolution k
+    rounding_analysis: str | None = None  # ... and how its rounding is accounted (opu_hal.privacy.rounding)
 
 
 RequiredPoissonMean = Callable[[float, float, RunShape], float]
@@ -63,6 +64,8 @@ class OperatingPlan:
     needed: float  # std_lower needed (gaussian) or Poisson mean per value needed (skellam)
     supplied: float  # std_lower (gaussian) or mu_read lower bound (skellam)
     reads_per_value: int = 1
+    camera_seconds_per_step: float = 0.0
+    noise_ratio: float = 1.0  # applied / accounted noise std (skellam: whole reads overshoot the mean needed)
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -114,15 +117,17 @@ def plan_skellam(
                 continue
             mu_read = op.anchor_read_e_min_pixel_lower
             reads = math.ceil(mu / mu_read) if mu_read > 0 else 0
-            if shape.dimension is not None:  # lattice mechanism: 2 counts per coordinate, one frame = the ROI's pixels
-                per_step = math.ceil(2 * reads * shape.dimension / profile.out_features)
+            if shape.dimension is not None:  # lattice mechanism: 2 counts per coordinate, a read per sensor pixel
+                per_step = math.ceil(2 * reads * shape.dimension / profile.sensor_pixels)
             else:
                 per_step = 2 * reads * shape.passes * shape.batch_size
+            frame_s = max(getattr(profile, "frame_time_us", exposure), exposure) * 1e-6
             plans.append(OperatingPlan(
                 temperature_c=op.temperature_c, exposure_us=exposure, laser_power_uw=profile.laser_power_uw,
                 anchor_power_uw=profile.anchor_power_uw, reaches_target=mu_read > 0,
                 frames_per_step=per_step, frames_total=per_step * shape.steps,
-                time_s=per_step * shape.steps * exposure * 1e-6,
+                time_s=per_step * shape.steps * frame_s, camera_seconds_per_step=per_step * frame_s,
+                noise_ratio=math.sqrt(reads * mu_read / mu) if mu > 0 else 1.0,
                 noise_std=math.sqrt(2 * reads * (op.anchor_e.value + max(op.dark_e.value, 0.0))),
                 needed=mu, supplied=mu_read, reads_per_value=reads))
     return rank(plans)
