@@ -183,8 +183,9 @@ class WideClipDPSGD(DPSGD):
 
 
 # Planted bugs in the sensitivity: the measured sensitivity exceeds the claimed one, a finding by
-# itself; at this size the one-run bound is below the claim for them (the canaries are 2-3x the
-# claimed sensitivity, not enough for 4,000 canaries to prove it), see the report.
+# itself (measured 2.0x the claim for dp-dfa, 3.0x for dp-sgd). The one-run bound is not asserted:
+# with 4,000 canaries it reached 1.3-1.6 for the dp-dfa bugs and 1.95-2.1 for the dp-sgd ones
+# against the claim 1.69 (one measurement each), below or near its power at this size.
 SENSITIVITY_BUGS = [ThirdSensitivityDPDFA, ThirdSensitivityDPSGD, WideErrorClipDPDFA, WideClipDPSGD]
 
 
@@ -194,6 +195,9 @@ def test_audit_flags_a_sensitivity_bug_by_the_measured_sensitivity(cls):
     assert result["flagged"] and "measured_sensitivity > claimed_sensitivity" in result["findings"]
     assert result["measured_sensitivity"] > 1.5 * result["claimed_sensitivity"]
     assert result["canary_magnitude"] == pytest.approx(result["measured_sensitivity"] / 2)
+    # The canaries keep their true size against the understated noise: the Gaussian-DP estimate
+    # (assumes a Gaussian trade-off) sees it too.
+    assert result["gdp_exceeds_claim"]
 
 
 @pytest.mark.parametrize("method, extra", [
@@ -323,3 +327,19 @@ def test_multi_run_audit_flags_a_noiseless_run_and_not_a_sound_one():
     assert broken["epsilon_lower_bound"] > broken["claimed_epsilon"]
     sound = audit_multi_run(config, runs=30, data=clusters(**DATA))
     assert sound["epsilon_lower_bound"] <= sound["claimed_epsilon"]
+
+
+def test_cli_audit_prints_and_writes_the_new_fields(tmp_path, capsys):
+    import json
+
+    from opu_hal.cli import main
+
+    out, plot = tmp_path / "audit.json", tmp_path / "audit.png"
+    main(["audit", "--method", "dp-sgd", "--dataset", "digits", "--train-limit", "200", "--batch-size", "200",
+          "--epochs", "2", "--hidden", "32", "--noise-multiplier", "5", "--canaries", "1000",
+          "--out", str(out), "--plot", str(plot)])
+    printed = capsys.readouterr().out
+    assert "Gaussian-DP estimate" in printed and "sensitivity: measured" in printed
+    record = json.loads(out.read_text())
+    assert {"gdp_epsilon_estimate", "measured_sensitivity", "claimed_sensitivity", "findings"} <= set(record)
+    assert record["flagged"] is False and plot.stat().st_size > 0
