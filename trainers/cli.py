@@ -212,6 +212,13 @@ def _cmd_audit(args: argparse.Namespace) -> int:
           f"{result['claimed_epsilon']:.4g} at delta {result['delta']:g}; empirical lower bound "
           f"{result['epsilon_lower_bound']:.4g} at {result['confidence']:.0%} confidence "
           f"({detail}, {result['time_s']:.0f} s)")
+    if "gdp_epsilon_estimate" in result:
+        print(f"Gaussian-DP estimate (Nasr et al. 2023, {result['gdp_assumption']}): epsilon "
+              f"{result['gdp_epsilon_estimate']:.4g}")
+    if "measured_sensitivity" in result:
+        print(f"sensitivity: measured {result['measured_sensitivity']:.4g}, claimed {result['claimed_sensitivity']:.4g}")
+    if result.get("findings"):
+        print(f"FLAGGED: {'; '.join(result['findings'])}")
     if args.out:
         write_json(args.out, result)
         print(f"audit record: {args.out}")
