@@ -66,7 +66,7 @@ from scipy import optimize, stats
 from opu_hal.secure_random import SecureGenerator
 
 from .config import TrainConfig
-from .data import Dataset, Split, load_dataset, scale_inputs
+from .data import Dataset, Split, load_dataset, scale_inputs, scaling_reference
 from .errors import TrainingConfigError
 from .loop import Trainer
 from .methods import METHODS
@@ -548,7 +548,8 @@ def audit_black_box(config: TrainConfig, canaries: int = 1000, confidence: float
         record = trainer.run()
     finally:
         trainer.close()
-    scaled = scale_inputs(Dataset(raw.name, probes, probes, probes), config.inputs, reference=train).train
+    reference = scaling_reference(raw, train, private=True)  # as the trainer scaled the audited run
+    scaled = scale_inputs(Dataset(raw.name, probes, probes, probes), config.inputs, reference=reference).train
     with torch.no_grad():
         model_device = next(trainer.model.parameters()).device
         logits = trainer.model(scaled.x.to(model_device)).cpu()

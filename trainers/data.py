@@ -175,6 +175,12 @@ def load_dataset(
     )
 
 
+def scaling_reference(data: Dataset, train: Split, private: bool) -> Split:
+    """The split whose statistics ``standardized`` uses: the training split, or in a private run
+    the held-out test split, which the run declares public (trainers.public_surface; issue 27)."""
+    return data.test if private else train
+
+
 def scale_inputs(data: Dataset, how: str, reference: Split | None = None) -> Dataset:
     """``unit``: pixels in [0, 1] as read; ``centered``: ``2 x - 1``; ``standardized``:
     ``(x - mean) / std`` with the scalar mean and std of ``reference`` (default: the training split)."""

@@ -26,7 +26,7 @@ from opu_hal.secure_random import new_secret_key
 
 from .checkpoint import RunLock, StepJournal, load_checkpoint, save_checkpoint
 from .config import TrainConfig
-from .data import Dataset, Split, load_dataset, scale_inputs
+from .data import Dataset, Split, load_dataset, scale_inputs, scaling_reference
 from .cnn import CNN
 from .feature_cache import cached_scatter_features
 from .errors import CheckpointError, TrainingConfigError
@@ -178,10 +178,8 @@ class Trainer:
         if config.features == "scatter":
             raw = cached_scatter_features(raw, log=self.log, progress=self.progress)
         raw_train = _limit(raw.train, config.train_limit)
-        # A private run standardizes with the held-out test split's statistics: a set the run
-        # declares public (its metrics are published), never the private training split (issue 27).
-        private = METHODS[config.method].private
-        self.data = scale_inputs(raw, config.inputs, reference=raw.test if private else raw_train)
+        reference = scaling_reference(raw, raw_train, METHODS[config.method].private)
+        self.data = scale_inputs(raw, config.inputs, reference=reference)
         self.train_split = _limit(self.data.train, config.train_limit)
 
     def _open_device(self) -> Device | None:
