@@ -228,6 +228,23 @@ def test_skellam_plan_reads_ceil_mu_over_the_worst_pixel_lower_bound(calibrated)
     assert plans[0].temperature_c == 80.0  # the hottest sensor has the most dark electrons per read
 
 
+def test_lattice_plan_camera_time_matches_an_independent_count_of_frames_times_frame_period(calibrated):
+    """Issue 29: the planner's camera time, recounted: two counts per coordinate, one read per
+    pixel of the whole sensor, frames lasting max(frame_time_us, exposure_us)."""
+    from opu_hal.privacy.skellam import required_poisson_mean
+
+    folder, calibration = calibrated
+    profile = opu_hal.load_profile(folder / "opu.toml")
+    run = RunShape(sampling="fixed", dataset_size=54000, batch_size=2048, steps=520, sensitivity=1.0,
+                   dimension=1_018_890, lattice_resolution=20.0, rounding_analysis="per-coordinate")
+    for plan in plan_skellam(calibration, profile, 8.0, 1e-5, run, required_poisson_mean):
+        frames = math.ceil(2 * 1_018_890 * plan.reads_per_value / profile.sensor_pixels)
+        period_s = max(profile.frame_time_us, plan.exposure_us) * 1e-6
+        assert plan.frames_per_step == frames and plan.frames_total == 520 * frames
+        assert plan.time_s == pytest.approx(520 * frames * period_s)
+        assert plan.reads_per_value * plan.supplied >= plan.needed  # the reads supply the mean accounted
+
+
 # -- the CLI -------------------------------------------------------------------------------------
 def test_cli_calibrate_writes_the_file_and_the_plot_and_plan_uses_them(tmp_path, capsys):
     profile = tmp_path / "p.toml"
