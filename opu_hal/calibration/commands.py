@@ -224,6 +224,9 @@ def camera_summary(best: OperatingPlan, shape: RunShape) -> str:
         fill = shape.lattice_resolution * math.sqrt(best.reads_per_value * best.supplied / best.needed)
         text += (f"; {best.reads_per_value} read(s) per count supply lambda {best.reads_per_value * best.supplied:.4g} e-:"
                  f" --lattice-resolution up to {math.floor(fill * 1000) / 1000:g} costs no more camera time")
+    if best.reads_per_value == 1:
+        text += ("; binding: one read per count, so the frames per step are the 2 d counts over the sensor's "
+                 "pixels (a dimmer anchor or a larger k would need more reads)")
     return text
 
 
