@@ -62,7 +62,7 @@ import numpy as np
 from scipy.special import gammaln, ive, logsumexp
 
 from .events import Event, Neighboring, PrivacyParameterError, _positive, register_event
-from .skellam import subsampled_without_replacement_rdp
+from .subsampling import subsampled_without_replacement_rdp
 
 MAX_ORDER = 64
 MIN_POISSON_MEAN = 4.0

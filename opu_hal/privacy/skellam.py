@@ -52,18 +52,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, ClassVar
+from typing import ClassVar
 
 import numpy as np
-from scipy.special import gammaln
 
 from .events import Event, Neighboring, PrivacyParameterError, _positive, register_event
 from .inverse import smallest_noise_multiplier
-
-
-def _integer_orders(orders: np.ndarray) -> np.ndarray:
-    orders = np.asarray(orders, dtype=np.float64)
-    return (orders > 1) & np.isfinite(orders) & (orders == np.floor(orders))
+from .rounding import FixedSizeRoundedSkellamEvent
+from .subsampling import integer_orders, subsampled_without_replacement_rdp
 
 
 def skellam_rdp(orders: np.ndarray, l2_sensitivity: float, l1_sensitivity: float,
@@ -75,41 +71,7 @@ def skellam_rdp(orders: np.ndarray, l2_sensitivity: float, l1_sensitivity: float
     with np.errstate(over="ignore", invalid="ignore"):
         curve = orders * d2sq / (4 * lam) + np.minimum(
             ((2 * orders - 1) * d2sq + 6 * d1) / (16 * lam**2), 3 * d1 / (4 * lam))
-    return np.where(_integer_orders(orders), curve, np.inf)
-
-
-def _log_comb(n: int, k: np.ndarray) -> np.ndarray:
-    return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
-
-
-def subsampled_without_replacement_rdp(base: Callable[[np.ndarray], np.ndarray], sampling_rate: float,
-                                       orders: np.ndarray) -> np.ndarray:
-    """Wang-Balle-Kasiviswanathan 2019, Theorem 9, for a base mechanism with ``eps(inf) = inf``:
-
-        eps'(alpha) <= log(1 + q^2 C(alpha, 2) min(4 (e^eps(2) - 1), 2 e^eps(2))
-                           + sum_{j=3}^{alpha} q^j C(alpha, j) 2 e^{(j - 1) eps(j)}) / (alpha - 1)
-
-    at integer orders (inf elsewhere), and never above ``base(alpha)``."""
-    orders = np.asarray(orders, dtype=np.float64)
-    q = sampling_rate
-    out = np.full_like(orders, np.inf)
-    if q == 1:
-        return np.where(_integer_orders(orders), base(orders), np.inf)
-    for index, alpha in enumerate(orders):
-        if not _integer_orders(np.array([alpha]))[0]:
-            continue
-        a = int(alpha)
-        eps2 = float(base(np.array([2.0]))[0])
-        second = 2 * math.log(q) + float(_log_comb(a, np.array([2]))[0]) + min(
-            math.log(4) + eps2 + math.log(-math.expm1(-eps2)) if eps2 > 0 else -math.inf,
-            eps2 + math.log(2))
-        terms = [0.0, second]
-        if a >= 3:
-            j = np.arange(3, a + 1, dtype=np.float64)
-            terms.extend(j * math.log(q) + _log_comb(a, j) + math.log(2) + (j - 1) * base(j))
-        log_a = float(np.logaddexp.reduce(np.asarray(terms)))
-        out[index] = min(log_a / (a - 1), float(base(np.array([alpha]))[0]))
-    return out
+    return np.where(integer_orders(orders), curve, np.inf)
 
 
 ANALYSES = ("per-coordinate", "worst-case")
@@ -166,8 +128,6 @@ class SkellamLattice:
         """The fixed-size-batch event of one release at ``noise_multiplier`` under this analysis."""
         mean = self.poisson_mean(noise_multiplier)
         if self.per_coordinate:
-            from .rounding import FixedSizeRoundedSkellamEvent
-
             return FixedSizeRoundedSkellamEvent(dataset_size, batch_size, self.l2_sensitivity, mean)
         return FixedSizeSkellamEvent(dataset_size, batch_size, self.l2_sensitivity, self.l1_sensitivity, mean)
 

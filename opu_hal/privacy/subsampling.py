@@ -1,0 +1,49 @@
+"""Privacy amplification by subsampling without replacement for a general RDP curve (shared by the
+Skellam events of :mod:`.skellam` and :mod:`.rounding`)."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+from scipy.special import gammaln
+
+
+def integer_orders(orders: np.ndarray) -> np.ndarray:
+    orders = np.asarray(orders, dtype=np.float64)
+    return (orders > 1) & np.isfinite(orders) & (orders == np.floor(orders))
+
+
+def _log_comb(n: int, k: np.ndarray) -> np.ndarray:
+    return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
+
+
+def subsampled_without_replacement_rdp(base: Callable[[np.ndarray], np.ndarray], sampling_rate: float,
+                                       orders: np.ndarray) -> np.ndarray:
+    """Wang-Balle-Kasiviswanathan 2019, Theorem 9, for a base mechanism with ``eps(inf) = inf``:
+
+        eps'(alpha) <= log(1 + q^2 C(alpha, 2) min(4 (e^eps(2) - 1), 2 e^eps(2))
+                           + sum_{j=3}^{alpha} q^j C(alpha, j) 2 e^{(j - 1) eps(j)}) / (alpha - 1)
+
+    at integer orders (inf elsewhere), and never above ``base(alpha)``."""
+    orders = np.asarray(orders, dtype=np.float64)
+    q = sampling_rate
+    out = np.full_like(orders, np.inf)
+    if q == 1:
+        return np.where(integer_orders(orders), base(orders), np.inf)
+    for index, alpha in enumerate(orders):
+        if not integer_orders(np.array([alpha]))[0]:
+            continue
+        a = int(alpha)
+        eps2 = float(base(np.array([2.0]))[0])
+        second = 2 * math.log(q) + float(_log_comb(a, np.array([2]))[0]) + min(
+            math.log(4) + eps2 + math.log(-math.expm1(-eps2)) if eps2 > 0 else -math.inf,
+            eps2 + math.log(2))
+        terms = [0.0, second]
+        if a >= 3:
+            j = np.arange(3, a + 1, dtype=np.float64)
+            terms.extend(j * math.log(q) + _log_comb(a, j) + math.log(2) + (j - 1) * base(j))
+        log_a = float(np.logaddexp.reduce(np.asarray(terms)))
+        out[index] = min(log_a / (a - 1), float(base(np.array([alpha]))[0]))
+    return out
