@@ -62,7 +62,7 @@ import numpy as np
 from scipy.special import gammaln, ive, logsumexp
 
 from .events import Event, Neighboring, PrivacyParameterError, _positive, register_event
-from .subsampling import subsampled_without_replacement_rdp
+from .subsampling import check_fixed_batch, subsampled_without_replacement_rdp
 
 MAX_ORDER = 64
 MIN_POISSON_MEAN = 4.0
@@ -198,13 +198,7 @@ class FixedSizeRoundedSkellamEvent(Event):
     relations: ClassVar[tuple[str, ...]] = ("replace_one",)
 
     def __post_init__(self) -> None:
-        for name in ("dataset_size", "batch_size"):
-            value = getattr(self, name)
-            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
-                raise PrivacyParameterError(f"{name} must be an integer >= 1, got {value!r}")
-        if self.batch_size > self.dataset_size:
-            raise PrivacyParameterError(
-                f"need batch_size <= dataset_size, got {self.batch_size} > {self.dataset_size}")
+        check_fixed_batch(self.dataset_size, self.batch_size)
         _positive("l2_sensitivity", self.l2_sensitivity)
         _positive("poisson_mean", self.poisson_mean)
 

@@ -59,7 +59,7 @@ import numpy as np
 from .events import Event, Neighboring, PrivacyParameterError, _positive, register_event
 from .inverse import smallest_noise_multiplier
 from .rounding import FixedSizeRoundedSkellamEvent
-from .subsampling import integer_orders, subsampled_without_replacement_rdp
+from .subsampling import check_fixed_batch, integer_orders, subsampled_without_replacement_rdp
 
 
 def skellam_rdp(orders: np.ndarray, l2_sensitivity: float, l1_sensitivity: float,
@@ -175,13 +175,7 @@ class FixedSizeSkellamEvent(Event):
     relations: ClassVar[tuple[str, ...]] = ("replace_one",)
 
     def __post_init__(self) -> None:
-        for name in ("dataset_size", "batch_size"):
-            value = getattr(self, name)
-            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
-                raise PrivacyParameterError(f"{name} must be an integer >= 1, got {value!r}")
-        if self.batch_size > self.dataset_size:
-            raise PrivacyParameterError(
-                f"need batch_size <= dataset_size, got {self.batch_size} > {self.dataset_size}")
+        check_fixed_batch(self.dataset_size, self.batch_size)
         _positive("l2_sensitivity", self.l2_sensitivity)
         _positive("l1_sensitivity", self.l1_sensitivity)
         _positive("poisson_mean", self.poisson_mean)

@@ -9,6 +9,17 @@ from typing import Callable
 import numpy as np
 from scipy.special import gammaln
 
+from .events import PrivacyParameterError
+
+
+def check_fixed_batch(dataset_size: int, batch_size: int) -> None:
+    """Refuse a fixed-size batch that is not ``1 <= batch_size <= dataset_size`` (whole numbers)."""
+    for name, value in (("dataset_size", dataset_size), ("batch_size", batch_size)):
+        if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            raise PrivacyParameterError(f"{name} must be an integer >= 1, got {value!r}")
+    if batch_size > dataset_size:
+        raise PrivacyParameterError(f"need batch_size <= dataset_size, got {batch_size} > {dataset_size}")
+
 
 def integer_orders(orders: np.ndarray) -> np.ndarray:
     orders = np.asarray(orders, dtype=np.float64)
