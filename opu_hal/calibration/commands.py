@@ -11,10 +11,12 @@ import time
 from pathlib import Path
 
 from ..errors import CalibrationError
+from ..paths import plot_format_reason, same_file, unwritable_reason
 from ..loader import load_device
 from ..privacy.skellam import required_poisson_mean
 from ..profiles import load_profile
 from .plan import RunShape, plan_gaussian, plan_skellam, what_would
+from .frames import check_frames_fit
 from .run import DEFAULT_FRAMES, calibrate_device
 from .schema import Calibration, read_calibration, write_calibration
 
@@ -29,27 +31,66 @@ def progress_bar(done: int, total: int, what: str) -> None:
 
 
 def default_temperatures(profile, count: int = 5) -> list[float]:
+    """``count`` temperatures across the profile's settable range (one when the range is a point)."""
     low, high = profile.temperature_min_c, profile.temperature_max_c
+    if high <= low:
+        return [float(low)]
     return [low + (high - low) * i / (count - 1) for i in range(count)]
 
 
+CAMERA_KEYS = ("mode", "exposure_us", "laser_power_uw", "anchor_power_uw", "temperature_min_c", "temperature_max_c")
+
+
+def require_camera_profile(profile, what: str) -> None:
+    """Refuse a profile that declares no camera (a torch profile; a LightOn profile, whose laser and
+    anchor powers are not declared): ``what`` needs its exposure, powers and temperature range."""
+    missing = [key for key in CAMERA_KEYS if getattr(profile, key, None) is None]
+    if missing:
+        raise CalibrationError(
+            f"{what}: profile {profile.label!r} (backend {profile.backend}) has no camera to calibrate "
+            f"(no {', '.join(missing)}); give a simulated OPU profile (e.g. opu-sim-dp)")
+
+
+def _check_distinct(values: list[float] | None, option: str) -> None:
+    if values is not None and len(set(values)) != len(values):
+        raise CalibrationError(f"{option} must be distinct values (each is one calibrated point), got "
+                               f"{' '.join(f'{v:g}' for v in values)}")
+
+
 def _check_output(path: str | None, option: str) -> None:
-    """Refuse, before measuring, an output path that is a folder or lies in no writable folder."""
+    """Refuse, before measuring, an output path that could not be written afterwards."""
     if path is None:
         return
-    target = Path(path)
-    existing = next((p for p in [target.parent, *target.parent.parents] if p.exists()), Path("."))
-    if target.is_dir() or not existing.is_dir() or not os.access(existing, os.W_OK):
-        raise CalibrationError(f"{option} {target}: not a writable file path (a folder, or no writable folder above it)")
+    reason = unwritable_reason(path)
+    if reason is not None:
+        raise CalibrationError(f"{option} {path}: not a writable file path ({reason})")
+
+
+def _check_outputs(args: argparse.Namespace) -> Path:
+    """Check --out and the plot path before measuring; returns the plot path."""
+    _check_output(args.out, "--out")
+    plot = Path(args.plot) if args.plot else Path(args.out).with_suffix(".png")
+    option = "--plot" if args.plot else f"the plot's default path (--out {args.out} with .png)"
+    _check_output(str(plot), option)
+    if same_file(plot, args.out):
+        raise CalibrationError(f"{option} {plot} is the --out path {args.out}: the plot would overwrite the "
+                               "calibration; give --out a .json path or --plot another file")
+    reason = plot_format_reason(plot)
+    if reason is not None:
+        raise CalibrationError(f"{option} {plot}: {reason}")
+    return plot
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    _check_output(args.out, "--out")
-    _check_output(args.plot, "--plot")
+    plot = _check_outputs(args)
+    _check_distinct(args.temperatures, "--temperatures")
+    _check_distinct(args.exposures, "--exposures")
     profile = load_profile(args.profile)
+    require_camera_profile(profile, "calibrate")
     if profile.calibration is not None:
         profile = profile.model_copy(update={"calibration": None})
         profile._source = load_profile(args.profile).source
+    check_frames_fit(args.frames, profile.out_features)
     device = load_device(profile)
     temperatures = args.temperatures or default_temperatures(profile)
     exposures = args.exposures or [profile.exposure_us]
@@ -58,7 +99,6 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                                    progress=None if args.quiet else progress_bar)
     elapsed = time.perf_counter() - start
     out = write_calibration(calibration, args.out)
-    plot = Path(args.plot) if args.plot else out.with_suffix(".png")
     shape = _shape(args) if args.dataset_size else None
     plot_calibration(calibration, profile, plot, shape, args.delta)
     print(summary(calibration, elapsed))
