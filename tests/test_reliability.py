@@ -110,3 +110,136 @@ def test_train_out_in_proc_is_refused_before_training():
     with pytest.raises(TrainingConfigError, match=r"--out /proc/nope/r.json: /proc is not a writable folder"):
         check_output_path("/proc/nope/r.json", "--out")
     check_output_path("relative-name.json", "--out")  # the working folder: writable
+
+
+# -- calibration files: validated on load; one identity check for plan and train -------------------
+import copy  # noqa: E402
+import json  # noqa: E402
+
+import opu_hal  # noqa: E402
+from opu_hal.errors import CalibrationError, ProfileError  # noqa: E402
+
+CAMERA = {"backend": "simulated", "in_features": 4, "out_features": 64, "seed": 3, "mode": "linear",
+          "gain_e_per_dn": 1.0, "adc_bits": 12, "black_level_dn": 64, "anchor_power_uw": 2.0}
+
+
+def toml(keys: dict) -> str:
+    return "\n".join(f"{k} = {json.dumps(v)}" for k, v in keys.items()) + "\n"
+
+
+@pytest.fixture(scope="module")
+def camera(tmp_path_factory):
+    """A small camera profile (file) and its calibration (file) at 25 and 40 C."""
+    from opu_hal.calibration.run import calibrate_device
+    from opu_hal.calibration.schema import write_calibration
+
+    folder = tmp_path_factory.mktemp("camera")
+    (folder / "cam.toml").write_text(toml(CAMERA))
+    with opu_hal.load_device(opu_hal.validate_profile(CAMERA)) as device:
+        calibration = calibrate_device(device, [25.0, 40.0], [400.0], [100_000.0], frames=4, bootstrap=50)
+    write_calibration(calibration, folder / "cal.json")
+    return folder
+
+
+def damaged(folder, name: str, change) -> str:
+    data = json.loads((folder / "cal.json").read_text())
+    change(data)
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+DAMAGES = {
+    "short": (lambda d: d["operating_points"].pop(), "key 'operating_points' must hold one point per"),
+    "long": (lambda d: d["operating_points"].append(copy.deepcopy(d["operating_points"][0])),
+             "key 'operating_points' must hold one point per"),
+    "zero-anchor": (lambda d: d["operating_points"][0].update(anchor_power_uw=0.0),
+                    "key 'operating_points.0.anchor_power_uw': Input should be greater than 0"),
+    "negative-anchor": (lambda d: d["operating_points"][1].update(anchor_power_uw=-1.0),
+                        "key 'operating_points.1.anchor_power_uw': Input should be greater than 0"),
+    "negative-photons": (lambda d: d.update(photons_per_pixel_per_uw=-5.0),
+                         "key 'photons_per_pixel_per_uw': Input should be greater than 0"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_plan_info_and_train_refuse_an_inconsistent_calibration_naming_the_key(damage, camera, capsys):
+    change, named = DAMAGES[damage]
+    path = damaged(camera, damage, change)
+    code, err = run_cli([*PLAN, "--profile", str(camera / "cam.toml"), "--calibration", path], capsys)
+    assert code == 2 and path in err and named in err
+    (camera / f"{damage}.toml").write_text(toml({**CAMERA, "calibration": f"{damage}.json"}))
+    code, err = run_cli(["info", str(camera / f"{damage}.toml")], capsys)
+    assert code == 2 and named in err
+    with pytest.raises(CalibrationError, match="Input should be greater than 0|must hold one point per"):
+        opu_hal.load_device(opu_hal.validate_profile({**CAMERA, "calibration": path}))  # what train loads
+
+
+@pytest.mark.parametrize("epochs", ["nan", "inf", "-1"])
+def test_plan_with_a_profile_refuses_non_finite_epochs(epochs, camera, capsys):
+    argv = [*PLAN, "--profile", str(camera / "cam.toml"), "--calibration", str(camera / "cal.json")]
+    argv[argv.index("--epochs") + 1] = epochs
+    code, err = run_cli(argv, capsys)
+    assert code == 2 and f"--epochs must be finite, > 0 and give at most 1e+08 steps, got {epochs}" in err
+
+
+@pytest.mark.parametrize("profile", ["torch-cpu", "lighton-simulated"])
+def test_plan_refuses_a_profile_without_a_camera(profile, camera, capsys):
+    code, err = run_cli([*PLAN, "--profile", profile, "--calibration", str(camera / "cal.json")], capsys)
+    assert code == 2 and "has no camera to calibrate" in err
+
+
+@pytest.mark.parametrize("change, key", [
+    ({"out_features": 128}, "device.out_features"),
+    ({"seed": 4}, "device.seed"),
+    ({"quantum_efficiency": 0.3}, "device.physics.quantum_efficiency"),
+    ({"read_noise_e": 2.0}, "device.physics.read_noise_e"),
+    ({"dark_fom_na_per_cm2": 0.5}, "device.physics.dark_fom_na_per_cm2"),
+])
+def test_plan_and_train_refuse_a_calibration_of_another_device_alike(change, key, camera, capsys):
+    other = camera / f"other-{key}.toml"
+    other.write_text(toml({**CAMERA, **change}))
+    code, err = run_cli([*PLAN, "--profile", str(other), "--calibration", str(camera / "cal.json")], capsys)
+    assert code == 2 and f"key '{key}'" in err and "taken on another device" in err
+    with pytest.raises(CalibrationError, match=f"key '{key}'.*taken on another device"):
+        opu_hal.load_device(opu_hal.validate_profile({**CAMERA, **change, "calibration": str(camera / "cal.json")}))
+
+
+def test_plan_refuses_a_calibration_of_another_backend(camera, capsys):
+    data = json.loads((camera / "cal.json").read_text())
+    data["device"]["backend"] = "lighton"
+    (camera / "lighton-cal.json").write_text(json.dumps(data))
+    code, err = run_cli([*PLAN, "--profile", str(camera / "cam.toml"), "--calibration", str(camera / "lighton-cal.json")],
+                        capsys)
+    assert code == 2 and "key 'device.backend' is 'lighton'" in err
+
+
+def test_a_calibration_without_physics_is_refused_as_unverifiable(camera, capsys):
+    data = json.loads((camera / "cal.json").read_text())
+    del data["device"]["physics"]
+    (camera / "old.json").write_text(json.dumps(data))
+    code, err = run_cli([*PLAN, "--profile", str(camera / "cam.toml"), "--calibration", str(camera / "old.json")], capsys)
+    assert code == 2 and "key 'device.physics' is missing" in err
+
+
+def test_skellam_plan_rescales_the_calibration_to_the_profiles_anchor_power_as_train_does(camera, capsys):
+    dim = {**CAMERA, "anchor_power_uw": 0.7}
+    (camera / "dim.toml").write_text(toml(dim))
+    argv = [*PLAN, "--mechanism", "skellam", "--dimension", "1000", "--lattice-resolution", "10", "--sampling", "fixed",
+            "--json", "--profile", str(camera / "dim.toml"), "--calibration", str(camera / "cal.json")]
+    assert main(argv) == 0
+    plans = json.loads(capsys.readouterr().out)["plans"]
+    with opu_hal.load_device(opu_hal.validate_profile({**dim, "calibration": str(camera / "cal.json")})) as device:
+        for plan in plans:  # the lower bound train plans its reads with, at the same anchor power
+            device.set_options(temperature_c=plan["temperature_c"])
+            lower, _ = device._calibrated.anchor_read_lower_e(plan["temperature_c"])
+            assert plan["supplied"] == pytest.approx(lower)
+            assert plan["reads_per_value"] * lower >= plan["needed"]
+    full = json.loads((camera / "cal.json").read_text())["operating_points"][0]["anchor_read_e_min_pixel_lower"]
+    assert plans[0]["supplied"] < 0.5 * full  # 0.7 uW of a 2 uW calibration: about a third of the electrons
+
+
+def test_a_torch_device_refuses_a_calibration_it_would_ignore(camera):
+    torch_profile = {"backend": "torch", "in_features": 8, "out_features": 16, "device": "cpu"}
+    with pytest.raises(ProfileError, match="key 'calibration'.*a torch profile has none"):
+        opu_hal.load_device(opu_hal.validate_profile({**torch_profile, "calibration": str(camera / "cal.json")}))

@@ -16,6 +16,7 @@ from ..loader import load_device
 from ..privacy.skellam import required_poisson_mean
 from ..profiles import load_profile
 from .plan import RunShape, plan_gaussian, plan_skellam, what_would
+from ..privacy.run_shape import run_description
 from .frames import check_frames_fit
 from .run import DEFAULT_FRAMES, calibrate_device
 from .schema import Calibration, read_calibration, write_calibration
@@ -194,7 +195,9 @@ def _shape(args: argparse.Namespace) -> RunShape:
     n, m = args.dataset_size, args.batch_size
     if not (n and m and 1 <= m <= n):
         raise CalibrationError(f"need 1 <= --batch-size <= --dataset-size, got {m} and {n}")
-    steps = args.steps if args.steps is not None else math.ceil((args.epochs or 1) * n / m)
+    _, _, steps = run_description(argparse.Namespace(
+        dataset_size=n, batch_size=m, steps=args.steps, epochs=1.0 if args.epochs is None else args.epochs,
+        sampling=args.sampling, min_batch=None))  # --epochs / --steps validated as `plan` without --profile
     dimension, resolution = getattr(args, "dimension", None), getattr(args, "lattice_resolution", None)
     lattice = getattr(args, "mechanism", "gaussian") == "skellam"
     if lattice:
@@ -220,6 +223,7 @@ def gaussian_noise_multiplier(target_epsilon: float, delta: float, shape: RunSha
 def run_plan(args: argparse.Namespace) -> int:
     """``opu-hal plan --profile P [--calibration CAL] ...``: operating points for the target."""
     profile = load_profile(args.profile)
+    require_camera_profile(profile, "plan --profile")
     cal_path = args.calibration or profile.calibration
     if cal_path is None:
         raise CalibrationError(f"profile {profile.label!r} names no calibration: pass --calibration CAL "
@@ -227,6 +231,9 @@ def run_plan(args: argparse.Namespace) -> int:
     if args.calibration is None and profile.source is not None and not Path(cal_path).is_absolute():
         cal_path = Path(profile.source).parent / cal_path
     calibration = read_calibration(cal_path)
+    from .calibrated import check_profile
+
+    check_profile(calibration, profile, Path(cal_path))  # the check train's device makes
     shape = _shape(args)
     if args.mechanism == "skellam":
         plans = plan_skellam(calibration, profile, args.target_epsilon, args.delta, shape, required_poisson_mean)

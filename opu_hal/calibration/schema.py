@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -51,6 +51,8 @@ class DeviceIdentity(_Model):
     in_features: int
     out_features: int
     mode: Literal["linear", "intensity"]
+    physics: Optional[dict[str, Union[bool, int, float, str, None]]] = Field(
+        None, description="the profile's physics keys at calibration (opu_hal.calibration.run.physics_of)")
 
 
 class OperatingPointCalibration(_Model):
@@ -63,7 +65,7 @@ class OperatingPointCalibration(_Model):
     dark_e_min_pixel_lower: float = Field(ge=0.0)
     anchor_e: Estimate
     anchor_read_e_min_pixel_lower: float = Field(ge=0.0)
-    anchor_power_uw: float = Field(ge=0.0)
+    anchor_power_uw: float = Field(gt=0.0)
     clipped_reads: int = Field(ge=0)
 
 
@@ -103,14 +105,34 @@ class Calibration(_Model):
     saturation_limited_by: Literal["full_well", "adc"]
     quantum_efficiency: Optional[Estimate] = None
     photons_per_pixel_per_uw: Optional[float] = Field(
-        None, description="photons per pixel per uW at the first exposure (known illumination)"
+        None, gt=0.0, description="photons per pixel per uW at the first exposure (known illumination)"
     )
-    laser_power_uw: Optional[float] = None
-    anchor_power_uw: Optional[float] = None
+    laser_power_uw: Optional[float] = Field(None, gt=0.0)
+    anchor_power_uw: Optional[float] = Field(None, gt=0.0)
     dark_current: list[DarkCurrentPoint] = Field(default_factory=list)
     temperature_law: Optional[TemperatureLaw] = None
     operating_points: list[OperatingPointCalibration] = Field(min_length=1)
     notes: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Calibration":
+        """Every (temperature, exposure) of the grid measured once; distinct, positive grid values."""
+        if len(set(self.temperatures_c)) != len(self.temperatures_c):
+            raise ValueError(f"key 'temperatures_c' must hold distinct values, got {self.temperatures_c}")
+        if len(set(self.exposures_us)) != len(self.exposures_us) or min(self.exposures_us) <= 0:
+            raise ValueError(f"key 'exposures_us' must hold distinct values > 0, got {self.exposures_us}")
+        if not self.gain_e_per_dn.lower > 0:
+            raise ValueError(f"key 'gain_e_per_dn.lower' must be > 0, got {self.gain_e_per_dn.lower}")
+        grid = sorted((t, e) for t in self.temperatures_c for e in self.exposures_us)
+        measured = sorted((p.temperature_c, p.exposure_us) for p in self.operating_points)
+        if measured != grid:
+            missing = sorted(set(grid) - set(measured))
+            extra = [pt for pt in measured if pt not in grid or measured.count(pt) > 1]
+            raise ValueError(
+                f"key 'operating_points' must hold one point per (temperature_c, exposure_us) of the grid "
+                f"({len(grid)} points), got {len(measured)}"
+                + (f"; missing {missing}" if missing else "") + (f"; not in the grid or repeated {sorted(set(extra))}" if extra else ""))
+        return self
 
     def point(self, temperature_c: float, exposure_us: float) -> OperatingPointCalibration | None:
         for op in self.operating_points:
@@ -155,7 +177,10 @@ def read_calibration(path: str | os.PathLike[str]) -> Calibration:
     except ValidationError as exc:
         lines = [f"{file}: invalid calibration ({exc.error_count()} problem(s))"]
         for err in exc.errors():
-            key = ".".join(str(p) for p in err["loc"]) or "(file)"
+            key = ".".join(str(p) for p in err["loc"])
+            if not key:  # a check across keys names them itself
+                lines.append(f"  {err['msg'].removeprefix('Value error, ')}")
+                continue
             got = "" if err["type"] == "missing" else f" (got {err.get('input')!r})"
             lines.append(f"  key '{key}': {err['msg']}{got}")
         raise CalibrationError("\n".join(lines)) from None
