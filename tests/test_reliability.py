@@ -243,3 +243,18 @@ def test_a_torch_device_refuses_a_calibration_it_would_ignore(camera):
     torch_profile = {"backend": "torch", "in_features": 8, "out_features": 16, "device": "cpu"}
     with pytest.raises(ProfileError, match="key 'calibration'.*a torch profile has none"):
         opu_hal.load_device(opu_hal.validate_profile({**torch_profile, "calibration": str(camera / "cal.json")}))
+
+
+def test_train_refuses_a_calibration_on_a_torch_profile_instead_of_ignoring_it(camera, capsys):
+    code, err = run_cli(["train", "--method", "dp-dfa", "--profile", "torch-cpu", "--calibration",
+                         str(camera / "cal.json"), "--dataset", "digits", "--epochs", "1", "--target-epsilon", "8",
+                         "--quiet"], capsys)
+    assert code == 2 and "key 'calibration'" in err and "a torch profile has none" in err
+
+
+def test_train_with_device_noise_refuses_a_short_calibration_naming_the_key(camera, capsys):
+    path = damaged(camera, "short-train", DAMAGES["short"][0])
+    code, err = run_cli(["train", "--method", "dp-dfa", "--noise-source", "device", "--profile", str(camera / "cam.toml"),
+                         "--calibration", path, "--dataset", "digits", "--epochs", "1", "--target-epsilon", "8",
+                         "--quiet"], capsys)
+    assert code == 2 and path in err and "key 'operating_points' must hold one point per" in err
