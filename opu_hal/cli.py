@@ -26,6 +26,7 @@ from .memory import available_bytes, gib
 from .privacy.commands import register_privacy_commands
 from .privacy.events import PrivacyParameterError
 from .profiles import list_profiles, load_profile
+from .registry import PLUGIN_FAILURES
 
 Register = Callable[[argparse._SubParsersAction], None]
 COMMANDS_ENTRY_POINT_GROUP = "opu_hal.commands"
@@ -38,8 +39,9 @@ def installed_command_registrations() -> list[Register]:
     for entry in metadata.entry_points(group=COMMANDS_ENTRY_POINT_GROUP):
         try:
             register = entry.load()
-        except Exception as exc:  # a broken plugin must not take the device commands down
-            warnings.warn(f"command entry point {entry.name!r} ({entry.value}) failed to load: {exc}")
+        except PLUGIN_FAILURES as exc:  # a broken plugin must not take the device commands down
+            warnings.warn(f"command entry point {entry.name!r} ({entry.value}) failed to load: "
+                          f"{type(exc).__name__}: {exc}")
             continue
         if callable(register):
             found.append(register)
@@ -205,8 +207,29 @@ def build_parser(extra: Sequence[Register] = ()) -> argparse.ArgumentParser:
         if register not in registrations:
             registrations.append(register)
     for register in registrations:
-        register(sub)
+        apply_registration(sub, register)
     return parser
+
+
+def apply_registration(sub: argparse._SubParsersAction, register: Register) -> bool:
+    """Run one command registration; one that raises (sys.exit included) or adds a command name
+    already taken is undone and skipped with a warning, so it cannot take the other commands down."""
+    names, choices = dict(sub._name_parser_map), list(sub._choices_actions)
+    where = f"command registration {getattr(register, '__module__', '?')}.{getattr(register, '__qualname__', register)}"
+    try:
+        register(sub)
+    except PLUGIN_FAILURES as exc:
+        problem = f"failed: {type(exc).__name__}: {exc}"
+    else:
+        replaced = [name for name, parser in names.items() if sub._name_parser_map.get(name) is not parser]
+        if not replaced:
+            return True
+        problem = f"replaced the command(s) {', '.join(replaced)} that another registration added"
+    sub._name_parser_map.clear()
+    sub._name_parser_map.update(names)
+    sub._choices_actions[:] = choices
+    warnings.warn(f"{where} {problem}; its commands are ignored")
+    return False
 
 
 def main(argv: Sequence[str] | None = None, extra: Sequence[Register] = ()) -> int:

@@ -258,3 +258,135 @@ def test_train_with_device_noise_refuses_a_short_calibration_naming_the_key(came
                          "--calibration", path, "--dataset", "digits", "--epochs", "1", "--target-epsilon", "8",
                          "--quiet"], capsys)
     assert code == 2 and path in err and "key 'operating_points' must hold one point per" in err
+
+
+# -- plugins: a broken one is skipped with a warning naming it; it never takes other commands down --
+import sys  # noqa: E402
+import textwrap  # noqa: E402
+import warnings  # noqa: E402
+
+from opu_hal.registry import refresh_entry_points  # noqa: E402
+
+PLUGGED = """
+    from typing import Literal
+    from opu_hal import BackendSpec, BaseProfile
+    from tests.test_registry import EchoDevice
+
+    class PluggedProfile(BaseProfile):
+        backend: Literal["plugged"]
+
+    def failing(profile):
+        raise RuntimeError("no such hardware")
+
+    {spec}
+"""
+
+
+@pytest.fixture
+def install(tmp_path, monkeypatch):
+    """Install a plugin distribution (dist-info on sys.path) declaring ``group = {name: value}``."""
+    def install(group: str, name: str, value: str, source: str) -> None:
+        (tmp_path / "rel_plugin.py").write_text(textwrap.dedent(source))
+        dist = tmp_path / "rel_plugin-0.1.dist-info"
+        dist.mkdir(exist_ok=True)
+        (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: rel-plugin\nVersion: 0.1\n")
+        (dist / "entry_points.txt").write_text(f"[{group}]\n{name} = {value}\n")
+        monkeypatch.syspath_prepend(str(tmp_path))
+        monkeypatch.delitem(sys.modules, "rel_plugin", raising=False)
+        refresh_entry_points()
+    yield install
+    monkeypatch.undo()
+    sys.modules.pop("rel_plugin", None)
+    refresh_entry_points()
+
+
+def info_with_warnings(argv: list[str], capsys) -> tuple[int, str, str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = main(argv)
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    return code, captured.err, " | ".join(str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize("group", ["opu_hal.backends", "opu_hal.commands"])
+@pytest.mark.parametrize("body, named", [
+    ("raise KeyboardInterrupt", "failed to load: KeyboardInterrupt"),
+    ("import sys; sys.exit(3)", "failed to load: SystemExit: 3"),
+    ("raise ImportError('missing SDK')", "failed to load: ImportError: missing SDK"),
+])
+def test_a_plugin_failing_at_import_is_skipped_with_a_warning(group, body, named, install, capsys):
+    install(group, "broken", "rel_plugin:SPEC", body + "\n")
+    code, err, warned = info_with_warnings(["info", "torch-cpu", "--json"], capsys)
+    assert code == 0 and "'broken' (rel_plugin:SPEC) " + named in warned
+
+
+@pytest.mark.parametrize("source, named", [
+    ("def register(sub):\n    raise RuntimeError('bad plugin')\n", "failed: RuntimeError: bad plugin"),
+    ("def register(sub):\n    sub.add_parser('extra-cmd')\n    sub.add_parser('info')\n", "failed: ArgumentError"),
+    ("def register(sub):\n    import sys; sys.exit(0)\n", "failed: SystemExit"),
+])
+def test_a_command_registration_that_fails_or_takes_a_name_is_undone(source, named, install, capsys):
+    install("opu_hal.commands", "cmds", "rel_plugin:register", source)
+    code, err, warned = info_with_warnings(["info", "torch-cpu", "--json"], capsys)
+    assert code == 0 and "rel_plugin.register " + named in warned and "its commands are ignored" in warned
+    from opu_hal.cli import build_parser
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sub = next(a for a in build_parser()._actions if hasattr(a, "_name_parser_map"))
+    assert "extra-cmd" not in sub._name_parser_map and "info" in sub._name_parser_map
+
+
+def test_a_registration_replacing_a_command_without_argparse_noticing_is_undone(capsys):
+    from opu_hal.cli import build_parser
+
+    def sneaky(sub):
+        sub._name_parser_map["info"] = sub._name_parser_map["devices"]
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        parser = build_parser([sneaky])
+    assert any("replaced the command(s) info" in str(w.message) for w in caught)
+    assert parser.parse_args(["info", "torch-cpu"]).func.__name__ == "_cmd_info"
+
+
+@pytest.mark.parametrize("spec, named", [
+    ('SPEC = BackendSpec("plugged", PluggedProfile, "rel_plugin:MISSING")', "failed for profile 'p': AttributeError"),
+    ('SPEC = BackendSpec("plugged", PluggedProfile, "no_such_module:Device")',
+     "failed for profile 'p': ModuleNotFoundError"),
+    ("SPEC = BackendSpec('plugged', PluggedProfile, failing)", "failed for profile 'p': RuntimeError: no such hardware"),
+    ("SPEC = BackendSpec('plugged', PluggedProfile, lambda profile: None)", "returned NoneType, not an opu_hal Device"),
+])
+def test_info_of_a_plugin_profile_whose_factory_fails_is_a_clear_error(spec, named, install, tmp_path, capsys):
+    install("opu_hal.backends", "plugged", "rel_plugin:SPEC", PLUGGED.format(spec=spec))
+    (tmp_path / "p.toml").write_text('backend = "plugged"\nin_features = 4\nout_features = 2\n')
+    code, err, _ = info_with_warnings(["info", str(tmp_path / "p.toml")], capsys)
+    assert code == 2 and "backend 'plugged'" in err and named in err
+
+
+@pytest.mark.parametrize("spec, named", [
+    ("SPEC = BackendSpec('plugged', dict, EchoDevice)", "profile model <class 'dict'> is not a subclass"),
+    ("SPEC = BackendSpec('plugged', PluggedProfile, None)", "factory None is neither callable"),
+])
+def test_a_plugin_spec_with_no_profile_model_or_factory_is_ignored(spec, named, install, tmp_path, capsys):
+    install("opu_hal.backends", "plugged", "rel_plugin:SPEC", PLUGGED.format(spec=spec))
+    (tmp_path / "p.toml").write_text('backend = "plugged"\nin_features = 4\nout_features = 2\n')
+    code, err, warned = info_with_warnings(["info", str(tmp_path / "p.toml")], capsys)
+    assert code == 2 and "key 'backend' is 'plugged'; allowed: " in err and named in warned
+    code, _, _ = info_with_warnings(["info", "torch-cpu", "--json"], capsys)
+    assert code == 0
+
+
+def test_a_plugin_named_like_a_builtin_backend_is_refused_naming_both(install, capsys):
+    from opu_hal.backends.simulated.profile import SPEC as BUILTIN
+
+    install("opu_hal.backends", "simulated", "rel_plugin:SPEC",
+            "from opu_hal import BackendSpec\nfrom tests.test_registry import EchoDevice\n"
+            "from opu_hal.backends.simulated.profile import SimulatedProfile\n"
+            "SPEC = BackendSpec('simulated', SimulatedProfile, EchoDevice)\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert opu_hal.get_backend("simulated") is BUILTIN
+    warned = " | ".join(str(w.message) for w in caught)
+    assert "rel_plugin:SPEC" in warned and "opu_hal.backends.simulated.profile:SPEC" in warned and "refused" in warned
