@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import warnings
 from importlib import metadata
@@ -105,10 +106,32 @@ def check_project_batch(batch: int, in_features: int, out_features: int) -> None
                          f"({gib(available_bytes())} available), got {batch}")
 
 
+MAX_SEED = 2**63 - 1
+
+
+def check_project_time(device, max_seconds: float) -> None:
+    """Refuse, before projecting, a device whose matrix takes longer than ``max_seconds`` to
+    generate (a simulated OPU regenerates it per projection unless it fits in cache_mb)."""
+    optics = getattr(device, "optics", None)
+    if optics is None or not hasattr(optics, "generation_seconds"):
+        return
+    seconds = optics.generation_seconds()
+    if seconds > max_seconds:
+        raise InputError(
+            f"profile {device.profile.label!r}: its {optics.in_features} x {optics.out_features} matrix takes about "
+            f"{seconds:.3g} s to generate on this host, over --max-seconds {max_seconds:g}: use smaller "
+            "in_features / out_features, or raise --max-seconds")
+
+
 def _cmd_project(args: argparse.Namespace) -> int:
+    if not 0 <= args.seed <= MAX_SEED:
+        raise InputError(f"--seed must be in [0, 2^63 - 1], got {args.seed}")
+    if not (math.isfinite(args.max_seconds) and args.max_seconds > 0):
+        raise InputError(f"--max-seconds must be finite and > 0, got {args.max_seconds}")
     profile = load_profile(args.profile)
     check_project_batch(args.batch, profile.in_features, profile.out_features)
     with load_device(profile) as device:
+        check_project_time(device, args.max_seconds)
         generator = torch.Generator().manual_seed(args.seed)
         kind = device.capabilities.input_kind
         shape = (args.batch, device.in_features)
@@ -189,7 +212,9 @@ def _register_device_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("project", help="project a random batch and print the noise report")
     p.add_argument("profile", help="profile path or name")
     p.add_argument("--batch", type=int, default=8, help="rows in the batch (default 8)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random batch")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random batch, in [0, 2^63 - 1]")
+    p.add_argument("--max-seconds", type=float, default=60.0,
+                   help="refuse a device whose matrix would take longer to generate (default 60)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_project)
 

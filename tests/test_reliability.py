@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import resource
 
+import torch
+
 import pytest
 
 from opu_hal import memory
@@ -390,3 +392,71 @@ def test_a_plugin_named_like_a_builtin_backend_is_refused_naming_both(install, c
         assert opu_hal.get_backend("simulated") is BUILTIN
     warned = " | ".join(str(w.message) for w in caught)
     assert "rel_plugin:SPEC" in warned and "opu_hal.backends.simulated.profile:SPEC" in warned and "refused" in warned
+
+
+# -- older surfaces -------------------------------------------------------------------------------
+def test_info_of_a_maximal_lighton_simulated_profile_is_refused_before_allocating(tmp_path, capsys):
+    (tmp_path / "lmax.toml").write_text('backend = "lighton"\nsimulated = true\nin_features = 1039680\n'
+                                        'out_features = 2219520\n')
+    code, err = run_cli(["info", str(tmp_path / "lmax.toml")], capsys)
+    assert code == 2 and "keys 'in_features' x 'out_features' = 1039680 x 2219520 need about" in err
+
+
+def test_project_refuses_a_matrix_too_slow_to_generate_that_info_accepts(tmp_path, capsys):
+    (tmp_path / "smax.toml").write_text('backend = "simulated"\nin_features = 1039680\nout_features = 2219520\n')
+    code, _ = run_cli(["info", str(tmp_path / "smax.toml"), "--json"], capsys)
+    assert code == 0
+    code, err = run_cli(["project", str(tmp_path / "smax.toml")], capsys)
+    assert code == 2 and "matrix takes about" in err and "over --max-seconds 60" in err
+    code, err = run_cli(["project", "opu-sim", "--max-seconds", "nan"], capsys)
+    assert code == 2 and "--max-seconds must be finite and > 0" in err
+
+
+@pytest.mark.parametrize("seed", [str(2**70), "-1"])
+def test_project_seed_outside_63_bits_is_refused(seed, capsys):
+    code, err = run_cli(["project", "torch-cpu", "--seed", seed], capsys)
+    assert code == 2 and f"--seed must be in [0, 2^63 - 1], got {seed}" in err
+
+
+def test_a_gain_that_quantizes_the_signal_away_is_refused_not_reported_as_noise(tmp_path, capsys):
+    (tmp_path / "gain.toml").write_text('backend = "simulated"\nin_features = 8\nout_features = 64\n'
+                                        'gain_e_per_dn = 1e6\n')
+    for command in (["info"], ["project"]):
+        code, err = run_cli([*command, str(tmp_path / "gain.toml")], capsys)
+        assert code == 2 and "key 'gain_e_per_dn' = 1e+06 quantizes the signal away" in err
+        assert "use gain_e_per_dn <= 30.9" in err
+    for name in ("opu-sim", "opu-sim-dp", "opu-sim-intensity", "opu-sim-privacy"):  # shipped profiles dither
+        opu_hal.load_device(name).close()
+
+
+def test_the_largest_accepted_gain_still_gives_varying_values():
+    keys = {"backend": "simulated", "in_features": 8, "out_features": 64, "gain_e_per_dn": 30.0, "compute": "cpu"}
+    with opu_hal.load_device(opu_hal.validate_profile(keys)) as device:
+        values = device.project(torch.ones(4, 8)).values
+    assert float(values.std()) > 0
+
+
+def test_train_on_an_empty_training_file_names_the_file(tmp_path, capsys):
+    import struct
+
+    import numpy as np
+
+    def idx(name: str, array: np.ndarray) -> None:
+        header = struct.pack(">HBB", 0, 8, array.ndim) + struct.pack(">" + "I" * array.ndim, *array.shape)
+        (tmp_path / name).write_bytes(header + array.astype(np.uint8).tobytes())
+
+    idx("train-images-idx3-ubyte", np.zeros((0, 28, 28)))
+    idx("train-labels-idx1-ubyte", np.zeros((0,)))
+    idx("t10k-images-idx3-ubyte", np.zeros((10, 28, 28)))
+    idx("t10k-labels-idx1-ubyte", np.arange(10))
+    code, err = run_cli(["train", "--method", "dfa", "--data-dir", str(tmp_path), "--epochs", "1", "--quiet"], capsys)
+    assert code == 2 and f"{tmp_path}/train-images-idx3-ubyte: the IDX files hold 0 images" in err
+
+
+def test_torch_matrix_memory_counts_its_float64_draw(monkeypatch):
+    from opu_hal.backends import torch_backend
+
+    monkeypatch.setattr(torch_backend, "available_bytes", lambda: 2 * 30000 * 30000 * 4 + 1)  # float32 fits, the draw not
+    profile = opu_hal.validate_profile({"backend": "torch", "in_features": 30000, "out_features": 30000, "device": "cpu"})
+    with pytest.raises(ProfileError, match="need a .* GiB matrix"):
+        opu_hal.load_device(profile)
