@@ -139,8 +139,10 @@ def test_issue_32_surfaces_give_no_traceback_hang_or_silent_result(tmp_path):
     fuzz = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(fuzz)
     started = time.perf_counter()
-    outcomes = {label: case() for label, case in fuzz.issue32_cases(tmp_path, timeout=20)}
+    cases = fuzz.issue32_cases(tmp_path, timeout=20) + fuzz.plugin_cases(tmp_path / "plugins", timeout=20)
+    outcomes = {label: case() for label, case in cases}
     bad = {label: o for label, o in outcomes.items() if o.startswith(("traceback", "hang", "silent"))}
     assert not bad
-    assert sum(o == "accepted" for o in outcomes.values()) == len(fuzz.issue32_valid_argvs(tmp_path))
+    valid = len(fuzz.issue32_valid_argvs(tmp_path)) + sum(not hostile for *_, hostile in fuzz.PLUGINS)
+    assert sum(o == "accepted" for o in outcomes.values()) == valid
     assert time.perf_counter() - started < 60

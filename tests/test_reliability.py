@@ -462,7 +462,7 @@ def test_torch_matrix_memory_counts_its_float64_draw(monkeypatch):
         opu_hal.load_device(profile)
 
 
-def test_a_projection_of_100000_rows_under_a_4_gib_address_space_cap_is_refused_not_crashed():
+def test_a_projection_of_100000_rows_and_a_30000_square_torch_matrix_under_a_4_gib_cap_are_refused():
     import subprocess
     import sys as _sys
     from pathlib import Path
@@ -472,9 +472,15 @@ def test_a_projection_of_100000_rows_under_a_4_gib_address_space_cap_is_refused_
             "    try:\n"
             "        d.project(torch.zeros(100_000, d.in_features)); print('projected')\n"
             "    except opu_hal.InputError as exc:\n"
-            "        print('refused:', exc)\n")
+            "        print('refused:', exc)\n"
+            "torch_profile = {'backend': 'torch', 'in_features': 30000, 'out_features': 30000, 'device': 'cpu'}\n"
+            "try:\n"
+            "    opu_hal.load_device(opu_hal.validate_profile(torch_profile)); print('loaded')\n"
+            "except opu_hal.ProfileError as exc:\n"
+            "    print('refused:', exc)\n")
     cap = lambda: resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # noqa: E731
     done = subprocess.run([_sys.executable, "-c", code], capture_output=True, text=True, timeout=120, preexec_fn=cap,
                           cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-500:]
     assert "refused: batch has 100000 rows but this device takes at most" in done.stdout
+    assert "30000 x 30000 need a" in done.stdout

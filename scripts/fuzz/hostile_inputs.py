@@ -3,7 +3,9 @@
 Each input is classified: ``clear`` (an ``OpuHalError`` or an argparse message naming the option,
 exit 2), ``accepted`` (a valid input that worked and returned finite values), ``traceback``
 (an untyped exception), ``hang`` (no answer within the timeout) or ``silent`` (accepted but a
-wrong result: non-finite values, or exit 0 with NaN printed). Prints the counts and writes
+wrong result: non-finite values, exit 0 with NaN printed, or an answer to an input that must be
+refused). Issue 32's cases (calibrate, plan --profile, train, audit, older surfaces, broken plugins)
+run in-process with a deadline, so they stay fast. Prints the counts and writes
 ``results/fuzz/hostile_inputs.json``.
 
     python scripts/fuzz/hostile_inputs.py [--quick]
@@ -282,6 +284,92 @@ def issue32_cases(folder: Path, timeout: int = 30) -> list[tuple[str, object]]:
             + [(f"cli {' '.join(a)}", inprocess_cli_case(a, timeout, hostile=False)) for a in issue32_valid_argvs(folder)])
 
 
+# -- issue 32: broken plugins (entry points) never take the other commands down -------------------
+PLUGIN_PROFILE = """
+from typing import Literal
+from opu_hal import BackendSpec, BaseProfile
+
+class PluggedProfile(BaseProfile):
+    backend: Literal["plugged"]
+
+def failing(profile):
+    raise RuntimeError("no such hardware")
+"""
+PLUGINS = [  # (label, entry-point group, module source, command, hostile)
+    *[(f"{group} import raises {what}", group, body, ["info", "torch-cpu", "--json"], False)
+      for group in ("opu_hal.backends", "opu_hal.commands")
+      for what, body in (("KeyboardInterrupt", "raise KeyboardInterrupt\n"), ("sys.exit", "import sys\nsys.exit(3)\n"),
+                         ("ImportError", "raise ImportError('missing SDK')\n"))],
+    ("register raises", "opu_hal.commands", "def SPEC(sub):\n    raise RuntimeError('bad')\n",
+     ["info", "torch-cpu", "--json"], False),
+    ("register adds a second info", "opu_hal.commands", "def SPEC(sub):\n    sub.add_parser('info')\n",
+     ["info", "torch-cpu", "--json"], False),
+    ("factory missing", "opu_hal.backends", PLUGIN_PROFILE + "SPEC = BackendSpec('plugged', PluggedProfile, 'no_mod:X')\n",
+     ["info", "{dir}/plugged.toml"], True),
+    ("factory raises", "opu_hal.backends", PLUGIN_PROFILE + "SPEC = BackendSpec('plugged', PluggedProfile, failing)\n",
+     ["info", "{dir}/plugged.toml"], True),
+    ("factory returns None", "opu_hal.backends",
+     PLUGIN_PROFILE + "SPEC = BackendSpec('plugged', PluggedProfile, lambda p: None)\n", ["info", "{dir}/plugged.toml"], True),
+    ("profile model not a model", "opu_hal.backends", PLUGIN_PROFILE + "SPEC = BackendSpec('plugged', dict, failing)\n",
+     ["info", "{dir}/plugged.toml"], True),
+]
+SHADOW = ("from opu_hal import BackendSpec\nfrom opu_hal.backends.simulated.profile import SimulatedProfile\n"
+          "SPEC = BackendSpec('simulated', SimulatedProfile, lambda p: None)\n")
+
+
+def _installed(folder: Path, group: str, source: str):
+    """A context that installs a plugin distribution declaring ``group: plugin = corpus_plugin:SPEC``."""
+    import contextlib
+
+    from opu_hal.registry import refresh_entry_points
+
+    @contextlib.contextmanager
+    def installed():
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "corpus_plugin.py").write_text(source)
+        dist = folder / "corpus_plugin-0.1.dist-info"
+        dist.mkdir(exist_ok=True)
+        (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: corpus-plugin\nVersion: 0.1\n")
+        (dist / "entry_points.txt").write_text(f"[{group}]\nplugin = corpus_plugin:SPEC\n")
+        sys.path.insert(0, str(folder))
+        sys.modules.pop("corpus_plugin", None)
+        refresh_entry_points()
+        try:
+            yield
+        finally:
+            sys.path.remove(str(folder))
+            sys.modules.pop("corpus_plugin", None)
+            refresh_entry_points()
+    return installed()
+
+
+def plugin_cases(folder: Path, timeout: int = 30) -> list[tuple[str, object]]:
+    """Issue 32's plugin cases: each installs a broken plugin, runs one command, uninstalls it."""
+    import warnings
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "plugged.toml").write_text('backend = "plugged"\nin_features = 4\nout_features = 2\n')
+    cases = []
+    for i, (label, group, source, argv, hostile) in enumerate(PLUGINS):
+        def case(i=i, group=group, source=source, argv=argv, hostile=hostile):
+            command = [a.replace("{dir}", str(folder)) for a in argv]
+            with _installed(folder / f"plugin{i}", group, source), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return inprocess_cli_case(command, timeout, hostile)()
+        cases.append((f"plugin {label}: {' '.join(argv)}", case))
+
+    def shadow() -> str:
+        from opu_hal.backends.simulated.profile import SPEC as BUILTIN
+
+        with _installed(folder / "shadow", "opu_hal.backends", SHADOW), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            kept = opu_hal.get_backend("simulated") is BUILTIN
+        named = any("corpus_plugin:SPEC" in str(w.message) for w in caught)
+        return "clear" if kept and named else "silent"
+    cases.append(("plugin named 'simulated' later on sys.path", shadow))
+    return cases
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds before a command counts as a hang")
@@ -292,6 +380,7 @@ def main() -> int:
     folder = Path(tempfile.mkdtemp(prefix="opu-hal-fuzz-"))
     cases = list(profile_cases()) + list(batch_cases()) + [(f"cli {' '.join(a)}", cli_case(a, args.timeout)) for a in CLI]
     cases += issue32_cases(folder, timeout=int(min(args.timeout, 60)))
+    cases += plugin_cases(folder / "plugins", timeout=int(min(args.timeout, 60)))
     outcomes = {}
     for i, (label, case) in enumerate(cases, 1):
         outcomes[label] = case()
