@@ -484,3 +484,8 @@ def test_a_projection_of_100000_rows_and_a_30000_square_torch_matrix_under_a_4_g
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-500:]
     assert "refused: batch has 100000 rows but this device takes at most" in done.stdout
     assert "30000 x 30000 need a" in done.stdout
+
+
+def test_plot_refuses_an_extension_matplotlib_cannot_write_before_reading_records(tmp_path, capsys):
+    code, err = run_cli(["plot", str(tmp_path / "missing.json"), "--out", str(tmp_path / "curves.xyz")], capsys)
+    assert code == 2 and "the extension .xyz is not a plot format" in err

@@ -164,10 +164,15 @@ def privacy_summary(privacy: dict, profile: dict | None) -> str:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
+    from opu_hal.paths import plot_format_reason
+
     from .loop import check_output_path
     from .plot import plot_records
 
     check_output_path(args.out, "--out")
+    reason = plot_format_reason(args.out)
+    if reason is not None:
+        raise TrainingConfigError(f"--out {args.out}: {reason}")
     path = plot_records(args.records, args.out, metric=args.metric, title=args.title)
     print(f"wrote {path}")
     return 0
