@@ -161,6 +161,7 @@ DAMAGES = {
                         "key 'operating_points.1.anchor_power_uw': Input should be greater than 0"),
     "negative-photons": (lambda d: d.update(photons_per_pixel_per_uw=-5.0),
                          "key 'photons_per_pixel_per_uw': Input should be greater than 0"),
+    "dark-current-short": (lambda d: d["dark_current"].pop(), "key 'dark_current' must hold one point per"),
 }
 
 

@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import os
 import sys
 import time
 from pathlib import Path
 
 from ..errors import CalibrationError
-from ..paths import plot_format_reason, same_file, unwritable_reason
 from ..loader import load_device
+from ..paths import plot_format_reason, same_file, unwritable_reason
+from ..privacy.run_shape import run_description
 from ..privacy.skellam import required_poisson_mean
 from ..profiles import load_profile
-from .plan import RunShape, plan_gaussian, plan_skellam, what_would
-from ..privacy.run_shape import run_description
 from .frames import check_frames_fit
+from .plan import RunShape, plan_gaussian, plan_skellam, what_would
 from .run import DEFAULT_FRAMES, calibrate_device
 from .schema import Calibration, read_calibration, write_calibration
 

@@ -116,22 +116,20 @@ class Calibration(_Model):
 
     @model_validator(mode="after")
     def _consistent(self) -> "Calibration":
-        """Every (temperature, exposure) of the grid measured once; distinct, positive grid values."""
+        """Distinct, positive grid values; every (temperature, exposure) of the grid measured once;
+        dark current, when given, at each calibrated temperature once; a positive gain."""
         if len(set(self.temperatures_c)) != len(self.temperatures_c):
             raise ValueError(f"key 'temperatures_c' must hold distinct values, got {self.temperatures_c}")
         if len(set(self.exposures_us)) != len(self.exposures_us) or min(self.exposures_us) <= 0:
             raise ValueError(f"key 'exposures_us' must hold distinct values > 0, got {self.exposures_us}")
         if not self.gain_e_per_dn.lower > 0:
             raise ValueError(f"key 'gain_e_per_dn.lower' must be > 0, got {self.gain_e_per_dn.lower}")
-        grid = sorted((t, e) for t in self.temperatures_c for e in self.exposures_us)
-        measured = sorted((p.temperature_c, p.exposure_us) for p in self.operating_points)
-        if measured != grid:
-            missing = sorted(set(grid) - set(measured))
-            extra = [pt for pt in measured if pt not in grid or measured.count(pt) > 1]
-            raise ValueError(
-                f"key 'operating_points' must hold one point per (temperature_c, exposure_us) of the grid "
-                f"({len(grid)} points), got {len(measured)}"
-                + (f"; missing {missing}" if missing else "") + (f"; not in the grid or repeated {sorted(set(extra))}" if extra else ""))
+        grid = [(t, e) for t in self.temperatures_c for e in self.exposures_us]
+        problem = _coverage("operating_points", grid, [(p.temperature_c, p.exposure_us) for p in self.operating_points])
+        if problem is None and self.dark_current:
+            problem = _coverage("dark_current", self.temperatures_c, [d.temperature_c for d in self.dark_current])
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     def point(self, temperature_c: float, exposure_us: float) -> OperatingPointCalibration | None:
@@ -139,6 +137,17 @@ class Calibration(_Model):
             if op.temperature_c == temperature_c and op.exposure_us == exposure_us:
                 return op
         return None
+
+
+def _coverage(key: str, expected: list, found: list) -> str | None:
+    """Why ``found`` (the points of ``key``) is not ``expected`` with each point once, or None."""
+    if sorted(found) == sorted(expected):
+        return None
+    missing = sorted(set(expected) - set(found))
+    extra = sorted({point for point in found if point not in expected or found.count(point) > 1})
+    return (f"key '{key}' must hold one point per calibrated {'(temperature_c, exposure_us)' if key == 'operating_points' else 'temperature_c'}"
+            f" ({len(expected)} points), got {len(found)}" + (f"; missing {missing}" if missing else "")
+            + (f"; not calibrated or repeated {extra}" if extra else ""))
 
 
 def write_calibration(calibration: Calibration, path: str | os.PathLike[str]) -> Path:

@@ -154,6 +154,7 @@ CALIBRATION_DAMAGES = {
     "negative-anchor": lambda d: d["operating_points"][0].update(anchor_power_uw=-1.0),
     "negative-photons": lambda d: d.update(photons_per_pixel_per_uw=-5.0),
     "no-physics": lambda d: d["device"].pop("physics", None),
+    "dark-current-short": lambda d: d["dark_current"].pop(),
 }
 
 
