@@ -490,3 +490,19 @@ def test_a_projection_of_100000_rows_and_a_30000_square_torch_matrix_under_a_4_g
 def test_plot_refuses_an_extension_matplotlib_cannot_write_before_reading_records(tmp_path, capsys):
     code, err = run_cli(["plot", str(tmp_path / "missing.json"), "--out", str(tmp_path / "curves.xyz")], capsys)
     assert code == 2 and "the extension .xyz is not a plot format" in err
+
+
+def test_privacy_counts_name_the_model_when_its_read_mean_is_below_the_calibrations_bound():
+    from opu_hal.backends.simulated.privacy_noise import draw_counts
+    from opu_hal.secure_random import SecureGenerator
+
+    with opu_hal.load_device("opu-sim-dp") as device:
+        read = device.anchor_read_e
+        low = draw_counts(SecureGenerator(), device.sensor, read, 8, 1000.0, "t", read_mean_lower_e=2 * read,
+                          mean_source="calibration X")
+        high = draw_counts(SecureGenerator(), device.sensor, read, 8, 1000.0, "t", read_mean_lower_e=read / 2,
+                           mean_source="calibration X")
+    assert low.distribution.mean_source.startswith("model (the profile's declared camera")
+    assert "calibration X" in low.distribution.mean_source
+    assert low.distribution.reads_per_value * read >= 1000 > (low.distribution.reads_per_value - 1) * read
+    assert high.distribution.mean_source == "calibration X"
