@@ -189,7 +189,7 @@ def test_plan_with_a_profile_refuses_non_finite_epochs(epochs, camera, capsys):
 @pytest.mark.parametrize("profile", ["torch-cpu", "lighton-simulated"])
 def test_plan_refuses_a_profile_without_a_camera(profile, camera, capsys):
     code, err = run_cli([*PLAN, "--profile", profile, "--calibration", str(camera / "cal.json")], capsys)
-    assert code == 2 and "has no camera to calibrate" in err
+    assert code == 2 and f"plan --profile: profile {profile!r}" in err and "declares no camera model to plan with" in err
 
 
 @pytest.mark.parametrize("change, key", [

@@ -41,12 +41,13 @@ CAMERA_KEYS = ("mode", "exposure_us", "laser_power_uw", "anchor_power_uw", "temp
 
 
 def require_camera_profile(profile, what: str) -> None:
-    """Refuse a profile that declares no camera (a torch profile; a LightOn profile, whose laser and
-    anchor powers are not declared): ``what`` needs its exposure, powers and temperature range."""
+    """Refuse a profile that declares no camera model (a torch profile; a LightOn profile, whose laser
+    and anchor powers are not declared): ``what`` needs its exposure, powers and temperature range."""
     missing = [key for key in CAMERA_KEYS if getattr(profile, key, None) is None]
     if missing:
+        problem = "has no camera to calibrate" if what == "calibrate" else "declares no camera model to plan with"
         raise CalibrationError(
-            f"{what}: profile {profile.label!r} (backend {profile.backend}) has no camera to calibrate "
+            f"{what}: profile {profile.label!r} (backend {profile.backend}) {problem} "
             f"(no {', '.join(missing)}); give a simulated OPU profile (e.g. opu-sim-dp)")
 
 
