@@ -44,9 +44,35 @@ class BackendSpec:
     factory: Union[DeviceFactory, str]
     interface_version: str = INTERFACE_VERSION
 
-    def create(self, profile: BaseProfile) -> "Device":
+    def problem(self) -> str | None:
+        """What makes this spec unusable (a profile model that is no pydantic profile model, a
+        factory that is neither callable nor a ``"module:attribute"`` string), or None."""
+        model = self.profile_model
+        if not (isinstance(model, type) and issubclass(model, BaseProfile)):
+            return f"its profile model {model!r} is not a subclass of opu_hal.BaseProfile"
         factory = self.factory
-        if isinstance(factory, str):
-            module_name, _, attribute = factory.partition(":")
-            factory = getattr(importlib.import_module(module_name), attribute)
-        return factory(profile)
+        if not (callable(factory) or (isinstance(factory, str) and ":" in factory)):
+            return f"its factory {factory!r} is neither callable nor a 'module:attribute' string"
+        return None
+
+    def create(self, profile: BaseProfile) -> "Device":
+        """A device of ``profile``; a factory that cannot be imported, fails untyped or returns no
+        :class:`~opu_hal.device.Device` is a :class:`~opu_hal.errors.DeviceUnavailable` naming the backend."""
+        from .device import Device
+        from .errors import DeviceUnavailable, OpuHalError
+
+        try:
+            factory = self.factory
+            if isinstance(factory, str):
+                module_name, _, attribute = factory.partition(":")
+                factory = getattr(importlib.import_module(module_name), attribute)
+            device = factory(profile)
+        except OpuHalError:
+            raise
+        except Exception as exc:  # a plugin's bug must not surface as a traceback
+            raise DeviceUnavailable(f"backend {self.name!r}: its device factory {self.factory!r} failed for profile "
+                                    f"{profile.label!r}: {type(exc).__name__}: {exc}") from exc
+        if not isinstance(device, Device):
+            raise DeviceUnavailable(f"backend {self.name!r}: its device factory {self.factory!r} returned "
+                                    f"{type(device).__name__}, not an opu_hal Device")
+        return device

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import warnings
 from importlib import metadata
@@ -26,6 +27,7 @@ from .memory import available_bytes, gib
 from .privacy.commands import register_privacy_commands
 from .privacy.events import PrivacyParameterError
 from .profiles import list_profiles, load_profile
+from .registry import PLUGIN_FAILURES
 
 Register = Callable[[argparse._SubParsersAction], None]
 COMMANDS_ENTRY_POINT_GROUP = "opu_hal.commands"
@@ -38,8 +40,9 @@ def installed_command_registrations() -> list[Register]:
     for entry in metadata.entry_points(group=COMMANDS_ENTRY_POINT_GROUP):
         try:
             register = entry.load()
-        except Exception as exc:  # a broken plugin must not take the device commands down
-            warnings.warn(f"command entry point {entry.name!r} ({entry.value}) failed to load: {exc}")
+        except PLUGIN_FAILURES as exc:  # a broken plugin must not take the device commands down
+            warnings.warn(f"command entry point {entry.name!r} ({entry.value}) failed to load: "
+                          f"{type(exc).__name__}: {exc}")
             continue
         if callable(register):
             found.append(register)
@@ -103,10 +106,32 @@ def check_project_batch(batch: int, in_features: int, out_features: int) -> None
                          f"({gib(available_bytes())} available), got {batch}")
 
 
+MAX_SEED = 2**63 - 1
+
+
+def check_project_time(device, max_seconds: float) -> None:
+    """Refuse, before projecting, a device whose matrix takes longer than ``max_seconds`` to
+    generate (a simulated OPU regenerates it per projection unless it fits in cache_mb)."""
+    optics = getattr(device, "optics", None)
+    if optics is None or not hasattr(optics, "generation_seconds"):
+        return
+    seconds = optics.generation_seconds()
+    if seconds > max_seconds:
+        raise InputError(
+            f"profile {device.profile.label!r}: its {optics.in_features} x {optics.out_features} matrix takes about "
+            f"{seconds:.3g} s to generate on this host, over --max-seconds {max_seconds:g}: use smaller "
+            "in_features / out_features, or raise --max-seconds")
+
+
 def _cmd_project(args: argparse.Namespace) -> int:
+    if not 0 <= args.seed <= MAX_SEED:
+        raise InputError(f"--seed must be in [0, 2^63 - 1], got {args.seed}")
+    if not (math.isfinite(args.max_seconds) and args.max_seconds > 0):
+        raise InputError(f"--max-seconds must be finite and > 0, got {args.max_seconds}")
     profile = load_profile(args.profile)
     check_project_batch(args.batch, profile.in_features, profile.out_features)
     with load_device(profile) as device:
+        check_project_time(device, args.max_seconds)
         generator = torch.Generator().manual_seed(args.seed)
         kind = device.capabilities.input_kind
         shape = (args.batch, device.in_features)
@@ -187,7 +212,9 @@ def _register_device_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("project", help="project a random batch and print the noise report")
     p.add_argument("profile", help="profile path or name")
     p.add_argument("--batch", type=int, default=8, help="rows in the batch (default 8)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random batch")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random batch, in [0, 2^63 - 1]")
+    p.add_argument("--max-seconds", type=float, default=60.0,
+                   help="refuse a device whose matrix would take longer to generate (default 60)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_project)
 
@@ -205,8 +232,29 @@ def build_parser(extra: Sequence[Register] = ()) -> argparse.ArgumentParser:
         if register not in registrations:
             registrations.append(register)
     for register in registrations:
-        register(sub)
+        apply_registration(sub, register)
     return parser
+
+
+def apply_registration(sub: argparse._SubParsersAction, register: Register) -> bool:
+    """Run one command registration; one that raises (sys.exit included) or adds a command name
+    already taken is undone and skipped with a warning, so it cannot take the other commands down."""
+    names, choices = dict(sub._name_parser_map), list(sub._choices_actions)
+    where = f"command registration {getattr(register, '__module__', '?')}.{getattr(register, '__qualname__', register)}"
+    try:
+        register(sub)
+    except PLUGIN_FAILURES as exc:
+        problem = f"failed: {type(exc).__name__}: {exc}"
+    else:
+        replaced = [name for name, parser in names.items() if sub._name_parser_map.get(name) is not parser]
+        if not replaced:
+            return True
+        problem = f"replaced the command(s) {', '.join(replaced)} that another registration added"
+    sub._name_parser_map.clear()
+    sub._name_parser_map.update(names)
+    sub._choices_actions[:] = choices
+    warnings.warn(f"{where} {problem}; its commands are ignored")
+    return False
 
 
 def main(argv: Sequence[str] | None = None, extra: Sequence[Register] = ()) -> int:

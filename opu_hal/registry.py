@@ -26,6 +26,9 @@ BUILTIN_SPECS: dict[str, str] = {
     "lighton": "opu_hal.backends.lighton_profile:SPEC",
 }
 Origin = Literal["entry point", "built-in fallback", "registered"]
+# What a plugin's import may raise without taking the other backends or commands down: its
+# exceptions, and a ``sys.exit()`` or ``KeyboardInterrupt`` raised by the import itself.
+PLUGIN_FAILURES = (Exception, SystemExit, KeyboardInterrupt)
 
 _registered: dict[str, BackendSpec] = {}
 _discovered: dict[str, tuple[BackendSpec, Origin]] | None = None
@@ -35,6 +38,9 @@ def register_backend(spec: BackendSpec, *, replace: bool = False) -> None:
     """Register a backend in this process (entry points do the same across installs)."""
     if spec.name in _all() and not replace:
         raise OpuHalError(f"backend {spec.name!r} is already registered; pass replace=True")
+    problem = spec.problem() if isinstance(spec, BackendSpec) else "it is not an opu_hal.BackendSpec"
+    if problem is not None:
+        raise OpuHalError(f"backend {getattr(spec, 'name', spec)!r} cannot be registered: {problem}")
     if not _compatible(spec, f"backend {spec.name!r}"):
         raise OpuHalError(
             f"backend {spec.name!r} implements interface {spec.interface_version}; "
@@ -99,11 +105,15 @@ def _load_spec(loader: Any, where: str) -> BackendSpec | None:
         spec = loader()
         if callable(spec) and not isinstance(spec, BackendSpec):
             spec = spec()
-    except Exception as exc:  # a broken plugin must not hide the other backends
-        warnings.warn(f"{where} failed to load: {exc}")
+    except PLUGIN_FAILURES as exc:  # a broken plugin must not hide the other backends
+        warnings.warn(f"{where} failed to load: {type(exc).__name__}: {exc}")
         return None
     if not isinstance(spec, BackendSpec):
         warnings.warn(f"{where} gave {type(spec).__name__}, not an opu_hal.BackendSpec; ignored")
+        return None
+    problem = spec.problem()
+    if problem is not None:
+        warnings.warn(f"{where}: backend {spec.name!r} is unusable: {problem}; ignored")
         return None
     return spec if _compatible(spec, where) else None
 
@@ -113,16 +123,48 @@ def _import_target(value: str) -> Any:
     return getattr(importlib.import_module(module_name), attribute)
 
 
+def _unique_entries() -> list[metadata.EntryPoint]:
+    """The group's entry points, each (name, value) once (an install seen twice on sys.path)."""
+    seen, entries = set(), []
+    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if (entry.name, entry.value) not in seen:
+            seen.add((entry.name, entry.value))
+            entries.append(entry)
+    return entries
+
+
+def _first_claim(name: str, first: str, second: str) -> str:
+    """Two entry points give a backend of the same ``name``: keep the built-in one, else the first
+    found, and warn naming both (a plugin must not silently replace a backend)."""
+    builtin = BUILTIN_SPECS.get(name)
+    kept = builtin if builtin in (first, second) else first
+    refused = second if kept == first else first
+    warnings.warn(f"backend {name!r} is provided by both {first} and {second}; kept {kept}, refused {refused} "
+                  "(a plugin cannot replace another backend: give it its own name)")
+    return kept
+
+
 def _discover() -> dict[str, tuple[BackendSpec, Origin]]:
     global _discovered
     if _discovered is None:
         from_entry_points: dict[str, BackendSpec] = {}
-        for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        claimed: dict[str, str] = {}  # backend name -> the entry point value that provides it
+        for entry in _unique_entries():
             spec = _load_spec(entry.load, f"backend entry point {entry.name!r} ({entry.value})")
-            if spec is not None:
-                from_entry_points[spec.name] = spec
+            if spec is None:
+                continue
+            if spec.name in claimed:
+                kept = _first_claim(spec.name, claimed[spec.name], entry.value)
+                if kept == entry.value:
+                    from_entry_points[spec.name], claimed[spec.name] = spec, entry.value
+                continue
+            from_entry_points[spec.name], claimed[spec.name] = spec, entry.value
         found: dict[str, tuple[BackendSpec, Origin]] = {}
         for name, value in BUILTIN_SPECS.items():  # built-ins first, whichever way they came
+            if name in from_entry_points and claimed[name] != value:  # a plugin under a built-in's name
+                warnings.warn(f"backend {name!r} is built into opu_hal ({value}); the entry point {claimed[name]} "
+                              "that also provides it is refused (give the plugin its own name)")
+                del from_entry_points[name]
             if name in from_entry_points:
                 found[name] = (from_entry_points.pop(name), "entry point")
             else:

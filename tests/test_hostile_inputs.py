@@ -125,3 +125,24 @@ def test_out_of_range_seed_and_missing_profile_folder_are_clear_errors(capsys):
     assert "--seed must be in [0, 2^63 - 1]" in capsys.readouterr().err
     assert main(["devices", "--dir", "/nonexistent"]) == 2
     assert "no profiles" in capsys.readouterr().err
+
+
+def test_issue_32_surfaces_give_no_traceback_hang_or_silent_result(tmp_path):
+    """Issue 32's corpus (calibrate, plan --profile, audit, train, plugins' neighbours, older
+    surfaces), in-process: every case is a clear error or a correct answer, within a minute."""
+    import importlib.util
+    import time
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts/fuzz/hostile_inputs.py"
+    spec = importlib.util.spec_from_file_location("hostile_inputs", path)
+    fuzz = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fuzz)
+    started = time.perf_counter()
+    cases = fuzz.issue32_cases(tmp_path, timeout=20) + fuzz.plugin_cases(tmp_path / "plugins", timeout=20)
+    outcomes = {label: case() for label, case in cases}
+    bad = {label: o for label, o in outcomes.items() if o.startswith(("traceback", "hang", "silent"))}
+    assert not bad
+    valid = len(fuzz.issue32_valid_argvs(tmp_path)) + sum(not hostile for *_, hostile in fuzz.PLUGINS)
+    assert sum(o == "accepted" for o in outcomes.values()) == valid
+    assert time.perf_counter() - started < 60

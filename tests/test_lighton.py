@@ -261,7 +261,7 @@ def test_cli_info_on_the_cloud_profile_explains_and_exits_2(capsys):
 
 
 def test_uncalibrated_hardware_reports_zero_noise_and_calibration_file_is_used(tmp_path, monkeypatch):
-    from opu_hal.calibration.run import calibrate_device
+    from opu_hal.calibration.run import calibrate_device, physics_of
     from opu_hal.calibration.schema import write_calibration
     from opu_hal.errors import CalibrationError
 
@@ -272,11 +272,12 @@ def test_uncalibrated_hardware_reports_zero_noise_and_calibration_file_is_used(t
         "backend": "simulated", "in_features": 12, "out_features": 64, "adc_bits": 12, "gain_e_per_dn": 3.0,
         "black_level_dn": 100, "read_noise_e": 8.0, "exposure_us": 400.0}))
     measured = calibrate_device(twin, [31.0], [400.0], [100_000.0], frames=8, bootstrap=50)
-    identity = measured.device.model_copy(update={"backend": "lighton", "profile": "opu"})
-    write_calibration(measured.model_copy(update={"device": identity}), tmp_path / "cal.json")
     (tmp_path / "opu.toml").write_text(
         'backend = "lighton"\nin_features = 12\nout_features = 64\nexposure_us = 400.0\ncalibration = "cal.json"\n'
     )
+    identity = measured.device.model_copy(update={  # as if measured on this OPU: its identity, its physics keys
+        "backend": "lighton", "profile": "opu", "physics": physics_of(opu_hal.load_profile(tmp_path / "opu.toml"))})
+    write_calibration(measured.model_copy(update={"device": identity}), tmp_path / "cal.json")
     calibrated = LightonDevice(opu_hal.load_profile(tmp_path / "opu.toml"))
     report = calibrated.noise_report()
     assert report.source == "calibrated" and report.temperature_c == 31.0 and 0 < report.std_lower <= report.std

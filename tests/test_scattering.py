@@ -139,3 +139,23 @@ def test_only_methods_without_hidden_layer_updates_may_drop_the_hidden_layers():
         TrainConfig.for_method("dp-dfa", hidden=(), noise_multiplier=1.0)
     with pytest.raises(TrainingConfigError, match="--features 'wavelets'"):
         TrainConfig.for_method("dp-sgd", features="wavelets", noise_multiplier=1.0)
+
+
+def test_a_cache_file_with_one_flipped_byte_is_recomputed_not_loaded(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPU_HAL_CACHE", str(tmp_path))
+    calls = []
+    real = feature_cache.scatter_dataset
+    monkeypatch.setattr(feature_cache, "scatter_dataset", lambda data, progress=None: calls.append(1) or real(data, progress))
+    data = tiny_images_dataset()
+    first = feature_cache.cached_scatter_features(data, log=lambda m: None, progress=False)
+    (path,) = [p for p in tmp_path.iterdir() if p.suffix == ".pt"]
+    raw = bytearray(path.read_bytes())
+    needle = first.train.x[0, :4].contiguous().numpy().tobytes()  # inside train_x's stored bytes
+    at = raw.find(needle)
+    assert at >= 0
+    raw[at] ^= 0x40
+    path.write_bytes(bytes(raw))
+    assert feature_cache._load(path, data) is None  # the checksum catches what torch.load does not
+    again = feature_cache.cached_scatter_features(data, log=lambda m: None, progress=False)
+    assert len(calls) == 2 and torch.equal(again.train.x, first.train.x)
+    assert feature_cache._load(path, data) is not None  # rewritten with a good checksum

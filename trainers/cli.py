@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from typing import Sequence
 
@@ -173,10 +174,15 @@ def privacy_summary(privacy: dict, profile: dict | None) -> str:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
+    from opu_hal.paths import plot_format_reason
+
     from .loop import check_output_path
     from .plot import plot_records
 
     check_output_path(args.out, "--out")
+    reason = plot_format_reason(args.out)
+    if reason is not None:
+        raise TrainingConfigError(f"--out {args.out}: {reason}")
     path = plot_records(args.records, args.out, metric=args.metric, title=args.title)
     print(f"wrote {path}")
     return 0
@@ -189,14 +195,31 @@ def _cmd_table(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_audit(args: argparse.Namespace) -> int:
-    from .audit import audit_black_box, audit_multi_run, audit_white_box, plot_audit
-    from .loop import check_output_path
-    from .records import write_json
+def check_audit_arguments(args: argparse.Namespace) -> None:
+    """Refuse, before the audit trains anything, a confidence outside (0, 1) and outputs that could
+    not be written afterwards (an unwritable path, a plot extension matplotlib cannot write)."""
+    from opu_hal.paths import plot_format_reason, same_file
 
+    from .loop import check_output_path
+
+    if not (math.isfinite(args.confidence) and 0 < args.confidence < 1):
+        raise TrainingConfigError(f"--confidence must be in (0, 1) (exclusive), got {args.confidence}")
     for path, option in ((args.out, "--out"), (args.plot, "--plot")):
         if path:
             check_output_path(path, option)
+    if args.plot:
+        reason = plot_format_reason(args.plot)
+        if reason is not None:
+            raise TrainingConfigError(f"--plot {args.plot}: {reason}")
+        if args.out and same_file(args.plot, args.out):
+            raise TrainingConfigError(f"--plot {args.plot} is the --out path; give the plot its own file")
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from .audit import audit_black_box, audit_multi_run, audit_white_box, plot_audit
+    from .records import write_json
+
+    check_audit_arguments(args)
     config = config_from_args(args)
     log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
     if args.runs is not None:

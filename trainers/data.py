@@ -127,7 +127,10 @@ def _split(images: np.ndarray, labels: np.ndarray, path: Path) -> Split:
         raise DatasetError(
             f"{path}: images {images.shape} and labels {labels.shape} do not match"
         )
-    x = torch.from_numpy(images.reshape(images.shape[0], -1).astype(np.float32) / 255.0)
+    if images.shape[0] == 0 or images[0].size == 0:
+        raise DatasetError(f"{path}: the IDX files hold {images.shape[0]} images of shape {images.shape[1:]}; "
+                           "a split needs at least one image of at least one pixel")
+    x = torch.from_numpy(images.reshape(images.shape[0], images[0].size).astype(np.float32) / 255.0)
     return Split(x=x, y=torch.from_numpy(labels.astype(np.int64)))
 
 
@@ -161,8 +164,8 @@ def load_dataset(
         raise DatasetError(f"validation_fraction must be in [0, 1), got {validation_fraction}")
     directory = resolve_dir(name, data_dir)
     arrays = {key: read_idx(find_file(directory, stem)) for key, stem in FILES.items()}
-    train = _split(arrays["train_images"], arrays["train_labels"], directory)
-    test = _split(arrays["test_images"], arrays["test_labels"], directory)
+    train = _split(arrays["train_images"], arrays["train_labels"], directory / FILES["train_images"])
+    test = _split(arrays["test_images"], arrays["test_labels"], directory / FILES["test_images"])
     check_splits(train, test, directory)
     order = torch.randperm(len(train), generator=torch.Generator().manual_seed(seed))
     n_val = int(round(validation_fraction * len(train)))

@@ -1,7 +1,8 @@
 """ScatterNet features computed once per dataset and kept on disk.
 
 The key is a SHA-256 of every split's images and labels plus the transform's version, so a changed
-dataset, split or transform never reads stale features. The cache lives in ``$OPU_HAL_CACHE``
+dataset, split or transform never reads stale features. The file also holds a SHA-256 of its own
+tensors' bytes, checked at load: a damaged file (one flipped byte) is recomputed, never used. The cache lives in ``$OPU_HAL_CACHE``
 (default ``~/.cache/opu-hal``); a cache that cannot be written costs time, never the run.
 """
 
@@ -36,10 +37,27 @@ def dataset_key(data: Dataset) -> str:
     return digest.hexdigest()[:24]
 
 
+TENSOR_NAMES = tuple(f"{name}_{part}" for name in ("train", "validation", "test") for part in ("x", "y"))
+
+
+def tensors_digest(tensors: dict[str, torch.Tensor]) -> str:
+    """SHA-256 of the feature tensors' names, dtypes, shapes and bytes, in a fixed order."""
+    digest = hashlib.sha256()
+    for name in TENSOR_NAMES:
+        tensor = tensors[name].detach().cpu().contiguous()
+        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
+        digest.update(tensor.view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+    return digest.hexdigest()
+
+
 def _load(path: Path, data: Dataset) -> Dataset | None:
+    """The cached features, or None when the file is truncated, foreign, damaged (checksum) or stale."""
     try:
         stored = torch.load(path, weights_only=True)
-        splits = [Split(stored[f"{name}_x"], stored[f"{name}_y"]) for name in ("train", "validation", "test")]
+        tensors = {name: stored["tensors"][name] for name in TENSOR_NAMES}
+        if stored["sha256"] != tensors_digest(tensors):
+            return None  # damaged since it was written: recompute (and overwrite it)
+        splits = [Split(tensors[f"{name}_x"], tensors[f"{name}_y"]) for name in ("train", "validation", "test")]
     except Exception:  # a truncated or foreign file: recompute (and overwrite it)
         return None
     if any(len(s) != len(o) for s, o in zip(splits, (data.train, data.validation, data.test))):
@@ -52,7 +70,7 @@ def _store(path: Path, features: Dataset) -> None:
     partial = path.with_suffix(f".{os.getpid()}.part")
     tensors = {f"{name}_{part}": getattr(getattr(features, name), part)
                for name in ("train", "validation", "test") for part in ("x", "y")}
-    torch.save(tensors, partial)
+    torch.save({"tensors": tensors, "sha256": tensors_digest(tensors)}, partial)
     os.replace(partial, path)
 
 

@@ -133,13 +133,11 @@ def check_model_memory(sizes: list[int], batch_size: int) -> None:
 
 def check_output_path(path: str | os.PathLike[str], option: str) -> None:
     """Refuse, before any training, an output path that could not be written afterwards."""
-    target = Path(path)
-    if target.is_dir():
-        raise TrainingConfigError(f"{option} {target}: is a directory; give a file path")
-    parent = target.parent if str(target.parent) else Path(".")
-    existing = next((p for p in [parent, *parent.parents] if p.exists()), Path("."))
-    if not existing.is_dir() or not os.access(existing, os.W_OK):
-        raise TrainingConfigError(f"{option} {target}: {existing} is not a writable folder")
+    from opu_hal.paths import unwritable_reason
+
+    reason = unwritable_reason(path)
+    if reason is not None:
+        raise TrainingConfigError(f"{option} {path}: {reason}")
 
 
 class Trainer:

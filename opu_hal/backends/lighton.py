@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from ..capabilities import Capabilities
-from ..memory import batch_limit
+from ..memory import available_bytes, batch_limit, gib
 from ..device import Device
 from ..errors import DeviceTimeout, DeviceUnavailable, ProfileError
 from ..noise import NoiseReport, Projection
@@ -88,6 +88,20 @@ def read_calibration(profile: LightonProfile, device: "LightonDevice | None" = N
 
 
 PEAK_FACTOR = 4  # float32 copies of a row's input and output at the projection's peak
+# lightonml's simulated device draws its complex64 matrix as two float64 normal arrays cast to
+# float32, then combines them: about 32 bytes per entry at the peak.
+SIMULATED_MATRIX_BYTES_PER_ENTRY = 32
+
+
+def check_simulated_matrix_fits(profile: LightonProfile) -> None:
+    """Refuse, before lightonml allocates it, a simulated matrix larger than half the memory left."""
+    need = SIMULATED_MATRIX_BYTES_PER_ENTRY * profile.in_features * profile.out_features
+    if need > available_bytes() // 2:
+        raise ProfileError(
+            f"profile {profile.label!r}: keys 'in_features' x 'out_features' = {profile.in_features} x "
+            f"{profile.out_features} need about {gib(need)} for lightonml's simulated matrix; {gib(available_bytes())} "
+            "is available (half of it may be used): use smaller sizes")
+
 
 class LightonDevice(Device[LightonProfile]):
     """LightOn OPU (hardware, or the SDK's simulated device) behind the device contract."""
@@ -97,6 +111,8 @@ class LightonDevice(Device[LightonProfile]):
         self._sdk = import_sdk()
         if not profile.simulated and opu_device is None:
             check_hardware_present()
+        if profile.simulated and opu_device is None:
+            check_simulated_matrix_fits(profile)
         self._opu_device = opu_device
         self._noise_std = profile.noise_std
         self._opu: Any = None

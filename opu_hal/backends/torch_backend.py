@@ -38,7 +38,12 @@ class TorchDevice(Device[TorchProfile]):
         super().__init__(profile)
         self._device = resolve_torch_device(profile.device)
         self._dtype = _DTYPES[profile.dtype]
-        need = 4 * profile.in_features * profile.out_features * (2 if profile.dtype == "float64" else 1)
+        if profile.calibration is not None:
+            raise ProfileError(
+                f"profile {profile.label!r}: key 'calibration' ({profile.calibration}) applies to a camera; a torch "
+                "profile has none (its noise is software noise of exactly noise_std): drop the calibration")
+        # the matrix is drawn in float64, then cast: both copies exist at the peak
+        need = profile.in_features * profile.out_features * (8 + (8 if profile.dtype == "float64" else 4))
         if need > available_bytes() // 2:
             raise ProfileError(
                 f"profile {profile.label!r}: keys 'in_features' x 'out_features' = {profile.in_features} x "

@@ -18,8 +18,8 @@ from pathlib import Path
 from ..errors import CalibrationError
 from ..noise import NoiseReport
 from .noise_model import least_frames_e, output_variance, typical_frames_e
-from .run import device_identity
-from .schema import Calibration, read_calibration
+from .run import device_identity, profile_identity
+from .schema import Calibration, DeviceIdentity, read_calibration
 from .temperature import law_shape
 
 import numpy as np
@@ -34,17 +34,33 @@ def calibration_path(profile) -> Path:
 
 
 def check_identity(calibration: Calibration, device, path: Path) -> None:
-    """Refuse a calibration taken on another device, naming the first key that differs."""
-    mine = device_identity(device).model_dump()
-    theirs = calibration.device.model_dump()
-    for key, value in theirs.items():
-        if key == "profile":
-            continue  # a profile may be renamed; the physical identity is the rest
-        if mine.get(key) != value:
-            raise CalibrationError(
-                f"{path}: key 'device.{key}' is {value!r} but this device ({device.profile.label!r}) has "
-                f"{mine.get(key)!r}: the calibration was taken on another device; re-run `opu-hal calibrate`"
-            )
+    """Refuse a calibration taken on another device than ``device`` (see :func:`check_matches`)."""
+    check_matches(calibration, device_identity(device), device.profile.label, path)
+
+
+def check_profile(calibration: Calibration, profile, path: Path) -> None:
+    """Refuse a calibration taken on another device than ``profile`` describes: the same check as
+    :func:`check_identity`, so ``plan`` and ``train`` accept and refuse the same files."""
+    check_matches(calibration, profile_identity(profile, profile.mode), profile.label, path)
+
+
+def check_matches(calibration: Calibration, mine: DeviceIdentity, label: str, path: Path) -> None:
+    """Refuse a calibration whose identity differs from ``mine`` (backend, seed, sizes, mode, serial
+    and every physics key), naming the first key that differs."""
+    theirs = calibration.device
+    if theirs.physics is None:
+        raise CalibrationError(f"{path}: key 'device.physics' is missing: the file does not say which camera "
+                               "it measured (written before issue 32); re-run `opu-hal calibrate`")
+    differences = [(f"device.{key}", value, getattr(mine, key)) for key, value in theirs.model_dump().items()
+                   if key not in ("profile", "physics") and getattr(mine, key) != value]
+    physics = mine.physics or {}
+    differences += [(f"device.physics.{key}", theirs.physics.get(key), physics.get(key))
+                    for key in sorted(set(theirs.physics) | set(physics)) if theirs.physics.get(key) != physics.get(key)]
+    if differences:
+        key, value, own = differences[0]
+        raise CalibrationError(
+            f"{path}: key '{key}' is {value!r} but this device ({label!r}) has {own!r}: the calibration was "
+            f"taken on another device ({len(differences)} key(s) differ); re-run `opu-hal calibrate`")
 
 
 class CalibratedNoise:

@@ -5,15 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
 from pathlib import Path
 
 from ..errors import CalibrationError
 from ..loader import load_device
+from ..paths import plot_format_reason, same_file, unwritable_reason
+from ..privacy.run_shape import run_description
 from ..privacy.skellam import required_poisson_mean
 from ..profiles import load_profile
+from .camera_plan import format_trade_off, plot_trade_off, resolution_that_one_read_supplies, trade_off
+from .frames import check_frames_fit
 from .plan import OperatingPlan, RunShape, plan_gaussian, plan_skellam, what_would
 from .run import DEFAULT_FRAMES, calibrate_device
 from .schema import Calibration, read_calibration, write_calibration
@@ -29,27 +32,67 @@ def progress_bar(done: int, total: int, what: str) -> None:
 
 
 def default_temperatures(profile, count: int = 5) -> list[float]:
+    """``count`` temperatures across the profile's settable range (one when the range is a point)."""
     low, high = profile.temperature_min_c, profile.temperature_max_c
+    if high <= low:
+        return [float(low)]
     return [low + (high - low) * i / (count - 1) for i in range(count)]
 
 
+CAMERA_KEYS = ("mode", "exposure_us", "laser_power_uw", "anchor_power_uw", "temperature_min_c", "temperature_max_c")
+
+
+def require_camera_profile(profile, what: str) -> None:
+    """Refuse a profile that declares no camera model (a torch profile; a LightOn profile, whose laser
+    and anchor powers are not declared): ``what`` needs its exposure, powers and temperature range."""
+    missing = [key for key in CAMERA_KEYS if getattr(profile, key, None) is None]
+    if missing:
+        problem = "has no camera to calibrate" if what == "calibrate" else "declares no camera model to plan with"
+        raise CalibrationError(
+            f"{what}: profile {profile.label!r} (backend {profile.backend}) {problem} "
+            f"(no {', '.join(missing)}); give a simulated OPU profile (e.g. opu-sim-dp)")
+
+
+def _check_distinct(values: list[float] | None, option: str) -> None:
+    if values is not None and len(set(values)) != len(values):
+        raise CalibrationError(f"{option} must be distinct values (each is one calibrated point), got "
+                               f"{' '.join(f'{v:g}' for v in values)}")
+
+
 def _check_output(path: str | None, option: str) -> None:
-    """Refuse, before measuring, an output path that is a folder or lies in no writable folder."""
+    """Refuse, before measuring, an output path that could not be written afterwards."""
     if path is None:
         return
-    target = Path(path)
-    existing = next((p for p in [target.parent, *target.parent.parents] if p.exists()), Path("."))
-    if target.is_dir() or not existing.is_dir() or not os.access(existing, os.W_OK):
-        raise CalibrationError(f"{option} {target}: not a writable file path (a folder, or no writable folder above it)")
+    reason = unwritable_reason(path)
+    if reason is not None:
+        raise CalibrationError(f"{option} {path}: not a writable file path ({reason})")
+
+
+def _check_outputs(args: argparse.Namespace) -> Path:
+    """Check --out and the plot path before measuring; returns the plot path."""
+    _check_output(args.out, "--out")
+    plot = Path(args.plot) if args.plot else Path(args.out).with_suffix(".png")
+    option = "--plot" if args.plot else f"the plot's default path (--out {args.out} with .png)"
+    _check_output(str(plot), option)
+    if same_file(plot, args.out):
+        raise CalibrationError(f"{option} {plot} is the --out path {args.out}: the plot would overwrite the "
+                               "calibration; give --out a .json path or --plot another file")
+    reason = plot_format_reason(plot)
+    if reason is not None:
+        raise CalibrationError(f"{option} {plot}: {reason}")
+    return plot
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    _check_output(args.out, "--out")
-    _check_output(args.plot, "--plot")
+    plot = _check_outputs(args)
+    _check_distinct(args.temperatures, "--temperatures")
+    _check_distinct(args.exposures, "--exposures")
     profile = load_profile(args.profile)
+    require_camera_profile(profile, "calibrate")
     if profile.calibration is not None:
         profile = profile.model_copy(update={"calibration": None})
         profile._source = load_profile(args.profile).source
+    check_frames_fit(args.frames, profile.out_features)
     device = load_device(profile)
     temperatures = args.temperatures or default_temperatures(profile)
     exposures = args.exposures or [profile.exposure_us]
@@ -58,7 +101,6 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                                    progress=None if args.quiet else progress_bar)
     elapsed = time.perf_counter() - start
     out = write_calibration(calibration, args.out)
-    plot = Path(args.plot) if args.plot else out.with_suffix(".png")
     shape = _shape(args) if args.dataset_size else None
     plot_calibration(calibration, profile, plot, shape, args.delta)
     print(summary(calibration, elapsed))
@@ -154,7 +196,9 @@ def _shape(args: argparse.Namespace) -> RunShape:
     n, m = args.dataset_size, args.batch_size
     if not (n and m and 1 <= m <= n):
         raise CalibrationError(f"need 1 <= --batch-size <= --dataset-size, got {m} and {n}")
-    steps = args.steps if args.steps is not None else math.ceil((args.epochs or 1) * n / m)
+    _, _, steps = run_description(argparse.Namespace(
+        dataset_size=n, batch_size=m, steps=args.steps, epochs=1.0 if args.epochs is None else args.epochs,
+        sampling=args.sampling, min_batch=None))  # --epochs / --steps validated as `plan` without --profile
     dimension, resolution = getattr(args, "dimension", None), getattr(args, "lattice_resolution", None)
     lattice = getattr(args, "mechanism", "gaussian") == "skellam"
     if lattice:
@@ -178,9 +222,21 @@ def gaussian_noise_multiplier(target_epsilon: float, delta: float, shape: RunSha
     return smallest_noise_multiplier(event_for, steps, target_epsilon, delta, neighboring)
 
 
+def _check_plan_plot(path: str | None) -> None:
+    """Refuse, before planning, a ``--plot`` that could not be written."""
+    if path is None:
+        return
+    _check_output(path, "--plot")
+    reason = plot_format_reason(path)
+    if reason is not None:
+        raise CalibrationError(f"--plot {path}: {reason}")
+
+
 def run_plan(args: argparse.Namespace) -> int:
     """``opu-hal plan --profile P [--calibration CAL] ...``: operating points for the target."""
+    _check_plan_plot(getattr(args, "plot", None))
     profile = load_profile(args.profile)
+    require_camera_profile(profile, "plan --profile")
     cal_path = args.calibration or profile.calibration
     if cal_path is None:
         raise CalibrationError(f"profile {profile.label!r} names no calibration: pass --calibration CAL "
@@ -188,6 +244,9 @@ def run_plan(args: argparse.Namespace) -> int:
     if args.calibration is None and profile.source is not None and not Path(cal_path).is_absolute():
         cal_path = Path(profile.source).parent / cal_path
     calibration = read_calibration(cal_path)
+    from .calibrated import check_profile
+
+    check_profile(calibration, profile, Path(cal_path))  # the check train's device makes
     shape = _shape(args)
     if args.mechanism == "skellam":
         plans = plan_skellam(calibration, profile, args.target_epsilon, args.delta, shape, required_poisson_mean)
@@ -212,7 +271,21 @@ def run_plan(args: argparse.Namespace) -> int:
         return 1
     if args.mechanism == "skellam":
         print(camera_summary(reaching[0], shape))
+        if shape.rounding_analysis == "per-coordinate":
+            _print_trade_off(reaching[0], shape, args, profile)
     return 0
+
+
+def _print_trade_off(best: OperatingPlan, shape: RunShape, args: argparse.Namespace, profile) -> None:
+    """Camera time against noise over the lattice resolution at the cheapest point (and its plot)."""
+    frame_s = best.camera_seconds_per_step / best.frames_per_step if best.frames_per_step else 0.0
+    rows = trade_off(best, shape, args.target_epsilon, args.delta, required_poisson_mean,
+                     profile.sensor_pixels, frame_s)
+    print(f"trade-off at {best.temperature_c:g} C, {best.exposure_us:g} us (k relative to the resolution one read supplies):")
+    print(format_trade_off(rows))
+    if getattr(args, "plot", None):
+        plot_trade_off(rows, args.plot)
+        print(f"wrote {args.plot}")
 
 
 def camera_summary(best: OperatingPlan, shape: RunShape) -> str:
@@ -221,7 +294,7 @@ def camera_summary(best: OperatingPlan, shape: RunShape) -> str:
             f"{best.camera_seconds_per_step:.4g} s per step, {best.time_s:.4g} s for the run "
             f"({best.time_s / 60:.3g} min); applied noise {best.noise_ratio:.3g}x the accounted")
     if shape.rounding_analysis == "per-coordinate" and shape.lattice_resolution and best.needed > 0:
-        fill = shape.lattice_resolution * math.sqrt(best.reads_per_value * best.supplied / best.needed)
+        fill = resolution_that_one_read_supplies(best, shape)
         text += (f"; {best.reads_per_value} read(s) per count supply lambda {best.reads_per_value * best.supplied:.4g} e-:"
                  f" --lattice-resolution up to {math.floor(fill * 1000) / 1000:g} costs no more camera time")
     if best.reads_per_value == 1:

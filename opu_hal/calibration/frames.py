@@ -16,12 +16,28 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import CalibrationError
+from ..memory import available_bytes, gib
 
 Progress = Callable[[int, int, str], None]  # (done, total, what)
 PTC_START_FRACTION = 2.0**-6  # first photon-transfer level, of the profile's anchor power
 PTC_STEP = 2.0**0.5  # power ratio between photon-transfer levels
 PTC_MAX_LEVELS = 48
 PLATEAU_RTOL = 2e-3  # a level whose mean grew by less than this (relative) is on the plateau
+SERIES_BYTES_PER_PIXEL = 32  # one series' peak per frame and pixel: raw DN, its float64 copy, mean/var temporaries
+
+
+def max_frames(pixels: int) -> int:
+    """The most frames per series whose reads fit in half the memory this process may still use."""
+    return int(available_bytes() // 2 // (SERIES_BYTES_PER_PIXEL * max(pixels, 1)))
+
+
+def check_frames_fit(frames: int, pixels: int) -> None:
+    """Refuse, before any frame is read, ``--frames`` outside [2, what fits in memory]."""
+    most = max_frames(pixels)
+    if not 2 <= frames <= most:
+        raise CalibrationError(
+            f"--frames must be in [2, {most}] (a variance needs two frames; a series of {pixels}-pixel frames "
+            f"must fit in half of the {gib(available_bytes())} available), got {frames}")
 
 
 @dataclass(frozen=True)
@@ -81,8 +97,7 @@ def acquire(
             f"device {device.profile.label!r} ({device.profile.backend}) offers no raw camera frames; "
             "photon-transfer calibration needs them"
         )
-    if frames < 2:
-        raise CalibrationError(f"--frames must be >= 2 (a variance needs two frames), got {frames}")
+    check_frames_fit(frames, device.profile.out_features)
     if not temperatures or not exposures:
         raise CalibrationError("need at least one temperature and one exposure")
     all_exposures = sorted(set(float(e) for e in exposures) | set(float(e) for e in dark_exposures))

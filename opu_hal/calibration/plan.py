@@ -10,7 +10,8 @@ frames and time, then by the noise the training sees; or, when none does, what w
 - ``skellam`` (issue 12): the noise of a value is the difference of two sums of ``r`` anchor-only
   reads; with ``mu`` the per-value Poisson mean the target needs (``required_poisson_mean``, a
   parameter: the accountant of the Skellam mechanism plugs in here) and ``mu_read`` the
-  calibration's worst-pixel lower bound of one read's electrons, ``r = ceil(mu / mu_read)``.
+  calibration's worst-pixel lower bound of one read's electrons at the profile's anchor power
+  (:meth:`.calibrated.CalibratedNoise.anchor_read_lower_e`, as ``train`` plans), ``r = ceil(mu / mu_read)``.
 
 Operating points: calibrated temperatures x calibrated exposures at the profile's laser and anchor
 power (a calibration measures one anchor power; more light never lowers a pixel's count, so a
@@ -115,7 +116,8 @@ def plan_skellam(
         for op in calibration.operating_points:
             if op.exposure_us != exposure:
                 continue
-            mu_read = op.anchor_read_e_min_pixel_lower
+            # one read's lower bound at the profile's anchor power: the figure train plans its reads with
+            mu_read, _ = model.anchor_read_lower_e(op.temperature_c)
             reads = math.ceil(mu / mu_read) if mu_read > 0 else 0
             if shape.dimension is not None:  # lattice mechanism: 2 counts per coordinate, a read per sensor pixel
                 per_step = math.ceil(2 * reads * shape.dimension / profile.sensor_pixels)
@@ -128,7 +130,8 @@ def plan_skellam(
                 frames_per_step=per_step, frames_total=per_step * shape.steps,
                 time_s=per_step * shape.steps * frame_s, camera_seconds_per_step=per_step * frame_s,
                 noise_ratio=math.sqrt(reads * mu_read / mu) if mu > 0 else 1.0,
-                noise_std=math.sqrt(2 * reads * (op.anchor_e.value + max(op.dark_e.value, 0.0))),
+                noise_std=math.sqrt(2 * reads * (op.anchor_e.value * profile.anchor_power_uw / op.anchor_power_uw
+                                                 + max(op.dark_e.value, 0.0))),
                 needed=mu, supplied=mu_read, reads_per_value=reads))
     return rank(plans)
 

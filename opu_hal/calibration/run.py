@@ -25,12 +25,33 @@ DEFAULT_FRAMES = 32
 DEFAULT_BOOTSTRAP = 400
 
 
+# Profile keys that are no part of the camera's physics: names, sizes and seed (compared on their
+# own), the operating point (temperature, exposure, laser and anchor power: a calibration covers a
+# range of them and is rescaled to the powers), and where or how the computation runs.
+NOT_PHYSICS = frozenset({
+    "backend", "name", "description", "calibration", "seed", "in_features", "out_features", "mode",
+    "temperature_c", "temperature_min_c", "temperature_max_c", "exposure_us", "laser_power_uw", "anchor_power_uw",
+    "block_mb", "cache_mb", "compute", "retries", "timeout_s", "backoff_s",
+})
+
+
+def physics_of(profile) -> dict[str, object]:
+    """Every key of ``profile`` that shapes what its camera measures (gain, read noise, quantum
+    efficiency, dark current, ADC, ...): a calibration holds only for the same values."""
+    return {key: value for key, value in profile.model_dump().items() if key not in NOT_PHYSICS}
+
+
+def profile_identity(profile, mode: str, serial: str | None = None) -> DeviceIdentity:
+    """What a calibration is tied to: backend, profile label, SDK serial (if any), matrix seed,
+    sizes, output mode and every physics key of the profile."""
+    return DeviceIdentity(backend=profile.backend, profile=profile.label, serial=serial, seed=profile.seed,
+                          in_features=profile.in_features, out_features=profile.out_features, mode=mode,
+                          physics=physics_of(profile))
+
+
 def device_identity(device) -> DeviceIdentity:
-    """What a calibration is tied to: backend, profile label, SDK serial (if any), matrix seed."""
-    p = device.profile
-    return DeviceIdentity(backend=p.backend, profile=p.label, serial=getattr(device, "serial", None),
-                          seed=p.seed, in_features=p.in_features, out_features=p.out_features,
-                          mode=device.capabilities.output_kind)
+    """The identity of an open device (its serial, if the SDK gives one, and its output kind)."""
+    return profile_identity(device.profile, device.capabilities.output_kind, getattr(device, "serial", None))
 
 
 def calibrate_device(

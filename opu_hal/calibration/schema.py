@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -51,6 +51,8 @@ class DeviceIdentity(_Model):
     in_features: int
     out_features: int
     mode: Literal["linear", "intensity"]
+    physics: Optional[dict[str, Union[bool, int, float, str, None]]] = Field(
+        None, description="the profile's physics keys at calibration (opu_hal.calibration.run.physics_of)")
 
 
 class OperatingPointCalibration(_Model):
@@ -63,7 +65,7 @@ class OperatingPointCalibration(_Model):
     dark_e_min_pixel_lower: float = Field(ge=0.0)
     anchor_e: Estimate
     anchor_read_e_min_pixel_lower: float = Field(ge=0.0)
-    anchor_power_uw: float = Field(ge=0.0)
+    anchor_power_uw: float = Field(gt=0.0)
     clipped_reads: int = Field(ge=0)
 
 
@@ -103,20 +105,49 @@ class Calibration(_Model):
     saturation_limited_by: Literal["full_well", "adc"]
     quantum_efficiency: Optional[Estimate] = None
     photons_per_pixel_per_uw: Optional[float] = Field(
-        None, description="photons per pixel per uW at the first exposure (known illumination)"
+        None, gt=0.0, description="photons per pixel per uW at the first exposure (known illumination)"
     )
-    laser_power_uw: Optional[float] = None
-    anchor_power_uw: Optional[float] = None
+    laser_power_uw: Optional[float] = Field(None, gt=0.0)
+    anchor_power_uw: Optional[float] = Field(None, gt=0.0)
     dark_current: list[DarkCurrentPoint] = Field(default_factory=list)
     temperature_law: Optional[TemperatureLaw] = None
     operating_points: list[OperatingPointCalibration] = Field(min_length=1)
     notes: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Calibration":
+        """Distinct, positive grid values; every (temperature, exposure) of the grid measured once;
+        dark current, when given, at each calibrated temperature once; a positive gain."""
+        if len(set(self.temperatures_c)) != len(self.temperatures_c):
+            raise ValueError(f"key 'temperatures_c' must hold distinct values, got {self.temperatures_c}")
+        if len(set(self.exposures_us)) != len(self.exposures_us) or min(self.exposures_us) <= 0:
+            raise ValueError(f"key 'exposures_us' must hold distinct values > 0, got {self.exposures_us}")
+        if not self.gain_e_per_dn.lower > 0:
+            raise ValueError(f"key 'gain_e_per_dn.lower' must be > 0, got {self.gain_e_per_dn.lower}")
+        grid = [(t, e) for t in self.temperatures_c for e in self.exposures_us]
+        problem = _coverage("operating_points", grid, [(p.temperature_c, p.exposure_us) for p in self.operating_points])
+        if problem is None and self.dark_current:
+            problem = _coverage("dark_current", self.temperatures_c, [d.temperature_c for d in self.dark_current])
+        if problem is not None:
+            raise ValueError(problem)
+        return self
 
     def point(self, temperature_c: float, exposure_us: float) -> OperatingPointCalibration | None:
         for op in self.operating_points:
             if op.temperature_c == temperature_c and op.exposure_us == exposure_us:
                 return op
         return None
+
+
+def _coverage(key: str, expected: list, found: list) -> str | None:
+    """Why ``found`` (the points of ``key``) is not ``expected`` with each point once, or None."""
+    if sorted(found) == sorted(expected):
+        return None
+    missing = sorted(set(expected) - set(found))
+    extra = sorted({point for point in found if point not in expected or found.count(point) > 1})
+    return (f"key '{key}' must hold one point per calibrated {'(temperature_c, exposure_us)' if key == 'operating_points' else 'temperature_c'}"
+            f" ({len(expected)} points), got {len(found)}" + (f"; missing {missing}" if missing else "")
+            + (f"; not calibrated or repeated {extra}" if extra else ""))
 
 
 def write_calibration(calibration: Calibration, path: str | os.PathLike[str]) -> Path:
@@ -155,7 +186,10 @@ def read_calibration(path: str | os.PathLike[str]) -> Calibration:
     except ValidationError as exc:
         lines = [f"{file}: invalid calibration ({exc.error_count()} problem(s))"]
         for err in exc.errors():
-            key = ".".join(str(p) for p in err["loc"]) or "(file)"
+            key = ".".join(str(p) for p in err["loc"])
+            if not key:  # a check across keys names them itself
+                lines.append(f"  {err['msg'].removeprefix('Value error, ')}")
+                continue
             got = "" if err["type"] == "missing" else f" (got {err.get('input')!r})"
             lines.append(f"  key '{key}': {err['msg']}{got}")
         raise CalibrationError("\n".join(lines)) from None

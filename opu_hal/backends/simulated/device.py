@@ -47,6 +47,7 @@ import torch
 from ...capabilities import Capabilities
 from ...memory import batch_limit
 from ...device import Device
+from ...errors import ProfileError
 from ...noise import NoiseDistribution, NoiseReport, PrivacyCounts, Projection
 from ...profile_base import CAMERA_PIXELS, DMD_MIRRORS
 from ...secure_random import SecureGenerator
@@ -77,6 +78,7 @@ def calibrated_model(device: "SimulatedDevice"):
 
 CAMERA_GENERATOR = "Philox4x32-10 counters under keys drawn from a torch generator seeded by the profile"
 EAGER_CAMERA_GENERATOR = "torch generator seeded by the profile"
+MIN_DITHER_DN = 0.5  # a frame's random noise, in ADC steps, below which rounding is not dithered
 PEAK_FACTOR = 12  # float32 copies of a row's input and output at the projection's peak
 
 class SaturationWarning(UserWarning):
@@ -106,7 +108,23 @@ class SimulatedDevice(Device[SimulatedProfile]):
                                    profile.hot_pixel_fraction, profile.hot_pixel_factor)
         self._dark_map = None if dark_map is None else dark_map.to(self.compute)
         self.saturated_pixels = 0
+        self._check_rounding_is_dithered()
         self._calibrated = calibrated_model(self)  # None without a profile calibration
+
+    def _check_rounding_is_dithered(self) -> None:
+        """Refuse a gain whose ADC step dwarfs a frame's random noise: rounding is then deterministic,
+        every value may be the same constant, and the Gaussian noise report (which counts rounding as
+        uniform noise) would be false. The quietest frame of a projection (the anchor-only frame in
+        linear mode, a half-lit frame in intensity mode) needs a random std of at least half a DN."""
+        sensor, p = self.sensor, self._profile
+        frame_e = self.anchor_e if p.mode == "linear" else self.signal_e / 2
+        std_e = math.sqrt(frame_e + sensor.dark_e + sensor.read_noise_e**2)
+        if std_e < MIN_DITHER_DN * p.gain_e_per_dn:
+            raise ProfileError(
+                f"profile {p.label!r}: key 'gain_e_per_dn' = {p.gain_e_per_dn:g} quantizes the signal away: "
+                f"{'an anchor-only' if p.mode == 'linear' else 'a half-lit'} frame's random noise is {std_e:.3g} e- = "
+                f"{std_e / p.gain_e_per_dn:.3g} DN, below {MIN_DITHER_DN:g} DN; use gain_e_per_dn <= "
+                f"{std_e / MIN_DITHER_DN:.4g} (or more light: anchor_power_uw, laser_power_uw, exposure_us)")
 
     # -- operating point ---------------------------------------------------------------------
     @property

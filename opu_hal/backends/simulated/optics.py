@@ -14,6 +14,8 @@ the peak memory at in 10 000 -> out 100 000). Neither setting changes the matrix
 
 from __future__ import annotations
 
+import time
+
 import torch
 
 from ...counter_random import gaussian
@@ -45,6 +47,18 @@ class TransmissionMatrix:
     @property
     def cached_bytes(self) -> int:
         return sum(part.numel() * part.element_size() for block in self._cache.values() for part in block)
+
+    def generation_seconds(self) -> float:
+        """Estimated seconds to generate the whole matrix once (what the first projection costs),
+        from timing one chunk of the normal stream here (after a warm-up call)."""
+        count = min(_CHUNK_ENTRIES, 2 * self.in_features * self.out_features)
+        gaussian(self._seed, 0, count, device=self.device)  # warm-up: compiled kernels, caches
+        started = time.perf_counter()
+        gaussian(self._seed, 0, count, device=self.device)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        per_entry = (time.perf_counter() - started) / count
+        return per_entry * 2 * self.in_features * self.out_features
 
     def block_range(self, index: int) -> tuple[int, int]:
         start = index * self.block_out

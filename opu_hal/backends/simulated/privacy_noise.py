@@ -94,6 +94,9 @@ def draw_counts(generator: SecureGenerator, sensor: "Sensor", read_mean_e: float
     if not (math.isfinite(poisson_mean) and poisson_mean > 0):
         raise DeviceUnavailable(f"requested Poisson mean must be finite and > 0, got {poisson_mean}")
     lower = read_mean_e if read_mean_lower_e is None else min(read_mean_lower_e, read_mean_e)
+    if read_mean_lower_e is not None and read_mean_e < read_mean_lower_e:  # say which figure planned the reads
+        mean_source = (f"model (the profile's declared camera: {read_mean_e:.4g} e- per read, below the bound "
+                       f"{read_mean_lower_e:.4g} e- of {mean_source})")
     if not lower > 0:
         raise DeviceUnavailable(f"profile {label!r}: the anchor read's lower bound is {lower:.4g} e- ({mean_source}); "
                                 "no positive Poisson mean can be guaranteed: raise anchor_power_uw or calibrate with more frames")
