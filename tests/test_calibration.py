@@ -245,6 +245,25 @@ def test_lattice_plan_camera_time_matches_an_independent_count_of_frames_times_f
         assert plan.reads_per_value * plan.supplied >= plan.needed  # the reads supply the mean accounted
 
 
+def test_camera_trade_off_costs_no_frames_below_the_resolution_one_read_supplies(calibrated):
+    from opu_hal.calibration.camera_plan import trade_off
+    from opu_hal.privacy.skellam import required_poisson_mean
+
+    folder, calibration = calibrated
+    profile = opu_hal.load_profile(folder / "opu.toml")
+    run = RunShape(sampling="fixed", dataset_size=54000, batch_size=2048, steps=100, sensitivity=1.0,
+                   dimension=2_000_000, lattice_resolution=5.0, rounding_analysis="per-coordinate")
+    best = plan_skellam(calibration, profile, 8.0, 1e-5, run, required_poisson_mean)[0]
+    rows = trade_off(best, run, 8.0, 1e-5, required_poisson_mean, profile.sensor_pixels, 5e-4)
+    below, fill, above = rows[1], rows[2], rows[3]  # k x 1/2, x 1, x 2
+    assert below.reads_per_count == fill.reads_per_count == 1 and below.camera_seconds == fill.camera_seconds
+    assert below.noise_over_sensitivity == pytest.approx(2 * fill.noise_over_sensitivity)
+    assert above.reads_per_count >= 3 and above.camera_seconds > fill.camera_seconds
+    for row in rows:
+        assert row.reads_per_count * best.supplied >= row.poisson_mean_needed
+        assert row.camera_seconds == pytest.approx(row.frames_per_step * 100 * 5e-4)
+
+
 # -- the CLI -------------------------------------------------------------------------------------
 def test_cli_calibrate_writes_the_file_and_the_plot_and_plan_uses_them(tmp_path, capsys):
     profile = tmp_path / "p.toml"

@@ -34,7 +34,6 @@ def _cmd_account(args: argparse.Namespace) -> int:
     result["dataset_size"] = DATASET_SIZE_CONVENTION
     if not args.json:
         print(f"{type(event).__name__} {event.to_dict()}  ({neighboring}), {steps} steps")
-        print(f"--dataset-size {args.dataset_size}: {DATASET_SIZE_CONVENTION}")
         print(f"epsilon (RDP) = {epsilon:.6g} at delta = {args.delta:g} (order {order:g})", flush=True)
     if not event.pld_supported:
         result["epsilon_pld_skipped"] = f"dp-accounting's PLD does not cover {type(event).__name__}"
@@ -52,6 +51,7 @@ def _cmd_account(args: argparse.Namespace) -> int:
         print(f"epsilon (PLD) = {result['epsilon_pld']:.6g} (loss grid {result['pld_interval']:.3g}, pessimistic)")
     elif "epsilon_pld_skipped" in result:
         print(f"epsilon (PLD) skipped: {result['epsilon_pld_skipped']}")
+    print(f"--dataset-size {args.dataset_size}: {DATASET_SIZE_CONVENTION}")
     return 0
 
 
