@@ -2,6 +2,8 @@
 user's own loop, in the style of Opacus (see :mod:`.dfa`)."""
 
 from .dfa import DFAHandle, attach_dfa, dfa_alignment
+from .engine import PrivacyEngine
 from .layers import UnsupportedModelError, linear_chain
+from .optimizer import DPOptimizer, PrivacyBudgetExhausted
 
-__all__ = ["DFAHandle", "UnsupportedModelError", "attach_dfa", "dfa_alignment", "linear_chain"]
+__all__ = ["DFAHandle", "DPOptimizer", "PrivacyBudgetExhausted", "PrivacyEngine", "UnsupportedModelError", "attach_dfa", "dfa_alignment", "linear_chain"]
