@@ -189,3 +189,15 @@ def test_dp_sgd_refuses_trainable_layers_it_cannot_clip_naming_them():
         PrivacyEngine().make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
                                      data_loader=(torch.randn(10, 4), torch.zeros(10, dtype=torch.long)),
                                      batch_size=2, noise_multiplier=1.0, max_grad_norm=1.0)
+
+
+def test_a_declared_public_dataset_size_sets_the_rate_the_steps_and_the_accounting():
+    x, y = _data(200)
+    model = _mlp()
+    engine = PrivacyEngine()
+    model, optimizer, loader = engine.make_private(
+        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), data_loader=(x, y), batch_size=20,
+        noise_multiplier=1.3, max_grad_norm=1.0, public_dataset_size=400)
+    assert len(loader) == 20 and loader.sample_rate == pytest.approx(0.05)
+    _train(loader, model, optimizer)
+    assert engine.get_epsilon(1e-5) == pytest.approx(_epsilon(PoissonGaussianEvent(0.05, 1.3), "add_remove", 20))

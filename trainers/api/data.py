@@ -48,13 +48,13 @@ class PrivateDataLoader:
     budget would be crossed by the next step (``should_stop``)."""
 
     def __init__(self, dataset: Dataset, batch_size: int, kind: str, collate_fn: Callable[[list[Any]], Any],
-                 should_stop: Callable[[], bool]) -> None:
+                 should_stop: Callable[[], bool], public_size: int | None = None) -> None:
         size = len(dataset)  # type: ignore[arg-type]
-        if not 1 <= batch_size <= size:
-            raise TrainingConfigError(f"batch_size must be in [1, {size}] (the dataset's size), got {batch_size}")
+        if not 1 <= batch_size <= (public_size or size):
+            raise TrainingConfigError(f"batch_size must be in [1, {public_size or size}] (the dataset's size), got {batch_size}")
         self.dataset = dataset
         self.collate_fn = collate_fn
-        self.sampler = Sampler(kind, size, batch_size, seed=0, secret_key=new_secret_key())
+        self.sampler = Sampler(kind, size, batch_size, seed=0, secret_key=new_secret_key(), public_size=public_size)
         self.should_stop = should_stop
         #: Epochs started so far (the next ``iter`` draws epoch ``self.epoch``).
         self.epoch = 0
@@ -62,6 +62,11 @@ class PrivateDataLoader:
     @property
     def batch_size(self) -> int:
         return self.sampler.batch_size
+
+    @property
+    def dataset_size(self) -> int:
+        """The size the run's shape and accounting use (the declared public size, if any)."""
+        return self.sampler.shape_size
 
     @property
     def sample_rate(self) -> float:

@@ -63,7 +63,8 @@ class PrivacyEngine:
                      method: str = "dp-sgd", noise_source: str = "software", device: Device | str | None = None,
                      batch_size: int | None = None, tau_h: float = 1.0, beta: float = 0.9,
                      lattice_resolution: float = 10.0, rounding_analysis: str = "per-coordinate",
-                     feedback_seed: int = 0, target_epsilon: float | None = None,
+                     feedback_seed: int = 0, public_dataset_size: int | None = None,
+                     target_epsilon: float | None = None,
                      target_delta: float = 1e-5) -> tuple[nn.Module, DPOptimizer, PrivateDataLoader]:
         """Return ``(module, optimizer, data_loader)`` for the user's loop (Opacus's order).
 
@@ -75,7 +76,10 @@ class PrivacyEngine:
         input and ``beta`` is the feedback's spectral norm. ``noise_source="device"`` (dp-dfa only)
         draws Skellam counts from ``device`` (default ``"opu-sim-dp"``). ``target_epsilon``: stop
         before a step would exceed it at ``target_delta`` (the loader ends its epoch early and
-        ``step()`` raises :class:`PrivacyBudgetExhausted`). The module is returned itself, with hooks.
+        ``step()`` raises :class:`PrivacyBudgetExhausted`). ``public_dataset_size`` (dp-sgd): under
+        add/remove adjacency the true size is private; a declared public size sets the sampling rate
+        and the steps per epoch instead (as ``--public-dataset-size``). The module is returned
+        itself, with hooks.
         """
         if method not in SAMPLING:
             raise TrainingConfigError(f"method {method!r}: choose one of {', '.join(SAMPLING)}")
@@ -85,8 +89,11 @@ class PrivacyEngine:
             raise TrainingConfigError("batch_size is required when data_loader is a Dataset or tensors")
         if not (math.isfinite(noise_multiplier) and noise_multiplier > 0):
             raise TrainingConfigError(f"noise_multiplier must be a finite number > 0, got {noise_multiplier}")
-        loader = PrivateDataLoader(dataset, size, SAMPLING[method], collate, self._should_stop)
-        n = len(dataset)  # type: ignore[arg-type]
+        if public_dataset_size is not None and method != "dp-sgd":
+            raise TrainingConfigError("public_dataset_size is for add/remove adjacency (dp-sgd); under dp-dfa's "
+                                      "replace-one adjacency the dataset size is public already")
+        loader = PrivateDataLoader(dataset, size, SAMPLING[method], collate, self._should_stop, public_dataset_size)
+        n = loader.dataset_size
         generator = SecureGenerator()
         if method == "dp-sgd":
             if noise_source != "software":
