@@ -21,7 +21,7 @@ x = centers[y] + 0.6 * torch.randn(n + 1000, 20, generator=g)
 x_train, y_train, x_test, y_test = x[:n], y[:n], x[n:], y[n:]
 
 model = nn.Sequential(nn.Linear(20, 128), nn.Sigmoid(), nn.Linear(128, 10))
-optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+optimizer = torch.optim.Adam(model.parameters(), lr=3e-2)
 engine = PrivacyEngine()
 model, optimizer, loader = engine.make_private_with_epsilon(
     module=model, optimizer=optimizer, data_loader=(x_train, y_train), batch_size=64,
