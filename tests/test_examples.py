@@ -1,0 +1,46 @@
+"""The examples/ scripts run in their --quick form and say what they promise."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_example(name: str, *args: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / name), "--quick", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def _epsilon(text: str) -> float:
+    return float(re.search(r"epsilon (\d+\.\d+) at delta 1e-5", text).group(1))
+
+
+def test_private_own_mlp_spends_at_most_its_target_and_prints_no_training_loss():
+    out = run_example("private_own_mlp.py")
+    assert 2.9 < _epsilon(out) <= 3.0
+    assert "loss" not in out
+
+
+@pytest.mark.parametrize("method", ["pdfa", "dfa"])
+def test_dfa_own_model_learns_and_reports_alignment(method):
+    out = run_example("dfa_own_model.py", "--method", method)
+    losses = [float(v) for v in re.findall(r"loss (\d+\.\d+)", out)]
+    assert len(losses) == 2 and losses[-1] < 0.5
+    assert "layer 4 1.00" in out  # the output layer gets backprop's own update
+
+
+def test_calibrate_then_train_uses_the_calibrated_device(tmp_path):
+    out = run_example("calibrate_then_train.py", "--out", str(tmp_path / "cal.json"))
+    assert (tmp_path / "cal.json").exists()
+    assert "reaches target: True" in out and "calibrated noise" in out
+    assert 2.9 < _epsilon(out) <= 3.0

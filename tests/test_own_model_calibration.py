@@ -1,0 +1,61 @@
+"""calibrate / plan / calibrated_device from Python (trainers.api.calibration)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from opu_hal.calibration.plan import RunShape
+from opu_hal.calibration.schema import read_calibration
+from opu_hal.privacy.skellam import required_poisson_mean
+from trainers.api import PrivacyEngine, calibrate, calibrated_device, plan
+from trainers.errors import TrainingConfigError
+
+
+@pytest.fixture(scope="module")
+def calibration_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cal") / "cal.json"
+    calibration = calibrate("opu-sim-dp", temperatures=[20.0, 30.0], frames=8, bootstrap=50, out=path)
+    return path, calibration
+
+
+def test_calibrate_writes_the_file_it_returns(calibration_file):
+    path, calibration = calibration_file
+    assert read_calibration(path) == calibration
+    assert calibration.temperatures_c == [20.0, 30.0]
+
+
+def test_plan_counts_steps_from_epochs_and_the_dimension_from_the_model(calibration_file):
+    path, calibration = calibration_file
+    model = nn.Sequential(nn.Linear(20, 16), nn.Sigmoid(), nn.Linear(16, 10))
+    points = plan(path, "opu-sim-dp", 3.0, 1e-5, dataset_size=600, batch_size=32, epochs=2.5, model=model)
+    steps = math.ceil(2.5 * 600 / 32)
+    assert points[0].frames_total == points[0].frames_per_step * steps
+    shape = RunShape(sampling="fixed", dataset_size=600, batch_size=32, steps=steps, sensitivity=1.0,
+                     dimension=20 * 16 + 16 + 16 * 10 + 10, lattice_resolution=10.0, rounding_analysis="per-coordinate")
+    assert points[0].needed == pytest.approx(required_poisson_mean(3.0, 1e-5, shape))
+    assert [p.reaches_target for p in points] == sorted((p.reaches_target for p in points), reverse=True)
+    with pytest.raises(TrainingConfigError, match="model= or dimension="):
+        plan(calibration, "opu-sim-dp", 3.0, 1e-5, dataset_size=600, batch_size=32)
+
+
+def test_a_calibrated_device_serves_dp_dfa_device_noise(calibration_file):
+    path, _ = calibration_file
+    device = calibrated_device("opu-sim-dp", path)
+    assert device.noise_report().source == "calibrated"
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(20, 16), nn.Sigmoid(), nn.Linear(16, 10))
+    x, y = torch.randn(64, 20), torch.randint(0, 10, (64,))
+    engine = PrivacyEngine()
+    model, optimizer, loader = engine.make_private(
+        module=model, optimizer=torch.optim.Adam(model.parameters(), lr=1e-3), data_loader=(x, y), batch_size=16,
+        noise_multiplier=2.0, max_grad_norm=0.1, method="dp-dfa", noise_source="device", device=device)
+    for xb, yb in loader:
+        optimizer.zero_grad()
+        F.cross_entropy(model(xb), yb).backward()
+        optimizer.step()
+    assert engine.steps == 4 and optimizer.mechanism.distribution is not None

@@ -1,0 +1,203 @@
+"""PrivacyEngine.make_private on a user's model and data (trainers.api.engine)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from opu_hal.mechanisms import GaussianRelease
+from opu_hal.privacy import Accountant, FixedSizeGaussianEvent, PoissonGaussianEvent
+from tests.training_helpers import clusters
+from trainers.api import PrivacyBudgetExhausted, PrivacyEngine, UnsupportedModelError
+from trainers.config import TrainConfig
+from trainers.methods import DPDFA
+from trainers.methods.base import MethodContext
+from trainers.model import MLP
+
+
+def _data(n: int = 200):
+    data = clusters(n_train=n, n_test=2)
+    return data.train.x, data.train.y
+
+
+def _mlp() -> nn.Sequential:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(20, 16), nn.Sigmoid(), nn.Linear(16, 10))
+
+
+def _train(loader, model, optimizer, epochs: int = 1) -> int:
+    steps = 0
+    for _ in range(epochs):
+        for xb, yb in loader:
+            optimizer.zero_grad()
+            F.cross_entropy(model(xb), yb).backward()
+            optimizer.step()
+            steps += 1
+    return steps
+
+
+def test_dp_sgd_epsilon_equals_the_accountants_for_the_same_rate_noise_and_steps():
+    x, y = _data()
+    model = _mlp()
+    engine = PrivacyEngine()
+    model, optimizer, loader = engine.make_private(
+        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), data_loader=DataLoader(TensorDataset(x, y), batch_size=20),
+        noise_multiplier=1.3, max_grad_norm=1.0)
+    steps = _train(loader, model, optimizer, epochs=2)
+    assert steps == 20 == engine.steps
+    reference = Accountant("add_remove")
+    reference.step(PoissonGaussianEvent(20 / 200, 1.3), 20)
+    assert engine.get_epsilon(1e-5) == pytest.approx(reference.get_epsilon(1e-5), rel=1e-12)
+
+
+def test_wrapped_optimizer_noise_std_is_z_times_clip_norm():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(200, 100))
+    x, y = torch.randn(100, 200), torch.randint(0, 100, (100,))
+    engine = PrivacyEngine()
+    z, clip, m = 0.8, 2.5, 10
+    model, optimizer, loader = engine.make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.0),
+                                                   data_loader=(x, y), batch_size=m, noise_multiplier=z, max_grad_norm=clip)
+    assert optimizer.noise_std == pytest.approx(z * clip)
+    xb, _ = next(iter(loader))
+    (0 * model(xb).sum()).backward()  # zero per-example gradients: .grad is the noise alone
+    optimizer.step()
+    noise = torch.cat([p.grad.flatten() for p in model.parameters()]) * m  # divided by the expected batch q N = m
+    assert float(noise.std()) == pytest.approx(z * clip, rel=0.03)
+    assert abs(float(noise.mean())) < 0.03 * z * clip
+
+
+def test_dp_sgd_clips_each_example_to_the_norm():
+    torch.manual_seed(1)
+    model = nn.Sequential(nn.Linear(5, 3))
+    x, y = torch.randn(40, 5) * 10, torch.randint(0, 3, (40,))
+    engine = PrivacyEngine()
+    model, optimizer, loader = engine.make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.0),
+                                                   data_loader=(x, y), batch_size=4, noise_multiplier=1.0, max_grad_norm=0.5)
+    F.cross_entropy(model(x[:1]), y[:1]).backward()
+    clipped = optimizer.update.clipped()
+    assert float(clipped.norm()) == pytest.approx(0.5, rel=1e-5)  # one example, gradient norm >> 0.5
+
+
+def test_dp_dfa_update_before_noise_equals_the_builtin_method_and_so_does_the_sensitivity():
+    x, y = _data(64)
+    mlp = MLP([20, 16, 10], activation="sigmoid", seed=2)
+    user = nn.Sequential(nn.Linear(20, 16), nn.Sigmoid(), nn.Linear(16, 10))
+    user[0].load_state_dict(mlp.layers[0].state_dict())
+    user[2].load_state_dict(mlp.layers[1].state_dict())
+    config = TrainConfig(method="dp-dfa", batch_size=16, hidden=(16,), activation="sigmoid")
+    builtin = DPDFA(mlp, MethodContext(config, None, 20, 10, 64))
+    builtin.set_noise_multiplier(1.0)
+    builtin.mechanism = GaussianRelease(0.0)  # no noise: compare the clipped updates
+    builtin.compute_gradients(x[:16], y[:16])
+    engine = PrivacyEngine()
+    user, optimizer, loader = engine.make_private(
+        module=user, optimizer=torch.optim.SGD(user.parameters(), lr=0.1), data_loader=(x, y), batch_size=16,
+        noise_multiplier=1.0, max_grad_norm=config.tau_e, method="dp-dfa", tau_h=config.tau_h, beta=config.beta,
+        feedback_seed=config.seed)
+    F.cross_entropy(user(x[:16]), y[:16]).backward()
+    assert all(p.grad is None for p in user.parameters())  # nothing un-noised reaches .grad
+    ours = optimizer.update.clipped()
+    theirs = torch.cat([p.grad.flatten() for layer in mlp.layers for p in (layer.weight, layer.bias)])
+    assert torch.allclose(ours, theirs, atol=1e-7)
+    assert optimizer.update.sensitivity == pytest.approx(builtin.sensitivity, rel=1e-12)
+    optimizer.step()
+    assert engine.get_epsilon(1e-5) == pytest.approx(_epsilon(FixedSizeGaussianEvent(64, 16, 1.0), "replace_one"))
+
+
+def _epsilon(event, neighboring: str, steps: int = 1) -> float:
+    accountant = Accountant(neighboring)
+    accountant.step(event, steps)
+    return accountant.get_epsilon(1e-5)
+
+
+def test_dp_dfa_with_device_noise_is_charged_the_lattice_event():
+    x, y = _data(64)
+    model = _mlp()
+    engine = PrivacyEngine()
+    model, optimizer, loader = engine.make_private(
+        module=model, optimizer=torch.optim.Adam(model.parameters(), lr=1e-3), data_loader=(x, y), batch_size=16,
+        noise_multiplier=2.0, max_grad_norm=0.1, method="dp-dfa", noise_source="device", device="opu-sim-dp")
+    assert _train(loader, model, optimizer) == 4
+    assert engine.optimizer.mechanism.mechanism == "skellam"
+    event = optimizer.mechanism.lattice.event(64, 16, 2.0)
+    assert engine.get_epsilon(1e-5) == pytest.approx(_epsilon(event, "replace_one", 4))
+
+
+def test_budget_stop_ends_training_before_the_target_is_crossed():
+    x, y = _data()
+    model = _mlp()
+    engine = PrivacyEngine()
+    model, optimizer, loader = engine.make_private(
+        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), data_loader=TensorDataset(x, y),
+        batch_size=20, noise_multiplier=2.0, max_grad_norm=1.0, target_epsilon=2.0, target_delta=1e-5)
+    steps = _train(loader, model, optimizer, epochs=50)
+    assert engine.stopped_by_budget and 0 < steps < 500
+    assert engine.get_epsilon(1e-5) <= 2.0
+    assert optimizer.accountant.epsilon_after(optimizer.event, 1, 1e-5) > 2.0
+    with pytest.raises(PrivacyBudgetExhausted):
+        optimizer.step()
+
+
+def test_make_private_with_epsilon_spends_about_the_target_in_the_planned_epochs():
+    x, y = _data()
+    model = _mlp()
+    engine = PrivacyEngine()
+    model, optimizer, loader = engine.make_private_with_epsilon(
+        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), data_loader=(x, y), batch_size=20,
+        target_epsilon=3.0, target_delta=1e-5, epochs=3, max_grad_norm=1.0, method="dp-dfa")
+    assert _train(loader, model, optimizer, epochs=3) == 30
+    assert 2.9 < engine.get_epsilon(1e-5) <= 3.0
+    assert not engine.stopped_by_budget
+
+
+def test_state_dict_round_trips_accountant_sampling_and_noise():
+    x, y = _data()
+    model = _mlp()
+    engine = PrivacyEngine()
+    model, optimizer, loader = engine.make_private(
+        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), data_loader=(x, y), batch_size=20,
+        noise_multiplier=1.0, max_grad_norm=1.0)
+    _train(loader, model, optimizer)
+    state, model_state = engine.state_dict(), copy.deepcopy(model.state_dict())
+    opt_state = copy.deepcopy(optimizer.state_dict())
+    assert len(state["loader"]["secret_key"]) * 4 >= 128
+    twin = _mlp()
+    twin.load_state_dict(model_state)
+    engine2 = PrivacyEngine()
+    twin, optimizer2, loader2 = engine2.make_private(
+        module=twin, optimizer=torch.optim.SGD(twin.parameters(), lr=0.1), data_loader=(x, y), batch_size=20,
+        noise_multiplier=1.0, max_grad_norm=1.0)
+    engine2.load_state_dict(state)
+    optimizer2.load_state_dict(opt_state)
+    assert engine2.get_epsilon(1e-5) == engine.get_epsilon(1e-5)
+    _train(loader, model, optimizer)
+    _train(loader2, twin, optimizer2)
+    for a, b in zip(model.parameters(), twin.parameters()):
+        assert torch.equal(a, b)  # same batches, same noise
+    assert engine2.get_epsilon(1e-5) == engine.get_epsilon(1e-5)
+
+
+def test_dp_sgd_refuses_trainable_layers_it_cannot_clip_naming_them():
+    model = nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.Linear(8, 3))
+    with pytest.raises(UnsupportedModelError, match=r"'1' \(LayerNorm\)"):
+        PrivacyEngine().make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+                                     data_loader=(torch.randn(10, 4), torch.zeros(10, dtype=torch.long)),
+                                     batch_size=2, noise_multiplier=1.0, max_grad_norm=1.0)
+
+
+def test_a_declared_public_dataset_size_sets_the_rate_the_steps_and_the_accounting():
+    x, y = _data(200)
+    model = _mlp()
+    engine = PrivacyEngine()
+    model, optimizer, loader = engine.make_private(
+        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), data_loader=(x, y), batch_size=20,
+        noise_multiplier=1.3, max_grad_norm=1.0, public_dataset_size=400)
+    assert len(loader) == 20 and loader.sample_rate == pytest.approx(0.05)
+    _train(loader, model, optimizer)
+    assert engine.get_epsilon(1e-5) == pytest.approx(_epsilon(PoissonGaussianEvent(0.05, 1.3), "add_remove", 20))

@@ -1,0 +1,147 @@
+"""DFA on a user's own ``nn.Sequential``, in the user's own loop (Nokland 2016; paper 000's
+TDFA and photonic PDFA):
+
+>>> import torch, torch.nn.functional as F
+>>> from torch import nn
+>>> from trainers.api import attach_dfa
+>>> model = nn.Sequential(nn.Linear(20, 64), nn.Tanh(), nn.Linear(64, 10))
+>>> dfa = attach_dfa(model, method="dfa", device="torch-cpu")
+>>> optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+>>> x, y = torch.randn(32, 20), torch.randint(0, 10, (32,))
+>>> optimizer.zero_grad(); F.cross_entropy(model(x), y).backward(); optimizer.step()
+
+After ``loss.backward()`` each Linear's ``.grad`` holds the DFA update: the output layer gets its
+true gradient ``e h^T``, and hidden layer ``l`` gets ``delta^l h^{l-1 T}`` with
+``delta^l = (B^{l+1} e) * phi'(z^l)`` (paper 000, eq. 4), ``B e`` projected by an opu_hal device
+(:class:`trainers.feedback.DeviceFeedback`, the projection the built-in methods use). The error
+``e`` is the gradient of the loss at the output per example (``softmax - onehot`` for
+cross-entropy), so any loss works.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from types import SimpleNamespace
+from typing import Callable, Iterator
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from opu_hal import Device, NoiseReport, load_device
+
+from ..feedback import DeviceFeedback
+from ..methods.pdfa import PhotonicDFA
+from ..methods.tdfa import TernarizedDFA
+from .layers import LinearChain, UnsupportedModelError, linear_chain
+from .tap import OutputTap, Record
+
+#: The profile each method opens when the caller names no device.
+DEFAULT_PROFILES = {"dfa": "torch-cpu", "tdfa": "torch-cpu", "pdfa": "opu-sim"}
+
+
+def open_device(device: Device | str | None, method: str) -> Device:
+    """``device`` itself, the device a profile name or path describes, or the method's default."""
+    if isinstance(device, Device):
+        return device
+    return load_device(device if device is not None else DEFAULT_PROFILES[method])
+
+
+def chain_grads(deltas: list[torch.Tensor], inputs: list[torch.Tensor], chain: LinearChain) -> list[torch.Tensor]:
+    """``dW = delta^T h``, ``db = sum delta`` per layer, in :attr:`OutputTap.params` order."""
+    grads: list[torch.Tensor] = []
+    for layer, delta, h in zip(chain.linears, deltas, inputs):
+        grads.append(delta.T @ h)
+        if layer.bias is not None:
+            grads.append(delta.sum(0))
+    return grads
+
+
+def error_and_scale(grad: torch.Tensor, loss_reduction: str) -> tuple[torch.Tensor, float]:
+    """Per-example error ``e`` and the factor the update carries: the loss's gradient at the
+    output is ``e / m`` under ``"mean"`` (``e`` under ``"sum"``), as in Opacus's ``loss_reduction``."""
+    if loss_reduction == "mean":
+        m = max(grad.shape[0], 1)
+        return grad * m, 1.0 / m
+    if loss_reduction == "sum":
+        return grad, 1.0
+    raise UnsupportedModelError(f"loss_reduction must be 'mean' or 'sum', got {loss_reduction!r}")
+
+
+class DFAHandle:
+    """DFA attached to a model: :meth:`detach` restores backprop, :meth:`disabled` suspends DFA."""
+
+    def __init__(self, model: nn.Module, method: str, device: Device, threshold: float, loss_reduction: str) -> None:
+        if method not in DEFAULT_PROFILES:
+            raise UnsupportedModelError(f"method {method!r}: choose one of {', '.join(DEFAULT_PROFILES)}")
+        self.model = model
+        self.method = method
+        self.chain = linear_chain(model)
+        self.device = device
+        checks = {"tdfa": TernarizedDFA.check_device, "pdfa": PhotonicDFA.check_device}
+        if method in checks:
+            checks[method](None, SimpleNamespace(device=device))  # type: ignore[arg-type]
+        self.feedback = DeviceFeedback(device, self.chain.n_classes, self.chain.hidden_widths,
+                                       ternary=method != "dfa", threshold=threshold)
+        self.loss_reduction = loss_reduction
+        #: The device's noise report of the last feedback projection.
+        self.last_noise: NoiseReport | None = None
+        self.tap = OutputTap(model, self.chain, self._backward)
+
+    def _backward(self, grad: torch.Tensor, record: Record) -> list[torch.Tensor]:
+        with torch.no_grad():
+            e, scale = error_and_scale(grad, self.loss_reduction)
+            projection = self.feedback.project(e)
+            self.last_noise = projection.noise
+            deltas = [b_e * act.derivative(z) * scale
+                      for b_e, act, z in zip(projection.slices, self.chain.activations, record.preacts)]
+            return chain_grads([*deltas, grad], record.inputs, self.chain)
+
+    @contextmanager
+    def disabled(self) -> Iterator[None]:
+        """Forward passes inside run plain backpropagation."""
+        previous, self.tap.enabled = self.tap.enabled, False
+        try:
+            yield
+        finally:
+            self.tap.enabled = previous
+
+    def detach(self) -> None:
+        self.tap.remove()
+
+
+def attach_dfa(model: nn.Module, method: str = "dfa", device: Device | str | None = None, *,
+               threshold: float = 0.15, loss_reduction: str = "mean") -> DFAHandle:
+    """Make ``loss.backward()`` on ``model``'s output deliver DFA updates to its Linear layers.
+
+    ``method``: ``"dfa"`` (real error, torch device), ``"tdfa"`` (error ternarized at
+    ``threshold``, paper 000 section 4) or ``"pdfa"`` (ternarized error projected in two passes on a
+    binary-input optical device, e.g. ``"opu-sim"``). ``device``: an opu_hal device or profile name;
+    it must take ``>= classes`` inputs and give ``>= sum of hidden widths`` outputs. The model's
+    input receives no gradient. A model outside ``[Flatten] Linear (phi Linear)*`` is refused with
+    the offending layer's name (:class:`UnsupportedModelError`).
+    """
+    return DFAHandle(model, method, open_device(device, method), threshold, loss_reduction)
+
+
+def dfa_alignment(handle: DFAHandle, x: torch.Tensor, y: torch.Tensor,
+                  loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = F.cross_entropy) -> dict[str, float]:
+    """Cosine, per Linear weight, between the DFA update and backprop's gradient on ``(x, y)``
+    (paper 000, Figure 2; :mod:`trainers.alignment` for the built-in methods). Leaves ``.grad``
+    as it found it. The output layer's cosine is 1: DFA and BP give it the same update."""
+    weights = [layer.weight for layer in handle.chain.linears]
+    saved = [p.grad for p in handle.tap.params]
+
+    def grads() -> list[torch.Tensor]:
+        for p in handle.tap.params:
+            p.grad = None
+        loss_fn(handle.model(x), y).backward()
+        return [w.grad.detach().clone() for w in weights]
+
+    ours = grads()
+    with handle.disabled():
+        reference = grads()
+    for p, g in zip(handle.tap.params, saved):
+        p.grad = g
+    return {name: float(F.cosine_similarity(a.flatten(), b.flatten(), dim=0))
+            for name, a, b in zip(handle.chain.names, ours, reference)}

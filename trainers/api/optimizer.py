@@ -1,0 +1,71 @@
+"""The wrapped optimizer: ``step()`` replaces whatever ``.grad`` holds by the noisy release of the
+clipped update, charges the accountant, then lets the user's optimizer apply it."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from opu_hal.mechanisms import GaussianRelease, SkellamRelease
+from opu_hal.privacy import Accountant, PrivacyBudget
+
+from ..errors import TrainingConfigError
+from .updates import DFAClipping, PerExampleClipping
+
+
+class PrivacyBudgetExhausted(TrainingConfigError):
+    """The next step would cross the engine's target epsilon; nothing was applied."""
+
+
+class DPOptimizer:
+    """Wraps ``optimizer``; ``noise_std`` is the std of the noise on the released clipped quantity
+    (``z * sensitivity``: ``z C`` for dp-sgd's sum, as Opacus; ``z Delta`` on dp-dfa's average)."""
+
+    def __init__(self, optimizer: torch.optim.Optimizer, update: PerExampleClipping | DFAClipping,
+                 mechanism: GaussianRelease | SkellamRelease, event, accountant: Accountant,
+                 budget: PrivacyBudget | None) -> None:
+        self.original_optimizer = optimizer
+        self.update = update
+        self.mechanism = mechanism
+        self.event = event
+        self.accountant = accountant
+        self.budget = budget
+
+    @property
+    def param_groups(self) -> list[dict[str, Any]]:
+        return self.original_optimizer.param_groups
+
+    @property
+    def noise_std(self) -> float:
+        return self.mechanism.noise_std
+
+    def allows_next_step(self) -> bool:
+        return self.budget is None or self.budget.allows(self.accountant, self.event)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self.original_optimizer.zero_grad(set_to_none=set_to_none)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Release ``clip(update) + noise`` into ``.grad``, account for it, apply it."""
+        if closure is not None:
+            with torch.enable_grad():
+                closure()
+        if not self.allows_next_step():
+            raise PrivacyBudgetExhausted(
+                f"the next step would exceed epsilon {self.budget.target_epsilon} at delta {self.budget.delta}")
+        with torch.no_grad():
+            released = self.update.released_to_grad(self.mechanism.release(self.update.clipped()))
+            params = self.update.params
+            for p, part in zip(params, released.split([p.numel() for p in params])):
+                p.grad = part.view_as(p).to(p.dtype).clone()
+        if isinstance(self.update, DFAClipping):
+            self.update.pending = None
+        self.accountant.step(self.event)
+        return self.original_optimizer.step()
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.original_optimizer.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.original_optimizer.load_state_dict(state)

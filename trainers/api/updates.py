@@ -1,0 +1,156 @@
+"""The private updates of the wrapped optimizer: the clipped quantity each method releases, its
+sensitivity and accounting event, computed from what hooks recorded during ``loss.backward()``.
+
+- :class:`PerExampleClipping` (DP-SGD, Abadi et al. 2016): per-example gradients of every
+  ``nn.Linear`` clipped to ``C`` by the ghost-clipping identity of :mod:`trainers.per_example`;
+  the clipped SUM (sensitivity ``C``) is released and divided by the expected batch ``q N``.
+- :class:`DFAClipping` (DP-DFA, Lee & Kifer, Algorithm 1): the error clipped to ``tau_e``, each
+  layer input to ``tau_h``, DFA signals through fixed feedback ``B`` of spectral norm ``beta``; the
+  averaged update has the sensitivity of :mod:`trainers.methods.dp_dfa` (same formula).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from opu_hal.privacy import Event, FixedSizeGaussianEvent, PoissonGaussianEvent
+
+from ..clipping import clip_norm
+from ..methods.dp_dfa import spectral_feedback
+from ..per_example import clip_scale, linear_clipped_sum
+from ..sampling import step_generator
+from .dfa import error_and_scale
+from .layers import LinearChain, UnsupportedModelError, linear_chain
+from .tap import OutputTap, Record
+
+
+class PerExampleClipping:
+    """Records each ``nn.Linear``'s input and output gradient; :meth:`clipped` forms the clipped sum."""
+
+    neighboring = "add_remove"
+
+    def __init__(self, model: nn.Module, max_grad_norm: float, loss_reduction: str, expected_batch: int,
+                 dataset_size: int) -> None:
+        self.linears = {name: m for name, m in model.named_modules() if isinstance(m, nn.Linear)}
+        owned = {id(p) for m in self.linears.values() for p in m.parameters()}
+        for name, module in model.named_modules():
+            if any(p.requires_grad and id(p) not in owned for p in module.parameters(recurse=False)):
+                raise UnsupportedModelError(
+                    f"layer {name!r} ({type(module).__name__}) has trainable parameters outside nn.Linear; dp-sgd "
+                    "here clips per-example gradients of nn.Linear layers only (freeze it or drop it)")
+        self.params = [p for m in self.linears.values() for p in (m.weight, m.bias) if p is not None]
+        self.max_grad_norm = float(max_grad_norm)
+        self.loss_reduction = loss_reduction
+        self.expected_batch = expected_batch
+        self.dataset_size = dataset_size
+        self.sensitivity = self.max_grad_norm
+        self.records: dict[str, list] = {}
+        self._handles = [model.register_forward_pre_hook(self._open)]
+        self._handles += [m.register_forward_hook(self._hook(name)) for name, m in self.linears.items()]
+
+    def _open(self, module: nn.Module, args) -> None:
+        if torch.is_grad_enabled():  # an evaluation pass under no_grad keeps the training records
+            self.records = {}
+
+    def _hook(self, name: str):
+        def hook(module: nn.Module, args, output: torch.Tensor) -> None:
+            if not output.requires_grad:
+                return
+            if name in self.records:
+                raise UnsupportedModelError(f"layer {name!r} ran twice in one forward pass; per-example norms "
+                                            "of shared layers are not computed here")
+            if output.dim() != 2:
+                raise UnsupportedModelError(f"layer {name!r} got a {output.dim()}-d input; pass (batch, features)")
+            entry = [args[0].detach(), None]
+            self.records[name] = entry
+            output.register_hook(lambda g: entry.__setitem__(1, g.detach()))
+        return hook
+
+    def event(self, z: float) -> Event:
+        return PoissonGaussianEvent(self.expected_batch / self.dataset_size, z)
+
+    def clipped(self) -> torch.Tensor:
+        """The flattened clipped sum ``sum_i min(1, C / ||g_i||) g_i``, in :attr:`params` order."""
+        parts, squared, grads = [], 0, {}
+        for name, layer in self.linears.items():
+            if name not in self.records or self.records[name][1] is None:
+                raise UnsupportedModelError(f"layer {name!r} has no recorded gradient: call loss.backward() "
+                                            "on the model's output before optimizer.step()")
+            a, g = self.records[name]
+            g, _ = error_and_scale(g, self.loss_reduction)  # the per-example loss gradient
+            grads[name] = (g, a)
+            squared = squared + g.pow(2).sum(1) * (a.pow(2).sum(1) + (layer.bias is not None))
+        scale = clip_scale(squared, self.max_grad_norm)
+        for name, layer in self.linears.items():
+            weight, bias = linear_clipped_sum(*grads[name], scale)
+            parts += [weight, bias] if layer.bias is not None else [weight]
+        return torch.cat(parts)
+
+    def released_to_grad(self, released: torch.Tensor) -> torch.Tensor:
+        return released / self.expected_batch
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+
+
+class DFAClipping:
+    """DP-DFA's clipped, averaged update of a user's chain (Algorithm 1, lines 6-16 before noise)."""
+
+    neighboring = "replace_one"
+
+    def __init__(self, model: nn.Module, tau_e: float, tau_h: float, beta: float, loss_reduction: str,
+                 batch_size: int, dataset_size: int, feedback_seed: int = 0) -> None:
+        self.chain: LinearChain = linear_chain(model)
+        self.tau_e, self.tau_h, self.beta = float(tau_e), float(tau_h), float(beta)
+        self.loss_reduction = loss_reduction
+        self.batch_size, self.dataset_size = batch_size, dataset_size
+        generator = step_generator(feedback_seed, "feedback", 0)  # as trainers.methods.dp_dfa: public, seeded
+        self.feedback = [spectral_feedback(w, self.chain.n_classes, beta, generator) for w in self.chain.hidden_widths]
+        gamma = max((a.gamma_max for a in self.chain.activations), default=1.0)
+        factor = math.sqrt(1 + tau_h**2)
+        self.output_scale = min(1.0, gamma * beta)
+        terms = [2 * gamma * beta * tau_e * factor / batch_size for _ in self.chain.hidden_widths]
+        terms.append(2 * self.output_scale * tau_e * factor / batch_size)
+        self.sensitivity = math.sqrt(sum(t * t for t in terms))
+        self.pending: tuple[torch.Tensor, Record] | None = None
+        self.tap = OutputTap(model, self.chain, self._record)
+        self.params = self.tap.params
+
+    def _record(self, grad: torch.Tensor, record: Record) -> list[None]:
+        self.pending = (grad.detach(), record)
+        return [None] * len(self.tap.params)  # no un-noised gradient reaches .grad
+
+    def event(self, z: float) -> Event:
+        return FixedSizeGaussianEvent(self.dataset_size, self.batch_size, z)
+
+    def deltas(self, error: torch.Tensor, preacts: list[torch.Tensor]) -> list[torch.Tensor]:
+        """``(B^{l+1} e) * phi'(z^l)`` per hidden layer and ``gamma beta e`` at the output, ``e`` clipped to ``tau_e``."""
+        e = clip_norm(error, self.tau_e)
+        hidden = [(e @ b.T.to(e)) * act.derivative(z)
+                  for b, act, z in zip(self.feedback, self.chain.activations, preacts)]
+        return [*hidden, self.output_scale * e]
+
+    def clipped(self) -> torch.Tensor:
+        """The flattened averaged update ``delta^T clip(h, tau_h) / m`` per layer (before noise)."""
+        if self.pending is None:
+            raise UnsupportedModelError("no recorded error: call loss.backward() on the model's output "
+                                        "before optimizer.step()")
+        grad, record = self.pending
+        error, _ = error_and_scale(grad, self.loss_reduction)
+        parts = []
+        for layer, delta, h in zip(self.chain.linears, self.deltas(error, record.preacts), record.inputs):
+            delta = delta / self.batch_size
+            parts.append((delta.T @ clip_norm(h, self.tau_h)).flatten())
+            if layer.bias is not None:
+                parts.append(delta.sum(0))
+        return torch.cat(parts)
+
+    def released_to_grad(self, released: torch.Tensor) -> torch.Tensor:
+        return released
+
+    def remove(self) -> None:
+        self.tap.remove()
