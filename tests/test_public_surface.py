@@ -147,3 +147,11 @@ def test_private_standardization_reads_the_public_test_split_not_the_training_sp
     finally:
         for trainer in trainers:
             trainer.close()
+
+
+def test_account_states_that_the_dataset_size_it_uses_is_treated_as_public(capsys):
+    from opu_hal.cli import main
+
+    assert main(["account", "--dataset-size", "1000", "--batch-size", "100", "--steps", "10",
+                 "--noise-multiplier", "1.0"]) == 0
+    assert "--dataset-size 1000: treated as public" in capsys.readouterr().out
