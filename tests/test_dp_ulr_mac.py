@@ -291,4 +291,4 @@ def test_resume_equals_uninterrupted(name, extra, tmp_path):
     resumed = quiet_train(cfg(name, checkpoint=str(path), resume=True, **kw), data=data)
     assert resumed["final"]["test_accuracy"] == full["final"]["test_accuracy"]
     assert resumed["final"]["epsilon"] == pytest.approx(full["final"]["epsilon"], rel=1e-12)
-    assert resumed["epochs"][-1]["train_loss"] == pytest.approx(full["epochs"][-1]["train_loss"], rel=1e-9)
+    assert resumed["epochs"][-1]["test_loss"] == pytest.approx(full["epochs"][-1]["test_loss"], rel=1e-9)

@@ -271,7 +271,7 @@ def run_plan(args: argparse.Namespace) -> int:
         return 1
     if args.mechanism == "skellam":
         print(camera_summary(reaching[0], shape))
-        if shape.rounding_analysis == "per-coordinate":
+        if shape.rounding_analysis == "per-coordinate" and getattr(args, "plot", None):
             _print_trade_off(reaching[0], shape, args, profile)
     return 0
 

@@ -116,7 +116,8 @@ def register_privacy_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dimension", type=int, default=None, help="skellam: the update's parameters d")
     p.add_argument("--lattice-resolution", type=float, default=None, help="skellam: lattice resolution k")
     p.add_argument("--plot", default=None,
-                   help="skellam, per-coordinate: PNG of camera time against noise over the lattice resolution")
+                   help="skellam, per-coordinate: also print camera time against noise over the lattice resolution, "
+                        "and draw it to this PNG")
     p.add_argument("--rounding-analysis", choices=("per-coordinate", "worst-case"), default="per-coordinate",
                    help="skellam: how randomized rounding is accounted (opu_hal/privacy/rounding.py; default per-coordinate)")
     p.set_defaults(func=_cmd_plan)
