@@ -28,6 +28,7 @@ from .chacha import LANES, UNIFORMS_PER_BLOCK, _quarter, _rounds
 from .normal import ZIGGURAT_F, ZIGGURAT_K, ZIGGURAT_R, ZIGGURAT_W
 from .philox import uniform53
 
+TASK_CHUNKS = 64  # chunks of 16 blocks (8192 normals) per parallel task
 RECTANGLE_K = ZIGGURAT_K.astype(np.int64)  # the 52-bit thresholds, signed (they are below 2^52)
 
 
@@ -84,28 +85,6 @@ def _lane_blocks(key, blocks, count, nonce_lo, nonce_hi, words):
             words[word, lane] = np.uint32(x[word, lane] + state[word, lane])
 
 
-@njit(parallel=True, cache=True)
-def _first_proposals(key, counter, nonce, out, settled):
-    """Every normal's first proposal; ``settled[i]`` when it lies inside its layer's rectangle."""
-    n = out.shape[0]
-    per_chunk = LANES * UNIFORMS_PER_BLOCK
-    for chunk in prange((n + per_chunk - 1) // per_chunk):
-        x = np.empty((16, LANES), np.uint32)
-        state = np.empty((16, LANES), np.uint32)
-        _rounds(key, counter, nonce, np.uint32(0), chunk * LANES, x, state)
-        start = chunk * per_chunk
-        for lane in range(LANES):
-            for pair in range(UNIFORMS_PER_BLOCK):
-                i = start + lane * UNIFORMS_PER_BLOCK + pair
-                if i < n:
-                    hi = np.uint32(x[2 * pair, lane] + state[2 * pair, lane])
-                    lo = np.uint32(x[2 * pair + 1, lane] + state[2 * pair + 1, lane])
-                    layer, negative, rabs = _proposal(hi, lo)
-                    value = rabs * ZIGGURAT_W[layer]
-                    out[i] = -value if negative else value
-                    settled[i] = rabs < RECTANGLE_K[layer]
-
-
 @njit(cache=True)
 def _settle(key, counter, nonce, index, first_hi, first_lo, words):
     """Normal ``index`` after a first proposal outside its rectangle, reading its substream
@@ -156,37 +135,47 @@ def _settle(key, counter, nonce, index, first_hi, first_lo, words):
 
 
 @njit(parallel=True, cache=True)
-def _rest(key, counter, nonce, pending, out):
-    """The normals ``pending`` left unsettled by :func:`_first_proposals`, 16 substreams at a time."""
-    for chunk in prange((pending.shape[0] + LANES - 1) // LANES):
-        start = chunk * LANES
-        count = min(LANES, pending.shape[0] - start)
+def _normals(key, counter, nonce, out):
+    """Every normal of ``out``, :data:`TASK_CHUNKS` chunks of 16 blocks per task: first the
+    proposals (branch-free; those outside their rectangle are listed with their 64 bits), then the
+    listed ones on their substreams, 16 first substream blocks side by side."""
+    n = out.shape[0]
+    per_chunk = LANES * UNIFORMS_PER_BLOCK
+    per_task = TASK_CHUNKS * per_chunk
+    for task in prange((n + per_task - 1) // per_task):
+        x = np.empty((16, LANES), np.uint32)
+        state = np.empty((16, LANES), np.uint32)
+        pending = np.empty(per_task, np.int64)
+        his = np.empty(per_task, np.uint32)
+        los = np.empty(per_task, np.uint32)
+        m = 0
+        for chunk in range(task * TASK_CHUNKS, min((task + 1) * TASK_CHUNKS, (n + per_chunk - 1) // per_chunk)):
+            _rounds(key, counter, nonce, np.uint32(0), chunk * LANES, x, state)
+            start = chunk * per_chunk
+            for lane in range(LANES):
+                for pair in range(UNIFORMS_PER_BLOCK):
+                    i = start + lane * UNIFORMS_PER_BLOCK + pair
+                    if i < n:
+                        hi = np.uint32(x[2 * pair, lane] + state[2 * pair, lane])
+                        lo = np.uint32(x[2 * pair + 1, lane] + state[2 * pair + 1, lane])
+                        layer, negative, rabs = _proposal(hi, lo)
+                        value = rabs * ZIGGURAT_W[layer]
+                        out[i] = -value if negative else value
+                        pending[m], his[m], los[m] = i, hi, lo
+                        m += rabs >= RECTANGLE_K[layer]
         blocks = np.empty(LANES, np.uint64)
-        for lane in range(count):
-            blocks[lane] = np.uint64(counter) + np.uint64(pending[start + lane])
         lanes = np.empty((16, LANES), np.uint32)
-        _lane_blocks(key, blocks, count, nonce, np.uint32(1), lanes)
-        for lane in range(count):  # the blocks of the first proposals
-            blocks[lane] = np.uint64(counter) + np.uint64(pending[start + lane] // UNIFORMS_PER_BLOCK)
-        first = np.empty((16, LANES), np.uint32)
-        _lane_blocks(key, blocks, count, nonce, np.uint32(0), first)
         words = np.empty(16, np.uint32)
-        for lane in range(count):
-            index = pending[start + lane]
-            pair = index % UNIFORMS_PER_BLOCK
-            for word in range(16):
-                words[word] = lanes[word, lane]
-            out[index] = _settle(key, counter, nonce, index, first[2 * pair, lane], first[2 * pair + 1, lane], words)
-
-
-@njit(cache=True)
-def _pending(settled, scratch):
-    """The indices (int64) where ``settled`` is false, in order."""
-    m = 0
-    for i in range(settled.shape[0]):
-        scratch[m] = i
-        m += not settled[i]
-    return scratch[:m]
+        for group in range(0, m, LANES):
+            count = min(LANES, m - group)
+            for lane in range(count):
+                blocks[lane] = np.uint64(counter) + np.uint64(pending[group + lane])
+            _lane_blocks(key, blocks, count, nonce, np.uint32(1), lanes)
+            for lane in range(count):
+                for word in range(16):
+                    words[word] = lanes[word, lane]
+                j = group + lane
+                out[pending[j]] = _settle(key, counter, nonce, pending[j], his[j], los[j], words)
 
 
 def blocks_for(n: int) -> int:
@@ -197,10 +186,5 @@ def blocks_for(n: int) -> int:
 def standard_normals(key: np.ndarray, counter: int, nonce: int, out: np.ndarray) -> np.ndarray:
     """Fill ``out`` (float32 or float64) with standard normals from blocks ``counter ..
     counter + blocks_for(len(out)) - 1`` of the keystream ``key`` (eight uint32 words) at ``nonce``."""
-    n = out.shape[0]
-    settled = np.empty(n, np.bool_)
-    _first_proposals(key, np.uint64(counter), np.uint32(nonce), out, settled)
-    pending = _pending(settled, np.empty(n, np.int64))
-    if pending.shape[0]:
-        _rest(key, np.uint64(counter), np.uint32(nonce), pending, out)
+    _normals(key, np.uint64(counter), np.uint32(nonce), out)
     return out
