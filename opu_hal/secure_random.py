@@ -11,8 +11,13 @@ stream (one 64-bit block counter): on the CPU with Numba, the Poisson counts of 
 drawn by PTRS on its uniforms (:mod:`opu_hal.compiled.chacha` and
 :func:`opu_hal.compiled.poisson.constant_mean_counts`, nonce 1; the GPU normals use nonce 0), about
 4x faster than randomgen's ChaCha20 under numpy's PTRS; the CPU normals by the Marsaglia-Tsang
-ziggurat on it (:mod:`opu_hal.compiled.chacha_normal`, nonce 2), and the uniforms (nonce 3). Every
-nonce keeps its own blocks, and the counter moves past a draw's blocks before they are computed.
+ziggurat on it (:mod:`opu_hal.compiled.chacha_normal`, nonce word 2, the second nonce word numbering
+each normal's substream), about 2.5x faster than randomgen's ziggurat in two threads; and the
+uniforms (lattice rounding, audits; nonce 3). Each draw reserves its blocks by moving the one
+counter past them before they are computed, and each purpose has its own nonce word, so no
+(block, nonce) pair is ever used twice. Without Numba, normals and uniforms come from randomgen; a
+generator fixes that choice when it is made and keeps it in its state (``cpu_stream``), so a
+checkpoint replays from the same stream (states from before the compiled normals: randomgen).
 
 Trainers that must replay a step from a key (batch sampling of private runs, DP-ULR and DP-MAC
 noise) use :func:`keyed_generator`: a ChaCha20 stream per ``(stream, index)`` whose 256-bit key is
