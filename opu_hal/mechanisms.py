@@ -36,7 +36,7 @@ class GaussianRelease:
 
     def release(self, u: torch.Tensor) -> torch.Tensor:
         noise = self.generator.standard_normal(u.numel(), u.device).to(dtype=u.dtype)
-        return u + self.noise_std * noise.view_as(u)
+        return torch.add(u, noise.view_as(u), alpha=self.noise_std)  # one pass, no scaled copy
 
 
 def randomized_round(x: np.ndarray, generator: SecureGenerator) -> np.ndarray:

@@ -10,7 +10,14 @@ key of its own, so a private GPU step never waits for the CPU. That third key dr
 stream (one 64-bit block counter): on the CPU with Numba, the Poisson counts of a Skellam release are
 drawn by PTRS on its uniforms (:mod:`opu_hal.compiled.chacha` and
 :func:`opu_hal.compiled.poisson.constant_mean_counts`, nonce 1; the GPU normals use nonce 0), about
-4x faster than randomgen's ChaCha20 under numpy's PTRS.
+4x faster than randomgen's ChaCha20 under numpy's PTRS; the CPU normals by the Marsaglia-Tsang
+ziggurat on it (:mod:`opu_hal.compiled.chacha_normal`, nonce word 2, the second nonce word numbering
+each normal's substream), about 2.5x faster than randomgen's ziggurat in two threads; and the
+uniforms (lattice rounding, audits; nonce 3). Each draw reserves its blocks by moving the one
+counter past them before they are computed, and each purpose has its own nonce word, so no
+(block, nonce) pair is ever used twice. Without Numba, normals and uniforms come from randomgen; a
+generator fixes that choice when it is made and keeps it in its state (``cpu_stream``), so a
+checkpoint replays from the same stream (states from before the compiled normals: randomgen).
 
 Trainers that must replay a step from a key (batch sampling of private runs, DP-ULR and DP-MAC
 noise) use :func:`keyed_generator`: a ChaCha20 stream per ``(stream, index)`` whose 256-bit key is
@@ -41,6 +48,11 @@ CUDA_GENERATOR_NAME = "ChaCha20 (Triton kernel on the GPU; Box-Muller normals), 
 COUNTS_GENERATOR_NAME = ("ChaCha20 (Poisson counts by PTRS on a compiled counter-mode keystream; other draws "
                          "randomgen), 256-bit keys from os.urandom")
 COUNTS_NONCE = 1  # the CPU counts' nonce on the counter-mode stream (the GPU normals use 0)
+NORMALS_NONCE = 2  # the CPU normals' nonce on the counter-mode stream
+UNIFORMS_NONCE = 3  # the CPU uniforms' nonce on the counter-mode stream (lattice rounding, audits)
+COUNTER_STREAM, RANDOMGEN_STREAM = "counter", "randomgen"  # the CPU normals' and uniforms' sources
+COUNTER_DRAWS = {"normals": "normals by the Marsaglia-Tsang ziggurat", "counts": "Poisson counts by PTRS",
+                 "uniforms": "uniforms"}  # what a generator's name says it drew from the counter-mode stream
 PTRS_MIN_MEAN = 10.0  # the compiled counts' range (PTRS); smaller means take numpy's sampler
 KEYED_GENERATOR_NAME = "ChaCha20 (randomgen) keyed per step by BLAKE2b-256 of a 256-bit key from os.urandom"
 MIN_SECRET_KEY_BITS = 128  # project rule: secrets are at least 128 bits end to end
@@ -139,13 +151,27 @@ class SecureGenerator:
         self._cuda_block = 0
         self._cuda_key_words: torch.Tensor | None = None
         self.used_cuda = False  # whether any draw came from the GPU stream (names the generator)
-        self.used_counter_counts = False  # whether any Poisson counts came from the compiled stream
+        self.counter_draws: set[str] = set()  # what came from the compiled CPU stream (names the generator)
+        # Where CPU normals and uniforms come from, fixed for the generator's life and kept in its
+        # state, so that a checkpoint replays them from the same stream (or refuses to).
+        self.cpu_stream = COUNTER_STREAM if compiled_ready(torch.device("cpu")) else RANDOMGEN_STREAM
+
+    @property
+    def used_counter_counts(self) -> bool:
+        """Whether any Poisson counts came from the compiled counter-mode stream."""
+        return "counts" in self.counter_draws
 
     @property
     def name(self) -> str:
+        """What drew the values so far: the GPU kernel, the compiled counter-mode stream (naming
+        the draws it served), or randomgen alone."""
         if self.used_cuda:
             return CUDA_GENERATOR_NAME
-        return COUNTS_GENERATOR_NAME if self.used_counter_counts else GENERATOR_NAME
+        if not self.counter_draws:
+            return GENERATOR_NAME
+        served = " and ".join(COUNTER_DRAWS[kind] for kind in COUNTER_DRAWS if kind in self.counter_draws)
+        return (f"ChaCha20 ({served} on a compiled counter-mode keystream; other draws randomgen), "
+                "256-bit keys from os.urandom")
 
     # -- secret state (checkpoints only) ---------------------------------------------------------
     def secret_state(self) -> dict[str, Any]:
@@ -155,7 +181,7 @@ class SecureGenerator:
         for stream in self._streams:
             inner = stream.bit_generator.state["state"]
             states.append({k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in inner.items()})
-        return {"generator": self.name, "streams": states,
+        return {"generator": self.name, "streams": states, "cpu_stream": self.cpu_stream,
                 "cuda": {"key": self._cuda_key.hex(), "block": self._cuda_block}}
 
     @classmethod
@@ -171,6 +197,10 @@ class SecureGenerator:
                               "keysetup": np.asarray(inner["keysetup"], dtype=np.uint32),
                               "ctr": np.asarray(inner["ctr"], dtype=np.uint64), "rounds": int(inner["rounds"])},
                 }
+            # states written before the counter-mode normals drew every CPU normal from randomgen
+            generator.cpu_stream = state.get("cpu_stream", RANDOMGEN_STREAM)
+            if generator.cpu_stream not in (COUNTER_STREAM, RANDOMGEN_STREAM):
+                raise ValueError(f"unknown cpu_stream {generator.cpu_stream!r}")
             cuda = state.get("cuda")
             if cuda is not None:
                 generator._cuda_key, generator._cuda_block = bytes.fromhex(cuda["key"]), int(cuda["block"])
@@ -190,12 +220,48 @@ class SecureGenerator:
     def standard_normal(self, n: int, device: torch.device | str | None = None) -> torch.Tensor:
         """``n`` i.i.d. N(0, 1) values (float32) on ``device`` (default CPU): drawn on the GPU by
         :mod:`opu_hal.triton_chacha` when ``device`` is CUDA and Triton is installed, else on the
-        CPU (randomgen's ziggurat) and copied there."""
+        CPU (the compiled ziggurat on the counter-mode stream with Numba, else randomgen's) and
+        copied there."""
         target = torch.device(device) if device is not None else torch.device("cpu")
         if triton_ready(target):
             return self._cuda_normal(n, target)
-        normals = torch.from_numpy(self._split(n, lambda g, k: g.standard_normal(k, dtype=np.float32)))
+        if self._counter_stream():
+            normals = torch.from_numpy(self._counter_normals(n))
+        else:
+            normals = torch.from_numpy(self._split(n, lambda g, k: g.standard_normal(k, dtype=np.float32)))
         return normals if target.type == "cpu" else normals.to(target)
+
+    def _counter_stream(self) -> bool:
+        """Whether CPU normals and uniforms come from the compiled counter-mode stream; a generator
+        restored from a checkpoint that drew them there refuses to go on without Numba (its
+        replayed steps would otherwise draw fresh noise, a second release of the same step)."""
+        if self.cpu_stream == RANDOMGEN_STREAM:
+            return False
+        if not compiled_ready(torch.device("cpu")):
+            raise OpuHalError("this secure generator draws its CPU normals from the compiled ChaCha20 stream, "
+                              "which needs Numba (and OPU_HAL_NO_NUMBA unset) to replay a checkpoint exactly")
+        return True
+
+    def _counter_normals(self, n: int) -> np.ndarray:
+        """``n`` float32 normals from the counter-mode stream at :data:`NORMALS_NONCE`: the
+        counter moves past the call's blocks before they are computed, so none is used twice."""
+        from .compiled import chacha_normal
+
+        start = self._reserve(chacha_normal.blocks_for(n), "normals")
+        return chacha_normal.standard_normals(self._key_words(), start, NORMALS_NONCE, np.empty(n, np.float32))
+
+    def _reserve(self, blocks: int, draw: str) -> int:
+        """The first of ``blocks`` fresh blocks of the counter-mode stream, now behind the counter."""
+        with self._lock:
+            start = self._cuda_block
+            self._cuda_block += blocks
+            self.counter_draws.add(draw)
+        return start
+
+    def _key_words(self) -> np.ndarray:
+        from .compiled import chacha
+
+        return chacha.key_words(self._cuda_key)
 
     def _cuda_normal(self, n: int, device: torch.device) -> torch.Tensor:
         from . import triton_chacha
@@ -209,7 +275,10 @@ class SecureGenerator:
         return normals
 
     def uniform(self, n: int) -> np.ndarray:
-        """``n`` i.i.d. uniforms in [0, 1) (float64)."""
+        """``n`` i.i.d. uniforms in [0, 1) (float64): the counter-mode stream at
+        :data:`UNIFORMS_NONCE` with Numba, else randomgen."""
+        if self._counter_stream():
+            return self._counter_uniforms(n, UNIFORMS_NONCE, "uniforms")
         return self._split(n, lambda g, k: g.random(k))
 
     def poisson(self, mean: float, n: int) -> np.ndarray:
@@ -218,7 +287,7 @@ class SecureGenerator:
         if self._compiled_counts(mean):
             from .compiled.poisson import constant_mean_counts
 
-            return constant_mean_counts(mean, n, self._counter_uniforms)
+            return constant_mean_counts(mean, n, self._counter_uniforms)  # nonce COUNTS_NONCE
         return self._split(n, lambda g, k: g.poisson(mean, k))
 
     def skellam(self, mean: float, n: int) -> np.ndarray:
@@ -231,16 +300,12 @@ class SecureGenerator:
     def _compiled_counts(mean: float) -> bool:
         return compiled_ready(torch.device("cpu")) and mean >= PTRS_MIN_MEAN
 
-    def _counter_uniforms(self, n: int) -> np.ndarray:
-        """``n`` uniforms from the next blocks of the counter-mode stream (the counter moves past
-        them first, so no block is ever used twice)."""
+    def _counter_uniforms(self, n: int, nonce: int = COUNTS_NONCE, draw: str = "counts") -> np.ndarray:
+        """``n`` uniforms from the next blocks of the counter-mode stream at ``nonce`` (the counter
+        moves past them first, so no block is ever used twice)."""
         from .compiled import chacha
 
-        with self._lock:
-            start = self._cuda_block
-            self._cuda_block += chacha.blocks_for(n)
-            self.used_counter_counts = True
-            key = chacha.key_words(self._cuda_key)
+        start = self._reserve(chacha.blocks_for(n), draw)
         out = np.empty(n)
-        chacha.uniforms(key, np.uint64(start), np.uint32(COUNTS_NONCE), np.uint32(0), out)
+        chacha.uniforms(self._key_words(), np.uint64(start), np.uint32(nonce), np.uint32(0), out)
         return out

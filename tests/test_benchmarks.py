@@ -14,3 +14,24 @@ def test_camera_kernel_benchmark_compares_compiled_and_eager_frames(capsys):
     cpu_frames()
     printed = capsys.readouterr().out
     assert "speckle frame: compiled" in printed and "anchor frame:  compiled" in printed
+
+
+def test_private_vs_opacus_goal_lines_compare_this_runs_ratios():
+    from benchmarks.private_vs_opacus import goal_lines
+
+    ratios = {"ours: dp-sgd (ghost norms, Poisson)": 1.2, "opacus: ghost": 1.6,
+              "ours: dp-dfa (fixed-size, replace-one)": 1.7}
+    lines = goal_lines(ratios).splitlines()
+    assert lines[0].endswith("1.20x plain (goal <= 1.5x): met")
+    assert lines[1].endswith("= 0.75 (goal < 1): met")
+    assert lines[2].endswith("1.70x plain (goal <= 1.5x): NOT met")
+    assert goal_lines({**ratios, "opacus: ghost": 1.1}).splitlines()[1].endswith("NOT met")
+
+
+def test_private_step_cpu_benchmark_times_plain_and_private_steps(monkeypatch):
+    from benchmarks import private_step_cpu
+    from benchmarks.data import fashion_or_random
+
+    monkeypatch.setattr(private_step_cpu, "METHODS", ("dp-sgd",))
+    line = private_step_cpu.round_line(fashion_or_random(256 * 4))
+    assert line.startswith("CPU ms/step, 1 thread: plain ") and "dp-sgd " in line and "x)" in line

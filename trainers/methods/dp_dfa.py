@@ -184,7 +184,7 @@ class DPDFA(GaussianNoiseMethod):
         flat = torch.cat([p.grad.flatten() for p in params])
         released = self.release_update(flat)
         for p, part in zip(params, released.split([p.numel() for p in params])):
-            p.grad.copy_(part.view_as(p))
+            p.grad = part.view_as(p)  # disjoint views of the released tensor: no copy back
 
     # -- update ----------------------------------------------------------------------------------
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:

@@ -77,7 +77,7 @@ class DPSGD(GaussianNoiseMethod):
     def release_update(self, u: torch.Tensor) -> torch.Tensor:
         """The noisy release of the flattened clipped SUM ``u`` (sensitivity ``self.sensitivity``):
         ``u + N(0, (z Delta)^2 I)`` from the secure generator (the audit's white-box hook)."""
-        return u + self.noise_std * self._normal(u.shape)
+        return torch.add(u, self._normal(u.shape), alpha=self.noise_std)  # one pass, no scaled copy
 
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         if isinstance(self.model, CNN):
@@ -138,7 +138,7 @@ class DPSGD(GaussianNoiseMethod):
         (the expected batch ``q N`` for Poisson, ``m`` for fixed), into every ``.grad``."""
         released = self.release_update(torch.cat(parts)) / self.context.config.batch_size
         for param, part in zip(params, released.split([p.numel() for p in params])):
-            param.grad = part.view_as(param).clone()
+            param.grad = part.view_as(param)  # disjoint views of a fresh tensor: no copy needed
 
     def _output(self, losses: torch.Tensor, logits: torch.Tensor, y: torch.Tensor) -> StepOutput:
         correct = int((logits.argmax(1) == y).sum()) if y.numel() else 0
