@@ -42,23 +42,24 @@ def _quarter(x, a, b, c, d):
 
 
 @njit(inline="always", cache=True)
-def _rounds(key, counter, nonce_lo, nonce_hi, first_block, x, state):
-    """The input ``state`` of blocks ``counter + first_block + lane`` (16 x LANES) and, in ``x``, the
-    state after the 20 rounds: the keystream word is ``x + state`` (added where it is stored)."""
-    for lane in range(LANES):
-        block = np.uint64(counter) + np.uint64(first_block + lane)
-        state[0, lane] = 0x61707865  # "expand 32-byte k"
-        state[1, lane] = 0x3320646E
-        state[2, lane] = 0x79622D32
-        state[3, lane] = 0x6B206574
-        for word in range(8):
-            state[4 + word, lane] = key[word]
-        state[12, lane] = np.uint32(block & np.uint64(0xFFFFFFFF))
-        state[13, lane] = np.uint32(block >> np.uint64(32))
-        state[14, lane] = nonce_lo
-        state[15, lane] = nonce_hi
-    x[:, :] = state
-    for _ in range(10):  # 10 double rounds = 20 rounds
+def set_lane(state, lane, key, block, nonce_lo, nonce_hi):
+    """Column ``lane`` of ``state``: the RFC 8439 input block for ``block`` (64-bit counter) and nonce."""
+    state[0, lane] = 0x61707865  # "expand 32-byte k"
+    state[1, lane] = 0x3320646E
+    state[2, lane] = 0x79622D32
+    state[3, lane] = 0x6B206574
+    for word in range(8):
+        state[4 + word, lane] = key[word]
+    state[12, lane] = np.uint32(block & np.uint64(0xFFFFFFFF))
+    state[13, lane] = np.uint32(block >> np.uint64(32))
+    state[14, lane] = nonce_lo
+    state[15, lane] = nonce_hi
+
+
+@njit(inline="always", cache=True)
+def twenty_rounds(x):
+    """The 20 ChaCha20 rounds (10 double rounds), in place on every lane of ``x``."""
+    for _ in range(10):
         _quarter(x, 0, 4, 8, 12)
         _quarter(x, 1, 5, 9, 13)
         _quarter(x, 2, 6, 10, 14)
@@ -67,6 +68,16 @@ def _rounds(key, counter, nonce_lo, nonce_hi, first_block, x, state):
         _quarter(x, 1, 6, 11, 12)
         _quarter(x, 2, 7, 8, 13)
         _quarter(x, 3, 4, 9, 14)
+
+
+@njit(inline="always", cache=True)
+def _rounds(key, counter, nonce_lo, nonce_hi, first_block, x, state):
+    """The input ``state`` of blocks ``counter + first_block + lane`` (16 x LANES) and, in ``x``, the
+    state after the 20 rounds: the keystream word is ``x + state`` (added where it is stored)."""
+    for lane in range(LANES):
+        set_lane(state, lane, key, np.uint64(counter) + np.uint64(first_block + lane), nonce_lo, nonce_hi)
+    x[:, :] = state
+    twenty_rounds(x)
 
 
 @njit(parallel=True, cache=True)

@@ -24,7 +24,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .chacha import LANES, UNIFORMS_PER_BLOCK, _quarter, _rounds
+from .chacha import LANES, UNIFORMS_PER_BLOCK, _rounds, set_lane, twenty_rounds
 from .normal import ZIGGURAT_F, ZIGGURAT_K, ZIGGURAT_R, ZIGGURAT_W
 from .philox import uniform53
 
@@ -59,27 +59,9 @@ def _lane_blocks(key, blocks, count, nonce_lo, nonce_hi, words):
     x = np.empty((16, LANES), np.uint32)
     state = np.empty((16, LANES), np.uint32)
     for lane in range(LANES):
-        block = blocks[min(lane, count - 1)]
-        state[0, lane] = 0x61707865
-        state[1, lane] = 0x3320646E
-        state[2, lane] = 0x79622D32
-        state[3, lane] = 0x6B206574
-        for word in range(8):
-            state[4 + word, lane] = key[word]
-        state[12, lane] = np.uint32(block & np.uint64(0xFFFFFFFF))
-        state[13, lane] = np.uint32(block >> np.uint64(32))
-        state[14, lane] = nonce_lo
-        state[15, lane] = nonce_hi
+        set_lane(state, lane, key, blocks[min(lane, count - 1)], nonce_lo, nonce_hi)
     x[:, :] = state
-    for _ in range(10):
-        _quarter(x, 0, 4, 8, 12)
-        _quarter(x, 1, 5, 9, 13)
-        _quarter(x, 2, 6, 10, 14)
-        _quarter(x, 3, 7, 11, 15)
-        _quarter(x, 0, 5, 10, 15)
-        _quarter(x, 1, 6, 11, 12)
-        _quarter(x, 2, 7, 8, 13)
-        _quarter(x, 3, 4, 9, 14)
+    twenty_rounds(x)
     for lane in range(LANES):
         for word in range(16):
             words[word, lane] = np.uint32(x[word, lane] + state[word, lane])
