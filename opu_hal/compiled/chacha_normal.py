@@ -67,6 +67,17 @@ def _lane_blocks(key, blocks, count, nonce_lo, nonce_hi, words):
             words[word, lane] = np.uint32(x[word, lane] + state[word, lane])
 
 
+@njit(inline="always", cache=True)
+def _next_pair(key, block, nonce, substream_block, words, pair):
+    """The next two words of a normal's substream, reading its next block when ``words`` is used up;
+    returns them with the updated position ``(pair, substream_block)``."""
+    if pair == UNIFORMS_PER_BLOCK:
+        substream_block += np.uint32(1)
+        _block(key, block, nonce, substream_block, words)
+        pair = 0
+    return words[2 * pair], words[2 * pair + 1], pair + 1, substream_block
+
+
 @njit(cache=True)
 def _settle(key, counter, nonce, index, first_hi, first_lo, words):
     """Normal ``index`` after a first proposal outside its rectangle, reading its substream
@@ -81,39 +92,23 @@ def _settle(key, counter, nonce, index, first_hi, first_lo, words):
         if rabs < RECTANGLE_K[layer]:
             return -x if negative else x
         # the next value of the substream: the wedge's uniform, or the tail's first uniform
-        if pair == UNIFORMS_PER_BLOCK:
-            substream_block += np.uint32(1)
-            _block(key, block, nonce, substream_block, words)
-            pair = 0
-        u = uniform53(words[2 * pair], words[2 * pair + 1])
-        pair += 1
+        hi, lo, pair, substream_block = _next_pair(key, block, nonce, substream_block, words, pair)
+        u = uniform53(hi, lo)
         if layer == 0:  # the tail beyond r (Marsaglia 1964): two uniforms a try
             while True:
-                if pair == UNIFORMS_PER_BLOCK:
-                    substream_block += np.uint32(1)
-                    _block(key, block, nonce, substream_block, words)
-                    pair = 0
-                v = uniform53(words[2 * pair], words[2 * pair + 1])
-                pair += 1
+                hi, lo, pair, substream_block = _next_pair(key, block, nonce, substream_block, words, pair)
+                v = uniform53(hi, lo)
                 xx = -math.log1p(-u) / ZIGGURAT_R
                 yy = -math.log1p(-v)
                 if yy + yy > xx * xx:
                     x = ZIGGURAT_R + xx
                     return -x if negative else x
-                if pair == UNIFORMS_PER_BLOCK:
-                    substream_block += np.uint32(1)
-                    _block(key, block, nonce, substream_block, words)
-                    pair = 0
-                u = uniform53(words[2 * pair], words[2 * pair + 1])
-                pair += 1
+                hi, lo, pair, substream_block = _next_pair(key, block, nonce, substream_block, words, pair)
+                u = uniform53(hi, lo)
         if (ZIGGURAT_F[layer - 1] - ZIGGURAT_F[layer]) * u + ZIGGURAT_F[layer] < math.exp(-0.5 * x * x):
             return -x if negative else x
-        if pair == UNIFORMS_PER_BLOCK:  # rejected: a new proposal
-            substream_block += np.uint32(1)
-            _block(key, block, nonce, substream_block, words)
-            pair = 0
-        hi, lo = words[2 * pair], words[2 * pair + 1]
-        pair += 1
+        # rejected: a new proposal
+        hi, lo, pair, substream_block = _next_pair(key, block, nonce, substream_block, words, pair)
 
 
 @njit(parallel=True, cache=True)
