@@ -1,5 +1,5 @@
-"""One camera frame: the compiled CPU kernels (:mod:`opu_hal.compiled`) and the fused GPU kernel
-(:mod:`opu_hal.triton_camera`), each against the eager torch frame on the same device.
+"""One camera frame: the compiled CPU kernels (:mod:`opu_hal.kernels.compiled`) and the fused GPU kernel
+(:mod:`opu_hal.kernels.triton_camera`), each against the eager torch frame on the same device.
 
     python -m benchmarks.camera_kernel
 
@@ -7,7 +7,7 @@ Frames of speckle (exponential intensities, mean 101 e-, as a linear-mode projec
 on ``opu-sim``) and of the flat anchor (202.7 e-), dark map on. CPU: 256 x 1024 pixels, the
 compiled frame against ``torch.poisson`` plus ``Sensor._digitize`` (the CPU path before the
 compiled kernels). CUDA, when present: 256 x 16384 pixels, the fused kernel at several block sizes
-against :func:`opu_hal.poisson.poisson` plus ``Sensor._digitize``.
+against :func:`opu_hal.kernels.poisson.poisson` plus ``Sensor._digitize``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torch
 
 from benchmarks.simulated_projection import simulated
 from benchmarks.timing import median_seconds
-from opu_hal.compute import NO_NUMBA_ENV, compiled_ready
+from opu_hal.runtime.compute import NO_NUMBA_ENV, compiled_ready
 
 SPECKLE_MEAN_E = 101.0
 
@@ -43,7 +43,7 @@ def cpu_frames() -> None:
 
 def cuda_frames() -> None:
     from opu_hal import triton_camera
-    from opu_hal.poisson import poisson
+    from opu_hal.kernels.poisson import poisson
 
     device = simulated(784, 16384, compute="cuda")
     sensor = device.sensor

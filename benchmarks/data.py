@@ -6,7 +6,7 @@ import sys
 
 import torch
 
-from trainers.data import Dataset, DatasetError, Split, load_dataset
+from trainers.core.data import Dataset, DatasetError, Split, load_dataset
 
 
 def fashion_or_random(train: int) -> Dataset:

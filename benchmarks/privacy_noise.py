@@ -12,10 +12,10 @@ import argparse
 import opu_hal
 from trainers.config import TrainConfig
 from trainers.methods import METHODS, MethodContext
-from trainers.model import MLP
+from trainers.core.model import MLP
 
-from .data import fashion_or_random
-from .timing import median_seconds
+from benchmarks.data import fashion_or_random
+from benchmarks.timing import median_seconds
 
 
 def step_seconds(noise_source: str, batch: int, hidden: tuple[int, ...], repeats: int) -> tuple[float, int]:

@@ -3,22 +3,22 @@
 User code needs :func:`load_device`; everything a projection returns is in :class:`Projection`.
 """
 
-from .capabilities import Capabilities, InputKind, OutputKind
-from .device import Device
-from .errors import (DeviceBusy, DeviceTimeout, DeviceUnavailable, HostMemoryError, InputError, OpuHalError,
+from .contract.capabilities import Capabilities, InputKind, OutputKind
+from .contract.device import Device
+from .contract.errors import (DeviceBusy, DeviceTimeout, DeviceUnavailable, HostMemoryError, InputError, OpuHalError,
                      ProfileError)
 from .loader import load_device
-from .noise import NoiseReport, Projection
-from .profile_base import BaseProfile
-from .profiles import list_profiles, load_profile, validate_profile
+from .contract.noise import NoiseReport, Projection
+from .contract.profile_base import BaseProfile
+from .profiles.catalogue import list_profiles, load_profile, validate_profile
 from .backends.lighton_profile import LightonProfile
 from .backends.simulated.profile import SimulatedProfile
 from .backends.torch_profile import TorchProfile
-from .ternary import combine_independent, project_ternary
-from .backend_spec import INTERFACE_VERSION, BackendSpec
-from .registry import backend_names, get_backend, register_backend, unregister_backend
+from .contract.ternary import combine_independent, project_ternary
+from .contract.backend_spec import INTERFACE_VERSION, BackendSpec
+from .profiles.registry import backend_names, get_backend, register_backend, unregister_backend
 
-__version__ = "0.1.0"
+from .contract.version import __version__
 
 __all__ = [
     "BackendSpec",

@@ -21,13 +21,13 @@ from typing import Callable, Sequence
 import torch
 
 from .calibration.commands import register_calibration_commands
-from .errors import InputError, OpuHalError, ProfileError
+from .contract.errors import InputError, OpuHalError, ProfileError
 from .loader import load_device
-from .memory import available_bytes, gib
+from .runtime.memory import available_bytes, gib
 from .privacy.commands import register_privacy_commands
 from .privacy.events import PrivacyParameterError
-from .profiles import list_profiles, load_profile
-from .registry import PLUGIN_FAILURES
+from .profiles.catalogue import list_profiles, load_profile
+from .profiles.registry import PLUGIN_FAILURES
 
 Register = Callable[[argparse._SubParsersAction], None]
 COMMANDS_ENTRY_POINT_GROUP = "opu_hal.commands"

@@ -28,12 +28,12 @@ from typing import Any, Callable, Union
 
 import torch
 
-from .device import Device
-from .errors import DeviceUnavailable, InputError
+from .contract.device import Device
+from .contract.errors import DeviceUnavailable, InputError
 from .loader import load_device
-from .noise import NoiseReport, Projection
-from .profile_base import BaseProfile
-from .profiles import load_profile
+from .contract.noise import NoiseReport, Projection
+from .contract.profile_base import BaseProfile
+from .profiles.catalogue import load_profile
 
 ProfileLike = Union[str, "os.PathLike[str]", BaseProfile]
 

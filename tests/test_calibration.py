@@ -11,11 +11,12 @@ from scipy import stats
 
 import opu_hal
 from opu_hal.calibration import ground_truth as gt
-from opu_hal.calibration.plan import RunShape, plan_gaussian, plan_skellam, what_would
+from opu_hal.calibration.plan import plan_gaussian, plan_skellam, what_would
+from opu_hal.privacy.run_shape import RunShape
 from opu_hal.calibration.run import calibrate_device
 from opu_hal.calibration.schema import MAX_FILE_BYTES, read_calibration, write_calibration
 from opu_hal.cli import main
-from opu_hal.errors import CalibrationError, InputError
+from opu_hal.contract.errors import CalibrationError, InputError
 
 SEEDS = 50
 
@@ -312,10 +313,10 @@ def test_lattice_skellam_plan_is_the_smallest_poisson_mean_meeting_the_target():
 
 def test_training_with_calibration_plans_its_privacy_counts_with_it_and_says_so(tmp_path):
     from trainers.config import TrainConfig
-    from trainers.errors import TrainingConfigError
+    from trainers.core.errors import TrainingConfigError
     from trainers.loop import train
 
-    from .training_helpers import clusters
+    from tests.training_helpers import clusters
 
     device = opu_hal.load_device("opu-sim-dp")
     write_calibration(calibrate_device(device, [25.0], [400.0], [100_000.0], frames=8, bootstrap=50), tmp_path / "c.json")

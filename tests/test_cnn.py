@@ -8,9 +8,9 @@ import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
 from tests.test_scattering import tiny_images_dataset
-from trainers.cnn import CNN, image_shape
+from trainers.core.cnn import CNN, image_shape
 from trainers.config import TrainConfig
-from trainers.errors import TrainingConfigError
+from trainers.core.errors import TrainingConfigError
 from trainers.loop import train
 from trainers.methods.base import MethodContext
 from trainers.methods.dp_dfa import DPDFA

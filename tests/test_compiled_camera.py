@@ -1,4 +1,4 @@
-"""The compiled CPU camera (opu_hal.compiled): Philox, exact Poisson counts, ziggurat normals, the ADC."""
+"""The compiled CPU camera (opu_hal.kernels.compiled): Philox, exact Poisson counts, ziggurat normals, the ADC."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ numba = pytest.importorskip("numba", reason="Numba is not installed: the compile
 from numba import njit  # noqa: E402
 
 from opu_hal.backends.simulated.camera import Sensor  # noqa: E402
-from opu_hal.compiled.camera import camera_read, camera_read_flat, digitize  # noqa: E402
-from opu_hal.compiled.normal import ZIGGURAT_R, ZIGGURAT_V, standard_normals, ziggurat_tables  # noqa: E402
-from opu_hal.compiled.philox import philox4x32  # noqa: E402
-from opu_hal.compiled.poisson import LOG_FACTORIALS, flat_counts, poisson_counts, sequential_counts  # noqa: E402
+from opu_hal.kernels.compiled.camera import camera_read, camera_read_flat, digitize  # noqa: E402
+from opu_hal.kernels.compiled.normal import ZIGGURAT_R, ZIGGURAT_V, standard_normals, ziggurat_tables  # noqa: E402
+from opu_hal.kernels.compiled.philox import philox4x32  # noqa: E402
+from opu_hal.kernels.compiled.poisson import LOG_FACTORIALS, flat_counts, poisson_counts, sequential_counts  # noqa: E402
 
 KEY = (np.uint32(0x12345678), np.uint32(0x9ABCDEF0))
 
@@ -194,7 +194,7 @@ def test_fused_linear_frames_equal_three_separate_reads(read_noise_e, temperatur
 
 
 def test_exp_neg_is_within_two_ulp_of_libm():
-    from opu_hal.compiled.elementary import EXP_NEG_MAX, exp_neg
+    from opu_hal.kernels.compiled.elementary import EXP_NEG_MAX, exp_neg
 
     @njit
     def all_exp_neg(values):
@@ -206,7 +206,7 @@ def test_exp_neg_is_within_two_ulp_of_libm():
 
 
 def test_log_positive_is_within_one_ulp_of_libm():
-    from opu_hal.compiled.elementary import log_positive
+    from opu_hal.kernels.compiled.elementary import log_positive
 
     @njit
     def all_logs(values):

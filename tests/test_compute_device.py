@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from trainers.config import TrainConfig
-from trainers.errors import TrainingConfigError
+from trainers.core.errors import TrainingConfigError
 from trainers.loop import train
 
-from .training_helpers import clusters
+from tests.training_helpers import clusters
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: torch sees no GPU on this machine")
 

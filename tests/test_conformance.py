@@ -16,7 +16,7 @@ from opu_hal import BackendSpec, BaseProfile, NoiseReport
 from opu_hal.backends.torch_backend import TorchDevice
 from opu_hal.testing import CHECKS, check_device, parametrize_checks, run_check
 
-from .conftest import SHIPPED_PROFILES
+from tests.conftest import SHIPPED_PROFILES
 
 
 @parametrize_checks()

@@ -7,7 +7,7 @@ import pytest
 import torch
 from scipy import stats
 
-from opu_hal.counter_random import gaussian, splitmix64
+from opu_hal.randomness.counter_random import gaussian, splitmix64
 
 MASK = 2**64 - 1
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trainers.data import DATA_DIR_ENV, FILES, DatasetError, load_dataset, read_idx
+from trainers.core.data import DATA_DIR_ENV, FILES, DatasetError, load_dataset, read_idx
 
 
 def write_idx(path: Path, array: np.ndarray, compress: bool = False) -> None:

@@ -13,15 +13,15 @@ import torch
 from scipy import stats
 
 from opu_hal.privacy import PoissonGaussianEvent, PrivacyParameterError, SampledWithRejectionGaussianEvent
-from trainers import mac, ulr
+from trainers.core import mac, ulr
 from trainers.config import TrainConfig
-from trainers.errors import TrainingConfigError
+from trainers.core.errors import TrainingConfigError
 from trainers.loop import Trainer, train
 from trainers.methods import METHODS, MethodContext
-from trainers.model import MLP
-from trainers.sampling import Sampler
+from trainers.core.model import MLP
+from trainers.core.sampling import Sampler
 
-from .training_helpers import clusters
+from tests.training_helpers import clusters
 
 HIDDEN = (16, 12)
 

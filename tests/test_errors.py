@@ -6,8 +6,8 @@ import pytest
 
 from opu_hal import NoiseReport, OpuHalError
 from opu_hal.privacy import GaussianEvent
-from trainers.data import load_dataset
-from trainers.model import MLP, get_activation
+from trainers.core.data import load_dataset
+from trainers.core.model import MLP, get_activation
 
 
 @pytest.mark.parametrize(

@@ -46,7 +46,7 @@ def test_plot_out_is_checked_before_plotting(tmp_path, capsys):
 
 
 import opu_hal  # noqa: E402
-from opu_hal.errors import ProfileError  # noqa: E402
+from opu_hal.contract.errors import ProfileError  # noqa: E402
 
 SIM = {"backend": "simulated", "in_features": 8, "out_features": 64}
 TORCH = {"backend": "torch", "in_features": 8, "out_features": 64, "device": "cpu"}
@@ -98,13 +98,15 @@ def test_finite_batch_whose_projection_overflows_is_refused():
             device.project(torch.full((2, 8), 3e37))
 
 
-def test_batch_limit_comes_from_memory_and_is_enforced(monkeypatch):
-    from opu_hal import memory
+def test_host_memory_is_checked_when_a_batch_is_projected_not_declared(monkeypatch):
+    from opu_hal.runtime import memory
 
-    monkeypatch.setattr(memory, "available_bytes", lambda: 2 * 12 * 4 * (8 + 64) * 100)  # 100 rows of opu-sim
     with opu_hal.load_device(opu_hal.validate_profile(SIM)) as device:
-        assert device.capabilities.max_batch == 100
-        with pytest.raises(opu_hal.InputError, match="at most 100 per call"):
+        described = device.capabilities
+        monkeypatch.setattr(memory, "available_bytes", lambda: 2 * 12 * 4 * (8 + 64) * 100)  # 100 rows of opu-sim
+        assert device.capabilities is described and described.max_batch is None  # built once
+        device.project(torch.zeros(100, 8))
+        with pytest.raises(opu_hal.HostMemoryError, match="101 rows"):
             device.project(torch.zeros(101, 8))
 
 

@@ -16,8 +16,8 @@ def _module_name(path: Path) -> str:
 
 
 def _module_level_imports(path: Path) -> set[str]:
-    """Modules ``path`` imports, at module level or inside functions (a deferred import still
-    closes a circle); ``if TYPE_CHECKING:`` blocks are left out."""
+    """Modules ``path`` imports, at module level, inside functions (a deferred import still closes
+    a circle) or for type checking only (a reader still follows it)."""
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
@@ -35,11 +35,6 @@ def _module_level_imports(path: Path) -> set[str]:
                     module = node.module or ""
                 found.add(module)
                 found.update(f"{module}.{alias.name}" for alias in node.names)
-            elif isinstance(node, ast.If):
-                test = node.test
-                if not (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"):
-                    visit(node.body)
-                visit(node.orelse)
             else:
                 visit([child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt)])
 
@@ -104,5 +99,47 @@ def test_a_backend_never_imports_another_backend():
 
 
 def test_profile_reader_does_not_import_any_backend():
-    imports = _module_level_imports(ROOT / "opu_hal" / "profiles.py")
+    imports = _module_level_imports(ROOT / "opu_hal" / "profiles" / "catalogue.py")
     assert not any(m.startswith("opu_hal.backends") for m in imports)
+
+
+#: opu_hal's layers, lowest first: a module may import its own layer and the layers below it.
+#: The README's "Layout" section draws the same order.
+LAYERS = ["contract", "runtime", "kernels", "randomness", "camera", "privacy", "profiles", "backends",
+          "calibration", "face"]
+FACE = {"opu_hal", "opu_hal.__main__", "opu_hal.cli", "opu_hal.loader", "opu_hal.testing"}
+
+
+def _layer(module: str) -> str:
+    if module in FACE:
+        return "face"
+    return module.split(".")[1]
+
+
+def test_every_opu_hal_module_belongs_to_a_layer():
+    graph = _graph("opu_hal")
+    assert {_layer(m) for m in graph} <= set(LAYERS), sorted({_layer(m) for m in graph} - set(LAYERS))
+
+
+def test_opu_hal_imports_point_down_the_layers():
+    upward = [f"{m} ({_layer(m)}) -> {i} ({_layer(i)})" for m, imports in _graph("opu_hal").items()
+              for i in imports if LAYERS.index(_layer(i)) > LAYERS.index(_layer(m))]
+    assert not upward, "\n".join(sorted(upward))
+
+
+@pytest.mark.parametrize("package", ["opu_hal", "trainers"])
+def test_no_two_folders_import_each_other(package):
+    graph = _graph(package)
+
+    def folder(module: str) -> str:
+        return module.rpartition(".")[0] if (ROOT / Path(*module.split("."))).is_dir() is False else module
+
+    ties = {(folder(m), folder(i)) for m, imports in graph.items() for i in imports if folder(m) != folder(i)}
+    both_ways = sorted(f"{a} <-> {b}" for a, b in ties if (b, a) in ties and a < b)
+    assert not both_ways, both_ways
+
+
+def test_no_module_over_350_lines_outside_tests():
+    long = [f"{p.relative_to(ROOT)}: {n}" for d in ("opu_hal", "trainers", "benchmarks", "scripts", "examples")
+            for p in (ROOT / d).rglob("*.py") if (n := len(p.read_text(encoding="utf-8").splitlines())) > 350]
+    assert not long, long

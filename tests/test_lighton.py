@@ -263,7 +263,7 @@ def test_cli_info_on_the_cloud_profile_explains_and_exits_2(capsys):
 def test_uncalibrated_hardware_reports_zero_noise_and_calibration_file_is_used(tmp_path, monkeypatch):
     from opu_hal.calibration.run import calibrate_device, physics_of
     from opu_hal.calibration.schema import write_calibration
-    from opu_hal.errors import CalibrationError
+    from opu_hal.contract.errors import CalibrationError
 
     monkeypatch.setattr(lighton, "check_hardware_present", lambda: None)
     device = LightonDevice(profile(simulated=False))

@@ -7,17 +7,17 @@ import json
 import pytest
 import torch
 
-from opu_hal.seeding import derive_seed, stream_seed
+from opu_hal.randomness.seeding import derive_seed, stream_seed
 from trainers import cli
 from trainers.config import TrainConfig
-from trainers.errors import TrainingConfigError
+from trainers.core.errors import TrainingConfigError
 from trainers.loop import train
 from trainers.methods import Method, StepOutput, register_method, unregister_method
 from trainers.methods.base import forward_and_error
-from trainers.sampling import step_generator
+from trainers.core.sampling import step_generator
 
-from .test_data import make_dataset
-from .training_helpers import clusters
+from tests.test_data import make_dataset
+from tests.training_helpers import clusters
 
 
 class Frozen(Method):

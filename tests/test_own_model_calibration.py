@@ -9,11 +9,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from opu_hal.calibration.plan import RunShape
+from opu_hal.privacy.run_shape import RunShape
 from opu_hal.calibration.schema import read_calibration
 from opu_hal.privacy.skellam import required_poisson_mean
 from trainers.api import PrivacyEngine, calibrate, calibrated_device, plan
-from trainers.errors import TrainingConfigError
+from trainers.core.errors import TrainingConfigError
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from trainers.api import UnsupportedModelError, attach_dfa, dfa_alignment
 from trainers.config import TrainConfig
 from trainers.methods import DFA, PhotonicDFA, TernarizedDFA
 from trainers.methods.base import MethodContext
-from trainers.model import MLP
+from trainers.core.model import MLP
 
 
 def _pair(activation: str = "tanh"):

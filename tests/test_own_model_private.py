@@ -10,14 +10,14 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from opu_hal.mechanisms import GaussianRelease
+from opu_hal.privacy.mechanisms import GaussianRelease
 from opu_hal.privacy import Accountant, FixedSizeGaussianEvent, PoissonGaussianEvent
 from tests.training_helpers import clusters
 from trainers.api import PrivacyBudgetExhausted, PrivacyEngine, UnsupportedModelError
 from trainers.config import TrainConfig
 from trainers.methods import DPDFA
 from trainers.methods.base import MethodContext
-from trainers.model import MLP
+from trainers.core.model import MLP
 
 
 def _data(n: int = 200):

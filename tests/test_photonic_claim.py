@@ -19,9 +19,9 @@ from opu_hal.privacy import (
 )
 from trainers.config import TrainConfig
 from trainers.methods import METHODS, MethodContext
-from trainers.model import MLP
+from trainers.core.model import MLP
 
-from .training_helpers import torch_device
+from tests.training_helpers import torch_device
 
 # The example: n_l = 10, m = 16, g = gamma_min tau_h_min = 0.5, G = gamma_max tau_h_max = 1.
 COUNTEREXAMPLE = dict(n_l=10, batch_size=16, sigma=1e4, gamma_min=0.5, gamma_max=1.0, tau_h_min=1.0,

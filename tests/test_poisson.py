@@ -7,7 +7,7 @@ import pytest
 import torch
 from scipy import stats
 
-from opu_hal.poisson import poisson, poisson_constant, poisson_quantile
+from opu_hal.kernels.poisson import poisson, poisson_constant, poisson_quantile
 
 
 def assert_follows_poisson_pmf(draws: np.ndarray, rate: float) -> None:

@@ -17,7 +17,7 @@ import torch
 from scipy import stats
 
 import opu_hal
-from opu_hal.mechanisms import GaussianRelease, SkellamRelease
+from opu_hal.privacy.mechanisms import GaussianRelease, SkellamRelease
 from opu_hal.privacy import Accountant, GaussianEvent
 from opu_hal.privacy.skellam import SkellamEvent, SkellamLattice
 
@@ -203,7 +203,7 @@ def test_two_runs_with_the_same_public_settings_release_different_noise(method, 
     from trainers.config import TrainConfig
     from trainers.loop import train
 
-    from .training_helpers import clusters
+    from tests.training_helpers import clusters
 
     options = {"noise_multiplier": 1.0, **extra}
     config = TrainConfig.for_method(method, epochs=1, batch_size=50, hidden=(16, 16), alignment=False, **options)
@@ -215,7 +215,7 @@ def test_non_private_training_is_reproducible_from_its_seed():
     from trainers.config import TrainConfig
     from trainers.loop import train
 
-    from .training_helpers import clusters
+    from tests.training_helpers import clusters
 
     config = TrainConfig.for_method("bp", epochs=1, batch_size=50, hidden=(16, 16), alignment=False)
     runs = [train(config, data=clusters(), progress=False, log=lambda m: None) for _ in range(2)]

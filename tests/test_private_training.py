@@ -18,13 +18,13 @@ from opu_hal.privacy import Accountant, FixedSizeGaussianEvent
 from trainers.checkpoint import load_checkpoint
 from trainers.config import TrainConfig
 from opu_hal import load_device
-from trainers.errors import CheckpointError, TrainingConfigError
+from trainers.core.errors import CheckpointError, TrainingConfigError
 from trainers.loop import Trainer, train
 from trainers.methods import METHODS, MethodContext
-from trainers.model import MLP
+from trainers.core.model import MLP
 
-from .test_data import make_dataset
-from .training_helpers import clusters, simulated_device, torch_device
+from tests.test_data import make_dataset
+from tests.training_helpers import clusters, simulated_device, torch_device
 
 HIDDEN = (16, 24)
 

@@ -103,6 +103,6 @@ def test_packaged_profiles_are_a_copy_of_device_profiles():
 
 def test_default_profiles_are_found_by_name_outside_the_repository(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("opu_hal.profiles._SOURCE_PROFILE_DIR", tmp_path / "absent")
+    monkeypatch.setattr("opu_hal.profiles.catalogue._SOURCE_PROFILE_DIR", tmp_path / "absent")
     assert opu_hal.load_profile("opu-sim").source.parent.name == "device_profiles"
     assert opu_hal.load_profile("opu-sim").source.parent.parent.name == "opu_hal"

@@ -9,13 +9,13 @@ import pytest
 import torch
 
 from trainers.config import TrainConfig
-from trainers.data import Dataset, Split
+from trainers.core.data import Dataset, Split
 from trainers.loop import Trainer, train
 from trainers.methods import register_method, unregister_method
 from trainers.methods.dp_dfa import DPDFA
 from trainers.public_surface import epoch_summary, invariant_part, public_record
 
-from .training_helpers import clusters
+from tests.training_helpers import clusters
 
 HIDDEN = (16, 16)
 
@@ -130,7 +130,7 @@ def test_add_remove_without_a_public_size_states_the_convention():
 
 
 def test_a_public_size_is_refused_under_replace_one():
-    from trainers.errors import TrainingConfigError
+    from trainers.core.errors import TrainingConfigError
 
     with pytest.raises(TrainingConfigError, match="replace-one"):
         Trainer(_config("dp-dfa", noise_multiplier=2.0, public_dataset_size=400), data=clusters(n_train=400),

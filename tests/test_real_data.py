@@ -11,7 +11,7 @@ import os
 import pytest
 
 from trainers.config import TrainConfig
-from trainers.data import DatasetError, load_dataset
+from trainers.core.data import DatasetError, load_dataset
 from trainers.loop import train
 
 

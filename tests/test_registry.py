@@ -12,7 +12,7 @@ import torch
 import opu_hal
 from opu_hal import BackendSpec, BaseProfile, ProfileError
 from opu_hal.backends.torch_backend import TorchDevice
-from opu_hal.registry import BUILTIN_SPECS, ENTRY_POINT_GROUP, backend_origin, refresh_entry_points
+from opu_hal.profiles.registry import BUILTIN_SPECS, ENTRY_POINT_GROUP, backend_origin, refresh_entry_points
 
 
 class EchoProfile(BaseProfile):

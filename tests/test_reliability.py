@@ -106,7 +106,7 @@ def test_audit_refuses_bad_confidence_and_plot_before_training(extra, named, cap
 
 
 def test_train_out_in_proc_is_refused_before_training():
-    from trainers.errors import TrainingConfigError
+    from trainers.core.errors import TrainingConfigError
     from trainers.loop import check_output_path
 
     with pytest.raises(TrainingConfigError, match=r"--out /proc/nope/r.json: /proc is not a writable folder"):
@@ -119,7 +119,7 @@ import copy  # noqa: E402
 import json  # noqa: E402
 
 import opu_hal  # noqa: E402
-from opu_hal.errors import CalibrationError, ProfileError  # noqa: E402
+from opu_hal.contract.errors import CalibrationError, ProfileError  # noqa: E402
 
 CAMERA = {"backend": "simulated", "in_features": 4, "out_features": 64, "seed": 3, "mode": "linear",
           "gain_e_per_dn": 1.0, "adc_bits": 12, "black_level_dn": 64, "anchor_power_uw": 2.0}
@@ -268,7 +268,7 @@ import sys  # noqa: E402
 import textwrap  # noqa: E402
 import warnings  # noqa: E402
 
-from opu_hal.registry import refresh_entry_points  # noqa: E402
+from opu_hal.profiles.registry import refresh_entry_points  # noqa: E402
 
 PLUGGED = """
     from typing import Literal
@@ -494,7 +494,7 @@ def test_plot_refuses_an_extension_matplotlib_cannot_write_before_reading_record
 
 def test_privacy_counts_name_the_model_when_its_read_mean_is_below_the_calibrations_bound():
     from opu_hal.backends.simulated.privacy_noise import draw_counts
-    from opu_hal.secure_random import SecureGenerator
+    from opu_hal.randomness.secure_random import SecureGenerator
 
     with opu_hal.load_device("opu-sim-dp") as device:
         read = device.anchor_read_e

@@ -11,14 +11,14 @@ import torch
 from scipy.special import logsumexp
 
 import opu_hal
-from opu_hal.mechanisms import SkellamRelease
+from opu_hal.privacy.mechanisms import SkellamRelease
 from opu_hal.privacy import Accountant, event_from_dict
 from opu_hal.privacy import rounding
 from opu_hal.privacy.rounding import (FixedSizeRoundedSkellamEvent, RoundedSkellamEvent,
                                       rounding_rdp_coefficient)
 from opu_hal.privacy.skellam import SkellamLattice
 
-from .test_privacy_attacks import CHANCE_LIMIT, DELTA, empirical_epsilon, lattice_attack
+from tests.test_privacy_attacks import CHANCE_LIMIT, DELTA, empirical_epsilon, lattice_attack
 
 
 def _mixture_logpmf(t: float, n: np.ndarray, poisson_mean: float) -> np.ndarray:

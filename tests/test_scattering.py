@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from tests.training_helpers import clusters
-from trainers import feature_cache, scattering
+from trainers.core import feature_cache, scattering
 from trainers.config import TrainConfig
-from trainers.data import Dataset, DatasetError, Split
-from trainers.errors import TrainingConfigError
+from trainers.core.data import Dataset, DatasetError, Split
+from trainers.core.errors import TrainingConfigError
 from trainers.loop import train
-from trainers.scattering import Scattering2D, _gabor, group_normalize, scatter_dataset
+from trainers.core.scattering import Scattering2D, _gabor, group_normalize, scatter_dataset
 
 
 def images(n: int = 6, side: int = 28, seed: int = 0) -> torch.Tensor:

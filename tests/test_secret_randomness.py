@@ -17,20 +17,20 @@ import pytest
 import torch
 from randomgen import ChaCha
 
-from opu_hal.errors import OpuHalError
-from opu_hal.secure_random import (bernoulli_indices, keyed_generator, new_secret_key,
+from opu_hal.contract.errors import OpuHalError
+from opu_hal.randomness.secure_random import (bernoulli_indices, keyed_generator, new_secret_key,
                                    sample_without_replacement, stream_key)
-from opu_hal.seeding import derive_seed
-from trainers import mac
+from opu_hal.randomness.seeding import derive_seed
+from trainers.core import mac
 from trainers.config import TrainConfig
 from trainers.loop import Trainer, train
 from trainers.methods import METHODS, MethodContext
 from trainers.methods.dp_mac import DPMAC
 from trainers.methods.dp_ulr import DPULR
-from trainers.model import MLP
-from trainers.sampling import Sampler
+from trainers.core.model import MLP
+from trainers.core.sampling import Sampler
 
-from .training_helpers import clusters
+from tests.training_helpers import clusters
 
 HIDDEN = (16, 12)
 KEY = "c3" * 32

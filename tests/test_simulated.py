@@ -11,7 +11,7 @@ from scipy import stats
 
 import opu_hal
 from opu_hal import InputError, ProfileError, SimulatedProfile
-from opu_hal.backends.simulated.camera import band_gap_ev, dark_current_rate
+from opu_hal.camera.physics import band_gap_ev, dark_current_rate
 from opu_hal.backends.simulated.device import SaturationWarning, SimulatedDevice
 from opu_hal.backends.simulated.optics import TransmissionMatrix
 
@@ -88,7 +88,7 @@ def test_a_matrix_that_fits_is_generated_once_and_kept():
 def test_any_column_block_is_a_slice_of_one_counter_based_stream():
     """Column k's entries are stream elements 2 (k n_in + j) and 2 (k n_in + j) + 1: a block is
     the same whatever the blocking, and equals the stream read directly."""
-    from opu_hal.counter_random import gaussian
+    from opu_hal.randomness.counter_random import gaussian
 
     optics = TransmissionMatrix(7, 50, seed=11, block_bytes=7 * 8 * 6, cache_bytes=0)
     real, imag = optics.block(3)
@@ -225,7 +225,7 @@ def test_capabilities_report_where_the_simulation_computes():
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a host without CUDA")
 def test_compute_cuda_without_cuda_is_a_clear_error():
-    from opu_hal.errors import DeviceUnavailable
+    from opu_hal.contract.errors import DeviceUnavailable
 
     with pytest.raises(DeviceUnavailable, match='compute = "cuda" but torch sees no CUDA device'):
         make(compute="cuda")

@@ -12,7 +12,7 @@ from scipy.special import logsumexp
 
 import opu_hal
 from opu_hal import DeviceUnavailable
-from opu_hal.mechanisms import SkellamRelease
+from opu_hal.privacy.mechanisms import SkellamRelease
 from opu_hal.privacy import Accountant, FixedSizeGaussianEvent
 from opu_hal.privacy.events import event_from_dict
 from opu_hal.privacy.skellam import (
@@ -22,8 +22,8 @@ from opu_hal.privacy.skellam import (
     skellam_rdp,
     subsampled_without_replacement_rdp,
 )
-from opu_hal.profiles import validate_profile
-from opu_hal.secure_random import SecureGenerator
+from opu_hal.profiles.catalogue import validate_profile
+from opu_hal.randomness.secure_random import SecureGenerator
 
 ORDERS = np.array([2.0, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64])
 

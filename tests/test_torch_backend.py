@@ -10,7 +10,7 @@ import torch
 import opu_hal
 from opu_hal import DeviceUnavailable, InputError, TorchProfile
 from opu_hal.backends.torch_backend import TorchDevice, gaussian_matrix
-from opu_hal.seeding import stream_seed
+from opu_hal.randomness.seeding import stream_seed
 
 
 def make(**overrides) -> TorchDevice:

@@ -11,14 +11,14 @@ import torch.nn.functional as F
 
 from trainers.alignment import gradient_alignment
 from trainers.config import TrainConfig
-from trainers.errors import TrainingConfigError
-from trainers.feedback import ternarize
+from trainers.core.errors import TrainingConfigError
+from trainers.core.feedback import ternarize
 from trainers.loop import train
 from trainers.methods import METHODS, MethodContext
-from trainers.model import ACTIVATIONS, MLP
+from trainers.core.model import ACTIVATIONS, MLP
 from trainers.plot import plot_records
 
-from .training_helpers import clusters, simulated_device, torch_device
+from tests.training_helpers import clusters, simulated_device, torch_device
 
 HIDDEN = (24, 24)
 
@@ -151,7 +151,7 @@ def test_plot_writes_a_png(tmp_path):
 @pytest.mark.parametrize("option", [{"target_epsilon": 3.0}, {"noise_multiplier": 1.0}, {"noise_source": "device"}])
 def test_privacy_options_on_a_non_private_method_are_refused(option):
     from trainers.config import TrainConfig
-    from trainers.errors import TrainingConfigError
+    from trainers.core.errors import TrainingConfigError
 
     with pytest.raises(TrainingConfigError, match="not private"):
         TrainConfig.for_method("dfa", **option)

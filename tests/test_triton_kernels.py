@@ -14,7 +14,7 @@ import pytest
 import torch
 from scipy import stats
 
-from .test_poisson import assert_follows_poisson_pmf
+from tests.test_poisson import assert_follows_poisson_pmf
 
 HAS_TRITON = importlib.util.find_spec("triton") is not None
 INTERPRETED = HAS_TRITON and os.environ.get("TRITON_INTERPRET") == "1" and not torch.cuda.is_available()
@@ -50,7 +50,7 @@ def chacha20_block(key: bytes, counter: int, nonce: int) -> list[int]:
 
 
 def test_chacha_block_matches_the_rfc8439_test_vector():
-    from opu_hal import triton_chacha
+    from opu_hal.kernels import triton_chacha
 
     # RFC 8439 section 2.3.2: key 00..1f, block count 1, nonce 00:00:00:09:00:00:00:4a:00:00:00:00
     words = triton_chacha.keystream_words(bytes(range(32)), 1 + (0x09000000 << 32), 0x4A000000, 1, DEVICE)
@@ -60,7 +60,7 @@ def test_chacha_block_matches_the_rfc8439_test_vector():
 
 
 def test_chacha_keystream_matches_a_python_reference_across_the_counter_words():
-    from opu_hal import triton_chacha
+    from opu_hal.kernels import triton_chacha
 
     key = bytes(np.random.default_rng(3).integers(0, 256, 32, dtype=np.uint8))
     start = 2**32 - 3  # the low counter word wraps into the high one inside this run
@@ -70,7 +70,7 @@ def test_chacha_keystream_matches_a_python_reference_across_the_counter_words():
 
 
 def test_gpu_normals_are_standard_normal_and_consecutive_draws_differ():
-    from opu_hal import triton_chacha
+    from opu_hal.kernels import triton_chacha
 
     key = triton_chacha.key_tensor(os.urandom(32), DEVICE)
     z = triton_chacha.standard_normal(key, 0, 0, 200_001).double().cpu().numpy()
@@ -83,7 +83,7 @@ def test_gpu_normals_are_standard_normal_and_consecutive_draws_differ():
 
 @CUDA_ONLY
 def test_secure_generator_draws_privacy_normals_on_the_gpu_and_checkpoints_replay_them():
-    from opu_hal.secure_random import CUDA_GENERATOR_NAME, SecureGenerator
+    from opu_hal.randomness.secure_random import CUDA_GENERATOR_NAME, SecureGenerator
 
     generator = SecureGenerator()
     first = generator.standard_normal(1000, "cuda")
@@ -125,7 +125,7 @@ def test_a_flat_field_with_a_dark_map_has_per_pixel_poisson_means():
 def test_fused_digitization_matches_the_eager_sensor():
     """Full well, read noise, gain and ADC range: the kernel against ``Sensor._digitize``."""
     from opu_hal.backends.simulated.camera import Sensor
-    from opu_hal.poisson import poisson
+    from opu_hal.kernels.poisson import poisson
 
     sensor = Sensor(temperature_c=25.0, exposure_us=400.0, pixel_pitch_um=5.0, dark_fom_na_per_cm2=0.0,
                     read_noise_e=6.0, gain_e_per_dn=2.0, adc_bits=8, black_level_dn=10, full_well_e=470.0)

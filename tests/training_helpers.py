@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from opu_hal import load_device
-from opu_hal.profiles import validate_profile
-from trainers.data import Dataset, Split
+from opu_hal.profiles.catalogue import validate_profile
+from trainers.core.data import Dataset, Split
 
 
 def clusters(n_train: int = 600, n_test: int = 200, features: int = 20, classes: int = 10,

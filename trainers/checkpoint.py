@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from .errors import CheckpointError
+from .core.errors import CheckpointError
 from .records import write_atomic
 
 FORMAT = 2

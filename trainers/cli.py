@@ -11,8 +11,8 @@ from opu_hal import cli as hal_cli
 
 from .config import TrainConfig
 from .methods import method_names
-from .data import DatasetError
-from .errors import TrainingConfigError
+from .core.data import DatasetError
+from .core.errors import TrainingConfigError
 
 
 def _integers(text: str) -> tuple[int, ...]:
@@ -22,7 +22,7 @@ def _integers(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"takes comma-separated integers like 512,512, got {text!r}") from None
 
 
-def _add_train_arguments(p: argparse.ArgumentParser) -> None:
+def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", required=True, choices=method_names())
     p.add_argument("--profile", default=None, help="device profile name or path (default: the method's)")
     p.add_argument("--dataset", default="fashion-mnist", choices=("fashion-mnist", "mnist", "digits"))
@@ -174,7 +174,7 @@ def privacy_summary(privacy: dict, profile: dict | None) -> str:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from opu_hal.paths import plot_format_reason
+    from opu_hal.runtime.paths import plot_format_reason
 
     from .loop import check_output_path
     from .plot import plot_records
@@ -195,79 +195,10 @@ def _cmd_table(args: argparse.Namespace) -> int:
     return 0
 
 
-def check_audit_arguments(args: argparse.Namespace) -> None:
-    """Refuse, before the audit trains anything, a confidence outside (0, 1) and outputs that could
-    not be written afterwards (an unwritable path, a plot extension matplotlib cannot write)."""
-    from opu_hal.paths import plot_format_reason, same_file
-
-    from .loop import check_output_path
-
-    if not (math.isfinite(args.confidence) and 0 < args.confidence < 1):
-        raise TrainingConfigError(f"--confidence must be in (0, 1) (exclusive), got {args.confidence}")
-    for path, option in ((args.out, "--out"), (args.plot, "--plot")):
-        if path:
-            check_output_path(path, option)
-    if args.plot:
-        reason = plot_format_reason(args.plot)
-        if reason is not None:
-            raise TrainingConfigError(f"--plot {args.plot}: {reason}")
-        if args.out and same_file(args.plot, args.out):
-            raise TrainingConfigError(f"--plot {args.plot} is the --out path; give the plot its own file")
-
-
-def _cmd_audit(args: argparse.Namespace) -> int:
-    from .audit import audit_black_box, audit_multi_run, audit_white_box, plot_audit
-    from .records import write_json
-
-    check_audit_arguments(args)
-    config = config_from_args(args)
-    log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
-    if args.runs is not None:
-        if args.threat_model != "white-box":
-            raise TrainingConfigError("--runs (the multi-run audit) is white-box; drop --threat-model black-box")
-        result = audit_multi_run(config, runs=args.runs, confidence=args.confidence, log=log)
-        detail = f"{result['runs']} runs, half with the canary"
-    else:
-        audit = audit_black_box if args.threat_model == "black-box" else audit_white_box
-        result = audit(config, canaries=args.canaries, confidence=args.confidence, log=log)
-        detail = f"{result['correct']}/{result['guesses']} guesses right, {result['canaries']} canaries"
-    print(f"audit of {result['method']} ({result['noise_source']} noise, {result['threat_model']}): claimed epsilon "
-          f"{result['claimed_epsilon']:.4g} at delta {result['delta']:g}; empirical lower bound "
-          f"{result['epsilon_lower_bound']:.4g} at {result['confidence']:.0%} confidence "
-          f"({detail}, {result['time_s']:.0f} s)")
-    if "gdp_epsilon_estimate" in result:
-        print(f"Gaussian-DP estimate (Nasr et al. 2023, {result['gdp_assumption']}): epsilon "
-              f"{result['gdp_epsilon_estimate']:.4g}")
-    if "measured_sensitivity" in result:
-        print(f"sensitivity: measured {result['measured_sensitivity']:.4g}, claimed {result['claimed_sensitivity']:.4g}")
-    if result.get("findings"):
-        print(f"FLAGGED: {'; '.join(result['findings'])}")
-    if args.out:
-        write_json(args.out, result)
-        print(f"audit record: {args.out}")
-    if args.plot:
-        plot_audit(result, args.plot)
-        print(f"plot: {args.plot}")
-    return 0
-
-
 def register_train_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train an MLP with a DFA-family or private method")
-    _add_train_arguments(p)
+    add_train_arguments(p)
     p.set_defaults(func=_cmd_train)
-
-    p = sub.add_parser("audit", help="empirical lower bound on epsilon: one-run audit (white-box: dp-dfa, dp-sgd; "
-                                     "black-box: every private method)")
-    _add_train_arguments(p)
-    p.add_argument("--threat-model", choices=("white-box", "black-box"), default="white-box",
-                   help="white-box: canaries on the released update; black-box: input canaries scored by the "
-                        "final model's loss (default white-box)")
-    p.add_argument("--canaries", type=int, default=1000, help="canaries (default 1000)")
-    p.add_argument("--runs", type=int, default=None,
-                   help="multi-run audit instead: this many trainings with one canary (small models)")
-    p.add_argument("--confidence", type=float, default=0.95, help="confidence of the bound (default 0.95)")
-    p.add_argument("--plot", default=None, help="PNG of the canaries' scores")
-    p.set_defaults(func=_cmd_audit)
 
     p = sub.add_parser("plot", help="accuracy curves (PNG) from result records")
     p.add_argument("records", nargs="+", help="result JSON files written by train --out")

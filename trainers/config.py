@@ -11,7 +11,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from .errors import TrainingConfigError
+from .core.errors import TrainingConfigError
 from .methods import METHODS, get_method
 
 # How pixels in [0, 1] reach the network: as they are, centred to [-1, 1], or standardized with
@@ -19,7 +19,7 @@ from .methods import METHODS, get_method
 # split (declared public) in private ones, which never read statistics of the private data.
 INPUT_SCALINGS = ("unit", "centered", "standardized")
 
-# What the network reads: the pixels, or ScatterNet features of them (trainers.scattering: a fixed
+# What the network reads: the pixels, or ScatterNet features of them (trainers.core.scattering: a fixed
 # wavelet transform and a per-image normalisation, no privacy cost; Tramer and Boneh 2021).
 FEATURES = ("pixels", "scatter")
 
@@ -51,7 +51,7 @@ class TrainConfig:
     validation_fraction: float = 0.1
     inputs: str = "standardized"
     features: str = "pixels"
-    # the network: an MLP of --hidden widths, or a CNN whose --hidden are 3x3 conv channels (trainers.cnn)
+    # the network: an MLP of --hidden widths, or a CNN whose --hidden are 3x3 conv channels (trainers.core.cnn)
     model: str = "mlp"
     # --model cnn: one stride per conv block (empty: stride 1 and 2x2 pooling), the head's hidden widths
     conv_strides: tuple[int, ...] = ()

@@ -20,24 +20,24 @@ from dataclasses import replace
 from tqdm import tqdm
 
 from opu_hal import Device, load_device, load_profile
-from opu_hal.memory import available_bytes, gib
+from opu_hal.runtime.memory import available_bytes, gib
 from opu_hal.privacy import Accountant, PrivacyBudget
-from opu_hal.secure_random import new_secret_key
+from opu_hal.randomness.secure_random import new_secret_key
 
 from .checkpoint import RunLock, StepJournal, load_checkpoint, save_checkpoint
 from .config import TrainConfig
-from .data import Dataset, Split, load_dataset, scale_inputs, scaling_reference
-from .cnn import CNN
-from .feature_cache import cached_scatter_features
-from .errors import CheckpointError, TrainingConfigError
-from .evaluation import evaluate
+from .core.data import Dataset, Split, load_dataset, scale_inputs, scaling_reference
+from .core.cnn import CNN
+from .core.feature_cache import cached_scatter_features
+from .core.errors import CheckpointError, TrainingConfigError
+from .core.evaluation import evaluate
 from .alignment import gradient_alignment
 from .methods import METHODS, Method, MethodContext
-from .model import MLP
+from .core.model import MLP
 from .privacy import plan_noise
 from .public_surface import epoch_summary, public_record
 from .records import NoiseLog, write_json
-from .sampling import Sampler
+from .core.sampling import Sampler
 
 # Settings a resumed run may change: none affects privacy, data or the model.
 RESUMABLE_KEYS = frozenset({"resume", "checkpoint_every", "alignment"})
@@ -133,7 +133,7 @@ def check_model_memory(sizes: list[int], batch_size: int) -> None:
 
 def check_output_path(path: str | os.PathLike[str], option: str) -> None:
     """Refuse, before any training, an output path that could not be written afterwards."""
-    from opu_hal.paths import unwritable_reason
+    from opu_hal.runtime.paths import unwritable_reason
 
     reason = unwritable_reason(path)
     if reason is not None:
@@ -189,10 +189,7 @@ class Trainer:
                                    or config.noise_source == "device"):
             return None
         self._owns_device = True
-        if config.calibration is not None:
-            named = load_profile(profile).model_copy(update={"calibration": str(Path(config.calibration).resolve())})
-            return load_device(named)
-        return load_device(profile)
+        return load_device(profile, calibration=config.calibration)
 
     def _apply_operating_point(self) -> None:
         if self.device is None or self.config.temperature_c is None:

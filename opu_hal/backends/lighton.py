@@ -21,15 +21,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..capabilities import Capabilities
-from ..memory import available_bytes, batch_limit, gib
-from ..device import Device
-from ..errors import DeviceTimeout, DeviceUnavailable, ProfileError
-from ..noise import NoiseReport, Projection
-from ..profile_base import CAMERA_PIXELS, DMD_MIRRORS
+from ..contract.capabilities import Capabilities
+from ..runtime.memory import available_bytes, check_rows_fit, gib
+from ..contract.device import Device
+from ..contract.errors import DeviceTimeout, DeviceUnavailable, ProfileError
+from ..contract.noise import NoiseReport, Projection
+from ..contract.profile_base import CAMERA_PIXELS, DMD_MIRRORS
 from .lighton_calls import SdkCaller, call_with_retries, check_output
 from .lighton_profile import LightonProfile
-from ..seeding import stream_seed
+from ..randomness.seeding import stream_seed
 
 INSTALL_HINT = (
     "install the SDK with `pip install --no-deps lightonml==1.4.3` next to numexpr, attrs, requests "
@@ -66,27 +66,6 @@ def check_hardware_present() -> None:
         ) from None
 
 
-def read_calibration(profile: LightonProfile, device: "LightonDevice | None" = None) -> NoiseReport | None:
-    """The calibrated noise report named by the profile (``opu-hal calibrate`` schema), or None.
-
-    The OPU's temperature is not settable here: the report is the calibration's at its first
-    temperature and the profile's exposure (refused when that exposure was not calibrated).
-    """
-    if profile.calibration is None:
-        return None
-    from ..calibration.calibrated import CalibratedNoise, calibration_path, check_identity
-    from ..calibration.schema import read_calibration as read_file
-
-    path = calibration_path(profile)
-    calibration = read_file(path)
-    if device is not None:
-        check_identity(calibration, device, path)
-    exposure = profile.exposure_us if profile.exposure_us is not None else calibration.exposures_us[0]
-    model = CalibratedNoise(calibration, path, profile.mode, exposure, calibration.laser_power_uw or 0.0,
-                            calibration.anchor_power_uw or 0.0)
-    return model.report(calibration.temperatures_c[0])
-
-
 PEAK_FACTOR = 4  # float32 copies of a row's input and output at the projection's peak
 # lightonml's simulated device draws its complex64 matrix as two float64 normal arrays cast to
 # float32, then combines them: about 32 bytes per entry at the peak.
@@ -116,18 +95,19 @@ class LightonDevice(Device[LightonProfile]):
         self._opu_device = opu_device
         self._noise_std = profile.noise_std
         self._opu: Any = None
-        self._calibration = read_calibration(profile, self)
         self._noise_generator = torch.Generator().manual_seed(stream_seed(profile.seed, "noise"))
         self.attempts = 0
         self._calls = SdkCaller(retries=profile.retries, timeout_s=profile.timeout_s, backoff_s=profile.backoff_s)
 
-    @property
-    def capabilities(self) -> Capabilities:
+    def _check_memory(self, rows: int) -> None:
+        check_rows_fit(rows, self.in_features, self.out_features, PEAK_FACTOR, self._profile.label)
+
+    def _describe(self) -> Capabilities:
         return Capabilities(
-            max_batch=batch_limit(self.in_features, self.out_features, PEAK_FACTOR),
             input_kind="binary", output_kind=self._profile.mode, max_in_features=DMD_MIRRORS,
             max_out_features=CAMERA_PIXELS,
             settable={"noise_std": (0.0, math.inf, "output units")} if self._profile.simulated else {},
+            calibratable=True,
         )
 
     def _apply_options(self, options: dict[str, float]) -> None:
@@ -149,7 +129,9 @@ class LightonDevice(Device[LightonProfile]):
             return NoiseReport(std=self._noise_std, std_lower=self._noise_std, source="software",
                                exposure_us=p.exposure_us)
         if self._calibration is not None:
-            return self._calibration
+            # The OPU's temperature is not read here: the report is the calibration's at its lowest
+            # calibrated temperature (issue 36 asks for the OPU's actual one).
+            return self._calibration.report(self._calibration.temperature_range_c[0])
         return NoiseReport(std=0.0, std_lower=0.0, source="declared", exposure_us=p.exposure_us,
                            details={"uncalibrated": 1.0})
 

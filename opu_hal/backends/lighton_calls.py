@@ -9,7 +9,7 @@ Failure policy (issue 15), the same for ``open``/``fit1d``, transforms and ``clo
 - retried: ordinary exceptions (a lost frame), a timeout, the SDK's ``ProcessRunningException``
   (another process holds the OPU: a ``BaseException`` in lightonml) and invalid output (rows of
   NaN or inf, or all-zero rows for non-zero inputs);
-- not retried: a host :class:`MemoryError` (:class:`~opu_hal.errors.HostMemoryError`: the host ran
+- not retried: a host :class:`MemoryError` (:class:`~opu_hal.contract.errors.HostMemoryError`: the host ran
   out of memory, the OPU did not fail), and ``KeyboardInterrupt``/``SystemExit``, which propagate.
 """
 
@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import DeviceBusy, DeviceTimeout, DeviceUnavailable, HostMemoryError
+from ..contract.errors import DeviceBusy, DeviceTimeout, DeviceUnavailable, HostMemoryError
 
 
 class InvalidOutput(RuntimeError):

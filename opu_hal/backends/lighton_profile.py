@@ -1,4 +1,4 @@
-"""The ``lighton`` backend's profile model and its :class:`~opu_hal.registry.BackendSpec`.
+"""The ``lighton`` backend's profile model and its :class:`~opu_hal.profiles.registry.BackendSpec`.
 
 Importing this module does not import the SDK: ``lightonml`` is imported when a device is built.
 """
@@ -9,8 +9,8 @@ from typing import Literal, Optional
 
 from pydantic import Field, model_validator
 
-from ..backend_spec import BackendSpec
-from ..profile_base import CAMERA_PIXELS, DMD_MIRRORS, BaseProfile
+from ..contract.backend_spec import BackendSpec
+from ..contract.profile_base import CAMERA_PIXELS, DMD_MIRRORS, BaseProfile
 
 
 MAX_TOTAL_BACKOFF_S = 600.0

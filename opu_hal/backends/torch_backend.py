@@ -6,15 +6,15 @@ import math
 
 import torch
 
-from ..capabilities import Capabilities
-from ..compute import resolve_torch_device
-from ..device import Device
-from ..errors import InputError, ProfileError
-from ..memory import available_bytes, batch_limit, gib
-from ..noise import NoiseDistribution, NoiseReport, PrivacyCounts, Projection
-from ..secure_random import SecureGenerator
+from ..contract.capabilities import Capabilities
+from ..runtime.compute import resolve_torch_device
+from ..contract.device import Device
+from ..contract.errors import InputError, ProfileError
+from ..runtime.memory import available_bytes, check_rows_fit, gib
+from ..contract.noise import NoiseDistribution, NoiseReport, PrivacyCounts, Projection
+from ..randomness.secure_random import SecureGenerator
 from .torch_profile import TorchProfile
-from ..seeding import stream_seed
+from ..randomness.seeding import stream_seed
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -58,10 +58,11 @@ class TorchDevice(Device[TorchProfile]):
         self._noise_generator.manual_seed(stream_seed(profile.seed, "noise"))
         self._privacy_generator: SecureGenerator | None = None
 
-    @property
-    def capabilities(self) -> Capabilities:
+    def _check_memory(self, rows: int) -> None:
+        check_rows_fit(rows, self.in_features, self.out_features, PEAK_FACTOR, self._profile.label)
+
+    def _describe(self) -> Capabilities:
         return Capabilities(
-            max_batch=batch_limit(self.in_features, self.out_features, PEAK_FACTOR),
             input_kind=self._profile.input_kind,
             output_kind="linear",
             max_in_features=None,

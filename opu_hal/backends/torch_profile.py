@@ -1,4 +1,4 @@
-"""The ``torch`` backend's profile model and its :class:`~opu_hal.registry.BackendSpec`.
+"""The ``torch`` backend's profile model and its :class:`~opu_hal.profiles.registry.BackendSpec`.
 
 Kept apart from :mod:`.torch_backend` so that reading a profile never builds a device.
 """
@@ -9,8 +9,8 @@ from typing import Literal, Optional
 
 from pydantic import Field
 
-from ..backend_spec import BackendSpec
-from ..profile_base import BaseProfile
+from ..contract.backend_spec import BackendSpec
+from ..contract.profile_base import BaseProfile
 
 
 class TorchProfile(BaseProfile):

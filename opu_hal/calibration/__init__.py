@@ -5,5 +5,5 @@ Modules: :mod:`.frames` (acquisition), :mod:`.photon_transfer` (gain, read noise
 saturation, quantum efficiency), :mod:`.temperature` (dark current against temperature),
 :mod:`.schema` (the file), :mod:`.calibrated` (a device's noise report from a calibration),
 :mod:`.plan` (operating points for a target), :mod:`.run` (the whole measurement).
-Nothing is imported here, so the backends can use :mod:`.noise_model` without a cycle.
+The camera formulas it evaluates live in :mod:`opu_hal.camera.physics`, below it and the backends.
 """

@@ -1,6 +1,6 @@
 """A device's noise report from its calibration (``source = "calibrated"``).
 
-The best estimate ``std`` evaluates :func:`.noise_model.output_variance` with the point estimates
+The best estimate ``std`` evaluates :func:`opu_hal.camera.physics.output_variance` with the point estimates
 (dark signal from the fitted temperature law between calibrated temperatures). ``std_lower``
 evaluates the data-independent minimum with upper bounds of the signal and anchor electrons and a
 lower bound of the floor: read-noise lower bound squared plus the darkest pixel's dark lower bound
@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..errors import CalibrationError
-from ..noise import NoiseReport
-from .noise_model import least_frames_e, output_variance, typical_frames_e
+from ..contract.errors import CalibrationError
+from ..contract.noise import NoiseReport
+from ..camera.physics import least_frames_e, output_variance, typical_frames_e
 from .run import device_identity, profile_identity
 from .schema import Calibration, DeviceIdentity, read_calibration
 from .temperature import law_shape
@@ -74,6 +74,13 @@ class CalibratedNoise:
             raise CalibrationError(f"{path}: key 'quantum_efficiency' is missing: the signal electrons of a "
                                    "projection cannot be derived from this calibration")
         self.check_operating_point(min(calibration.temperatures_c), exposure_us)
+
+    @property
+    def temperature_range_c(self) -> tuple[float, float]:
+        return min(self.calibration.temperatures_c), max(self.calibration.temperatures_c)
+
+    def check_device(self, device) -> None:
+        check_identity(self.calibration, device, self.path)
 
     def check_operating_point(self, temperature_c: float, exposure_us: float) -> None:
         cal = self.calibration
@@ -150,10 +157,20 @@ class CalibratedNoise:
         )
 
 
-def calibrated_noise_for(device) -> CalibratedNoise:
-    """Load and check the calibration a simulated device's profile names."""
-    p = device.profile
-    path = calibration_path(p)
-    calibration = read_calibration(path)
-    check_identity(calibration, device, path)
-    return CalibratedNoise(calibration, path, p.mode, p.exposure_us, p.laser_power_uw, p.anchor_power_uw)
+def calibrated_noise(calibration: Calibration, path: Path, profile) -> CalibratedNoise:
+    """``calibration`` as the noise model of a device of ``profile``, checked against the profile's
+    identity: at the profile's exposure (or the first calibrated one) and powers (or the calibrated ones)."""
+    check_profile(calibration, profile, path)
+    exposure = getattr(profile, "exposure_us", None) or calibration.exposures_us[0]
+    laser = getattr(profile, "laser_power_uw", None) or calibration.laser_power_uw or 0.0
+    anchor = getattr(profile, "anchor_power_uw", None) or calibration.anchor_power_uw or 0.0
+    return CalibratedNoise(calibration, path, profile.mode, exposure, laser, anchor)
+
+
+def load_calibrated_noise(source: "str | Path | Calibration", profile) -> CalibratedNoise:
+    """The noise model of ``source`` (a calibration file, relative paths against the working
+    directory, or a :class:`Calibration` already read) for a device of ``profile``."""
+    if isinstance(source, Calibration):
+        return calibrated_noise(source, Path("<calibration>"), profile)
+    path = Path(source).expanduser().resolve()
+    return calibrated_noise(read_calibration(path), path, profile)

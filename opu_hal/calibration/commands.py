@@ -9,15 +9,17 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import CalibrationError
-from ..loader import load_device
-from ..paths import plot_format_reason, same_file, unwritable_reason
-from ..privacy.run_shape import run_description
+from ..contract.errors import CalibrationError
+from ..runtime.paths import plot_format_reason, same_file, unwritable_reason
+from ..privacy.events import PrivacyParameterError
+from ..privacy.inverse import smallest_noise_multiplier
+from ..privacy.run_shape import RunShape, as_flags, run_description, steps_for
+from ..profiles.registry import get_backend
 from ..privacy.skellam import required_poisson_mean
-from ..profiles import load_profile
+from ..profiles.catalogue import load_profile
 from .camera_plan import format_trade_off, plot_trade_off, resolution_that_one_read_supplies, trade_off
 from .frames import check_frames_fit
-from .plan import OperatingPlan, RunShape, plan_gaussian, plan_skellam, what_would
+from .plan import OperatingPlan, plan_gaussian, plan_skellam, what_would
 from .run import DEFAULT_FRAMES, calibrate_device
 from .schema import Calibration, read_calibration, write_calibration
 
@@ -89,11 +91,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     _check_distinct(args.exposures, "--exposures")
     profile = load_profile(args.profile)
     require_camera_profile(profile, "calibrate")
-    if profile.calibration is not None:
-        profile = profile.model_copy(update={"calibration": None})
-        profile._source = load_profile(args.profile).source
     check_frames_fit(args.frames, profile.out_features)
-    device = load_device(profile)
+    device = get_backend(profile.backend).create(profile)  # uncalibrated, whatever the profile names
     temperatures = args.temperatures or default_temperatures(profile)
     exposures = args.exposures or [profile.exposure_us]
     start = time.perf_counter()
@@ -166,9 +165,7 @@ def plot_calibration(cal: Calibration, profile, path: Path, shape: RunShape | No
     ax.set_title(f"{cal.device.profile}: measured noise")
     if shape is not None:
         from ..privacy.accountant import Accountant
-        from ..privacy.run_shape import run_description
-
-        event_for, neighboring, steps = run_description(argparse.Namespace(**shape_namespace(shape)))
+        event_for, neighboring, steps = run_description(shape)
         eps = []
         for r in reports:
             acc = Accountant(neighboring)
@@ -187,18 +184,14 @@ def plot_calibration(cal: Calibration, profile, path: Path, shape: RunShape | No
     plt.close(fig)
 
 
-def shape_namespace(shape: RunShape) -> dict[str, object]:
-    return {"dataset_size": shape.dataset_size, "batch_size": shape.batch_size, "steps": shape.steps,
-            "epochs": None, "sampling": shape.sampling, "min_batch": None}
-
-
 def _shape(args: argparse.Namespace) -> RunShape:
     n, m = args.dataset_size, args.batch_size
     if not (n and m and 1 <= m <= n):
         raise CalibrationError(f"need 1 <= --batch-size <= --dataset-size, got {m} and {n}")
-    _, _, steps = run_description(argparse.Namespace(
-        dataset_size=n, batch_size=m, steps=args.steps, epochs=1.0 if args.epochs is None else args.epochs,
-        sampling=args.sampling, min_batch=None))  # --epochs / --steps validated as `plan` without --profile
+    try:
+        steps = steps_for(n, m, epochs=1.0 if args.epochs is None else args.epochs, steps=args.steps)
+    except PrivacyParameterError as exc:
+        raise CalibrationError(as_flags(str(exc))) from exc
     dimension, resolution = getattr(args, "dimension", None), getattr(args, "lattice_resolution", None)
     lattice = getattr(args, "mechanism", "gaussian") == "skellam"
     if lattice:
@@ -215,10 +208,7 @@ def _shape(args: argparse.Namespace) -> RunShape:
 
 def gaussian_noise_multiplier(target_epsilon: float, delta: float, shape: RunShape) -> float:
     """Smallest noise multiplier for the shipped Gaussian accountant (tested against dp-accounting)."""
-    from ..privacy.run_shape import run_description
-    from ..privacy.inverse import smallest_noise_multiplier
-
-    event_for, neighboring, steps = run_description(argparse.Namespace(**shape_namespace(shape)))
+    event_for, neighboring, steps = run_description(shape)
     return smallest_noise_multiplier(event_for, steps, target_epsilon, delta, neighboring)
 
 
@@ -303,7 +293,25 @@ def camera_summary(best: OperatingPlan, shape: RunShape) -> str:
     return text
 
 
+def register_device_plan(p: argparse.ArgumentParser) -> None:
+    """``plan --profile``: calibration's device mode of the privacy package's ``plan`` command."""
+    p.add_argument("--profile", default=None, help="device mode: operating points of this profile")
+    p.add_argument("--calibration", default=None, help="device mode: calibration file (default: the profile's)")
+    p.add_argument("--mechanism", choices=("gaussian", "skellam"), default="gaussian",
+                   help="device mode: how device noise is accounted (default gaussian; skellam: the lattice "
+                        "mechanism of dp-dfa --noise-source device, with --sampling fixed)")
+    p.add_argument("--dimension", type=int, default=None, help="skellam: the update's parameters d")
+    p.add_argument("--lattice-resolution", type=float, default=None, help="skellam: lattice resolution k")
+    p.add_argument("--plot", default=None,
+                   help="skellam, per-coordinate: also print camera time against noise over the lattice resolution, "
+                        "and draw it to this PNG")
+    p.add_argument("--rounding-analysis", choices=("per-coordinate", "worst-case"), default="per-coordinate",
+                   help="skellam: how randomized rounding is accounted (opu_hal/privacy/rounding.py; default per-coordinate)")
+    p.set_defaults(device_plan=run_plan)
+
+
 def register_calibration_commands(sub: argparse._SubParsersAction) -> None:
+    register_device_plan(sub.choices["plan"])
     p = sub.add_parser("calibrate", help="measure a device's camera noise (photon transfer) into a file")
     p.add_argument("profile", help="profile path or name")
     p.add_argument("--temperatures", type=float, nargs="+", default=None,

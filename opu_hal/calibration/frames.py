@@ -15,8 +15,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..errors import CalibrationError
-from ..memory import available_bytes, gib
+from ..contract.errors import CalibrationError
+from ..runtime.memory import available_bytes, gib
 
 Progress = Callable[[int, int, str], None]  # (done, total, what)
 PTC_START_FRACTION = 2.0**-6  # first photon-transfer level, of the profile's anchor power
@@ -53,6 +53,7 @@ class SeriesStats:
     photons_per_pixel: float | None = None
     anchor_power_uw: float | None = None
     clipped: int = 0
+    max_dn: int | None = None
 
 
 @dataclass
@@ -81,7 +82,7 @@ def series(device, kind: str, frames: int, exposure_us: float, anchor_power_uw: 
     return SeriesStats(
         kind=kind, temperature_c=raw.temperature_c, exposure_us=raw.exposure_us, frames=frames,
         mean=dn.mean(axis=0), var=dn.var(axis=0, ddof=1), photons_per_pixel=raw.photons_per_pixel,
-        anchor_power_uw=anchor_power_uw, clipped=raw.clipped,
+        anchor_power_uw=anchor_power_uw, clipped=raw.clipped, max_dn=raw.max_dn,
     )
 
 
@@ -92,7 +93,7 @@ def acquire(
     """Measure a device: photon transfer at ``temperatures[0]``, ``exposures[0]``; dark frames at
     every temperature and exposure (operating and dark-current ones); anchor-only frames at every
     temperature and operating exposure, at the profile's anchor power."""
-    if not hasattr(device, "raw_frames"):
+    if not device.capabilities.raw_frames:
         raise CalibrationError(
             f"device {device.profile.label!r} ({device.profile.backend}) offers no raw camera frames; "
             "photon-transfer calibration needs them"
@@ -106,7 +107,7 @@ def acquire(
             "dark current and black level need dark frames at two exposures at least: give "
             "--dark-exposures (e.g. 100000 1000000)"
         )
-    anchor_power = float(device.profile.anchor_power_uw)
+    anchor_power = device.raw_frames("anchor", 1, exposure_us=float(exposures[0])).power_uw  # the operating power
     n_series_grid = len(temperatures) * (len(all_exposures) + len(exposures))
     total = n_series_grid + PTC_MAX_LEVELS // 2
     done = 0
@@ -149,8 +150,7 @@ def acquire(
             acquisition.anchor.append(series(device, "anchor", frames, float(exposure), anchor_power))
             tick(f"anchor {celsius:g} C {exposure:g} us")
     acquisition.frames_total = frames * (1 + len(ptc) + len(acquisition.dark) + len(acquisition.anchor))
-    max_dn = getattr(getattr(device, "sensor", None), "max_dn", None)
-    acquisition.max_dn = int(max_dn) if max_dn is not None else None
+    acquisition.max_dn = ptc_dark.max_dn
     if not math.isfinite(float(ptc[-1].mean.mean())):
         raise CalibrationError("non-finite frames")
     return acquisition

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backends.simulated.profile import SimulatedProfile
-from ..profiles import validate_profile
+from ..profiles.catalogue import validate_profile
 
 PARAMETERS = ("gain_e_per_dn", "read_noise_e", "dark_fom_na_per_cm2", "quantum_efficiency", "full_well_e")
 TEMPERATURES = (0.0, 20.0, 40.0, 60.0, 80.0)

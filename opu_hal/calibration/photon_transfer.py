@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from ..errors import CalibrationError
+from ..contract.errors import CalibrationError
 from .frames import Acquisition, SeriesStats
 from .schema import Estimate
 

@@ -23,28 +23,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Callable
 
-from ..errors import CalibrationError
+from ..contract.errors import CalibrationError
+from ..privacy.run_shape import RunShape
 from .calibrated import CalibratedNoise
 from .schema import Calibration
-
-
-@dataclass(frozen=True)
-class RunShape:
-    """The described training run. ``sensitivity`` is in output units; the Skellam planner also
-    receives ``sensitivity_e``, the same in electrons (lattice units) at the operating point."""
-
-    sampling: Literal["poisson", "fixed", "rejection"]
-    dataset_size: int
-    batch_size: int
-    steps: int
-    sensitivity: float
-    passes: int = 1
-    sensitivity_e: float | None = None
-    dimension: int | None = None  # lattice Skellam mechanism: the update's coordinates d
-    lattice_resolution: float | None = None  # ... and its resolution k
-    rounding_analysis: str | None = None  # ... and how its rounding is accounted (opu_hal.privacy.rounding)
 
 
 RequiredPoissonMean = Callable[[float, float, RunShape], float]

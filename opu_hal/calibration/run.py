@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from ..contract.version import __version__
+
 import datetime as _dt
 from typing import Sequence
 
 import numpy as np
 
-from ..errors import CalibrationError
+from ..contract.errors import CalibrationError
 from .frames import Acquisition, Progress, acquire
 from .photon_transfer import (
     PhotonTransfer, dark_ceiling_dn, dark_line, estimate, percentile_estimate, worst_pixel_lower,
@@ -141,8 +143,6 @@ def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposur
 
 
 def _software_version() -> str:
-    from .. import __version__
-
     return f"opu-hal {__version__}"
 
 

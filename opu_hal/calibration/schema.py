@@ -14,7 +14,7 @@ from typing import Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..errors import CalibrationError
+from ..contract.errors import CalibrationError
 
 SCHEMA_VERSION = 1
 MAX_FILE_BYTES = 4 << 20

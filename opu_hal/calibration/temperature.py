@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from ..backends.simulated.camera import BOLTZMANN_EV_PER_K, KELVIN_OFFSET, dark_current_rate
+from ..camera.physics import BOLTZMANN_EV_PER_K, KELVIN_OFFSET, dark_current_rate
 from .photon_transfer import percentile_estimate
 from .schema import TemperatureLaw
 

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
+from typing import Callable
 
 from .accountant import Accountant
 from .events import PrivacyParameterError
 from .inverse import noise_std_for, smallest_noise_multiplier
 
-from .run_shape import MAX_STEPS, RELATION_WORDS, SAMPLINGS, run_description  # noqa: F401  (re-exported)
+from .run_shape import RELATION_WORDS, SAMPLINGS, RunShape, as_flags, run_description, steps_for
 
 
 NOISE_MULTIPLIER_RANGE = (1e-4, 1e6)
@@ -20,11 +22,29 @@ DATASET_SIZE_CONVENTION = ("treated as public: the sampling rate and step count 
                            "add/remove, publish a declared bound (train --public-dataset-size) rather than the true size")
 
 
+def shape_from_args(args: argparse.Namespace) -> RunShape:
+    """The run ``--dataset-size/--batch-size/--epochs|--steps/--sampling/--min-batch`` describe."""
+    steps = steps_for(args.dataset_size, args.batch_size, epochs=args.epochs, steps=args.steps)
+    return RunShape(sampling=args.sampling, dataset_size=args.dataset_size, batch_size=args.batch_size,
+                    steps=steps, min_batch=getattr(args, "min_batch", None))
+
+
+def with_flags(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """``command`` whose privacy errors name the command line's flags instead of quantities."""
+    @functools.wraps(command)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except PrivacyParameterError as exc:
+            raise PrivacyParameterError(as_flags(str(exc))) from exc
+    return run
+
+
 def _cmd_account(args: argparse.Namespace) -> int:
     low, high = NOISE_MULTIPLIER_RANGE
     if not (math.isfinite(args.noise_multiplier) and low <= args.noise_multiplier <= high):
-        raise PrivacyParameterError(f"--noise-multiplier must be in [{low:g}, {high:g}], got {args.noise_multiplier}")
-    event_for, neighboring, steps = run_description(args)
+        raise PrivacyParameterError(f"noise_multiplier must be in [{low:g}, {high:g}], got {args.noise_multiplier}")
+    event_for, neighboring, steps = run_description(shape_from_args(args))
     event = event_for(args.noise_multiplier)
     accountant = Accountant(neighboring)
     accountant.step(event, steps)
@@ -56,11 +76,11 @@ def _cmd_account(args: argparse.Namespace) -> int:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    if getattr(args, "profile", None):  # device mode: operating points (opu_hal.calibration.plan)
-        from ..calibration.commands import run_plan
-
-        return run_plan(args)
-    event_for, neighboring, steps = run_description(args)
+    if getattr(args, "profile", None):  # device mode, registered by opu_hal.calibration
+        if getattr(args, "device_plan", None) is None:
+            raise PrivacyParameterError("--profile: no device planner is installed (opu_hal.calibration registers it)")
+        return args.device_plan(args)
+    event_for, neighboring, steps = run_description(shape_from_args(args))
     z = smallest_noise_multiplier(event_for, steps, args.target_epsilon, args.delta, neighboring)
     accountant = Accountant(neighboring)
     accountant.step(event_for(z), steps)
@@ -99,7 +119,7 @@ def register_privacy_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("account", help="epsilon of a described private training run")
     _add_run_arguments(p)
     p.add_argument("--noise-multiplier", type=float, required=True, help="noise std / sensitivity")
-    p.set_defaults(func=_cmd_account)
+    p.set_defaults(func=with_flags(_cmd_account))
 
     p = sub.add_parser("plan", help="smallest noise multiplier for a target (epsilon, delta)")
     _add_run_arguments(p)
@@ -108,16 +128,4 @@ def register_privacy_commands(sub: argparse._SubParsersAction) -> None:
                    help="L2 sensitivity under the sampling's relation, to also print the noise std: poisson and "
                         "rejection: add/remove one example (C for a sum of per-example terms clipped to C); "
                         "fixed: replace one example (2C for the same sum)")
-    p.add_argument("--profile", default=None, help="device mode: operating points of this profile")
-    p.add_argument("--calibration", default=None, help="device mode: calibration file (default: the profile's)")
-    p.add_argument("--mechanism", choices=("gaussian", "skellam"), default="gaussian",
-                   help="device mode: how device noise is accounted (default gaussian; skellam: the lattice "
-                        "mechanism of dp-dfa --noise-source device, with --sampling fixed)")
-    p.add_argument("--dimension", type=int, default=None, help="skellam: the update's parameters d")
-    p.add_argument("--lattice-resolution", type=float, default=None, help="skellam: lattice resolution k")
-    p.add_argument("--plot", default=None,
-                   help="skellam, per-coordinate: also print camera time against noise over the lattice resolution, "
-                        "and draw it to this PNG")
-    p.add_argument("--rounding-analysis", choices=("per-coordinate", "worst-case"), default="per-coordinate",
-                   help="skellam: how randomized rounding is accounted (opu_hal/privacy/rounding.py; default per-coordinate)")
-    p.set_defaults(func=_cmd_plan)
+    p.set_defaults(func=with_flags(_cmd_plan), device_plan=None)

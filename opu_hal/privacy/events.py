@@ -19,7 +19,7 @@ import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 from scipy import stats
 
-from ..errors import OpuHalError
+from ..contract.errors import OpuHalError
 
 Neighboring = Literal["add_remove", "replace_one"]
 _LIBRARY_RELATION = {

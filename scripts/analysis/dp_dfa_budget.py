@@ -19,12 +19,12 @@ import argparse
 
 import torch
 
-from trainers.clipping import clip_norm
-from trainers.cnn import CNN
+from trainers.core.clipping import clip_norm
+from trainers.core.cnn import CNN
 from trainers.config import TrainConfig
 from trainers.loop import Trainer
 from trainers.methods.base import output_error
-from trainers.per_example import conv_patches, conv_squared_norms
+from trainers.core.per_example import conv_patches, conv_squared_norms
 
 SETTINGS = {
     "mlp": dict(hidden=(256,), tau_h=5.0, batch_size=2048, lr=1.5e-3),

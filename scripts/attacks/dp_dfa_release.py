@@ -26,7 +26,7 @@ import torch
 import opu_hal
 from trainers.config import TrainConfig
 from trainers.methods import METHODS, MethodContext
-from trainers.model import MLP
+from trainers.core.model import MLP
 
 
 def _flat_grads(model) -> torch.Tensor:

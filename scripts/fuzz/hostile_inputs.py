@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 import opu_hal
-from opu_hal.errors import OpuHalError
+from opu_hal.contract.errors import OpuHalError
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILES = {"simulated": {"backend": "simulated", "in_features": 8, "out_features": 64},
@@ -322,7 +322,7 @@ def _installed(folder: Path, group: str, source: str):
     """A context that installs a plugin distribution declaring ``group: plugin = corpus_plugin:SPEC``."""
     import contextlib
 
-    from opu_hal.registry import refresh_entry_points
+    from opu_hal.profiles.registry import refresh_entry_points
 
     @contextlib.contextmanager
     def installed():

@@ -24,13 +24,14 @@ from torch import nn
 
 from opu_hal import Device, load_device
 from opu_hal.calibration.commands import default_temperatures, gaussian_noise_multiplier
-from opu_hal.calibration.plan import OperatingPlan, RunShape, plan_gaussian, plan_skellam
+from opu_hal.calibration.plan import OperatingPlan, plan_gaussian, plan_skellam
+from opu_hal.privacy.run_shape import RunShape
 from opu_hal.calibration.run import DEFAULT_BOOTSTRAP, DEFAULT_FRAMES, calibrate_device
 from opu_hal.calibration.schema import Calibration, read_calibration, write_calibration
 from opu_hal.privacy.skellam import required_poisson_mean
-from opu_hal.profiles import load_profile
+from opu_hal.profiles.catalogue import load_profile
 
-from ..errors import TrainingConfigError
+from ..core.errors import TrainingConfigError
 
 PathLike = str | os.PathLike[str]
 

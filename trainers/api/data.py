@@ -1,8 +1,8 @@
 """The private loader: batches drawn by secret sampling from a user's data.
 
 Privacy amplification by subsampling holds only if nobody can tell which examples a batch holds,
-so the indices come from :class:`trainers.sampling.Sampler` keyed by a 256-bit secret
-(:func:`opu_hal.secure_random.new_secret_key`): Poisson for dp-sgd (Abadi et al.), fixed-size
+so the indices come from :class:`trainers.core.sampling.Sampler` keyed by a 256-bit secret
+(:func:`opu_hal.randomness.secure_random.new_secret_key`): Poisson for dp-sgd (Abadi et al.), fixed-size
 without replacement for dp-dfa (Lee & Kifer, Algorithm 1 line 5).
 """
 
@@ -14,10 +14,10 @@ from typing import Any, Callable, Iterator
 import torch
 from torch.utils.data import DataLoader, Dataset, TensorDataset, default_collate
 
-from opu_hal.secure_random import new_secret_key
+from opu_hal.randomness.secure_random import new_secret_key
 
-from ..errors import TrainingConfigError
-from ..sampling import Sampler
+from ..core.errors import TrainingConfigError
+from ..core.sampling import Sampler
 
 Data = Dataset | DataLoader | tuple[torch.Tensor, ...] | list[torch.Tensor]
 

@@ -13,7 +13,7 @@ TDFA and photonic PDFA):
 After ``loss.backward()`` each Linear's ``.grad`` holds the DFA update: the output layer gets its
 true gradient ``e h^T``, and hidden layer ``l`` gets ``delta^l h^{l-1 T}`` with
 ``delta^l = (B^{l+1} e) * phi'(z^l)`` (paper 000, eq. 4), ``B e`` projected by an opu_hal device
-(:class:`trainers.feedback.DeviceFeedback`, the projection the built-in methods use). The error
+(:class:`trainers.core.feedback.DeviceFeedback`, the projection the built-in methods use). The error
 ``e`` is the gradient of the loss at the output per example (``softmax - onehot`` for
 cross-entropy), so any loss works.
 """
@@ -30,7 +30,7 @@ from torch import nn
 
 from opu_hal import Device, NoiseReport, load_device
 
-from ..feedback import DeviceFeedback
+from ..core.feedback import DeviceFeedback
 from ..methods.pdfa import PhotonicDFA
 from ..methods.tdfa import TernarizedDFA
 from .layers import LinearChain, UnsupportedModelError, linear_chain

@@ -27,12 +27,12 @@ import torch
 from torch import nn
 
 from opu_hal import Device, load_device
-from opu_hal.mechanisms import GaussianRelease, SkellamRelease
+from opu_hal.privacy.mechanisms import GaussianRelease, SkellamRelease
 from opu_hal.privacy import Accountant, PrivacyBudget, smallest_noise_multiplier
 from opu_hal.privacy.skellam import SkellamLattice
-from opu_hal.secure_random import SecureGenerator
+from opu_hal.randomness.secure_random import SecureGenerator
 
-from ..errors import TrainingConfigError
+from ..core.errors import TrainingConfigError
 from ..methods.dp_dfa import DPDFA
 from .data import Data, PrivateDataLoader, as_dataset
 from .optimizer import DPOptimizer

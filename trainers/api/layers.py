@@ -12,15 +12,15 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from ..errors import TrainingConfigError
-from ..model import Activation, get_activation
+from ..core.errors import TrainingConfigError
+from ..core.model import Activation, get_activation
 
 
 class UnsupportedModelError(TrainingConfigError):
     """A user's model DFA (or the private API) cannot train; the message names the layer."""
 
 
-#: Element-wise activations whose derivative :mod:`trainers.model` knows (default arguments only).
+#: Element-wise activations whose derivative :mod:`trainers.core.model` knows (default arguments only).
 ELEMENTWISE: dict[type[nn.Module], str] = {
     nn.Tanh: "tanh", nn.Sigmoid: "sigmoid", nn.ReLU: "relu", nn.GELU: "gelu", nn.Softplus: "softplus",
 }

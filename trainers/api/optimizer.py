@@ -7,10 +7,10 @@ from typing import Any, Callable
 
 import torch
 
-from opu_hal.mechanisms import GaussianRelease, SkellamRelease
+from opu_hal.privacy.mechanisms import GaussianRelease, SkellamRelease
 from opu_hal.privacy import Accountant, PrivacyBudget
 
-from ..errors import TrainingConfigError
+from ..core.errors import TrainingConfigError
 from .updates import DFAClipping, PerExampleClipping
 
 

@@ -2,7 +2,7 @@
 sensitivity and accounting event, computed from what hooks recorded during ``loss.backward()``.
 
 - :class:`PerExampleClipping` (DP-SGD, Abadi et al. 2016): per-example gradients of every
-  ``nn.Linear`` clipped to ``C`` by the ghost-clipping identity of :mod:`trainers.per_example`;
+  ``nn.Linear`` clipped to ``C`` by the ghost-clipping identity of :mod:`trainers.core.per_example`;
   the clipped SUM (sensitivity ``C``) is released and divided by the expected batch ``q N``.
 - :class:`DFAClipping` (DP-DFA, Lee & Kifer, Algorithm 1): the error clipped to ``tau_e``, each
   layer input to ``tau_h``, DFA signals through fixed feedback ``B`` of spectral norm ``beta``; the
@@ -18,10 +18,10 @@ from torch import nn
 
 from opu_hal.privacy import Event, FixedSizeGaussianEvent, PoissonGaussianEvent
 
-from ..clipping import clip_norm
+from ..core.clipping import clip_norm
 from ..methods.dp_dfa import spectral_feedback
-from ..per_example import clip_scale, linear_clipped_sum
-from ..sampling import step_generator
+from ..core.per_example import clip_scale, linear_clipped_sum
+from ..core.sampling import step_generator
 from .dfa import error_and_scale
 from .layers import LinearChain, UnsupportedModelError, linear_chain
 from .tap import OutputTap, Record

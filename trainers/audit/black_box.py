@@ -8,11 +8,11 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from opu_hal.secure_random import SecureGenerator
+from opu_hal.randomness.secure_random import SecureGenerator
 
 from ..config import TrainConfig
-from ..data import Dataset, Split, load_dataset, scale_inputs, scaling_reference
-from ..errors import TrainingConfigError
+from ..core.data import Dataset, Split, load_dataset, scale_inputs, scaling_reference
+from ..core.errors import TrainingConfigError
 from ..loop import Trainer
 from ..methods import METHODS
 from .bounds import best_lower_bound, gdp_epsilon_estimate

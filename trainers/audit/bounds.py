@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize, stats
 
-from ..errors import TrainingConfigError
+from ..core.errors import TrainingConfigError
 
 
 SCORE_KINDS = ("sum", "difference")

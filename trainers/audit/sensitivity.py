@@ -7,9 +7,9 @@ from typing import Any
 
 import torch
 
-from opu_hal.secure_random import SecureGenerator
+from opu_hal.randomness.secure_random import SecureGenerator
 
-from ..data import Split
+from ..core.data import Split
 from ..loop import Trainer
 
 

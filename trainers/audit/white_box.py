@@ -10,10 +10,10 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from opu_hal.secure_random import SecureGenerator
+from opu_hal.randomness.secure_random import SecureGenerator
 
 from ..config import TrainConfig
-from ..errors import TrainingConfigError
+from ..core.errors import TrainingConfigError
 from ..loop import Trainer
 from ..methods import METHODS
 from .bounds import (GUESS_COUNTS, SCORE_KINDS, best_over_kinds, gdp_epsilon, gdp_epsilon_estimate,

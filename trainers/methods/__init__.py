@@ -7,7 +7,7 @@ trainable everywhere.
 
 from __future__ import annotations
 
-from ..errors import TrainingConfigError
+from ..core.errors import TrainingConfigError
 from .base import GaussianNoiseMethod, Method, MethodContext, StepOutput
 from .bp import Backprop
 from .dp_dfa import DPDFA

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -12,10 +12,13 @@ import torch.nn.functional as F
 from opu_hal import Device, NoiseReport
 from opu_hal.privacy import Event
 
-from ..model import MLP, Trace
+from ..core.model import MLP, Trace
 
-if TYPE_CHECKING:  # config imports the method registry; methods only read a config
-    from ..config import TrainConfig
+
+
+#: A :class:`trainers.config.TrainConfig`. Not imported: the config validates against this
+#: package's registry, so the methods read it by attribute and never import it.
+RunConfig = Any
 
 
 @dataclass
@@ -39,7 +42,7 @@ class StepOutput:
 class MethodContext:
     """What a method may know about the run: config, device, data sizes."""
 
-    config: "TrainConfig"
+    config: RunConfig
     device: Device | None
     n_features: int
     n_classes: int
@@ -64,13 +67,13 @@ class Method(ABC):
     #: Private methods whose noise is chosen for a target: need --target-epsilon or --noise-multiplier.
     needs_noise_choice: ClassVar[bool] = False
     #: Methods that train any network by its true gradient: a linear model (no hidden layer) or a
-    #: CNN (:mod:`trainers.cnn`); the DFA family needs an MLP's hidden layers.
+    #: CNN (:mod:`trainers.core.cnn`); the DFA family needs an MLP's hidden layers.
     any_network: ClassVar[bool] = False
-    #: Methods that train a CNN (:mod:`trainers.cnn`): the any-network ones, and DP-DFA's hybrid.
+    #: Methods that train a CNN (:mod:`trainers.core.cnn`): the any-network ones, and DP-DFA's hybrid.
     trains_cnn: ClassVar[bool] = False
 
     @classmethod
-    def profile_for(cls, config: "TrainConfig") -> str | None:
+    def profile_for(cls, config: RunConfig) -> str | None:
         """The profile a run of this method uses: the user's, else :attr:`default_profile`."""
         return config.profile if config.profile is not None else cls.default_profile
 

@@ -1,16 +1,16 @@
 """Direct feedback alignment: hidden layers learn from ``(B^{l+1} e) * phi'(z^l)`` (paper 000, eq. 4).
 
 The projection ``B e`` is the device's (any linear, real-input profile; a torch profile gives DFA
-on GPU/CPU). One projection covers every hidden layer (see :mod:`trainers.feedback`).
+on GPU/CPU). One projection covers every hidden layer (see :mod:`trainers.core.feedback`).
 """
 
 from __future__ import annotations
 
 import torch
 
-from ..errors import TrainingConfigError
-from ..feedback import DeviceFeedback, FeedbackProjection
-from ..errors import TrainingConfigError
+from ..core.errors import TrainingConfigError
+from ..core.feedback import DeviceFeedback, FeedbackProjection
+from ..core.errors import TrainingConfigError
 from .base import Method, MethodContext, StepOutput, forward_and_error, set_linear_grads
 
 

@@ -12,7 +12,7 @@ visible: the output layer is updated with ``e`` itself (``B = I``, no ``phi'``),
 output layer's update is multiplied by ``gamma beta`` so that every layer has the same term (the
 equal allocation the paper uses for its hybrid networks) and the formula holds as stated.
 
-Hybrid BP/DFA for a CNN (section 4, "Handling convolutional layers"; :mod:`trainers.cnn`): the
+Hybrid BP/DFA for a CNN (section 4, "Handling convolutional layers"; :mod:`trainers.core.cnn`): the
 linear layers of the head get the DP-DFA updates above, and the conv layers ``1..l`` the gradient of
 ``sum_i <z_i^{l+1}, delta z_i^{l+1}>`` by backpropagation from the first linear layer, with
 ``delta z^{l+1} = (B^{l+2} e) * phi'(z^{l+1})`` its DFA signal (``gamma beta e`` when the head has
@@ -20,35 +20,33 @@ no hidden layer), clipped per example and layer to ``tau_c = gamma beta tau_e sq
 so that every layer's term is the same ``2 tau_c / m`` (the paper's ``C / sqrt(L)`` each).
 
 Noise (issue 12): ``noise_source="software"`` adds Gaussian noise of std ``noise_std = z * Delta``
-from the secure generator (:class:`opu_hal.mechanisms.GaussianRelease`), accounted by
+from the secure generator (:class:`opu_hal.privacy.mechanisms.GaussianRelease`), accounted by
 ``FixedSizeGaussianEvent``. ``noise_source="device"`` releases the update through the lattice
 Skellam mechanism (:mod:`opu_hal.privacy.skellam`): scaled to the lattice, randomly rounded, plus
-integer photo-electron counts drawn from the device (:class:`opu_hal.mechanisms.SkellamRelease`),
+integer photo-electron counts drawn from the device (:class:`opu_hal.privacy.mechanisms.SkellamRelease`),
 accounted by ``FixedSizeSkellamEvent`` at the Poisson mean the device guarantees as a lower bound.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from opu_hal import DeviceUnavailable
-from opu_hal.mechanisms import GaussianRelease, SkellamRelease
+from opu_hal.privacy.mechanisms import GaussianRelease, SkellamRelease
 from opu_hal.privacy import Event, FixedSizeGaussianEvent
 from opu_hal.privacy.skellam import SkellamLattice
-from opu_hal.secure_random import SecureGenerator
+from opu_hal.randomness.secure_random import SecureGenerator
 
-from ..clipping import clip_norm
-from ..cnn import CNN
-from ..errors import TrainingConfigError
-from ..per_example import clip_scale, conv_clipped_sum, conv_patches, conv_squared_norms
-from ..sampling import step_generator
-if TYPE_CHECKING:
-    from ..config import TrainConfig
-from .base import (GaussianNoiseMethod, MethodContext, StepOutput, batch_stats, forward_and_error, output_error,
-                   set_linear_grads)
+from ..core.clipping import clip_norm
+from ..core.cnn import CNN
+from ..core.errors import TrainingConfigError
+from ..core.per_example import clip_scale, conv_clipped_sum, conv_patches, conv_squared_norms
+from ..core.sampling import step_generator
+from .base import (GaussianNoiseMethod, MethodContext, RunConfig, StepOutput, batch_stats, forward_and_error,
+                   output_error, set_linear_grads)
 
 
 def spectral_feedback(rows: int, cols: int, beta: float, generator: torch.Generator) -> torch.Tensor:
@@ -68,7 +66,7 @@ class DPDFA(GaussianNoiseMethod):
                 "activation": "sigmoid", "batch_size": 128}
 
     @classmethod
-    def profile_for(cls, config: "TrainConfig") -> str | None:
+    def profile_for(cls, config: RunConfig) -> str | None:
         if config.profile is None and config.noise_source == "device":
             return "opu-sim-dp"
         return super().profile_for(config)

@@ -5,7 +5,7 @@ Adam 0.003, 20 z-steps at lr 0.01, T_z = T_w = 30, T_b^max = 0.1, sigma_hist = 2
 
 One step: Poisson batch (rate ``q = m / N``); Z-step (non-private, per example, section 2.1);
 per layer ``k`` each example's coefficient ``b_k^(n)`` is clipped to ``T_bk`` and summed
-(:func:`trainers.mac.clipped_layer_sums`, the canary point); Appendix H: the L layers' sums,
+(:func:`trainers.core.mac.clipped_layer_sums`, the canary point); Appendix H: the L layers' sums,
 each scaled by ``1 / (sqrt(L) T_bk)``, form one vector of sensitivity 1, so layer ``k`` gets
 noise std ``sigma sqrt(L) T_bk`` and one step is one ``PoissonGaussianEvent(q, sigma)``; the sum is
 divided by the expected batch ``m``; one Adam W-step; weights projected to ``||w_kh|| <= T_w``.
@@ -35,10 +35,10 @@ import torch
 
 from opu_hal.privacy import Accountant, ComposedEvent, GaussianEvent, PoissonGaussianEvent
 
-from .. import mac
-from ..errors import TrainingConfigError
-from ..options import choice, count, parse_options, positive
-from opu_hal.secure_random import (KEYED_GENERATOR_NAME, bernoulli_indices, keyed_generator, new_secret_key,
+from ..core import mac
+from ..core.errors import TrainingConfigError
+from ..core.options import choice, count, parse_options, positive
+from opu_hal.randomness.secure_random import (KEYED_GENERATOR_NAME, bernoulli_indices, keyed_generator, new_secret_key,
                                    torch_normal)
 from .base import Method, MethodContext, StepOutput, batch_stats
 

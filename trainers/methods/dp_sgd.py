@@ -21,11 +21,11 @@ import torch.nn.functional as F
 
 from opu_hal.privacy import Event, FixedSizeGaussianEvent, PoissonGaussianEvent
 
-from opu_hal.secure_random import SecureGenerator
+from opu_hal.randomness.secure_random import SecureGenerator
 
-from ..errors import TrainingConfigError
-from ..cnn import CNN
-from ..per_example import (clip_scale, conv_clipped_sum, conv_patches, conv_squared_norms, linear_clipped_sum,
+from ..core.errors import TrainingConfigError
+from ..core.cnn import CNN
+from ..core.per_example import (clip_scale, conv_clipped_sum, conv_patches, conv_squared_norms, linear_clipped_sum,
                            linear_squared_norms)
 from .base import GaussianNoiseMethod, MethodContext, StepOutput
 
@@ -101,8 +101,8 @@ class DPSGD(GaussianNoiseMethod):
         return self._output(losses, h, y)
 
     def _cnn_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
-        """A CNN (:class:`trainers.cnn.CNN`): per-example conv gradients from unfolded patches, the
-        head's linear layers by the identity above (:mod:`trainers.per_example`). Each example's
+        """A CNN (:class:`trainers.core.cnn.CNN`): per-example conv gradients from unfolded patches, the
+        head's linear layers by the identity above (:mod:`trainers.core.per_example`). Each example's
         whole gradient is clipped to ``C``; the clipped sum is released and divided as above."""
         model = self.model
         trace = model.trace(x)

@@ -44,10 +44,10 @@ import torch.nn.functional as F
 
 from opu_hal.privacy import Event, PoissonGaussianEvent, SampledWithRejectionGaussianEvent
 
-from ..errors import TrainingConfigError
-from ..options import Option, choice, count, parse_options, positive
-from opu_hal.secure_random import KEYED_GENERATOR_NAME, keyed_generator, new_secret_key, torch_normal
-from .. import ulr
+from ..core.errors import TrainingConfigError
+from ..core.options import Option, choice, count, parse_options, positive
+from opu_hal.randomness.secure_random import KEYED_GENERATOR_NAME, keyed_generator, new_secret_key, torch_normal
+from ..core import ulr
 from .base import Method, MethodContext, StepOutput
 
 OPTIONS = {

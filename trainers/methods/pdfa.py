@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..errors import TrainingConfigError
+from ..core.errors import TrainingConfigError
 from .base import MethodContext
 from .dfa import DFA
 

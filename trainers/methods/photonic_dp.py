@@ -28,11 +28,11 @@ import torch
 
 from opu_hal.privacy import Accountant, ComposedEvent, PhotonicDFAEvent
 from opu_hal.privacy.events import PHOTONIC_DP_UNBOUNDED_REASON, UnboundedEvent
-from opu_hal.secure_random import SecureGenerator
+from opu_hal.randomness.secure_random import SecureGenerator
 
-from ..clipping import clip_norm, clip_values, offset
-from ..errors import TrainingConfigError
-from ..feedback import DeviceFeedback
+from ..core.clipping import clip_norm, clip_values, offset
+from ..core.errors import TrainingConfigError
+from ..core.feedback import DeviceFeedback
 from .base import Method, MethodContext, StepOutput, forward_and_error, set_linear_grads
 
 

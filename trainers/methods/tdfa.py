@@ -3,7 +3,7 @@ torch device (paper 000, section 4, "TDFA")."""
 
 from __future__ import annotations
 
-from ..errors import TrainingConfigError
+from ..core.errors import TrainingConfigError
 from .base import MethodContext
 from .dfa import DFA
 

@@ -44,36 +44,27 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ...capabilities import Capabilities
-from ...memory import batch_limit
-from ...device import Device
-from ...errors import ProfileError
-from ...noise import NoiseDistribution, NoiseReport, PrivacyCounts, Projection
-from ...profile_base import CAMERA_PIXELS, DMD_MIRRORS
-from ...secure_random import SecureGenerator
+from ...contract.capabilities import Capabilities
+from ...runtime.memory import check_rows_fit
+from ...contract.device import Device
+from ...contract.errors import ProfileError
+from ...contract.frames import RawFrames
+from ...contract.noise import NoiseDistribution, NoiseReport, PrivacyCounts, Projection
+from ...contract.profile_base import CAMERA_PIXELS, DMD_MIRRORS
+from ...randomness.secure_random import SecureGenerator
 from .profile import SimulatedProfile
-from ...seeding import stream_seed
+from ...randomness.seeding import stream_seed
 from .camera import Sensor
-from ...calibration.noise_model import output_variance
+from ...camera.physics import output_variance
 from .dark_map import dark_signal_map
 from .optics import TransmissionMatrix
-from ...compute import compiled_ready, resolve_torch_device, triton_ready
+from ...runtime.compute import compiled_ready, resolve_torch_device, triton_ready
 from .photons import electrons_per_pixel
 from .privacy_noise import CLIP_LIMIT, clip_probability, draw_counts
+from .raw_frames import raw_frames
 
-if TYPE_CHECKING:
-    from .raw_frames import RawFrames
 
 MIB = 1 << 20
-
-
-def calibrated_model(device: "SimulatedDevice"):
-    """The profile's calibration as a noise model, or None (import deferred: no cycle)."""
-    if device.profile.calibration is None:
-        return None
-    from ...calibration.calibrated import calibrated_noise_for
-
-    return calibrated_noise_for(device)
 
 
 CAMERA_GENERATOR = "Philox4x32-10 counters under keys drawn from a torch generator seeded by the profile"
@@ -109,7 +100,6 @@ class SimulatedDevice(Device[SimulatedProfile]):
         self._dark_map = None if dark_map is None else dark_map.to(self.compute)
         self.saturated_pixels = 0
         self._check_rounding_is_dithered()
-        self._calibrated = calibrated_model(self)  # None without a profile calibration
 
     def _check_rounding_is_dithered(self) -> None:
         """Refuse a gain whose ADC step dwarfs a frame's random noise: rounding is then deterministic,
@@ -141,8 +131,8 @@ class SimulatedDevice(Device[SimulatedProfile]):
         self._deprecated_setter("set_temperature", temperature_c=celsius)
 
     def _apply_options(self, options: dict[str, float]) -> None:
-        if "temperature_c" in options and self._calibrated is not None:
-            self._calibrated.check_operating_point(options["temperature_c"], self._exposure_us)
+        if "temperature_c" in options and self._calibration is not None:
+            self._calibration.check_operating_point(options["temperature_c"], self._exposure_us)
         self._temperature_c = options.get("temperature_c", self._temperature_c)
 
     @property
@@ -165,20 +155,29 @@ class SimulatedDevice(Device[SimulatedProfile]):
         """``A^2``: anchor electrons per pixel."""
         return electrons_per_pixel(self._profile.anchor_power_uw, self._profile, self._exposure_us)
 
-    @property
-    def capabilities(self) -> Capabilities:
+    def _check_memory(self, rows: int) -> None:
+        check_rows_fit(rows, self.in_features, self.out_features, PEAK_FACTOR, self._profile.label)
+
+    def _describe(self) -> Capabilities:
         return Capabilities(
-            max_batch=batch_limit(self.in_features, self.out_features, PEAK_FACTOR),
             input_kind="binary",
             output_kind=self._profile.mode,
             max_in_features=DMD_MIRRORS,
             max_out_features=CAMERA_PIXELS,
             # bounds: the profile's temperature_min_c / temperature_max_c
-            settable={"temperature_c": (self._profile.temperature_min_c,
-                                        self._profile.temperature_max_c, "C")},
+            settable={"temperature_c": self._temperature_range()},
             compute_device=self.compute.type,
             privacy_noise=self._privacy_source_ok(),
+            raw_frames=True, calibratable=True,
         )
+
+    def _temperature_range(self) -> tuple[float, float, str]:
+        """The profile's temperature bounds, narrowed to the calibrated range when calibrated."""
+        low, high = self._profile.temperature_min_c, self._profile.temperature_max_c
+        if self._calibration is not None:
+            cal_low, cal_high = self._calibration.temperature_range_c
+            low, high = max(low, cal_low), min(high, cal_high)
+        return (low, high, "C")
 
     # -- privacy noise (opu_hal.privacy.skellam; see privacy_noise.py) -------------------------
     @property
@@ -197,8 +196,8 @@ class SimulatedDevice(Device[SimulatedProfile]):
         one read's mean (never the model's value), so the accounted mean is at most the applied one."""
         self.open()
         lower, source = (None, "model (the profile's declared camera)")
-        if self._calibrated is not None:
-            lower, source = self._calibrated.anchor_read_lower_e(self._temperature_c)
+        if self._calibration is not None:
+            lower, source = self._calibration.anchor_read_lower_e(self._temperature_c)
         profile = self._profile
         frame_time_s = max(profile.frame_time_us, self._exposure_us) * 1e-6
         return draw_counts(self._privacy_generator, self.sensor, self.anchor_read_e, n_values,
@@ -227,8 +226,8 @@ class SimulatedDevice(Device[SimulatedProfile]):
         return float(self._output_variance(least_frames, random_only=True, dark_e=self.sensor.min_dark_e))
 
     def _report(self, variance: float, frames_e: float | None = None) -> NoiseReport:
-        if self._calibrated is not None:
-            return self._calibrated.report(self._temperature_c)
+        if self._calibration is not None:
+            return self._calibration.report(self._temperature_c)
         sensor = self.sensor
         lower = math.sqrt(self._lower_variance())
         std = math.sqrt(variance)
@@ -273,11 +272,10 @@ class SimulatedDevice(Device[SimulatedProfile]):
         return self._report(float(self._output_variance(frames)), frames + (0 if self._profile.mode == "intensity" else self.anchor_e))
 
     # -- raw camera frames (calibration) -------------------------------------------------------
-    def raw_frames(self, illumination: str, n_frames: int, **options: float) -> "RawFrames":
+    def raw_frames(self, illumination: str, n_frames: int, **options: float) -> RawFrames:
         """Camera frames in DN at the current temperature: see :func:`.raw_frames.raw_frames`."""
-        from .raw_frames import raw_frames
-
-        return raw_frames(self, illumination, n_frames, **options)
+        return raw_frames(self._profile, self.sensor, self._optics, self._camera_generator, illumination,
+                          n_frames, **options)
 
     # -- projection ----------------------------------------------------------------------------
     def ideal(self, x: torch.Tensor) -> torch.Tensor:

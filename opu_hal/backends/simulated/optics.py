@@ -3,7 +3,7 @@
 The scattering medium maps a binary DMD pattern ``x`` to the camera field ``z = x T`` with
 ``T_jk ~ CN(0, 1)`` i.i.d. (paper 000, eq. 5: a complex Gaussian random matrix). Entry
 ``(j, k)``'s real and imaginary parts are elements ``2 (k n_in + j)`` and ``2 (k n_in + j) + 1`` of
-a counter-based normal stream (:mod:`opu_hal.counter_random`) seeded by the profile, times
+a counter-based normal stream (:mod:`opu_hal.randomness.counter_random`) seeded by the profile, times
 ``sqrt(1/2)``: any block of output columns is a contiguous slice of that stream, generated on the
 compute device (CPU or CUDA) and the same on both, and the whole matrix never has to be in memory.
 Blocks of about ``block_bytes`` feed the matmul. The matrix is cached whole when it fits in
@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from ...counter_random import gaussian
+from ...randomness.counter_random import gaussian
 
 _BYTES_PER_ENTRY = 2 * 4  # Re and Im, float32
 _CHUNK_ENTRIES = 1 << 21  # stream entries generated at once (bounds the float64 temporaries)

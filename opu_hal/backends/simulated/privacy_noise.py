@@ -4,7 +4,7 @@ An anchor-only frame (signal off, reference beam on) has the same mean at every 
 ``lambda_read = A^2 + D`` photo-electrons (anchor plus dark signal, see :mod:`.device` and
 :mod:`.camera`). A value of privacy noise is ``C1 - C2``, where each ``C`` sums ``n`` pixel reads:
 a sum of ``n`` independent Poisson(``lambda_read``) counts IS Poisson(``n lambda_read``), so it is
-drawn exactly in one draw, from the secure generator (:mod:`opu_hal.secure_random`).
+drawn exactly in one draw, from the secure generator (:mod:`opu_hal.randomness.secure_random`).
 
 Conditions of the analysis (:mod:`opu_hal.privacy.skellam`), each refused with the profile key to
 change:
@@ -31,9 +31,9 @@ import numpy as np
 import torch
 from scipy import stats
 
-from ...errors import DeviceUnavailable
-from ...noise import NoiseDistribution, PrivacyCounts
-from ...secure_random import SecureGenerator
+from ...contract.errors import DeviceUnavailable
+from ...contract.noise import NoiseDistribution, PrivacyCounts
+from ...randomness.secure_random import SecureGenerator
 
 if TYPE_CHECKING:
     from .camera import Sensor

@@ -1,4 +1,4 @@
-"""The ``simulated`` backend's profile model and its :class:`~opu_hal.registry.BackendSpec`."""
+"""The ``simulated`` backend's profile model and its :class:`~opu_hal.profiles.registry.BackendSpec`."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from ...backend_spec import BackendSpec
-from ...profile_base import CAMERA_PIXELS, DMD_MIRRORS, BaseProfile
+from ...contract.backend_spec import BackendSpec
+from ...contract.profile_base import CAMERA_PIXELS, DMD_MIRRORS, BaseProfile
 
 
 class SimulatedProfile(BaseProfile):

@@ -13,39 +13,24 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 
-from ...errors import InputError
+from ...contract.errors import InputError
+from ...contract.frames import ILLUMINATIONS, RawFrames
+from .camera import Sensor
+from .optics import TransmissionMatrix
 from .photons import electrons_per_pixel, photons_per_pixel
-
-if TYPE_CHECKING:
-    from .device import SimulatedDevice
-
-ILLUMINATIONS = ("dark", "anchor", "signal")
-
-
-@dataclass(frozen=True)
-class RawFrames:
-    """``dn``: ``(n_frames, pixels)`` ADC output; the illumination's known photons per pixel."""
-
-    dn: torch.Tensor
-    illumination: str
-    temperature_c: float
-    exposure_us: float
-    photons_per_pixel: float | None
-    clipped: int
+from .profile import SimulatedProfile
 
 
 def raw_frames(
-    device: "SimulatedDevice", illumination: str, n_frames: int, *, exposure_us: float | None = None,
+    profile: SimulatedProfile, sensor: Sensor, optics: TransmissionMatrix, generator: torch.Generator,
+    illumination: str, n_frames: int, *, exposure_us: float | None = None,
     anchor_power_uw: float | None = None, pattern: torch.Tensor | None = None,
 ) -> RawFrames:
-    """``n_frames`` frames of ``illumination`` at the current temperature and ``exposure_us``."""
-
-    profile = device.profile
+    """``n_frames`` frames of ``illumination`` through ``sensor`` (at its temperature) and ``exposure_us``;
+    ``optics`` makes a pattern's speckle, ``generator`` draws the frames."""
     if illumination not in ILLUMINATIONS:
         raise InputError(f"illumination {illumination!r}; allowed: {', '.join(ILLUMINATIONS)}")
     if not (isinstance(n_frames, int) and n_frames >= 1):
@@ -53,25 +38,28 @@ def raw_frames(
     exposure = profile.exposure_us if exposure_us is None else float(exposure_us)
     if not (math.isfinite(exposure) and 0 < exposure <= 1e7):
         raise InputError(f"exposure_us {exposure} is outside (0, 1e7] us")
-    sensor = dataclasses.replace(device.sensor, exposure_us=exposure)
-    pixels = profile.out_features
+    sensor = dataclasses.replace(sensor, exposure_us=exposure)
+    pixels, compute, n_in = profile.out_features, optics.device, profile.in_features
     photons: float | None = 0.0
+    power = 0.0
     if illumination == "dark":
-        signal = torch.zeros(pixels, device=device.compute)
+        signal = torch.zeros(pixels, device=compute)
     elif illumination == "anchor":
         power = profile.anchor_power_uw if anchor_power_uw is None else float(anchor_power_uw)
         if not (math.isfinite(power) and 0 <= power <= 1e6):
             raise InputError(f"anchor_power_uw {power} is outside [0, 1e6] uW")
         photons = photons_per_pixel(power, profile, exposure)
-        signal = torch.full((pixels,), electrons_per_pixel(power, profile, exposure), device=device.compute)
+        signal = torch.full((pixels,), electrons_per_pixel(power, profile, exposure), device=compute)
     else:
-        if pattern is None or pattern.shape != (device.in_features,):
-            raise InputError(f"illumination 'signal' needs a pattern of shape ({device.in_features},)")
-        real, imag = device._optics.field(pattern.float().unsqueeze(0))
-        phi = electrons_per_pixel(profile.laser_power_uw, profile, exposure)
-        signal = ((real**2 + imag**2) * (phi / device.in_features))[0]
+        if pattern is None or pattern.shape != (n_in,):
+            raise InputError(f"illumination 'signal' needs a pattern of shape ({n_in},)")
+        real, imag = optics.field(pattern.float().unsqueeze(0))
+        power = profile.laser_power_uw
+        phi = electrons_per_pixel(power, profile, exposure)
+        signal = ((real**2 + imag**2) * (phi / n_in))[0]
         photons = None
-    electrons, clipped = sensor.read(signal.expand(n_frames, -1).contiguous(), device._camera_generator)
+    electrons, clipped = sensor.read(signal.expand(n_frames, -1).contiguous(), generator)
     dn = torch.round((electrons + sensor.pixel_dark_e) / sensor.gain_e_per_dn) + sensor.black_level_dn
-    return RawFrames(dn=dn.cpu(), illumination=illumination, temperature_c=device.temperature_c,
-                     exposure_us=exposure, photons_per_pixel=photons, clipped=clipped)
+    return RawFrames(dn=dn.cpu(), illumination=illumination, temperature_c=sensor.temperature_c,
+                     exposure_us=exposure, photons_per_pixel=photons, clipped=clipped, power_uw=float(power),
+                     max_dn=sensor.max_dn)

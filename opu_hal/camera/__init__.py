@@ -1,0 +1,1 @@
+"""Camera physics shared by the simulated backend and calibration (:mod:`.physics`)."""

@@ -1,0 +1,36 @@
+"""What a device needs from a calibration: :class:`NoiseCalibration`.
+
+A calibration (``opu_hal.calibration``, or a plugin's own) is handed to a device by
+:func:`opu_hal.load_device` ``(profile, calibration=...)``; the device then reports the noise the
+calibration measured, at its current temperature, and refuses operating points the calibration
+does not cover. The contract names only what a device calls, so backends never import the
+calibration package.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from .noise import NoiseReport
+
+
+@runtime_checkable
+class NoiseCalibration(Protocol):
+    """A device's measured noise at the operating points it covers."""
+
+    @property
+    def temperature_range_c(self) -> tuple[float, float]:
+        """The lowest and highest calibrated temperature: the device's settable range narrows to it."""
+
+    def check_device(self, device: Any) -> None:
+        """Given the :class:`~opu_hal.contract.device.Device` it is attached to, raise :class:`~opu_hal.contract.errors.CalibrationError` if it was measured on another device."""
+
+    def check_operating_point(self, temperature_c: float, exposure_us: float) -> None:
+        """Raise :class:`~opu_hal.contract.errors.InputError` outside the calibrated temperatures or exposures."""
+
+    def report(self, temperature_c: float) -> NoiseReport:
+        """The noise of a projection made at ``temperature_c``, with its data-independent lower bound."""
+
+    def anchor_read_lower_e(self, temperature_c: float) -> tuple[float, str]:
+        """Lower confidence bound on one anchor-only read's photo-electrons at the darkest pixel, and
+        where it came from (the privacy-noise source plans its reads with it)."""

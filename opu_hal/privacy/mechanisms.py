@@ -1,0 +1,80 @@
+"""Noise-adding releases of a clipped query, as trainers use them (the accounting is in
+:mod:`opu_hal.privacy`; this module only applies noise).
+
+- :class:`GaussianRelease`: ``u + N(0, noise_std^2)`` with normals from the secure generator
+  (software noise; continuous, so no lattice to exploit).
+- :class:`SkellamRelease`: the lattice Skellam mechanism of :mod:`opu_hal.privacy.skellam` with
+  integer noise drawn from a device (:meth:`opu_hal.Device.draw_privacy_counts`): scale by
+  ``gamma``, round randomly (secure uniforms), add the counts, scale back.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..contract.device import Device
+from ..contract.errors import DeviceUnavailable
+from ..contract.noise import NoiseDistribution
+from .skellam import SkellamLattice
+from ..randomness.secure_random import SecureGenerator
+
+
+class GaussianRelease:
+    """Adds i.i.d. Gaussian noise of std ``noise_std`` (software, secure generator)."""
+
+    mechanism = "gaussian"
+
+    def __init__(self, noise_std: float, generator: SecureGenerator | None = None) -> None:
+        self.noise_std = float(noise_std)
+        self.generator = generator or SecureGenerator()
+
+    @property
+    def distribution(self) -> NoiseDistribution:
+        """Gaussian, from the secure generator (named for the stream it used: CPU or GPU)."""
+        return NoiseDistribution(kind="gaussian", generator=self.generator.name)
+
+    def release(self, u: torch.Tensor) -> torch.Tensor:
+        noise = self.generator.standard_normal(u.numel(), u.device).to(dtype=u.dtype)
+        return torch.add(u, noise.view_as(u), alpha=self.noise_std)  # one pass, no scaled copy
+
+
+def randomized_round(x: np.ndarray, generator: SecureGenerator) -> np.ndarray:
+    """Unbiased randomized rounding: ``floor(x) + 1[U < frac(x)]`` per coordinate."""
+    low = np.floor(x)
+    return low + (generator.uniform(x.size).reshape(x.shape) < (x - low))
+
+
+class SkellamRelease:
+    """``(R(gamma u) + K) / gamma`` with ``K`` Skellam counts from ``device`` of Poisson mean >= ``poisson_mean``."""
+
+    mechanism = "skellam"
+
+    def __init__(self, device: Device, lattice: SkellamLattice, poisson_mean: float,
+                 generator: SecureGenerator | None = None) -> None:
+        if not device.capabilities.privacy_noise:
+            # Ask the device why: its draw_privacy_counts names the profile key to change.
+            device.draw_privacy_counts(1, poisson_mean)
+            raise DeviceUnavailable(f"profile {device.profile.label!r} cannot serve as a privacy-noise source")
+        self.device = device
+        self.lattice = lattice
+        self.poisson_mean = float(poisson_mean)
+        self.generator = generator or SecureGenerator()
+        self.distribution: NoiseDistribution | None = None
+
+    @property
+    def noise_std(self) -> float:
+        """Std of the applied noise in query units (at the accounted Poisson mean)."""
+        return self.lattice.noise_std(self.poisson_mean)
+
+    def release(self, u: torch.Tensor) -> torch.Tensor:
+        gamma = self.lattice.gamma
+        x = u.detach().to("cpu", torch.float64).numpy().ravel() * gamma
+        rounded = randomized_round(x, self.generator)
+        draw = self.device.draw_privacy_counts(x.size, self.poisson_mean)
+        if not draw.distribution.poisson_mean_lower >= self.poisson_mean * (1 - 1e-12):
+            raise DeviceUnavailable(
+                f"device delivered Poisson mean {draw.distribution.poisson_mean_lower} < requested {self.poisson_mean}")
+        self.distribution = draw.distribution
+        released = (rounded + draw.counts.numpy()) / gamma
+        return torch.from_numpy(released).to(device=u.device, dtype=u.dtype).view_as(u)

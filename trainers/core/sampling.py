@@ -1,0 +1,97 @@
+"""Minibatch index streams, stateless given ``(seed or secret key, epoch, step)`` so a resumed run
+draws exactly the batches an uninterrupted one would.
+
+- ``shuffle``: disjoint batches of a fresh permutation each epoch (non-private training).
+- ``fixed``: every step, ``m`` indices drawn uniformly without replacement, independently of the
+  other steps (paper 002, Algorithm 1 line 5; accounted by ``FixedSizeGaussianEvent``).
+- ``poisson``: every step, each example joins independently with probability ``q = m / N``
+  (Abadi et al.; accounted by ``PoissonGaussianEvent``).
+- ``rejection``: Poisson sampling, redrawn while the batch has fewer than ``min_batch`` examples
+  (paper 004, Definition 3.4; accounted by ``SampledWithRejectionGaussianEvent``).
+
+Private runs (``secret_key`` set) draw from ChaCha20 streams keyed per step by the secret
+(:func:`opu_hal.randomness.secure_random.keyed_generator`); non-private runs from torch generators seeded by
+``--seed``, so that they are reproducible from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import torch
+
+from opu_hal.randomness.secure_random import (bernoulli_indices, keyed_generator, permutation,
+                                   sample_without_replacement)
+from opu_hal.randomness.seeding import derive_seed
+
+
+def step_generator(seed: int, stream: str, index: int) -> torch.Generator:
+    """A generator for one ``(stream, index)`` pair, independent of every other pair."""
+    return torch.Generator().manual_seed(derive_seed(seed, stream, index))
+
+
+@dataclass(frozen=True)
+class Sampler:
+    kind: str
+    dataset_size: int
+    batch_size: int
+    seed: int
+    min_batch: int = 0
+    #: Private runs: batches are drawn from streams keyed by this secret (never recorded), because
+    #: subsampling amplifies privacy only if nobody can tell which examples a batch holds.
+    secret_key: str | None = field(default=None, repr=False)
+    #: The size the run's shape comes from (steps per epoch, sampling rate): a declared public bound
+    #: under add/remove (``--public-dataset-size``), so that neither depends on the private ``n``.
+    public_size: int | None = None
+
+    @property
+    def shape_size(self) -> int:
+        return self.dataset_size if self.public_size is None else self.public_size
+
+    @property
+    def steps_per_epoch(self) -> int:
+        if self.kind == "shuffle":
+            return -(-self.dataset_size // self.batch_size)
+        return max(1, self.shape_size // self.batch_size)
+
+    @property
+    def sampling_rate(self) -> float:
+        return min(1.0, self.batch_size / self.shape_size)
+
+    def batch(self, epoch: int, step_in_epoch: int) -> torch.Tensor:
+        """Indices of batch ``step_in_epoch`` of ``epoch``."""
+        if self.secret_key is not None:
+            return self._secret_batch(epoch, step_in_epoch)
+        global_step = epoch * self.steps_per_epoch + step_in_epoch
+        if self.kind == "shuffle":
+            order = torch.randperm(self.dataset_size, generator=step_generator(self.seed, "epoch", epoch))
+            return order[step_in_epoch * self.batch_size:(step_in_epoch + 1) * self.batch_size]
+        generator = step_generator(self.seed, "batch", global_step)
+        if self.kind == "fixed":
+            return torch.randperm(self.dataset_size, generator=generator)[: self.batch_size]
+        mask = torch.rand(self.dataset_size, generator=generator) < self.sampling_rate
+        if self.kind == "rejection":
+            while int(mask.sum()) < self.min_batch:  # rejected: draw the whole batch again
+                mask = torch.rand(self.dataset_size, generator=generator) < self.sampling_rate
+        return mask.nonzero().flatten()
+
+    def _secret_batch(self, epoch: int, step_in_epoch: int) -> torch.Tensor:
+        """:meth:`batch` of a private run: the same laws, drawn from the ChaCha20 stream the secret
+        key gives this step (or epoch, for ``shuffle``)."""
+        assert self.secret_key is not None
+        if self.kind == "shuffle":
+            order = permutation(keyed_generator(self.secret_key, "epoch", epoch), self.dataset_size)
+            return order[step_in_epoch * self.batch_size:(step_in_epoch + 1) * self.batch_size]
+        generator = keyed_generator(self.secret_key, "batch", epoch * self.steps_per_epoch + step_in_epoch)
+        if self.kind == "fixed":
+            return sample_without_replacement(generator, self.dataset_size, self.batch_size)
+        indices = bernoulli_indices(generator, self.dataset_size, self.sampling_rate)
+        if self.kind == "rejection":
+            while len(indices) < self.min_batch:  # rejected: draw the whole batch again
+                indices = bernoulli_indices(generator, self.dataset_size, self.sampling_rate)
+        return indices
+
+    def epoch(self, epoch: int, start: int = 0) -> Iterator[tuple[int, torch.Tensor]]:
+        for step in range(start, self.steps_per_epoch):
+            yield step, self.batch(epoch, step)
