@@ -29,5 +29,6 @@ def load_device(profile: str | os.PathLike[str] | BaseProfile,
     if source is None and validated.calibration is not None:
         source = calibration_path(validated)
     if source is not None:
+        device.check_calibratable()
         device.attach_calibration(load_calibrated_noise(source, validated))
     return device

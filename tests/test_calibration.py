@@ -147,8 +147,10 @@ def test_operating_points_outside_the_calibration_are_refused(calibrated):
         device.set_options(temperature_c=90.0)
     narrow = folder / "narrow.toml"
     narrow.write_text((folder / "opu.toml").read_text().replace("temperature_max_c = 80.0", "temperature_max_c = 85.0"))
-    with pytest.raises(CalibrationError, match=r"outside the calibrated range \[0.0, 80.0\]"):
-        opu_hal.load_device(narrow).set_temperature(85.0)
+    narrowed = opu_hal.load_device(narrow)  # a calibrated device's settable range is the calibrated one
+    assert narrowed.capabilities.settable["temperature_c"][:2] == (0.0, 80.0)
+    with pytest.raises(InputError, match=r"outside its allowed range \[0.0, 80.0\]"):
+        narrowed.set_options(temperature_c=85.0)
     other_exposure = folder / "exposure.toml"
     other_exposure.write_text((folder / "opu.toml").read_text().replace("exposure_us = 100000.0", "exposure_us = 400.0"))
     with pytest.raises(CalibrationError, match=r"exposure 400.0 us is not among the calibrated exposures"):
@@ -181,7 +183,7 @@ def test_privacy_counts_of_a_calibrated_device_are_planned_with_the_calibrations
     assert counts.reads_per_value == math.ceil(1e6 / lower) > model.reads_per_value
     assert "cal.json" in counts.mean_source and "model" in model.mean_source
     assert counts.poisson_mean_lower == 1e6 <= counts.poisson_mean
-    with pytest.raises(CalibrationError, match="outside the calibrated range"):
+    with pytest.raises(InputError, match=r"outside its allowed range \[25.0, 25.0\]"):
         calibrated_device.set_options(temperature_c=30.0)
 
 

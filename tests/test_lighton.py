@@ -278,12 +278,13 @@ def test_uncalibrated_hardware_reports_zero_noise_and_calibration_file_is_used(t
     identity = measured.device.model_copy(update={  # as if measured on this OPU: its identity, its physics keys
         "backend": "lighton", "profile": "opu", "physics": physics_of(opu_hal.load_profile(tmp_path / "opu.toml"))})
     write_calibration(measured.model_copy(update={"device": identity}), tmp_path / "cal.json")
-    calibrated = LightonDevice(opu_hal.load_profile(tmp_path / "opu.toml"))
+    calibrated = opu_hal.load_device(tmp_path / "opu.toml")  # the profile's calibration key
+    assert isinstance(calibrated, LightonDevice) and calibrated.calibration is not None
     report = calibrated.noise_report()
     assert report.source == "calibrated" and report.temperature_c == 31.0 and 0 < report.std_lower <= report.std
     (tmp_path / "other.toml").write_text((tmp_path / "opu.toml").read_text().replace("64", "32"))
     with pytest.raises(CalibrationError, match="key 'device.out_features' is 64"):
-        LightonDevice(opu_hal.load_profile(tmp_path / "other.toml"))
+        opu_hal.load_device(tmp_path / "other.toml")
 
 
 def test_software_noise_on_hardware_and_credentials_in_profiles_are_refused():

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from scipy import stats
 
 from opu_hal.privacy import Accountant, FixedSizeGaussianEvent
-from trainers.checkpoint import load_checkpoint
+from trainers.journal import load_checkpoint
 from trainers.config import TrainConfig
 from opu_hal import load_device
 from trainers.core.errors import CheckpointError, TrainingConfigError
@@ -371,7 +371,7 @@ def _damaged_last_lines(text: str):
 
 
 def test_a_damaged_last_journal_line_is_charged_or_refused_never_dropped(tmp_path):
-    from trainers.checkpoint import StepJournal
+    from trainers.journal import StepJournal
 
     journal = StepJournal(tmp_path / "j")
     for step in (40, 41, 42):

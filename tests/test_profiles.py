@@ -92,17 +92,15 @@ def test_unknown_schema_is_a_profile_error_naming_file_and_key(tmp_path, value):
         opu_hal.load_profile(path)
 
 
-def test_packaged_profiles_are_a_copy_of_device_profiles():
-    """The wheel ships opu_hal/device_profiles; the repository's device_profiles/ is the source.
-    Fix a failure with: cp device_profiles/*.toml opu_hal/device_profiles/"""
+def test_the_profiles_are_committed_once():
+    """The wheel ships opu_hal/device_profiles; the repository's device_profiles/ is a link to it."""
     root = Path(__file__).resolve().parent.parent
-    source = {p.name: p.read_bytes() for p in (root / "device_profiles").glob("*.toml")}
-    packaged = {p.name: p.read_bytes() for p in (root / "opu_hal" / "device_profiles").glob("*.toml")}
-    assert packaged == source
+    assert (root / "device_profiles").is_symlink()
+    assert (root / "device_profiles").resolve() == (root / "opu_hal" / "device_profiles").resolve()
+    assert sorted(p.name for p in (root / "device_profiles").glob("*.toml"))
 
 
 def test_default_profiles_are_found_by_name_outside_the_repository(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("opu_hal.profiles.catalogue._SOURCE_PROFILE_DIR", tmp_path / "absent")
     assert opu_hal.load_profile("opu-sim").source.parent.name == "device_profiles"
     assert opu_hal.load_profile("opu-sim").source.parent.parent.name == "opu_hal"

@@ -9,7 +9,7 @@ import torch
 
 import pytest
 
-from opu_hal import memory
+from opu_hal.runtime import memory
 
 
 def test_available_memory_honours_the_address_space_limit(monkeypatch):

@@ -96,7 +96,7 @@ def test_secure_generator_draws_privacy_normals_on_the_gpu_and_checkpoints_repla
 
 # -- the camera frame ----------------------------------------------------------------------------
 def _read(signal, shape, dark=0.0, seed=0, **overrides):
-    from opu_hal import triton_camera
+    from opu_hal.kernels import triton_camera
 
     settings = dict(full_well_e=1e9, read_noise_e=0.0, gain_e_per_dn=1.0, black_level_dn=0, max_dn=2**40)
     settings.update(overrides)

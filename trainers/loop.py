@@ -24,7 +24,7 @@ from opu_hal.runtime.memory import available_bytes, gib
 from opu_hal.privacy import Accountant, PrivacyBudget
 from opu_hal.randomness.secure_random import new_secret_key
 
-from .checkpoint import RunLock, StepJournal, load_checkpoint, save_checkpoint
+from .journal import RunJournal, budget_allows, charge_planned
 from .config import TrainConfig
 from .core.data import Dataset, Split, load_dataset, scale_inputs, scaling_reference
 from .core.cnn import CNN
@@ -156,7 +156,7 @@ class Trainer:
         self.progress = progress
         self.log = log or (lambda message: print(message, file=sys.stderr, flush=True))
         self.callbacks = list(callbacks)
-        self.lock: RunLock | None = None
+        self.run_journal = RunJournal(None)
         self._load_data(data)
         self._owns_device = False
         self.device = device if device is not None else self._open_device()
@@ -232,7 +232,6 @@ class Trainer:
         self.accountant: Accountant | None = None
         self.budget: PrivacyBudget | None = None
         self.stopped_by_budget = False
-        self.lost_steps_charged = 0
         if self.method.private:
             self.accountant = Accountant(self.method.neighboring)  # type: ignore[arg-type]
             if config.target_epsilon is not None:
@@ -240,26 +239,20 @@ class Trainer:
             plan_noise(self.method, self.planned_steps, config, self.log)
 
     def _build_checkpointing(self) -> None:
-        config = self.config
-        self.journal = StepJournal(f"{config.checkpoint}.journal") if config.checkpoint else None
-        self.journal_lines = 0  # journal lines whose draws the ledger has charged
-        self.lock = RunLock(f"{config.checkpoint}.lock") if config.checkpoint else None
-        if self.lock is not None:
-            self.lock.acquire()
+        self.run_journal = RunJournal(self.config.checkpoint)
+        self.run_journal.acquire()
         try:
-            if config.resume:
+            if self.config.resume:
                 self._resume()
-            elif self.journal is not None:
-                self._refuse_overwriting_a_run()
+            else:
+                self.run_journal.refuse_overwriting()
         except BaseException:
             self.release()
             raise
 
     def release(self) -> None:
         """Let go of the checkpoint lock (the device is closed by whoever opened it)."""
-        if self.lock is not None:
-            self.lock.release()
-            self.lock = None
+        self.run_journal.release()
 
     # -- device life -----------------------------------------------------------------------------
     def close(self) -> None:
@@ -274,31 +267,22 @@ class Trainer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- checkpoints -----------------------------------------------------------------------------
+    # -- checkpoints (trainers.journal) ------------------------------------------------------------
     def _state(self) -> dict[str, Any]:
+        """Every part by its ``state_dict``. SECRET: the sampler key and the method's noise state."""
         return {
             "config": self.config.to_dict(),
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "method": self.method.state_dict(),
-            "accountant": self.accountant.to_json() if self.accountant else None,
-            "position": self.position, "global_step": self.global_step,
-            "epochs": self.epochs, "noise_log": self.noise_log.to_list(), "elapsed": self.elapsed,
-            "lost_steps_charged": self.lost_steps_charged, "journal_lines": self.journal_lines,
-            "sampler_secret_key": self.sampler.secret_key,  # secret: checkpoints only
+            "accountant": self.accountant.state_dict() if self.accountant else None,
+            "sampler": self.sampler.state_dict(),
+            "progress": {"position": list(self.position), "global_step": self.global_step, "epochs": self.epochs,
+                         "noise_log": self.noise_log.to_list(), "elapsed": self.elapsed},
         }
 
     def checkpoint(self) -> None:
-        if self.config.checkpoint:
-            save_checkpoint(self.config.checkpoint, self._state())
-
-    def _refuse_overwriting_a_run(self) -> None:
-        path = Path(self.config.checkpoint)  # type: ignore[arg-type]
-        if path.exists() or self.journal.exists():  # type: ignore[union-attr]
-            raise CheckpointError(
-                f"--checkpoint {path}: a run is already recorded there (checkpoint or journal). Pass --resume to "
-                f"continue it, or delete {path} and {self.journal.path} to start over (the privacy that run "  # type: ignore[union-attr]
-                "spent is then no longer counted by opu-hal)")
+        self.run_journal.save(self._state())
 
     def _check_same_settings(self, saved: dict[str, Any]) -> None:
         mine = self.config.to_dict()
@@ -312,40 +296,22 @@ class Trainer:
                     "setting: resume with the same settings")
 
     def _resume(self) -> None:
-        state = load_checkpoint(self.config.checkpoint)  # type: ignore[arg-type]
+        state = self.run_journal.load()
         self._check_same_settings(dict(state["config"]))
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.method.load_state_dict(state["method"])
-        if state["accountant"] is not None:
-            self.accountant = Accountant.from_json(state["accountant"])
-        self.position = tuple(state["position"])  # type: ignore[assignment]
-        self.global_step = int(state["global_step"])
-        self.epochs = list(state["epochs"])
-        self.noise_log = NoiseLog(state["noise_log"])
-        self.elapsed = float(state["elapsed"])
-        self.lost_steps_charged = int(state["lost_steps_charged"])
-        self.journal_lines = int(state["journal_lines"])
-        self.sampler = replace(self.sampler, secret_key=state["sampler_secret_key"])
-        lines = self.journal.draws(max(self.planned_steps, 1))  # type: ignore[union-attr]
-        if lines < self.journal_lines:
-            raise CheckpointError(
-                f"--resume: {self.journal.path} records {lines} private step(s) but the checkpoint has charged "  # type: ignore[union-attr]
-                f"{self.journal_lines}: the journal was truncated or deleted, so the privacy spent is unknown; "
-                "the run is not resumed")
-        self.journal.seal()  # type: ignore[union-attr]
-        extra = lines - self.journal_lines
-        if extra and self.accountant is not None and not self.method.replayable:
-            # Device noise cannot be drawn again: those releases existed, so they count, once, now.
-            self._charge_planned(extra)
-            self.lost_steps_charged += extra
-            self.journal_lines = lines
-            self.checkpoint()
-            self.log(f"resume: charged {extra} step(s) that drew device noise after the checkpoint")
-        elif extra:
-            # Software noise: the restored generator replays those steps bit for bit (no new release).
-            self.journal_lines = lines
-            self.log(f"resume: replaying {extra} step(s) after the checkpoint with the restored generator")
+        if state["accountant"] is not None and self.accountant is not None:
+            self.accountant.load_state_dict(state["accountant"])
+        self.sampler = self.sampler.with_state(state["sampler"])
+        progress = state["progress"]
+        self.position = (int(progress["position"][0]), int(progress["position"][1]))
+        self.global_step = int(progress["global_step"])
+        self.epochs = list(progress["epochs"])
+        self.noise_log = NoiseLog(progress["noise_log"])
+        self.elapsed = float(progress["elapsed"])
+        self.run_journal.reconcile(self.planned_steps, self.method.replayable or self.accountant is None,
+                                   self._charge_planned, self.checkpoint, self.log)
 
     # -- one epoch -------------------------------------------------------------------------------
     def _step(self, indices: torch.Tensor) -> tuple[float, int, int]:
@@ -366,18 +332,7 @@ class Trainer:
         return output.loss_sum, output.correct, output.count
 
     def _charge_planned(self, count: int) -> None:
-        """Charge ``count`` steps whose outputs were lost (resume) at the planned event."""
-        event = self.method.planned_event()
-        if self.accountant is None or event is None:
-            return
-        self.accountant.step(event, count)
-
-    def _budget_allows(self) -> bool:
-        """Whether the planned next step keeps epsilon within the target."""
-        event = self.method.planned_event()
-        if self.budget is None or self.accountant is None or event is None:
-            return True
-        return self.budget.allows(self.accountant, event)
+        charge_planned(self.accountant, self.method.planned_event(), count)
 
     def _run_epoch(self, epoch: int, start: int) -> dict[str, float] | None:
         loss_sum, correct, count = 0.0, 0, 0
@@ -385,13 +340,12 @@ class Trainer:
                    disable=not (self.progress and sys.stderr.isatty()), leave=False, file=sys.stderr, dynamic_ncols=True)
         try:
             for step, indices in self.sampler.epoch(epoch, start):
-                if self.method.private and not self._budget_allows():
+                if self.method.private and not budget_allows(self.budget, self.accountant, self.method.planned_event()):
                     self.stopped_by_budget = True
                     break
-                if self.journal is not None:
-                    self.journal.begin(self.global_step)
+                self.run_journal.begin(self.global_step)
                 batch_loss, batch_correct, batch_count = self._step(indices)
-                self.journal_lines += self.journal is not None
+                self.run_journal.drawn()
                 loss_sum, correct, count = loss_sum + batch_loss, correct + batch_correct, count + batch_count
                 self.global_step += 1
                 self.position = (epoch, step + 1)
@@ -477,7 +431,7 @@ class Trainer:
         per_step = self.method.describe().get("device_noise") or {}
         if "camera_seconds" not in per_step:
             return {}
-        draws = self.global_step + self.lost_steps_charged
+        draws = self.global_step + self.run_journal.lost_steps_charged
         return {"camera_frames": per_step["frames"] * draws, "camera_seconds": per_step["camera_seconds"] * draws}
 
     def record(self) -> dict[str, Any]:
@@ -496,7 +450,7 @@ class Trainer:
                        "dataset_size": dataset_size_statement(self.config, self.method.neighboring),
                        "stopped_by_budget": self.stopped_by_budget,
                        "target_epsilon": self.config.target_epsilon,
-                       "lost_steps_charged": self.lost_steps_charged, **self.method.describe()}
+                       "lost_steps_charged": self.run_journal.lost_steps_charged, **self.method.describe()}
         device = self.device
         record = {
             "method": self.config.method,

@@ -70,13 +70,17 @@ class Device(ABC, Generic[P]):
     def attach_calibration(self, calibration: NoiseCalibration) -> None:
         """Report noise from ``calibration`` from now on (done by :func:`opu_hal.load_device`).
         The calibration checks it was measured on this device; a backend without a camera refuses."""
-        if not self.capabilities.calibratable:
-            raise DeviceUnavailable(f"profile {self._profile.label!r} ({self._profile.backend}) has no camera a "
-                                    "calibration could describe; use a simulated or lighton profile")
+        self.check_calibratable()
         calibration.check_device(self)
         self._calibration = calibration
         self._capabilities = None  # the settable ranges narrow to the calibrated ones
         self._use_calibration(calibration)
+
+    def check_calibratable(self) -> None:
+        """Raise :class:`DeviceUnavailable` unless ``capabilities.calibratable``."""
+        if not self.capabilities.calibratable:
+            raise DeviceUnavailable(f"profile {self._profile.label!r} ({self._profile.backend}) has no camera a "
+                                    "calibration could describe; use a simulated or lighton profile")
 
     def _use_calibration(self, calibration: NoiseCalibration) -> None:
         """Backend hook: take ``calibration`` into account (the base stores it in :attr:`calibration`)."""

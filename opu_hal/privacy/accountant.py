@@ -218,6 +218,14 @@ class Accountant:
     def from_json(cls, text: str) -> "Accountant":
         return cls.from_dict(json.loads(text))
 
+    def state_dict(self) -> dict[str, Any]:
+        """The ledger as data (torch's and Opacus's save/restore convention); see :meth:`load_state_dict`."""
+        return self.to_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Replace this accountant's ledger by a saved one (curves recomputed from the events)."""
+        self.__dict__.update(Accountant.from_dict(state).__dict__)
+
     def copy(self) -> "Accountant":
         return Accountant.from_dict(self.to_dict())
 

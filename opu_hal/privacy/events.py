@@ -121,7 +121,7 @@ class _LibraryEvent(Event):
     def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
         accountant = dp_accounting.rdp.RdpAccountant(list(orders), _LIBRARY_RELATION[neighboring])
         accountant.compose(self.library_event())
-        return np.asarray(accountant._rdp, dtype=np.float64).copy()
+        return np.asarray(accountant.rdp, dtype=np.float64)  # public property: a copy
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,8 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 PROFILE_DIR_ENV = "OPU_HAL_PROFILE_DIR"
-# The repository's device_profiles/ is the source of truth; the wheel ships a copy inside the
-# package (opu_hal/device_profiles, kept equal by tests/test_profiles.py).
-_SOURCE_PROFILE_DIR = Path(__file__).resolve().parent.parent / "device_profiles"
-_PACKAGED_PROFILE_DIR = Path(__file__).resolve().parent / "device_profiles"
+# The shipped profiles live in the package (the repository's device_profiles/ links to them).
+_PACKAGED_PROFILE_DIR = Path(__file__).resolve().parent.parent / "device_profiles"
 
 #: Profile file format versions this opu_hal reads. A file without a ``schema`` key is read as
 #: schema 1 (the format before the key existed); any other value is refused.
@@ -41,7 +39,7 @@ def profile_search_dirs() -> list[Path]:
     dirs = []
     if os.environ.get(PROFILE_DIR_ENV):
         dirs.append(Path(os.environ[PROFILE_DIR_ENV]))
-    dirs += [Path.cwd() / "device_profiles", _SOURCE_PROFILE_DIR, _PACKAGED_PROFILE_DIR]
+    dirs += [Path.cwd() / "device_profiles", _PACKAGED_PROFILE_DIR]
     unique: list[Path] = []
     for d in dirs:
         if d.resolve() not in [u.resolve() for u in unique]:

@@ -165,16 +165,16 @@ class PrivacyEngine:
         """Accountant ledger, loader epoch and sampling key, noise generator state. SECRET: the key
         and generator state let anyone recompute the batches and noise; keep it with checkpoints only."""
         assert self.optimizer is not None and self.data_loader is not None and self.accountant is not None
-        return {"accountant": self.accountant.to_json(), "loader": self.data_loader.state_dict(),
+        return {"accountant": self.accountant.state_dict(), "loader": self.data_loader.state_dict(),
                 "generator": self.optimizer.mechanism.generator.secret_state(),
                 "noise_multiplier": self.noise_multiplier, "stopped_by_budget": self.stopped_by_budget}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` into an engine that ``make_private`` set up the same way."""
-        assert self.optimizer is not None and self.data_loader is not None
+        assert self.optimizer is not None and self.data_loader is not None and self.accountant is not None
         if state["noise_multiplier"] != self.noise_multiplier:
             raise TrainingConfigError(f"checkpoint noise multiplier {state['noise_multiplier']} != {self.noise_multiplier}")
-        self.accountant = Accountant.from_json(state["accountant"])
+        self.accountant.load_state_dict(state["accountant"])
         self.optimizer.accountant = self.accountant
         self.data_loader.load_state_dict(state["loader"])
         self.optimizer.mechanism.generator = SecureGenerator.from_secret_state(state["generator"])

@@ -56,14 +56,11 @@ def measure_sensitivity(trainer: Trainer, n_real: int = 8, n_random: int = 4, ba
     classes = int(trainer.data.n_classes)
     base_x, base_y = split.x[:base_size], split.y[:base_size]
     captured: list[torch.Tensor] = []
-    had_own = "release_update" in vars(method)
-    original = method.release_update
-
     def capture(u: torch.Tensor) -> torch.Tensor:
         captured.append(u.detach().flatten().cpu().float().clone())
         return u
 
-    method.release_update = capture  # type: ignore[method-assign]
+    method.intercept_release(capture)
     try:
         with torch.enable_grad():
             if neighboring != "replace_one":
@@ -73,10 +70,7 @@ def measure_sensitivity(trainer: Trainer, n_real: int = 8, n_random: int = 4, ba
                     y = torch.tensor([label], device=split.y.device, dtype=split.y.dtype)
                     method.compute_gradients(torch.cat([base_x, x[None]]), torch.cat([base_y, y]))
     finally:
-        if had_own:
-            method.release_update = original  # type: ignore[method-assign]
-        else:
-            del method.release_update
+        method.intercept_release(None)
         for p, g in zip(params, saved_grads):
             p.grad = g
     updates = torch.stack(captured)

@@ -75,15 +75,15 @@ class DiracCanaries:
         self.steps += 1
 
 
-WHITE_BOX_METHODS = ("dp-dfa", "dp-sgd")
+#: Methods with one noisy release per step (``Method.single_release``), which the audit intercepts.
+WHITE_BOX_METHODS = tuple(name for name, cls in METHODS.items() if cls.single_release)
 
 
 Release = Callable[[torch.Tensor], torch.Tensor]
 
 
 def _check_white_box(config: TrainConfig) -> None:
-    if config.method not in WHITE_BOX_METHODS and not any(
-            issubclass(METHODS[config.method], METHODS[name]) for name in WHITE_BOX_METHODS):
+    if not METHODS[config.method].single_release:
         raise TrainingConfigError(
             f"the white-box audit covers the methods with one noisy release per step "
             f"({', '.join(WHITE_BOX_METHODS)}); got --method {config.method}")
@@ -104,10 +104,11 @@ def _train_with(trainer: Trainer, planted: DiracCanaries, wrap_release: Callable
         steps[0] += 1
         return released
 
-    method.release_update = audited  # type: ignore[method-assign]
+    method.intercept_release(audited)
     try:
         return trainer.run()
     finally:
+        method.intercept_release(None)
         trainer.close()
 
 

@@ -16,7 +16,7 @@ Private runs (``secret_key`` set) draw from ChaCha20 streams keyed per step by t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator
 
 import torch
@@ -91,6 +91,14 @@ class Sampler:
             while len(indices) < self.min_batch:  # rejected: draw the whole batch again
                 indices = bernoulli_indices(generator, self.dataset_size, self.sampling_rate)
         return indices
+
+    def state_dict(self) -> dict[str, str | None]:
+        """The secret key of a private sampler (SECRET: it recomputes every batch; checkpoints only)."""
+        return {"secret_key": self.secret_key}
+
+    def with_state(self, state: dict[str, str | None]) -> "Sampler":
+        """This sampler drawing with the key of :meth:`state_dict` (a frozen dataclass: a copy)."""
+        return replace(self, secret_key=state["secret_key"])
 
     def epoch(self, epoch: int, start: int = 0) -> Iterator[tuple[int, torch.Tensor]]:
         for step in range(start, self.steps_per_epoch):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -94,6 +94,27 @@ class Method(ABC):
     def to(self, device: torch.device) -> "Method":
         """Move the method's own tensors (feedback matrices, ...) to ``device``; the loop moves the model."""
         return self
+
+    # -- the noisy release (the white-box audit's hook) ---------------------------------------
+    #: Whether each step publishes exactly one noisy release of its flattened clipped update,
+    #: made by :meth:`release_update` and routed through :meth:`release` (dp-dfa, dp-sgd).
+    single_release: ClassVar[bool] = False
+    _release_hook: "Callable[[torch.Tensor], torch.Tensor] | None" = None
+
+    def release_update(self, u: torch.Tensor) -> torch.Tensor:
+        """The noisy release of the flattened clipped update ``u`` (single-release methods)."""
+        raise NotImplementedError(f"method {self.name!r} makes no single noisy release per step")
+
+    def release(self, u: torch.Tensor) -> torch.Tensor:
+        """What the step publishes of ``u``: :meth:`release_update`, or the installed hook's result."""
+        return self.release_update(u) if self._release_hook is None else self._release_hook(u)
+
+    def intercept_release(self, hook: "Callable[[torch.Tensor], torch.Tensor] | None") -> None:
+        """Route every release through ``hook`` (which may call :meth:`release_update` itself), as
+        the audit does to plant canaries and observe what is published; ``None`` removes it."""
+        if not self.single_release:
+            raise NotImplementedError(f"method {self.name!r} makes no single noisy release per step to intercept")
+        self._release_hook = hook
 
     def planned_event(self) -> Event | None:
         """The accounting event the next step is expected to spend (``None`` for non-private

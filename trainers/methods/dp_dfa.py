@@ -58,6 +58,7 @@ def spectral_feedback(rows: int, cols: int, beta: float, generator: torch.Genera
 class DPDFA(GaussianNoiseMethod):
     name = "dp-dfa"
     private = True
+    single_release = True  # one noisy release per step, through release() (the audit hooks it)
     neighboring = "replace_one"
     sampling = "fixed"
     trains_cnn = True  # the hybrid BP/DFA network of section 4
@@ -180,7 +181,7 @@ class DPDFA(GaussianNoiseMethod):
     def _add_noise(self) -> None:
         params = [p for layer in self._layers() for p in (layer.weight, layer.bias)]
         flat = torch.cat([p.grad.flatten() for p in params])
-        released = self.release_update(flat)
+        released = self.release(flat)
         for p, part in zip(params, released.split([p.numel() for p in params])):
             p.grad = part.view_as(p)  # disjoint views of the released tensor: no copy back
 

@@ -35,6 +35,7 @@ class DPSGD(GaussianNoiseMethod):
     any_network = True
     trains_cnn = True
     private = True
+    single_release = True  # one noisy release per step, through release() (the audit hooks it)
     sampling = "poisson"
     defaults = {"inputs": "unit", "optimizer": "adam", "lr": 1e-3, "hidden": (128, 256),
                 "activation": "sigmoid", "batch_size": 128}
@@ -136,7 +137,7 @@ class DPSGD(GaussianNoiseMethod):
     def _release(self, params: list[torch.Tensor], parts: list[torch.Tensor]) -> None:
         """Release the clipped sum (``parts`` in ``params`` order), divided by the batch size
         (the expected batch ``q N`` for Poisson, ``m`` for fixed), into every ``.grad``."""
-        released = self.release_update(torch.cat(parts)) / self.context.config.batch_size
+        released = self.release(torch.cat(parts)) / self.context.config.batch_size
         for param, part in zip(params, released.split([p.numel() for p in params])):
             param.grad = part.view_as(param)  # disjoint views of a fresh tensor: no copy needed
 

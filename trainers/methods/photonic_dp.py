@@ -99,10 +99,10 @@ class PhotonicDP(Method):
             self.paper_claim.step(self.claimed_event())
 
     def state_dict(self) -> dict[str, Any]:
-        return {"paper_claim": self.paper_claim.to_json()}
+        return {"paper_claim": self.paper_claim.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.paper_claim = Accountant.from_json(state["paper_claim"])
+        self.paper_claim.load_state_dict(state["paper_claim"])
 
     def describe(self) -> dict[str, Any]:
         config = self.context.config

@@ -1,5 +1,5 @@
-"""Atomic, integrity-checked training checkpoints and the step journal that keeps a killed run's
-privacy spend.
+"""The privacy-critical bookkeeping of a run, in one file: the lock, the step journal, atomic
+integrity-checked checkpoints, what a resumed run charges, and the budget check before each step.
 
 A checkpoint holds the model, the optimizer, the method's state (including the SECRET state of the
 privacy-noise generator: a checkpoint must be kept as private as the training data), the
@@ -13,7 +13,8 @@ charged were steps that ran after it: their noise was released, so a device-nois
 cannot draw the same noise again) charges them at once and writes a new checkpoint before drawing
 anything; a software-noise run restores its generator and replays them bit for bit, which releases
 nothing new. A journal shorter than the checkpoint says, missing, or with a malformed line is
-refused rather than guessed at.
+refused rather than guessed at. :class:`RunJournal` is all of this for one run; the loop calls
+:meth:`RunJournal.begin` before each private step and :meth:`RunJournal.drawn` once it is charged.
 """
 
 from __future__ import annotations
@@ -23,15 +24,17 @@ import hashlib
 import io
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
+
+from opu_hal.privacy import Accountant, Event, PrivacyBudget
 
 from .core.errors import CheckpointError
 from .records import write_atomic
 
-FORMAT = 2
-MAGIC = b"OPU-HAL CHECKPOINT 2\n"
+FORMAT = 3  # 3: every part saved by its state_dict (the accountant's ledger as data)
+MAGIC = b"OPU-HAL CHECKPOINT 3\n"
 
 
 def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> None:
@@ -135,3 +138,105 @@ class RunLock:
             fcntl.flock(self._handle.fileno(), fcntl.LOCK_UN)
             self._handle.close()
             self._handle = None
+
+
+class RunJournal:
+    """Lock, journal and checkpoint of one run (all inactive without a checkpoint path), and the
+    count of journal lines the ledger has charged (``charged_lines``) and of steps charged on
+    resume because their outputs were lost (``lost_steps_charged``)."""
+
+    def __init__(self, checkpoint: str | os.PathLike[str] | None) -> None:
+        self.checkpoint = Path(checkpoint) if checkpoint else None
+        self.journal = StepJournal(f"{checkpoint}.journal") if checkpoint else None
+        self.lock = RunLock(f"{checkpoint}.lock") if checkpoint else None
+        self.charged_lines = 0
+        self.lost_steps_charged = 0
+
+    def acquire(self) -> None:
+        if self.lock is not None:
+            self.lock.acquire()
+
+    def release(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+
+    def refuse_overwriting(self) -> None:
+        """Refuse to start a new run where one is recorded (its spend would be forgotten)."""
+        if self.checkpoint is None or self.journal is None:
+            return
+        if self.checkpoint.exists() or self.journal.exists():
+            raise CheckpointError(
+                f"--checkpoint {self.checkpoint}: a run is already recorded there (checkpoint or journal). Pass "
+                f"--resume to continue it, or delete {self.checkpoint} and {self.journal.path} to start over (the "
+                "privacy that run spent is then no longer counted by opu-hal)")
+
+    # -- each private step ----------------------------------------------------------------------
+    def begin(self, global_step: int) -> None:
+        """Before a step draws noise: its line is durable first."""
+        if self.journal is not None:
+            self.journal.begin(global_step)
+
+    def drawn(self) -> None:
+        """After the step's release is charged to the ledger."""
+        if self.journal is not None:
+            self.charged_lines += 1
+
+    # -- checkpoints ----------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, int]:
+        return {"charged_lines": self.charged_lines, "lost_steps_charged": self.lost_steps_charged}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.charged_lines = int(state["charged_lines"])
+        self.lost_steps_charged = int(state["lost_steps_charged"])
+
+    def save(self, state: dict[str, Any]) -> None:
+        """Write ``state`` (each part a ``state_dict``) and this journal's counts atomically."""
+        if self.checkpoint is not None:
+            save_checkpoint(self.checkpoint, {**state, "journal": self.state_dict()})
+
+    def load(self) -> dict[str, Any]:
+        """The checkpoint's state; this journal's counts restored from it."""
+        if self.checkpoint is None:
+            raise CheckpointError("--resume needs --checkpoint")
+        state = load_checkpoint(self.checkpoint)
+        self.load_state_dict(state["journal"])
+        return state
+
+    def reconcile(self, planned_steps: int, replayable: bool, charge: Callable[[int], None],
+                  save: Callable[[], None], log: Callable[[str], None]) -> None:
+        """On resume, after the checkpoint's state is restored: account for the steps the journal
+        records beyond those the checkpoint charged. Device noise (not ``replayable``) was released
+        and cannot be drawn again: ``charge`` them once, now, and ``save`` before anything is drawn.
+        Software noise is replayed bit for bit by the restored generator (nothing new released)."""
+        assert self.journal is not None
+        lines = self.journal.draws(max(planned_steps, 1))
+        if lines < self.charged_lines:
+            raise CheckpointError(
+                f"--resume: {self.journal.path} records {lines} private step(s) but the checkpoint has charged "
+                f"{self.charged_lines}: the journal was truncated or deleted, so the privacy spent is unknown; "
+                "the run is not resumed")
+        self.journal.seal()
+        extra = lines - self.charged_lines
+        if not extra:
+            return
+        self.charged_lines = lines
+        if not replayable:
+            charge(extra)
+            self.lost_steps_charged += extra
+            save()
+            log(f"resume: charged {extra} step(s) that drew device noise after the checkpoint")
+        else:
+            log(f"resume: replaying {extra} step(s) after the checkpoint with the restored generator")
+
+
+def charge_planned(accountant: Accountant | None, event: Event | None, count: int) -> None:
+    """Charge ``count`` steps whose outputs were lost at the planned ``event``."""
+    if accountant is not None and event is not None:
+        accountant.step(event, count)
+
+
+def budget_allows(budget: PrivacyBudget | None, accountant: Accountant | None, event: Event | None) -> bool:
+    """Whether one more step at the planned ``event`` keeps epsilon within the budget."""
+    if budget is None or accountant is None or event is None:
+        return True
+    return budget.allows(accountant, event)
