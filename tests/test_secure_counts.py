@@ -10,7 +10,7 @@ from scipy import stats
 pytest.importorskip("numba", reason="Numba is not installed: the secure generator uses randomgen alone")
 
 from opu_hal.kernels.compiled import chacha  # noqa: E402
-from opu_hal.kernels.compiled.poisson import constant_mean_counts  # noqa: E402
+from opu_hal.kernels.compiled.poisson_constant import constant_mean_counts  # noqa: E402
 from opu_hal.randomness.secure_random import COUNTS_GENERATOR_NAME, GENERATOR_NAME, SecureGenerator  # noqa: E402
 
 from tests.test_compiled_camera import _chi_square_p  # noqa: E402

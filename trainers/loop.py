@@ -8,34 +8,32 @@ loss and accuracy, gradient alignment, epsilon, the noise reports seen, and ``fi
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import time
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import torch
-from dataclasses import replace
 from tqdm import tqdm
 
-from opu_hal import Device, load_device, load_profile
-from opu_hal.runtime.memory import available_bytes, gib
+from opu_hal import Device, load_device
 from opu_hal.privacy import Accountant, PrivacyBudget
 from opu_hal.randomness.secure_random import new_secret_key
 
 from .journal import RunJournal, budget_allows, charge_planned
 from .config import TrainConfig
-from .core.data import Dataset, Split, load_dataset, scale_inputs, scaling_reference
+from .core.data import Dataset, load_dataset, scale_inputs, scaling_reference
 from .core.cnn import CNN
 from .core.feature_cache import cached_scatter_features
-from .core.errors import CheckpointError, TrainingConfigError
+from .core.errors import TrainingConfigError
 from .core.evaluation import evaluate
 from .alignment import gradient_alignment
-from .methods import METHODS, Method, MethodContext
+from .methods import METHODS
 from .core.model import MLP
 from .privacy import plan_noise
-from .public_surface import epoch_summary, public_record
+from .run_record import epoch_line, run_record
+from .run_setup import (_limit, _to, build_method, check_model_memory, check_output_path, make_optimizer,
+                        resolve_compute)
 from .records import NoiseLog, write_json
 from .core.sampling import Sampler
 
@@ -52,92 +50,6 @@ class Callback:
 
     def after_step(self, trainer: "Trainer") -> None:
         """Called after each step is applied, accounted and (if due) checkpointed."""
-
-
-def make_optimizer(config: TrainConfig, model: torch.nn.Module) -> torch.optim.Optimizer:
-    if config.optimizer == "adam":
-        return torch.optim.Adam(model.parameters(), lr=config.lr)
-    return torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
-
-
-def build_method(config: TrainConfig, model: MLP, device: Device | None, data: Dataset,
-                 train: Split) -> Method:
-    """The config's method; its accounting sees the public dataset size (:func:`public_size`)."""
-    cls = METHODS[config.method]
-    context = MethodContext(config=config, device=device, n_features=data.n_features,
-                            n_classes=data.n_classes, dataset_size=public_size(config, len(train)))
-    method = cls(model, context)
-    if config.public_dataset_size is not None and method.neighboring != "add_remove":
-        raise TrainingConfigError(
-            f"--public-dataset-size applies under add/remove adjacency; method {config.method!r} "
-            f"({config.sampling or cls.sampling} sampling) is accounted under replace-one, whose neighbours "
-            "share the dataset size: drop the option")
-    return method
-
-
-def public_size(config: TrainConfig, actual: int) -> int:
-    """The training-set size a run's shape and accounting use: the declared public size under
-    add/remove (``--public-dataset-size``: the true ``n`` then stays private), else ``n`` itself,
-    which the record then declares public (:mod:`trainers.public_surface`)."""
-    return actual if config.public_dataset_size is None else config.public_dataset_size
-
-
-def dataset_size_statement(config: TrainConfig, neighboring: str) -> str:
-    """What the record says about the training-set size it publishes (issue 27, item 3)."""
-    if neighboring == "replace_one":
-        return "public: replace-one neighbours share the training-set size n"
-    if config.public_dataset_size is not None:
-        return ("declared public bound (--public-dataset-size): sampling rate, steps and record use it; "
-                "the true n is not published")
-    return ("public by convention: n was read from the data and is published; pass --public-dataset-size "
-            "to keep it private under add/remove")
-
-
-def _limit(split: Split, limit: int | None) -> Split:
-    if limit is None or limit >= len(split):
-        return split
-    return Split(split.x[:limit], split.y[:limit])
-
-
-def resolve_compute(requested: str, method: type[Method]) -> torch.device:
-    """``auto`` -> CUDA when present and the method supports it, else CPU; ``cuda`` without CUDA refused."""
-    if requested == "cuda" and not torch.cuda.is_available():
-        raise TrainingConfigError(f"--compute cuda: torch {torch.__version__} sees no CUDA device; use --compute cpu or auto")
-    if requested == "cuda" and not method.cuda_ready:
-        raise TrainingConfigError(f"--compute cuda: method {method.name!r} runs on the CPU only; use --compute cpu")
-    if requested == "auto" and torch.cuda.is_available() and method.cuda_ready:
-        return torch.device("cuda")
-    return torch.device("cuda" if requested == "cuda" else "cpu")
-
-
-def _to(data: Dataset, device: torch.device) -> Dataset:
-    if device.type == "cpu":
-        return data
-    move = lambda split: Split(split.x.to(device), split.y.to(device))  # noqa: E731
-    return Dataset(data.name, move(data.train), move(data.validation), move(data.test))
-
-
-MODEL_COPIES = 6  # weights, gradients, Adam's two moments, feedback matrices, one released update
-
-
-def check_model_memory(sizes: list[int], batch_size: int) -> None:
-    """Refuse, before allocating, a model whose training would not fit in the host's memory."""
-    parameters = sum((a + 1) * b for a, b in zip(sizes[:-1], sizes[1:]))
-    need = 4 * (MODEL_COPIES * parameters + 4 * batch_size * sum(sizes))
-    available = available_bytes()
-    if need > available:
-        raise TrainingConfigError(
-            f"--hidden {','.join(map(str, sizes[1:-1]))} with --batch-size {batch_size} needs about {gib(need)} "
-            f"({parameters} parameters) but {gib(available)} is available; use smaller widths or batches")
-
-
-def check_output_path(path: str | os.PathLike[str], option: str) -> None:
-    """Refuse, before any training, an output path that could not be written afterwards."""
-    from opu_hal.runtime.paths import unwritable_reason
-
-    reason = unwritable_reason(path)
-    if reason is not None:
-        raise TrainingConfigError(f"{option} {path}: {reason}")
 
 
 class Trainer:
@@ -415,61 +327,11 @@ class Trainer:
         return self.record()
 
     def _summary(self, record: dict[str, Any]) -> str:
-        if self.method.private:
-            return epoch_summary(record)
-        text = (f"epoch {record['epoch']:>3}  loss {record['train_loss']:.4f}  train {record['train_accuracy']:.4f}  "
-                f"val {record['validation_accuracy']:.4f}  test {record['test_accuracy']:.4f}  "
-                f"{record['epoch_time_s']:.1f}s")
-        if "epsilon" in record:
-            text += f"  eps {record['epsilon']:.4g}"
-        return text
-
-    # -- record ----------------------------------------------------------------------------------
-    def _camera_time(self) -> dict[str, float]:
-        """Frames and camera-seconds of the run's device privacy counts: the last draw's per-step
-        figures times every step that drew (completed, and lost to a kill but charged)."""
-        per_step = self.method.describe().get("device_noise") or {}
-        if "camera_seconds" not in per_step:
-            return {}
-        draws = self.global_step + self.run_journal.lost_steps_charged
-        return {"camera_frames": per_step["frames"] * draws, "camera_seconds": per_step["camera_seconds"] * draws}
+        return epoch_line(record, self.method.private)
 
     def record(self) -> dict[str, Any]:
-        last = self.epochs[-1] if self.epochs else {}
-        final: dict[str, Any] = {
-            "test_accuracy": last.get("test_accuracy", float("nan")),
-            "validation_accuracy": last.get("validation_accuracy", float("nan")),
-            "wall_time_s": self.elapsed, "epochs_completed": len(self.epochs), "steps": self.global_step,
-        }
-        privacy: dict[str, Any] | None = None
-        if self.accountant is not None:
-            final["epsilon"] = self.accountant.get_epsilon(self.config.delta)
-            final["delta"] = self.config.delta
-            final.update(self._camera_time())
-            privacy = {"neighboring": self.accountant.neighboring, "ledger": self.accountant.to_dict(),
-                       "dataset_size": dataset_size_statement(self.config, self.method.neighboring),
-                       "stopped_by_budget": self.stopped_by_budget,
-                       "target_epsilon": self.config.target_epsilon,
-                       "lost_steps_charged": self.run_journal.lost_steps_charged, **self.method.describe()}
-        device = self.device
-        record = {
-            "method": self.config.method,
-            "profile": None if device is None else {"name": device.profile.label,
-                                                     "backend": device.profile.backend,
-                                                     "source": str(device.profile.source)},
-            "dataset": {"name": self.data.name, "train": public_size(self.config, len(self.train_split)),
-                        "validation": len(self.data.validation), "test": len(self.data.test),
-                        "features": self.config.features, "n_features": self.data.n_features},
-            "hyperparameters": self.config.to_dict(),
-            "sampling": {"kind": self.sampler.kind, "steps_per_epoch": self.sampler.steps_per_epoch},
-            "epochs": self.epochs,
-            "noise_reports": self.noise_log.to_list(),
-            "privacy": privacy,
-            "final": final,
-            "torch": {"version": torch.__version__, "threads": torch.get_num_threads(), "compute": str(self.compute),
-                      **({"gpu": torch.cuda.get_device_name(self.compute)} if self.compute.type == "cuda" else {})},
-        }
-        return public_record(record) if self.method.private else record
+        """The result record so far (a private run's: only its public surface)."""
+        return run_record(self)
 
 
 def train(config: TrainConfig, *, out: str | os.PathLike[str] | None = None, progress: bool = True,

@@ -12,14 +12,16 @@ from .events import (
     Event,
     FixedSizeGaussianEvent,
     GaussianEvent,
-    PHOTONIC_DP_UNBOUNDED_REASON,
-    PhotonicDFAEvent,
     PoissonGaussianEvent,
     PrivacyParameterError,
-    SampledWithRejectionGaussianEvent,
-    UnboundedEvent,
     event_from_dict,
     register_event,
+)
+from .paper_events import (
+    PHOTONIC_DP_UNBOUNDED_REASON,
+    PhotonicDFAEvent,
+    SampledWithRejectionGaussianEvent,
+    UnboundedEvent,
 )
 # Every built-in event module is imported here so that its events register (``register_event``) and
 # any ledger this package wrote restores, whichever modules the restoring process imported.

@@ -20,8 +20,8 @@ from .events import (
     Neighboring,
     PoissonGaussianEvent,
     PrivacyParameterError,
-    SampledWithRejectionGaussianEvent,
 )
+from .paper_events import SampledWithRejectionGaussianEvent
 
 SAMPLINGS = ("poisson", "fixed", "rejection")
 MAX_STEPS = 10**8

@@ -9,7 +9,7 @@ come from the same cipher run there (:mod:`opu_hal.kernels.triton_chacha`, one T
 key of its own, so a private GPU step never waits for the CPU. That third key drives a counter-mode
 stream (one 64-bit block counter): on the CPU with Numba, the Poisson counts of a Skellam release are
 drawn by PTRS on its uniforms (:mod:`opu_hal.kernels.compiled.chacha` and
-:func:`opu_hal.kernels.compiled.poisson.constant_mean_counts`, nonce 1; the GPU normals use nonce 0), about
+:func:`opu_hal.kernels.compiled.poisson_constant.constant_mean_counts`, nonce 1; the GPU normals use nonce 0), about
 4x faster than randomgen's ChaCha20 under numpy's PTRS; the CPU normals by the Marsaglia-Tsang
 ziggurat on it (:mod:`opu_hal.kernels.compiled.chacha_normal`, nonce word 2, the second nonce word numbering
 each normal's substream), about 2.5x faster than randomgen's ziggurat in two threads; and the
@@ -285,7 +285,7 @@ class SecureGenerator:
         """``n`` i.i.d. Poisson(``mean``) counts (int64), sampled exactly: PTRS on the compiled
         counter-mode stream (CPU with Numba, ``mean >= 10``), else numpy's PTRS / inversion."""
         if self._compiled_counts(mean):
-            from ..kernels.compiled.poisson import constant_mean_counts
+            from ..kernels.compiled.poisson_constant import constant_mean_counts
 
             return constant_mean_counts(mean, n, self._counter_uniforms)  # nonce COUNTS_NONCE
         return self._split(n, lambda g, k: g.poisson(mean, k))

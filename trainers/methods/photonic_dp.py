@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from opu_hal.privacy import Accountant, ComposedEvent, PhotonicDFAEvent
-from opu_hal.privacy.events import PHOTONIC_DP_UNBOUNDED_REASON, UnboundedEvent
+from opu_hal.privacy.paper_events import PHOTONIC_DP_UNBOUNDED_REASON, UnboundedEvent
 from opu_hal.randomness.secure_random import SecureGenerator
 
 from ..core.clipping import clip_norm, clip_values, offset

@@ -1,0 +1,75 @@
+"""The result record of a run and its per-epoch log line; a private run publishes only its
+declared public surface (:mod:`trainers.public_surface`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .public_surface import epoch_summary, public_record
+from .run_setup import dataset_size_statement, public_size
+
+#: A :class:`trainers.loop.Trainer` (read by attribute: the loop imports this module).
+Trainer = Any
+
+
+def epoch_line(record: dict[str, Any], private: bool) -> str:
+    """The log line of one epoch's record (a private run's: :func:`epoch_summary`)."""
+    if private:
+        return epoch_summary(record)
+    text = (f"epoch {record['epoch']:>3}  loss {record['train_loss']:.4f}  train {record['train_accuracy']:.4f}  "
+            f"val {record['validation_accuracy']:.4f}  test {record['test_accuracy']:.4f}  "
+            f"{record['epoch_time_s']:.1f}s")
+    if "epsilon" in record:
+        text += f"  eps {record['epsilon']:.4g}"
+    return text
+
+
+def camera_time(trainer: Trainer) -> dict[str, float]:
+    """Frames and camera-seconds of the run's device privacy counts: the last draw's per-step
+    figures times every step that drew (completed, and lost to a kill but charged)."""
+    per_step = trainer.method.describe().get("device_noise") or {}
+    if "camera_seconds" not in per_step:
+        return {}
+    draws = trainer.global_step + trainer.run_journal.lost_steps_charged
+    return {"camera_frames": per_step["frames"] * draws, "camera_seconds": per_step["camera_seconds"] * draws}
+
+
+def run_record(trainer: Trainer) -> dict[str, Any]:
+    """The result record so far: run, data, settings, epochs, noise, privacy ledger and final figures."""
+    last = trainer.epochs[-1] if trainer.epochs else {}
+    final: dict[str, Any] = {
+        "test_accuracy": last.get("test_accuracy", float("nan")),
+        "validation_accuracy": last.get("validation_accuracy", float("nan")),
+        "wall_time_s": trainer.elapsed, "epochs_completed": len(trainer.epochs), "steps": trainer.global_step,
+    }
+    privacy: dict[str, Any] | None = None
+    if trainer.accountant is not None:
+        final["epsilon"] = trainer.accountant.get_epsilon(trainer.config.delta)
+        final["delta"] = trainer.config.delta
+        final.update(camera_time(trainer))
+        privacy = {"neighboring": trainer.accountant.neighboring, "ledger": trainer.accountant.to_dict(),
+                   "dataset_size": dataset_size_statement(trainer.config, trainer.method.neighboring),
+                   "stopped_by_budget": trainer.stopped_by_budget,
+                   "target_epsilon": trainer.config.target_epsilon,
+                   "lost_steps_charged": trainer.run_journal.lost_steps_charged, **trainer.method.describe()}
+    device = trainer.device
+    record = {
+        "method": trainer.config.method,
+        "profile": None if device is None else {"name": device.profile.label,
+                                                 "backend": device.profile.backend,
+                                                 "source": str(device.profile.source)},
+        "dataset": {"name": trainer.data.name, "train": public_size(trainer.config, len(trainer.train_split)),
+                    "validation": len(trainer.data.validation), "test": len(trainer.data.test),
+                    "features": trainer.config.features, "n_features": trainer.data.n_features},
+        "hyperparameters": trainer.config.to_dict(),
+        "sampling": {"kind": trainer.sampler.kind, "steps_per_epoch": trainer.sampler.steps_per_epoch},
+        "epochs": trainer.epochs,
+        "noise_reports": trainer.noise_log.to_list(),
+        "privacy": privacy,
+        "final": final,
+        "torch": {"version": torch.__version__, "threads": torch.get_num_threads(), "compute": str(trainer.compute),
+                  **({"gpu": torch.cuda.get_device_name(trainer.compute)} if trainer.compute.type == "cuda" else {})},
+    }
+    return public_record(record) if trainer.method.private else record
