@@ -242,7 +242,7 @@ def test_cli_plan_names_the_relation_of_the_sensitivity_it_expects(capsys):
 def test_cli_plan_refuses_an_infinite_target(capsys):
     assert main(["plan", "--dataset-size", "60000", "--batch-size", "256", "--epochs", "15",
                  "--target-epsilon", "inf"]) == 2  # was: z = 0.01
-    assert "target_epsilon" in capsys.readouterr().err
+    assert "--target-epsilon" in capsys.readouterr().err  # the library names quantities; the CLI its flags
 
 
 # -- item 7: exact fractional orders -------------------------------------------------------------

@@ -249,7 +249,7 @@ def test_killed_run_resumes_with_the_ledger_of_an_uninterrupted_run(tmp_path):
     ck = tmp_path / "run.ckpt"
     killed = _run_cli([*common, "--checkpoint", str(ck)], tmp_path, kill_after_step=27)
     assert killed.returncode == -9  # killed mid-epoch 2 (18 steps per epoch), 3 steps after a checkpoint
-    assert load_checkpoint(ck)["global_step"] == 24
+    assert load_checkpoint(ck)["progress"]["global_step"] == 24
     resumed = _run_cli([*common, "--checkpoint", str(ck), "--resume", "--out", str(tmp_path / "resumed.json")], tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert "replaying 3 step(s)" in resumed.stderr

@@ -235,7 +235,7 @@ def test_skellam_plan_rescales_the_calibration_to_the_profiles_anchor_power_as_t
     with opu_hal.load_device(opu_hal.validate_profile({**dim, "calibration": str(camera / "cal.json")})) as device:
         for plan in plans:  # the lower bound train plans its reads with, at the same anchor power
             device.set_options(temperature_c=plan["temperature_c"])
-            lower, _ = device._calibrated.anchor_read_lower_e(plan["temperature_c"])
+            lower, _ = device.calibration.anchor_read_lower_e(plan["temperature_c"])
             assert plan["supplied"] == pytest.approx(lower)
             assert plan["reads_per_value"] * lower >= plan["needed"]
     full = json.loads((camera / "cal.json").read_text())["operating_points"][0]["anchor_read_e_min_pixel_lower"]
@@ -252,7 +252,7 @@ def test_train_refuses_a_calibration_on_a_torch_profile_instead_of_ignoring_it(c
     code, err = run_cli(["train", "--method", "dp-dfa", "--profile", "torch-cpu", "--calibration",
                          str(camera / "cal.json"), "--dataset", "digits", "--epochs", "1", "--target-epsilon", "8",
                          "--quiet"], capsys)
-    assert code == 2 and "key 'calibration'" in err and "a torch profile has none" in err
+    assert code == 2 and "has no camera a calibration could describe" in err and "torch-cpu" in err
 
 
 def test_train_with_device_noise_refuses_a_short_calibration_naming_the_key(camera, capsys):
@@ -472,7 +472,7 @@ def test_a_projection_of_100000_rows_and_a_30000_square_torch_matrix_under_a_4_g
             "with opu_hal.load_device('opu-sim') as d:\n"
             "    try:\n"
             "        d.project(torch.zeros(100_000, d.in_features)); print('projected')\n"
-            "    except opu_hal.InputError as exc:\n"
+            "    except opu_hal.HostMemoryError as exc:\n"
             "        print('refused:', exc)\n"
             "torch_profile = {'backend': 'torch', 'in_features': 30000, 'out_features': 30000, 'device': 'cpu'}\n"
             "try:\n"
@@ -483,7 +483,7 @@ def test_a_projection_of_100000_rows_and_a_30000_square_torch_matrix_under_a_4_g
     done = subprocess.run([_sys.executable, "-c", code], capture_output=True, text=True, timeout=120, preexec_fn=cap,
                           cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-500:]
-    assert "refused: batch has 100000 rows but this device takes at most" in done.stdout
+    assert "refused: a batch of 100000 rows needs about" in done.stdout  # checked when projected
     assert "30000 x 30000 need a" in done.stdout
 
 

@@ -129,7 +129,7 @@ class Trainer:
         self.optimizer = make_optimizer(config, self.model)
         sampling = config.sampling or self.method.sampling
         self.sampler = Sampler(sampling, len(self.train_split), config.batch_size, config.seed,
-                               min_batch=getattr(self.method, "min_batch", 0),
+                               min_batch=self.method.min_batch,
                                secret_key=new_secret_key() if self.method.private else None,
                                public_size=public_size(config, len(self.train_split)))
         self.planned_steps = config.epochs * self.sampler.steps_per_epoch
@@ -145,7 +145,7 @@ class Trainer:
         self.budget: PrivacyBudget | None = None
         self.stopped_by_budget = False
         if self.method.private:
-            self.accountant = Accountant(self.method.neighboring)  # type: ignore[arg-type]
+            self.accountant = Accountant(self.method.neighboring)
             if config.target_epsilon is not None:
                 self.budget = PrivacyBudget(config.target_epsilon, config.delta)
             plan_noise(self.method, self.planned_steps, config, self.log)
@@ -232,9 +232,7 @@ class Trainer:
         self.method.current_step = self.global_step
         output = self.method.compute_gradients(x, y)
         self.optimizer.step()
-        after_step = getattr(self.method, "after_step", None)
-        if after_step is not None:
-            after_step()
+        self.method.after_step()
         self.noise_log.add(output.noise)
         if self.accountant is not None:
             if output.privacy_event is None:
@@ -297,8 +295,7 @@ class Trainer:
     def run(self, max_epochs: int | None = None) -> dict[str, Any]:
         """Train to the configured number of epochs (or ``max_epochs`` more of them, to train in
         stages: a later :meth:`run` or a ``--resume`` continues); returns the record so far."""
-        prepare = getattr(self.method, "prepare", None)
-        if prepare is not None and prepare(self.train_split, self.accountant, self.log):
+        if self.method.prepare(self.train_split, self.accountant, self.log):
             # A method's private set-up ran (DP-MAC's pre-training and histogram), charged to the ledger.
             self.checkpoint()
         epoch, start = self.position

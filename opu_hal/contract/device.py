@@ -13,6 +13,7 @@ import torch
 from .calibration import NoiseCalibration
 from .capabilities import Capabilities
 from .errors import DeviceUnavailable, InputError
+from .frames import RawFrames
 from .inputs import check_batch
 from .noise import NoiseReport, PrivacyCounts, Projection
 from .profile_base import BaseProfile
@@ -85,11 +86,12 @@ class Device(ABC, Generic[P]):
     def _use_calibration(self, calibration: NoiseCalibration) -> None:
         """Backend hook: take ``calibration`` into account (the base stores it in :attr:`calibration`)."""
 
-    def raw_frames(self, illumination: str, frames: int, *, exposure_us: float | None = None,
-                   pixels: int | None = None) -> Any:
-        """Raw camera frames in DN, ``(frames, pixels)``, of one ``illumination`` (``"dark"``,
-        ``"anchor"`` or ``"signal"``): what calibration measures. Only devices whose
-        ``capabilities.raw_frames`` is true give them; others raise :class:`DeviceUnavailable`."""
+    def raw_frames(self, illumination: str, n_frames: int, *, exposure_us: float | None = None,
+                   anchor_power_uw: float | None = None, pattern: torch.Tensor | None = None) -> RawFrames:
+        """``n_frames`` raw camera frames in DN (:class:`~opu_hal.contract.frames.RawFrames`) of one
+        ``illumination`` (``"dark"``, ``"anchor"`` at ``anchor_power_uw``, or ``"signal"``: the
+        speckle of one input ``pattern``) at ``exposure_us``: what calibration measures. Only devices
+        whose ``capabilities.raw_frames`` is true give them; others raise :class:`DeviceUnavailable`."""
         raise DeviceUnavailable(f"profile {self._profile.label!r} ({self._profile.backend}) gives no raw camera frames")
 
     @abstractmethod

@@ -82,11 +82,14 @@ def run_description(shape: RunShape) -> tuple[Callable[[float], Event], Neighbor
     return (lambda z: SampledWithRejectionGaussianEvent(q, z, min_batch, n - 1)), "add_remove", shape.steps
 
 
-_QUANTITIES = ("dataset_size", "batch_size", "min_batch", "epochs", "steps", "noise_multiplier", "sensitivity",
-               "dimension", "lattice_resolution", "target_epsilon", "delta")
+#: Quantities an error may name, as identifiers (``batch_size``) or, for the plain words, as the
+#: subject of a requirement (``epochs must``, ``steps in [``, ``delta =``).
+_IDENTIFIERS = ("dataset_size", "batch_size", "min_batch", "noise_multiplier", "lattice_resolution", "target_epsilon")
+_WORDS = ("epochs", "steps", "sensitivity", "dimension", "delta")
 
 
 def as_flags(message: str) -> str:
     """``message`` with the quantities it names written as the command line's flags."""
-    pattern = r"\b(" + "|".join(_QUANTITIES) + r")\b"
-    return re.sub(pattern, lambda m: "--" + m.group(1).replace("_", "-"), message)
+    flag = lambda m: "--" + m.group(1).replace("_", "-")  # noqa: E731
+    message = re.sub(r"\b(" + "|".join(_IDENTIFIERS) + r")\b", flag, message)
+    return re.sub(r"(?<![-\w])(" + "|".join(_WORDS) + r")\b(?= must| in \[| =| >| <)", flag, message)

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 from opu_hal import Device, NoiseReport
 from opu_hal.privacy import Event
+from opu_hal.privacy.events import Neighboring
 
 from ..core.model import MLP, Trace
 
@@ -56,7 +57,7 @@ class Method(ABC):
     name: ClassVar[str] = ""
     uses_device: ClassVar[bool] = False
     private: ClassVar[bool] = False
-    neighboring: ClassVar[str] = "add_remove"
+    neighboring: ClassVar[Neighboring] = "add_remove"
     sampling: ClassVar[str] = "shuffle"  # shuffle | fixed | poisson
     # Whether a step can be recomputed bit for bit from its seed (no physical noise involved).
     replayable: ClassVar[bool] = True
@@ -115,6 +116,18 @@ class Method(ABC):
         if not self.single_release:
             raise NotImplementedError(f"method {self.name!r} makes no single noisy release per step to intercept")
         self._release_hook = hook
+
+    # -- run hooks the loop calls ----------------------------------------------------------------
+    #: The smallest batch the method's sampler may draw (rejection sampling; 0: no floor).
+    min_batch: int = 0
+
+    def prepare(self, train: Any, accountant: Any, log: Callable[[str], None]) -> bool:
+        """Private set-up before the first step (DP-MAC's pre-training), charged to ``accountant``;
+        returns whether it ran (the loop then checkpoints). Default: nothing to prepare."""
+        return False
+
+    def after_step(self) -> None:
+        """Called after the optimizer applied a step (DP-MAC's controller). Default: nothing."""
 
     def planned_event(self) -> Event | None:
         """The accounting event the next step is expected to spend (``None`` for non-private
