@@ -106,3 +106,18 @@ def test_tune_end_to_end_on_digits_with_secure_k():
     assert tuning["selected"]["lr"] in (0.05, 0.2)
     assert "train_loss" not in record["final_run"]["epochs"][-1]  # the final run's record is the public one
     assert record["final_run"]["final"]["test_accuracy"] > 0.3  # chance is 0.1 on digits
+
+
+def test_tune_command_prints_and_records_the_total_epsilon(tmp_path, capsys):
+    from trainers.cli import main
+
+    out = tmp_path / "tune.json"
+    assert main(["tune", "--method", "dp-sgd", "--dataset", "digits", "--epochs", "1", "--batch-size", "50",
+                 "--hidden", "16", "--target-epsilon", "1", "--delta", "1e-5", "--space", "lr=0.1,0.2",
+                 "--mean-runs", "2", "--out", str(out)]) == 0
+    import json
+
+    saved = json.loads(out.read_text())
+    printed = capsys.readouterr().out
+    assert f"total with the final run {saved['tuning']['total_epsilon']:.4g}" in printed
+    assert saved["tuning"]["total_epsilon"] > 1.0 >= saved["tuning"]["final_run_epsilon"]
