@@ -32,7 +32,7 @@ from .methods import METHODS
 from .core.model import MLP
 from .privacy import plan_noise
 from .run_record import epoch_line, run_record
-from .run_setup import (_limit, _to, build_method, check_model_memory, check_output_path, make_optimizer,
+from .run_setup import (_limit, _to, build_method, check_model_memory, check_output_path, make_optimizer, public_size,
                         resolve_compute)
 from .records import NoiseLog, write_json
 from .core.sampling import Sampler

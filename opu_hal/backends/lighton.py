@@ -15,7 +15,6 @@ import glob
 import importlib
 import math
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np

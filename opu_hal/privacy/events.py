@@ -17,7 +17,6 @@ from typing import Any, ClassVar, Literal, TypeVar
 import dp_accounting
 import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
-from scipy import stats
 
 from ..contract.errors import OpuHalError
 

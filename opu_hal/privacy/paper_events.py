@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 import numpy as np
+from scipy import stats
 
 from .events import Event, Neighboring, PrivacyParameterError, _positive, _rate, is_count, register_event
 

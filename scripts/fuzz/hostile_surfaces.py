@@ -3,17 +3,14 @@ paths) and to plugins (entry points that fail, shadow or hang): cases for :mod:`
 
 from __future__ import annotations
 
-from __future__ import annotations
 import argparse
-import itertools
 import json
-import subprocess
 import sys
-from collections import Counter
 from pathlib import Path
+
 import torch
+
 import opu_hal
-from opu_hal.contract.errors import OpuHalError
 
 
 CAMERA = {"backend": "simulated", "in_features": 4, "out_features": 64, "seed": 3, "gain_e_per_dn": 1.0,

@@ -3,6 +3,8 @@ privacy counts (PTRS of :mod:`.poisson`, its uniforms from the ChaCha20 keystrea
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit, prange
 
