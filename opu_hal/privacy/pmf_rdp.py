@@ -126,7 +126,8 @@ def _near(alpha: int, terms: tuple[float, float, np.ndarray]) -> float:
     if alpha >= 3:
         i = np.arange(3, alpha + 1)
         log_binom = gammaln(alpha + 1) - gammaln(i + 1) - gammaln(alpha - i + 1)
-        higher = float(np.exp(logsumexp(log_binom + log_g[i])))
+        with np.errstate(over="ignore"):
+            higher = float(np.exp(logsumexp(log_binom + log_g[i])))
     return (second + higher) / (alpha - 1)
 
 
