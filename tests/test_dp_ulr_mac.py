@@ -62,7 +62,7 @@ def test_private_forward_methods_beat_chance_on_clusters(name, extra):
 
 # -- DP-ULR accounting ---------------------------------------------------------------------------
 def test_dp_ulr_accounts_srgm_with_the_smaller_neighbour():
-    m = method("dp-ulr", n=600)
+    m = method("dp-ulr", n=600, sampling="rejection")
     event = m.planned_event()
     assert isinstance(event, SampledWithRejectionGaussianEvent)
     assert event.min_dataset_size == 599 and event.min_batch_size == m.min_batch
@@ -70,19 +70,43 @@ def test_dp_ulr_accounts_srgm_with_the_smaller_neighbour():
 
 
 def test_dp_ulr_refuses_sigma_0_below_theorem_3_5():
-    m = method("dp-ulr")
+    m = method("dp-ulr", sampling="rejection")
     with pytest.raises(PrivacyParameterError, match="sigma_0 >= 4"):
         m.set_noise_multiplier(2.0)
 
 
 def test_dp_ulr_refuses_min_batch_above_q_times_n_minus_one():
     with pytest.raises(TrainingConfigError, match="N_B <= q N-bar"):
-        method("dp-ulr", n=600, extra={"min_batch": "40"})
+        method("dp-ulr", n=600, sampling="rejection", extra={"min_batch": "40"})
 
 
 def test_dp_ulr_poisson_variant_uses_the_library_event():
     m = method("dp-ulr", sampling="poisson")
     assert isinstance(m.planned_event(), PoissonGaussianEvent)
+
+
+def test_dp_ulr_sound_mode_samples_poisson_and_the_controller_with_rejection():
+    assert method("dp-ulr").sampling == "poisson" and method("dp-ulr").min_batch == 0
+    assert method("dp-ulr", extra={"mode": "controller"}).sampling == "rejection"
+
+
+def test_dp_ulr_run_spends_the_budget_it_planned():
+    """Issue 35: the planner was floored at Theorem 3.5's sigma_0 = 4, logged "reaches epsilon 8"
+    and the run spent 1.32; now the default plan's last step lands within 5% under the target."""
+    lines: list[str] = []
+    record = train(cfg("dp-ulr", target_epsilon=2.0, delta=1e-5, epochs=2, batch_size=100),
+                   data=clusters(n_train=1200), progress=False, log=lines.append)
+    assert 0.95 * 2.0 <= record["final"]["epsilon"] <= 2.0
+    assert not any("spends only" in line for line in lines)
+
+
+def test_dp_ulr_plan_below_target_states_the_reason():
+    lines: list[str] = []
+    record = train(cfg("dp-ulr", target_epsilon=8.0, delta=1e-5, epochs=2, batch_size=100, sampling="rejection"),
+                   data=clusters(n_train=1200), progress=False, log=lines.append)
+    spent = record["final"]["epsilon"]
+    assert spent < 0.95 * 8.0
+    assert any(f"spends only {spent:.3g}" in line and "sigma_0 >= 4" in line for line in lines)
 
 
 def test_dp_ulr_refuses_device_forward_noise_with_the_reason():

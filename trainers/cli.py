@@ -153,6 +153,27 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_tune(args: argparse.Namespace) -> int:
+    from .loop import check_output_path, train  # torch-heavy; imported only when training
+    from .records import write_json
+    from .tune import parse_space, summary, tune
+    from opu_hal.privacy.tuning import TruncatedNegativeBinomial
+
+    try:
+        config = config_from_args(args)
+        if args.out is not None:
+            check_output_path(args.out, "--out")
+        record = tune(config, parse_space(args.space), TruncatedNegativeBinomial.with_mean(args.mean_runs, args.eta),
+                      lambda c: train(c, progress=False, log=lambda message: None))
+    except DatasetError as exc:
+        raise TrainingConfigError(str(exc)) from exc
+    print(summary(record))
+    if args.out:
+        write_json(args.out, record)
+        print(f"tuning record: {args.out}")
+    return 0
+
+
 def privacy_summary(privacy: dict, profile: dict | None) -> str:
     """One line: the mechanism, where its noise came from, the generator, the calibration used."""
     parts = [f"mechanism {privacy['mechanism']}", f"noise source {privacy.get('noise_source', 'software')}"]
@@ -198,6 +219,13 @@ def register_train_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train an MLP with a DFA-family or private method")
     add_train_arguments(p)
     p.set_defaults(func=_cmd_train)
+
+    p = sub.add_parser("tune", help="private hyperparameter selection, best of a random number of runs "
+                                    "(Papernot-Steinke 2022), then a final run; prints the total epsilon")
+    add_train_arguments(p)
+    from .tune import add_tune_arguments
+    add_tune_arguments(p)
+    p.set_defaults(func=_cmd_tune)
 
     p = sub.add_parser("plot", help="accuracy curves (PNG) from result records")
     p.add_argument("records", nargs="+", help="result JSON files written by train --out")

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from typing import Callable
 
-from opu_hal.privacy import smallest_noise_multiplier
+from opu_hal.privacy import PrivacyParameterError, planned_epsilon, smallest_noise_multiplier
 
 from .config import TrainConfig
 from .methods.base import GaussianNoiseMethod, Method
 
+#: A plan that spends less than this share of the target says so, with the reason (issue 35).
+SHORTFALL = 0.95
+
 
 def plan_noise(method: Method, steps: int, config: TrainConfig, log: Callable[[str], None]) -> None:
     """Give ``method`` the smallest noise multiplier whose planned run fits the target (inverse
-    accounting), unless the user fixed ``--noise-multiplier``."""
+    accounting), unless the user fixed ``--noise-multiplier``. The log states the epsilon the plan
+    actually spends, and why, when the event's valid range floors the noise above what the target
+    needs (e.g. Theorem 3.5's ``sigma_0 >= 4``): the run then cannot spend its target."""
     if not (isinstance(method, GaussianNoiseMethod)
             or (hasattr(method, "event_for") and hasattr(method, "set_noise_multiplier"))):
         return  # no noise to choose (photonic-dp's is the device's)
@@ -21,8 +26,22 @@ def plan_noise(method: Method, steps: int, config: TrainConfig, log: Callable[[s
         return
     if config.target_epsilon is None:  # TrainConfig.validate refuses this for such methods
         raise AssertionError(f"{method.name}: neither --noise-multiplier nor --target-epsilon")
-    z = smallest_noise_multiplier(method.event_for, steps, config.target_epsilon, config.delta,
+    event_for = method.event_for  # type: ignore[attr-defined]
+    z = smallest_noise_multiplier(event_for, steps, config.target_epsilon, config.delta,
                                   method.neighboring)  # type: ignore[arg-type]
     method.set_noise_multiplier(z)
-    log(f"{method.name}: noise multiplier {z:.4f} reaches epsilon {config.target_epsilon} at delta "
-        f"{config.delta} after the planned {steps} steps")
+    planned = planned_epsilon(event_for, z, steps, config.delta, method.neighboring)  # type: ignore[arg-type]
+    log(f"{method.name}: noise multiplier {z:.4f} plans epsilon {planned:.4g} (target {config.target_epsilon}) "
+        f"at delta {config.delta} after the planned {steps} steps")
+    if planned < SHORTFALL * config.target_epsilon:
+        log(f"{method.name}: the plan spends only {planned:.3g} of epsilon {config.target_epsilon}: "
+            f"{floor_reason(event_for, z)}")
+
+
+def floor_reason(event_for: Callable[[float], object], z: float) -> str:
+    """Why no smaller noise multiplier than ``z`` was planned: the event's refusal just below it."""
+    try:
+        event_for(z * (1 - 1e-3))
+    except PrivacyParameterError as error:
+        return f"the accounting refuses a smaller noise multiplier ({error})"
+    return "a smaller noise multiplier exceeds the target or is refused at every order of the grid"

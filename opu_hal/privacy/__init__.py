@@ -27,6 +27,7 @@ from .paper_events import (
 # any ledger this package wrote restores, whichever modules the restoring process imported.
 from .skellam import FixedSizeSkellamEvent, SkellamEvent
 from .rounding import FixedSizeRoundedSkellamEvent, RoundedSkellamEvent
+from .digitized_events import DigitizedNoiseEvent, FixedSizeDigitizedNoiseEvent
 from .inverse import noise_std_for, planned_epsilon, smallest_noise_multiplier
 
 __all__ = [
@@ -34,6 +35,8 @@ __all__ = [
     "ComposedEvent",
     "DEFAULT_ORDERS",
     "EVENT_TYPES",
+    "DigitizedNoiseEvent",
+    "FixedSizeDigitizedNoiseEvent",
     "Event",
     "FixedSizeGaussianEvent",
     "FixedSizeSkellamEvent",

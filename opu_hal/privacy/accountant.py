@@ -114,11 +114,31 @@ class Accountant:
 
     def get_epsilon_and_order(self, delta: float) -> tuple[float, float]:
         self._refuse_claims()
-        return self._epsilon_and_order(self._rdp, delta)
+        return self._epsilon_and_order(self._rdp, delta, self._coupling(self._totals))
 
-    def _epsilon_and_order(self, rdp: np.ndarray, delta: float) -> tuple[float, float]:
+    @staticmethod
+    def _coupling(totals: dict[Event, int]) -> float:
+        """Total variation ``eta`` between the run and the mechanisms the curves describe (pmf_rdp (5))."""
+        return sum(count * event.total_variation() for event, count in totals.items())
+
+    def _epsilon_and_order(self, rdp: np.ndarray, delta: float, coupling: float = 0.0) -> tuple[float, float]:
+        """With a coupling cost ``eta`` (pmf_rdp (5)): the curves' epsilon at ``delta' = delta - (1 + e^eps)
+        eta`` for an ``eps`` at least the result (fixed point from above), so ``delta' + (1 + e^eps) eta <= delta``."""
         _check_delta(delta)
         epsilon, order = rdp_lib.compute_epsilon(self.orders, rdp, delta)
+        assumed = epsilon
+        for _ in range(50):
+            if coupling == 0 or math.isnan(epsilon):
+                break
+            remaining = delta - (1 + math.exp(min(assumed, 700.0))) * coupling
+            if not remaining > 0:
+                return math.inf, math.nan
+            epsilon, order = rdp_lib.compute_epsilon(self.orders, rdp, remaining)
+            if epsilon <= assumed:
+                break
+            assumed = epsilon * (1 + 1e-9) + 1e-12
+        else:
+            return math.inf, math.nan
         if math.isnan(epsilon):
             raise PrivacyParameterError("epsilon came out NaN")
         return float(epsilon), float(order)
@@ -134,13 +154,15 @@ class Accountant:
     def paper_claim_epsilon(self, delta: float) -> float:
         """Epsilon the ledger's events CLAIM, published bounds included that are not valid (e.g. paper
         000's eq. 17). For comparison with a paper only; never a guarantee."""
-        return self._epsilon_and_order(self._rdp, delta)[0]
+        return self._epsilon_and_order(self._rdp, delta, self._coupling(self._totals))[0]
 
     def get_delta(self, epsilon: float) -> float:
         if not (is_real(epsilon) and epsilon >= 0):
             raise PrivacyParameterError(f"epsilon must be >= 0, got {epsilon}")
         self._refuse_claims()
-        return float(rdp_lib.compute_delta(self.orders, self._rdp, epsilon)[0])
+        coupling = self._coupling(self._totals)
+        delta = float(rdp_lib.compute_delta(self.orders, self._rdp, epsilon)[0])
+        return min(1.0, delta + (1 + math.exp(min(epsilon, 700.0))) * coupling)
 
     def epsilon_after(self, event: Event, count: int, delta: float) -> float:
         """Epsilon the composition would have after ``count`` more ``event``; changes nothing."""
@@ -149,7 +171,7 @@ class Accountant:
         self.curve(event)
         totals = dict(self._totals)
         totals[event] = totals.get(event, 0) + count
-        return self._epsilon_and_order(self._compose(totals), delta)[0]
+        return self._epsilon_and_order(self._compose(totals), delta, self._coupling(totals))[0]
 
     def pld_interval(self, finest: float = PLD_FINEST_INTERVAL, max_points: int = PLD_MAX_POINTS) -> float:
         """The finest discretization interval (``>= finest``) whose PLD grid has at most ``max_points``

@@ -87,6 +87,12 @@ class Event(ABC):
     def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
         """RDP epsilon of one occurrence at each order."""
 
+    def total_variation(self) -> float:
+        """Bound on the total variation between one occurrence as run and the mechanism whose RDP
+        curve :meth:`rdp` gives (0: the curve is the mechanism's own). The accountant charges it in
+        delta by the coupling lemma of :mod:`.pmf_rdp` (5)."""
+        return 0.0
+
     def library_event(self) -> "dp_accounting.DpEvent | None":
         """The equivalent ``dp_accounting`` event, or None when the library has none."""
         return None
@@ -275,6 +281,9 @@ class ComposedEvent(Event):
 
     def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
         return np.sum([part.rdp(orders, neighboring) for part in self.parts], axis=0)
+
+    def total_variation(self) -> float:
+        return sum(part.total_variation() for part in self.parts)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "parts": [part.to_dict() for part in self.parts]}

@@ -115,3 +115,26 @@ def draw_counts(generator: SecureGenerator, sensor: "Sensor", read_mean_e: float
         reads_per_value=reads, read_noise_e=sensor.read_noise_e, gain_e_per_dn=sensor.gain_e_per_dn,
         lattice_step=1.0, clip_probability=p_clip, mean_source=mean_source)
     return PrivacyCounts(counts=torch.from_numpy(counts), distribution=distribution)
+
+
+def digitized_reads(generator: SecureGenerator, sensor: "Sensor", read_mean_e: float, n: int) -> np.ndarray:
+    """``n`` anchor-only reads in DN exactly as :meth:`Sensor._digitize` makes them (eq. 1 of
+    :mod:`opu_hal.privacy.digitized`): Poisson electrons, full well, read noise, ADC gain, black
+    level and clip, every draw from the secure generator."""
+    electrons = np.minimum(generator.poisson(read_mean_e, n).astype(np.float64), sensor.full_well_e)
+    electrons += sensor.read_noise_e * generator.standard_normal(n).numpy().astype(np.float64)
+    dn = np.rint(electrons / sensor.gain_e_per_dn) + sensor.black_level_dn
+    return np.clip(dn, 0, sensor.max_dn).astype(np.int64)
+
+
+def draw_digitized_counts(generator: SecureGenerator, sensor: "Sensor", read_mean_e: float, n_values: int,
+                          reads: int, chunk: int = 1 << 22) -> np.ndarray:
+    """``n_values`` noise values ``K = C_1 - C_2``, each count the sum of ``reads`` digitized reads
+    (eq. 3 of :mod:`opu_hal.privacy.digitized`; black levels cancel, their clipping does not)."""
+    out = np.empty(n_values, dtype=np.int64)
+    per = max(1, chunk // (2 * reads))
+    for start in range(0, n_values, per):
+        m = min(per, n_values - start)
+        dn = digitized_reads(generator, sensor, read_mean_e, 2 * reads * m).reshape(2, m, reads).sum(axis=2)
+        out[start:start + m] = dn[0] - dn[1]
+    return out

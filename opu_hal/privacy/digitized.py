@@ -1,0 +1,204 @@
+"""The exact law of digitized camera noise: one read in DN, sums of reads, differences of sums.
+
+**Camera model** (the simulated camera's, :mod:`opu_hal.backends.simulated.camera`): one anchor-only
+read of a pixel is
+
+    e  ~ Poisson(lambda_e),   y = min(e, full_well) + N(0, sigma_r^2),
+    DN = clip(round(y / g) + black, 0, 2^bits - 1)                                   (1)
+
+so ``P(DN = d) = sum_e Pois(e; lambda_e) P(y in bin_d | e)`` with ``bin_d = [(d - black - 1/2) g,
+(d - black + 1/2) g)``, the end bins ``d = 0`` and ``d = 2^bits - 1`` extended to -inf / +inf (the
+clip atoms) (2). A count is the sum of ``n`` independent reads, a noise value the difference of two
+counts, ``K = C_1 - C_2`` (3): symmetric, in DN, with the black level cancelled (not its clipping).
+
+**Numerics, never optimistic** (:class:`NoisePMF`): (2) is evaluated in log space (``gammaln``,
+``log_ndtr``); every later step sums non-negative terms (direct convolution, no FFT), so each entry
+keeps a *relative* error ``<= rel_err`` (each sum of ``L`` positive terms adds ``L 2^-53`` plus
+``1e-13`` for the special functions). Entries below :data:`FLUSH` are set to 0 after each step and
+products below the smallest normal double are lost; both, and the Poisson mass above the evaluated
+range, are charged to ``abs_err``, a bound on how much any entry may exceed its computed value:
+``p(n) <= p_hat(n) (1 + rel_err) + abs_err`` and ``p(n) >= p_hat(n) (1 - rel_err) - abs_err``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import gammaln, log_ndtr, logsumexp
+
+from .events import PrivacyParameterError, _positive, is_count
+
+FLUSH = 1e-280  # entries below are dropped (charged to abs_err); far above the subnormal range
+TINY = 2.3e-308  # a product below the smallest normal double may be lost
+_FUNC_REL = 1e-13  # relative error allowed for gammaln / log_ndtr / exp / log in one entry
+_POISSON_SIGMAS = 45.0  # Poisson range evaluated: mean +- 45 sd (+ 800), the rest charged to abs_err
+MAX_READS = 4096
+
+
+@dataclass(frozen=True)
+class CameraRead:
+    """The calibrated camera of one read (1): ``mean_e`` Poisson mean [e-] and ``read_noise_e``
+    [e- rms], each at the LOW end of its calibrated interval; ``gain_e_per_dn`` [e-/DN],
+    ``adc_bits``, ``black_level_dn`` [DN], ``full_well_e`` [e-]."""
+
+    mean_e: float
+    read_noise_e: float
+    gain_e_per_dn: float
+    adc_bits: int
+    black_level_dn: int
+    full_well_e: float
+
+    def __post_init__(self) -> None:
+        _positive("mean_e", self.mean_e, 1e7)
+        _positive("read_noise_e", self.read_noise_e, 1e4)
+        _positive("gain_e_per_dn", self.gain_e_per_dn, 1e4)
+        _positive("full_well_e", self.full_well_e, 1e8)
+        if not (is_count(self.adc_bits) and 6 <= self.adc_bits <= 16):
+            raise PrivacyParameterError(f"adc_bits must be an integer in [6, 16], got {self.adc_bits!r}")
+        if not (is_count(self.black_level_dn) and 0 <= self.black_level_dn < self.max_dn):
+            raise PrivacyParameterError(
+                f"black_level_dn must be an integer in [0, {self.max_dn - 1}], got {self.black_level_dn!r}")
+
+    @property
+    def max_dn(self) -> int:
+        return 2**self.adc_bits - 1
+
+    @property
+    def mean_dn(self) -> float:
+        """Mean of one read before clipping, ``lambda_e / g + black``."""
+        return self.mean_e / self.gain_e_per_dn + self.black_level_dn
+
+    @property
+    def variance_dn2(self) -> float:
+        """Variance of one read before clipping: ``(lambda_e + sigma_r^2) / g^2 + 1/12`` (approx.)."""
+        return (self.mean_e + self.read_noise_e**2) / self.gain_e_per_dn**2 + 1 / 12
+
+
+@dataclass(frozen=True)
+class NoisePMF:
+    """``p_hat(offset + i) = pmf[i]``, with the error bounds of the module docstring; ``span`` is the
+    number of integers where the true law may put mass (its finite support, computed part or not)."""
+
+    offset: int
+    pmf: np.ndarray
+    rel_err: float
+    abs_err: float
+    span: int
+
+    @property
+    def support(self) -> np.ndarray:
+        return np.arange(self.offset, self.offset + len(self.pmf))
+
+
+def _log_bin(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """``log(Phi(high) - Phi(low))`` for ``low < high`` (either may be infinite), without cancellation."""
+    low, high = np.broadcast_arrays(low, high)
+    out = np.empty(low.shape)
+    upper = low >= 0  # both in the upper tail: use the symmetry Phi(b) - Phi(a) = Phi(-a) - Phi(-b)
+    a = np.where(upper, -high, low)
+    b = np.where(upper, -low, high)
+    la, lb = log_ndtr(a), log_ndtr(b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = lb + np.log1p(-np.exp(la - lb))
+    straddle = (low < 0) & (high > 0)  # Phi(b) - Phi(a) = 1 - Phi(a) - Phi(-b), at least min(...) > 0
+    if straddle.any():
+        lost = np.logaddexp(log_ndtr(low[straddle]), log_ndtr(-high[straddle]))
+        out[straddle] = np.log(-np.expm1(lost))
+    return out
+
+
+def read_log_pmf(camera: CameraRead) -> tuple[np.ndarray, float]:
+    """``log P(DN = d)`` for ``d = 0 .. 2^bits - 1`` (eq. 2) and the Poisson mass left out (charged to
+    ``abs_err`` by the caller)."""
+    lam, g, sigma = camera.mean_e, camera.gain_e_per_dn, camera.read_noise_e
+    spread = _POISSON_SIGMAS * math.sqrt(lam) + 800
+    bottom, top = max(0, int(math.floor(lam - spread))), int(math.ceil(lam + spread))
+    full_well = int(math.floor(camera.full_well_e))
+    e = np.arange(bottom, min(top, full_well) + 1, dtype=np.float64)
+    log_pois = e * math.log(lam) - lam - gammaln(e + 1)
+    # Mass outside the evaluated range: beyond mean +- spread the pmf falls geometrically, ratio < 1 - 1e-4.
+    left_out = math.exp(min(0.0, float(log_pois[0]) + math.log(1e4))) if bottom > 0 else 0.0
+    if full_well <= top:  # min(e, FW): the whole upper tail sits at FW (Poisson sf, log space)
+        tail = np.arange(full_well, max(top, full_well) + 1, dtype=np.float64)
+        log_tail = tail * math.log(lam) - lam - gammaln(tail + 1)
+        log_pois[-1] = float(logsumexp(log_tail))
+        left_out += math.exp(min(0.0, float(log_tail[-1]) + math.log(1e4)))
+    else:
+        left_out += math.exp(min(0.0, float(log_pois[-1]) + math.log(1e4)))
+    d = np.arange(camera.max_dn + 1, dtype=np.float64)
+    edges_low = (d - camera.black_level_dn - 0.5) * g
+    edges_high = edges_low + g
+    edges_low[0], edges_high[-1] = -np.inf, np.inf
+    out = np.full(len(d), -np.inf)
+    for start in range(0, len(e), 256):  # chunks keep memory at 256 x 2^bits
+        chunk = e[start:start + 256, None]
+        log_bins = _log_bin((edges_low[None, :] - chunk) / sigma, (edges_high[None, :] - chunk) / sigma)
+        out = np.logaddexp(out, logsumexp(log_pois[start:start + 256, None] + log_bins, axis=0))
+    return out, left_out
+
+
+def _flush(values: np.ndarray) -> tuple[np.ndarray, float]:
+    """Drop entries below :data:`FLUSH` and trim zero ends; returns the array and the mass dropped bound."""
+    small = values < FLUSH
+    dropped = float(np.count_nonzero(small & (values > 0))) * FLUSH
+    values = np.where(small, 0.0, values)
+    return values, dropped
+
+
+def _trim(offset: int, values: np.ndarray) -> tuple[int, np.ndarray]:
+    nonzero = np.flatnonzero(values)
+    if nonzero.size == 0:
+        raise PrivacyParameterError("the noise PMF underflowed everywhere")
+    return offset + int(nonzero[0]), values[nonzero[0]:nonzero[-1] + 1].copy()
+
+
+def _convolve(x: NoisePMF, y: NoisePMF) -> NoisePMF:
+    """``x * y`` by direct summation of non-negative products; errors as in the module docstring."""
+    values = np.convolve(x.pmf, y.pmf)  # direct method: every entry a sum of non-negative products
+    terms = min(len(x.pmf), len(y.pmf))
+    rel = (1 + x.rel_err) * (1 + y.rel_err) * (1 + terms * 2.0**-53) - 1
+    # x's error spreads over y's mass (<= 1 + rel) and vice versa; lost products and the flush add up
+    absolute = (x.abs_err * (1 + y.rel_err) + y.abs_err * (1 + x.rel_err) + x.abs_err * y.abs_err * len(y.pmf)
+                + terms * TINY)
+    values, dropped = _flush(values)
+    offset, values = _trim(x.offset + y.offset, values)
+    return NoisePMF(offset, values, rel, absolute + dropped, x.span + y.span - 1)
+
+
+def read_pmf(camera: CameraRead) -> NoisePMF:
+    """One read (eq. 2) as a :class:`NoisePMF` on ``0 .. 2^bits - 1``."""
+    log_pmf, left_out = read_log_pmf(camera)
+    values, dropped = _flush(np.exp(log_pmf))
+    length = 2 * int(math.ceil(_POISSON_SIGMAS * math.sqrt(camera.mean_e) + 800)) + 1
+    rel = length * 2.0**-53 + 2 * _FUNC_REL
+    offset, values = _trim(0, values)
+    return NoisePMF(offset, values, rel, left_out + dropped + length * TINY, camera.max_dn + 1)
+
+
+@functools.lru_cache(maxsize=64)
+def count_pmf(camera: CameraRead, reads: int) -> NoisePMF:
+    """A count: the sum of ``reads`` independent reads (eq. 3), by binary powering."""
+    if not (is_count(reads) and 1 <= reads <= MAX_READS):
+        raise PrivacyParameterError(f"reads per count must be an integer in [1, {MAX_READS}], got {reads!r}")
+    base, result = read_pmf(camera), None
+    n = reads
+    while n:
+        if n & 1:
+            result = base if result is None else _convolve(result, base)
+        n >>= 1
+        if n:
+            base = _convolve(base, base)
+    assert result is not None
+    return result
+
+
+@functools.lru_cache(maxsize=64)
+def difference_pmf(camera: CameraRead, reads: int) -> NoisePMF:
+    """``K = C_1 - C_2`` of two independent counts of ``reads`` reads each (eq. 3), in DN."""
+    count = count_pmf(camera, reads)
+    mirrored = NoisePMF(-(count.offset + len(count.pmf) - 1), count.pmf[::-1].copy(), count.rel_err, count.abs_err,
+                        count.span)
+    return _convolve(count, mirrored)

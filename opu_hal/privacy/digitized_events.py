@@ -1,0 +1,105 @@
+"""Accountant events for the lattice mechanism whose noise is digitized camera reads.
+
+One release: every coordinate ``j`` of ``x = gamma u`` (``gamma Delta = k``, the per-coordinate
+lattice of :class:`.skellam.SkellamLattice`) is randomly rounded and gets ``K_j = C_1 - C_2``, two
+sums of ``reads`` anchor-only reads in DN (:mod:`.digitized`, eqs. 1-3). Its RDP is
+``k^2 kappa_alpha`` (:mod:`.pmf_rdp`, (6)) of the accounted law (4), and each of the ``dimension``
+noise values costs ``tau`` of total variation, charged in delta (5).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from .digitized import MAX_READS, CameraRead, difference_pmf
+from .events import Event, Neighboring, PrivacyParameterError, _positive, is_count, register_event
+from .pmf_rdp import pmf_coefficients
+from .rounding import MAX_ORDER
+from .subsampling import check_fixed_batch, subsampled_without_replacement_rdp
+
+
+@functools.lru_cache(maxsize=256)
+def digitized_coefficients(camera: CameraRead, reads: int, max_shift: int) -> tuple[np.ndarray, float]:
+    """``kappa_alpha`` (``alpha = 0 .. MAX_ORDER``) and ``tau`` of ``K`` for ``reads`` reads per count."""
+    return pmf_coefficients(difference_pmf(camera, reads), max_shift)
+
+
+def digitized_rdp(orders: np.ndarray, camera: CameraRead, reads: int, l2_sensitivity: float) -> np.ndarray:
+    """``c^2 kappa_alpha`` (:mod:`.pmf_rdp` (6)); inf at non-integer orders and above ``MAX_ORDER``."""
+    kappa, _ = digitized_coefficients(camera, reads, int(math.floor(l2_sensitivity)))
+    orders = np.asarray(orders, dtype=np.float64)
+    out = np.full(orders.shape, np.inf)
+    for index, alpha in np.ndenumerate(orders):
+        if alpha == math.floor(alpha) and 2 <= alpha <= MAX_ORDER:
+            out[index] = l2_sensitivity**2 * kappa[int(alpha)]
+    return out
+
+
+@dataclass(frozen=True)
+class DigitizedNoiseEvent(Event):
+    """One release of ``dimension`` coordinates, noise ``K`` from ``reads`` digitized reads per count
+    of the camera (:class:`.digitized.CameraRead` fields, at the low ends of their intervals);
+    ``l2_sensitivity`` is ``gamma Delta`` in DN under the accountant's relation."""
+
+    mean_e: float
+    read_noise_e: float
+    gain_e_per_dn: float
+    adc_bits: int
+    black_level_dn: int
+    full_well_e: float
+    reads: int
+    l2_sensitivity: float
+    dimension: int
+    kind: ClassVar[str] = "digitized_noise"
+    relations: ClassVar[tuple[str, ...]] = ("add_remove", "replace_one")
+
+    def __post_init__(self) -> None:
+        self.camera  # validates the camera fields
+        if not (is_count(self.reads) and 1 <= self.reads <= MAX_READS):
+            raise PrivacyParameterError(f"reads must be an integer in [1, {MAX_READS}], got {self.reads!r}")
+        if not (is_count(self.dimension) and self.dimension >= 1):
+            raise PrivacyParameterError(f"dimension must be an integer >= 1, got {self.dimension!r}")
+        _positive("l2_sensitivity", self.l2_sensitivity, 64.0)
+
+    @property
+    def camera(self) -> CameraRead:
+        return CameraRead(self.mean_e, self.read_noise_e, self.gain_e_per_dn, self.adc_bits,
+                          self.black_level_dn, self.full_well_e)
+
+    def base_rdp(self, orders: np.ndarray) -> np.ndarray:
+        return digitized_rdp(orders, self.camera, self.reads, self.l2_sensitivity)
+
+    def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
+        return self.base_rdp(orders)
+
+    def total_variation(self) -> float:
+        """``dimension tau``: every coordinate's noise value is coupled with the accounted law (5)."""
+        _, tau = digitized_coefficients(self.camera, self.reads, int(math.floor(self.l2_sensitivity)))
+        return self.dimension * tau
+
+
+@dataclass(frozen=True)
+class FixedSizeDigitizedNoiseEvent(DigitizedNoiseEvent):
+    """:class:`DigitizedNoiseEvent` on a batch of ``batch_size`` drawn without replacement from
+    ``dataset_size`` (replace-one; Wang, Balle and Kasiviswanathan 2019, Theorem 9), as DP-DFA uses it."""
+
+    dataset_size: int = 1
+    batch_size: int = 1
+    kind: ClassVar[str] = "fixed_size_digitized_noise"
+    relations: ClassVar[tuple[str, ...]] = ("replace_one",)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_fixed_batch(self.dataset_size, self.batch_size)
+
+    def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
+        return subsampled_without_replacement_rdp(self.base_rdp, self.batch_size / self.dataset_size, orders)
+
+
+for _cls in (DigitizedNoiseEvent, FixedSizeDigitizedNoiseEvent):
+    register_event(_cls)

@@ -1,0 +1,126 @@
+"""Renyi DP of private hyperparameter tuning with a random number of runs (Papernot and Steinke,
+"Hyperparameter Tuning with Renyi Differential Privacy", ICLR 2022).
+
+Algorithm 1 of the paper: draw ``K`` from a distribution on ``{1, 2, ...}``, run the private
+training ``Q`` (with independently drawn hyperparameters) ``K`` times, and output only the best
+run (its hyperparameters, model and score). ``K`` and the other runs must stay secret.
+
+- Definition 1: the truncated negative binomial ``D_{eta, gamma}`` (``eta > -1``, ``0 < gamma < 1``),
+  ``P[K = k] = (1 - gamma)^k / (gamma^-eta - 1) * prod_{l=0}^{k-1} (l + eta) / (l + 1)``; ``eta = 0``
+  is the logarithmic distribution ``(1 - gamma)^k / (k log(1/gamma))``, ``eta = 1`` the geometric
+  ``gamma (1 - gamma)^(k-1)``. Mean ``eta (1 - gamma) / (gamma (1 - gamma^eta))`` (``eta != 0``),
+  ``(1/gamma - 1) / log(1/gamma)`` (``eta = 0``).
+- Theorem 2: if ``Q`` is ``(lambda, eps)``- and ``(lambda_hat, eps_hat)``-RDP, the tuning is
+  ``(lambda, eps')``-RDP with ``eps' = eps + (1 + eta)(1 - 1/lambda_hat) eps_hat
+  + (1 + eta) log(1/gamma) / lambda_hat + log(E[K]) / (lambda - 1)``.
+
+:func:`tnb_tuning_rdp` applies Theorem 2 at every order of a grid, minimizing over ``lambda_hat``
+in the same grid; the result composes with other RDP curves and converts to (epsilon, delta) with
+the accountant's conversion (:func:`tuning_epsilon`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
+
+from .events import PrivacyParameterError, is_real
+
+#: Largest ``K`` a draw may return: the tail beyond it is below 1e-300 for every allowed law.
+MAX_RUNS = 10**6
+
+
+@dataclass(frozen=True)
+class TruncatedNegativeBinomial:
+    """Definition 1's ``D_{eta, gamma}`` on ``{1, 2, ...}``."""
+
+    eta: float
+    gamma: float
+
+    def __post_init__(self) -> None:
+        if not (is_real(self.eta) and math.isfinite(self.eta) and self.eta > -1):
+            raise PrivacyParameterError(f"eta must be a finite number > -1, got {self.eta!r}")
+        if not (is_real(self.gamma) and 0 < self.gamma < 1):
+            raise PrivacyParameterError(f"gamma must be in (0, 1), got {self.gamma!r}")
+
+    @classmethod
+    def with_mean(cls, mean: float, eta: float) -> "TruncatedNegativeBinomial":
+        """The law with ``E[K] = mean`` (``mean > 1``), by bisection on ``gamma`` (the mean falls
+        as ``gamma`` grows, from infinity to 1)."""
+        if not (is_real(mean) and 1 < mean < MAX_RUNS / 100):
+            raise PrivacyParameterError(f"the mean number of runs must be in (1, {MAX_RUNS // 100}), got {mean!r}")
+        low, high = 1e-12, 1 - 1e-12
+        for _ in range(200):
+            middle = 0.5 * (low + high)
+            if cls(eta, middle).mean > mean:
+                low = middle
+            else:
+                high = middle
+        return cls(eta, 0.5 * (low + high))
+
+    @property
+    def mean(self) -> float:
+        """``E[K]`` (Definition 1)."""
+        eta, gamma = self.eta, self.gamma
+        if eta == 0:
+            return (1 / gamma - 1) / math.log(1 / gamma)
+        return eta * (1 - gamma) / (gamma * (1 - gamma**eta))
+
+    def log_pmf(self, k: np.ndarray) -> np.ndarray:
+        """``log P[K = k]`` for integers ``k >= 1`` (Definition 1, in log space)."""
+        k = np.asarray(k, dtype=np.float64)
+        eta, gamma = self.eta, self.gamma
+        if eta == 0:
+            return k * math.log1p(-gamma) - np.log(k) - math.log(math.log(1 / gamma))
+        from scipy.special import gammaln
+        # prod_{l<k} (l + eta) / (l + 1) = Gamma(k + eta) / (Gamma(eta) k!), its sign that of eta.
+        log_prod = gammaln(k + eta) - gammaln(eta) - gammaln(k + 1) if eta > 0 else (
+            gammaln(k + eta) - gammaln(eta + 1) + math.log(-eta) - gammaln(k + 1))
+        return k * math.log1p(-gamma) + log_prod - math.log(abs(gamma**-eta - 1))
+
+    def sample(self, uniform: float) -> int:
+        """``K`` by inversion of the CDF at ``uniform`` in [0, 1) (from the secure generator)."""
+        if not (is_real(uniform) and 0 <= uniform < 1):
+            raise PrivacyParameterError(f"uniform must be in [0, 1), got {uniform!r}")
+        total, start, block = 0.0, 1, 4096
+        while start <= MAX_RUNS:
+            pmf = np.exp(self.log_pmf(np.arange(start, start + block)))
+            cumulative = total + np.cumsum(pmf)
+            hit = np.nonzero(cumulative > uniform)[0]
+            if hit.size:
+                return int(start + hit[0])
+            total, start = float(cumulative[-1]), start + block
+        return MAX_RUNS  # only for uniform within rounding of 1
+
+
+def tnb_tuning_rdp(orders: Sequence[float], rdp: Sequence[float], law: TruncatedNegativeBinomial) -> np.ndarray:
+    """Theorem 2 at every order ``lambda`` of ``orders``: the RDP of the best of ``K ~ law`` runs of
+    a mechanism whose RDP curve is ``rdp``, minimized over ``lambda_hat`` in ``orders``."""
+    lam = np.asarray(orders, dtype=np.float64)
+    eps = np.asarray(rdp, dtype=np.float64)
+    if lam.shape != eps.shape or lam.ndim != 1 or not np.all(lam > 1):
+        raise PrivacyParameterError("orders must be > 1 and match the RDP curve one to one")
+    if np.isnan(eps).any() or (eps < 0).any():
+        raise PrivacyParameterError("the per-run RDP curve must be >= 0 and not NaN")
+    factor = 1 + law.eta
+    with np.errstate(invalid="ignore"):
+        # The lambda_hat term; an infinite eps_hat is unusable, not an error (some events are
+        # valid on a part of the grid only).
+        hat = np.where(np.isfinite(eps), factor * (1 - 1 / lam) * eps + factor * math.log(1 / law.gamma) / lam, np.inf)
+    return eps + float(np.min(hat)) + math.log(law.mean) / (lam - 1)
+
+
+def tuning_epsilon(orders: Sequence[float], rdp: Sequence[float], delta: float) -> tuple[float, float]:
+    """(epsilon, order) of an RDP curve at ``delta``: the accountant's conversion (dp_accounting's
+    ``compute_epsilon``, Canonne, Kamath and Steinke 2020, Prop. 12)."""
+    if not (is_real(delta) and 0 < delta < 1):
+        raise PrivacyParameterError(f"delta must be in (0, 1), got {delta!r}")
+    epsilon, order = rdp_lib.compute_epsilon(np.asarray(orders, dtype=np.float64),
+                                             np.asarray(rdp, dtype=np.float64), delta)
+    if math.isnan(epsilon):
+        raise PrivacyParameterError("epsilon came out NaN")
+    return float(epsilon), float(order)

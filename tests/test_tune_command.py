@@ -1,0 +1,123 @@
+"""``opu-hal tune`` (trainers/tune.py): K from the secure generator, selection on the validation
+score, one per-run ledger, the published record, and the total epsilon recomputed independently."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from opu_hal.privacy import Accountant, PoissonGaussianEvent
+from opu_hal.privacy.tuning import TruncatedNegativeBinomial, tnb_tuning_rdp
+from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
+from trainers.config import TrainConfig
+from trainers.core.errors import TrainingConfigError
+from trainers.loop import train
+from trainers.tune import parse_space, tune
+
+LAW = TruncatedNegativeBinomial.with_mean(4, 1.0)
+
+
+class FixedUniforms:
+    """Stands in for the secure generator where a test must fix K: the first uniform draws K."""
+
+    def __init__(self, first: float) -> None:
+        self.values = [first]
+
+    def uniform(self, n: int) -> np.ndarray:
+        out = np.array([self.values.pop(0)] if self.values else np.linspace(0.05, 0.95, n))
+        return out[:n] if len(out) >= n else np.resize(out, n)
+
+
+def fake_record(config: TrainConfig, noise: float = 2.0) -> dict[str, Any]:
+    accountant = Accountant("add_remove")
+    accountant.step(PoissonGaussianEvent(0.01, noise), 100)
+    return {"method": config.method, "privacy": {"ledger": accountant.to_dict()},
+            "dataset": {"name": "fake"}, "epochs": [], "noise_reports": [],
+            "final": {"delta": config.delta, "validation_accuracy": config.lr, "test_accuracy": 0.5}}
+
+
+def base(**kw: Any) -> TrainConfig:
+    settings = dict(dataset="digits", epochs=2, batch_size=50, hidden=(16,), target_epsilon=2.0, delta=1e-5)
+    settings.update(kw)
+    return TrainConfig.for_method("dp-sgd", **settings)
+
+
+def test_k_runs_plus_the_final_one_are_trained_and_the_best_validation_score_is_selected():
+    configs: list[TrainConfig] = []
+
+    def fake(config: TrainConfig) -> dict[str, Any]:
+        configs.append(config)
+        return fake_record(config)
+
+    record = tune(base(), parse_space(["lr=0.1,0.3,0.2"]), LAW, fake, generator=FixedUniforms(0.9))
+    runs = LAW.sample(0.9)
+    assert runs > 1 and len(configs) == runs + 1
+    tried = [c.lr for c in configs[:-1]]
+    assert record["tuning"]["selected"] == {"lr": max(tried)} and configs[-1].lr == max(tried)
+    assert record["tuning"]["selected_validation_accuracy"] == max(tried)
+
+
+def test_the_record_publishes_neither_k_nor_the_other_candidates():
+    """Theorem 2 covers the best candidate only: publishing K or another score would void it."""
+    record = tune(base(), parse_space(["lr=0.1,0.3"]), LAW, fake_record, generator=FixedUniforms(0.99))
+    assert set(record["tuning"]) == {
+        "procedure", "eta", "gamma", "mean_runs", "search_space", "selected", "selected_validation_accuracy",
+        "score", "per_run_epsilon", "tuning_epsilon", "final_run_epsilon", "total_epsilon", "delta", "secret"}
+    assert set(record) == {"method", "tuning", "final_run"}
+
+
+def test_total_epsilon_is_theorem_2_composed_with_the_final_run():
+    record = tune(base(), parse_space(["lr=0.1"]), LAW, fake_record)
+    run = Accountant("add_remove")
+    run.step(PoissonGaussianEvent(0.01, 2.0), 100)
+    total = tnb_tuning_rdp(run.orders, run.rdp, LAW) + run.rdp
+    expected = rdp_lib.compute_epsilon(run.orders, total, 1e-5)[0]
+    assert record["tuning"]["total_epsilon"] == pytest.approx(expected, rel=1e-12)
+    assert record["tuning"]["per_run_epsilon"] < record["tuning"]["tuning_epsilon"] < record["tuning"]["total_epsilon"]
+
+
+def test_candidates_with_different_ledgers_are_refused():
+    noises = iter([2.0, 3.0] * 50)
+    with pytest.raises(TrainingConfigError, match="different ledgers"):
+        tune(base(), parse_space(["lr=0.1"]), LAW, lambda c: fake_record(c, next(noises)),
+             generator=FixedUniforms(0.99))
+
+
+@pytest.mark.parametrize("pair", ["epochs=1,2", "noise_multiplier=1,2", "lr", "lr=", "opt.min_batch=3"])
+def test_search_keys_that_could_change_privacy_or_malformed_are_refused(pair):
+    with pytest.raises(TrainingConfigError, match="--space"):
+        parse_space([pair])
+
+
+def test_a_ledger_holding_a_claim_is_refused():
+    record = fake_record(base())
+    record["privacy"] = None
+    with pytest.raises(TrainingConfigError, match="not private"):
+        tune(base(), parse_space(["lr=0.1"]), LAW, lambda c: record)
+
+
+def test_tune_end_to_end_on_digits_with_secure_k():
+    record = tune(base(), parse_space(["lr=0.05,0.2", "clip_norm=1"]), TruncatedNegativeBinomial.with_mean(2, 1.0),
+                  lambda c: train(c, progress=False, log=lambda m: None))
+    tuning = record["tuning"]
+    assert tuning["final_run_epsilon"] <= 2.0 and tuning["total_epsilon"] > tuning["final_run_epsilon"]
+    assert tuning["selected"]["lr"] in (0.05, 0.2)
+    assert "train_loss" not in record["final_run"]["epochs"][-1]  # the final run's record is the public one
+    assert record["final_run"]["final"]["test_accuracy"] > 0.3  # chance is 0.1 on digits
+
+
+def test_tune_command_prints_and_records_the_total_epsilon(tmp_path, capsys):
+    from trainers.cli import main
+
+    out = tmp_path / "tune.json"
+    assert main(["tune", "--method", "dp-sgd", "--dataset", "digits", "--epochs", "1", "--batch-size", "50",
+                 "--hidden", "16", "--target-epsilon", "1", "--delta", "1e-5", "--space", "lr=0.1,0.2",
+                 "--mean-runs", "2", "--out", str(out)]) == 0
+    import json
+
+    saved = json.loads(out.read_text())
+    printed = capsys.readouterr().out
+    assert f"total with the final run {saved['tuning']['total_epsilon']:.4g}" in printed
+    assert saved["tuning"]["total_epsilon"] > 1.0 >= saved["tuning"]["final_run_epsilon"]

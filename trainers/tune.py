@@ -1,0 +1,154 @@
+"""``opu-hal tune``: private hyperparameter selection with a random number of runs (Papernot and
+Steinke 2022, Algorithm 1 and Theorem 2), then a final run with the selected settings.
+
+1. ``K ~ D_{eta, gamma}`` (truncated negative binomial, mean ``--mean-runs``), drawn by inversion
+   from the secure generator (ChaCha20 under OS entropy; never from ``--seed``).
+2. ``K`` candidates, each with settings drawn uniformly from the declared search space
+   (``--space KEY=V1,V2,...``), are trained on the private training split; each is scored by its
+   validation accuracy. The validation split is held out from the private dataset (README, "What
+   the epsilons mean"), so a score is post-processing of a released model.
+3. Only the best candidate (its settings and score) leaves the tuning: ``K``, the other candidates
+   and their scores are secret (publishing ``K`` would void Theorem 2), so nothing is logged per
+   candidate and no tuning wall time is recorded.
+4. A final run trains with the selected settings; the total RDP (Theorem 2's curve plus the final
+   run's ledger) is converted to (epsilon, delta) by the accountant's conversion.
+
+Only settings that cannot change a run's privacy ledger may be searched (:data:`TUNABLE`), so every
+candidate has the same per-run RDP curve; each drawn candidate's ledger is checked against it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from typing import Any, Callable
+
+import numpy as np
+
+from opu_hal.privacy import Accountant
+from opu_hal.privacy.tuning import TruncatedNegativeBinomial, tnb_tuning_rdp, tuning_epsilon
+from opu_hal.randomness.secure_random import SecureGenerator
+
+from .config import TrainConfig
+from .core.errors import TrainingConfigError
+from .public_surface import public_record
+
+#: Search-space keys: optimizer settings and method options that leave the ledger unchanged (the
+#: noise multiplier is relative to the clip norm; forward noise and repeats are not privacy noise).
+TUNABLE = {"lr": float, "momentum": float, "clip_norm": float,
+           "opt.forward_std": str, "opt.baseline": str, "opt.repeats": str, "opt.z_lr": str, "opt.z_steps": str}
+
+
+def parse_space(pairs: list[str]) -> dict[str, list[Any]]:
+    """``KEY=V1,V2,...`` pairs into a search space; keys outside :data:`TUNABLE` are refused."""
+    space: dict[str, list[Any]] = {}
+    for pair in pairs:
+        key, sep, values = pair.partition("=")
+        key = key.strip()
+        if not sep or key not in TUNABLE:
+            raise TrainingConfigError(
+                f"--space {pair!r}: KEY=V1,V2,... with KEY one of {', '.join(sorted(TUNABLE))} (settings that "
+                "leave the privacy ledger unchanged)")
+        try:
+            choices = [TUNABLE[key](v.strip()) for v in values.split(",") if v.strip()]
+        except ValueError:
+            raise TrainingConfigError(f"--space {key}: values must be numbers, got {values!r}") from None
+        if not choices:
+            raise TrainingConfigError(f"--space {key}: give at least one value")
+        space[key] = choices
+    if not space:
+        raise TrainingConfigError("--space: declare at least one KEY=V1,V2,...")
+    return space
+
+
+def candidate(base: TrainConfig, space: dict[str, list[Any]], uniforms: np.ndarray) -> dict[str, Any]:
+    """One point of the space, each key's value chosen by one uniform in [0, 1)."""
+    return {key: values[min(int(u * len(values)), len(values) - 1)] for (key, values), u in zip(space.items(), uniforms)}
+
+
+def configure(base: TrainConfig, settings: dict[str, Any]) -> TrainConfig:
+    """``base`` with ``settings`` applied (``opt.KEY`` into the method options)."""
+    extra = dict(base.extra or {})
+    direct = {}
+    for key, value in settings.items():
+        if key.startswith("opt."):
+            extra[key[4:]] = value
+        else:
+            direct[key] = value
+    config = replace(base, extra=extra, **direct)
+    config.validate()
+    return config
+
+
+def run_ledger(record: dict[str, Any]) -> Accountant:
+    """A run's ledger; refuses one that holds a claim rather than a guarantee (no bound to tune)."""
+    if not record.get("privacy"):
+        raise TrainingConfigError(f"tune: method {record['method']!r} is not private; tune private methods only")
+    accountant = Accountant.from_dict(record["privacy"]["ledger"])
+    accountant.get_epsilon(record["final"]["delta"])  # raises for a ledger holding a claim
+    return accountant
+
+
+def tune(base: TrainConfig, space: dict[str, list[Any]], law: TruncatedNegativeBinomial,
+         train: Callable[[TrainConfig], dict[str, Any]],
+         generator: SecureGenerator | None = None) -> dict[str, Any]:
+    """Algorithm 1 with ``K ~ law``, then the final run; returns the public tuning record."""
+    if base.target_epsilon is None and base.noise_multiplier is None:
+        raise TrainingConfigError("tune: give --target-epsilon (each run's budget) or --noise-multiplier")
+    generator = generator or SecureGenerator()
+    runs = law.sample(float(generator.uniform(1)[0]))
+    best: tuple[float, dict[str, Any]] | None = None
+    ledger: dict[str, Any] | None = None
+    for _ in range(runs):
+        settings = candidate(base, space, generator.uniform(len(space)))
+        record = train(configure(base, settings))
+        entries = run_ledger(record).to_dict()
+        if ledger is not None and entries != ledger:
+            raise TrainingConfigError("tune: two candidates charged different ledgers; a searched key changes the "
+                                      "privacy of a run, which Theorem 2's single per-run curve does not allow")
+        ledger = entries
+        score = float(record["final"]["validation_accuracy"])
+        if best is None or score > best[0]:  # ties keep the earlier candidate
+            best = (score, settings)
+    assert best is not None and ledger is not None
+    per_run = Accountant.from_dict(ledger)
+    tuning_rdp = tnb_tuning_rdp(per_run.orders, per_run.rdp, law)
+    final_record = train(configure(base, best[1]))
+    final = run_ledger(final_record)
+    if not np.array_equal(final.orders, per_run.orders):
+        raise AssertionError("the final run's accountant uses another order grid")
+    delta = base.delta
+    return {
+        "method": base.method,
+        "tuning": {
+            "procedure": "Papernot and Steinke 2022, Algorithm 1: best of K runs, K ~ truncated negative binomial "
+                         "(Definition 1); RDP by Theorem 2, composed with the final run's ledger",
+            "eta": law.eta, "gamma": law.gamma, "mean_runs": law.mean,
+            "search_space": space, "selected": best[1], "selected_validation_accuracy": best[0],
+            "score": "validation accuracy (held-out split, not part of the private dataset)",
+            "per_run_epsilon": per_run.get_epsilon(delta),
+            "tuning_epsilon": tuning_epsilon(per_run.orders, tuning_rdp, delta)[0],
+            "final_run_epsilon": final.get_epsilon(delta),
+            "total_epsilon": tuning_epsilon(per_run.orders, tuning_rdp + final.rdp, delta)[0],
+            "delta": delta,
+            "secret": "K, the other candidates and their scores, the tuning's wall time",
+        },
+        "final_run": public_record(final_record),
+    }
+
+
+def add_tune_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--space", action="append", required=True, metavar="KEY=V1,V2,...",
+                   help=f"search space, repeatable; KEY one of {', '.join(sorted(TUNABLE))}")
+    p.add_argument("--mean-runs", type=float, default=10.0, help="E[K], the mean number of candidate runs (default 10)")
+    p.add_argument("--eta", type=float, default=1.0,
+                   help="shape of the truncated negative binomial, > -1 (1: geometric, default; 0: logarithmic)")
+
+
+def summary(record: dict[str, Any]) -> str:
+    t = record["tuning"]
+    final = record["final_run"]["final"]
+    return (f"tune {record['method']}: selected {t['selected']} (validation accuracy {t['selected_validation_accuracy']:.4f}); "
+            f"final run test accuracy {final['test_accuracy']:.4f}; epsilon per run {t['per_run_epsilon']:.4g}, "
+            f"tuning {t['tuning_epsilon']:.4g}, total with the final run {t['total_epsilon']:.4g} at delta {t['delta']:g} "
+            f"(K ~ truncated negative binomial, eta {t['eta']:g}, mean {t['mean_runs']:.4g})")
