@@ -272,8 +272,9 @@ def test_uncalibrated_hardware_reports_zero_noise_and_calibration_file_is_used(t
         "backend": "simulated", "in_features": 12, "out_features": 64, "adc_bits": 12, "gain_e_per_dn": 3.0,
         "black_level_dn": 100, "read_noise_e": 8.0, "exposure_us": 400.0}))
     measured = calibrate_device(twin, [31.0], [400.0], [100_000.0], frames=8, bootstrap=50)
-    (tmp_path / "opu.toml").write_text(
+    (tmp_path / "opu.toml").write_text(  # the declared temperature (lightonml cannot read it), a reference beam
         'backend = "lighton"\nin_features = 12\nout_features = 64\nexposure_us = 400.0\ncalibration = "cal.json"\n'
+        'temperature_c = 31.0\nanchor_power_uw = 0.7\n'
     )
     identity = measured.device.model_copy(update={  # as if measured on this OPU: its identity, its physics keys
         "backend": "lighton", "profile": "opu", "physics": physics_of(opu_hal.load_profile(tmp_path / "opu.toml"))})
@@ -282,6 +283,9 @@ def test_uncalibrated_hardware_reports_zero_noise_and_calibration_file_is_used(t
     assert isinstance(calibrated, LightonDevice) and calibrated.calibration is not None
     report = calibrated.noise_report()
     assert report.source == "calibrated" and report.temperature_c == 31.0 and 0 < report.std_lower <= report.std
+    (tmp_path / "undeclared.toml").write_text((tmp_path / "opu.toml").read_text().replace("temperature_c = 31.0\n", ""))
+    with pytest.raises(CalibrationError, match="needs the keys 'temperature_c'"):
+        opu_hal.load_device(tmp_path / "undeclared.toml")
     (tmp_path / "other.toml").write_text((tmp_path / "opu.toml").read_text().replace("64", "32"))
     with pytest.raises(CalibrationError, match="key 'device.out_features' is 64"):
         opu_hal.load_device(tmp_path / "other.toml")

@@ -23,10 +23,13 @@ import torch
 from ..contract.capabilities import Capabilities
 from ..runtime.memory import available_bytes, check_rows_fit, gib
 from ..contract.device import Device
-from ..contract.errors import DeviceTimeout, DeviceUnavailable, ProfileError
+from ..contract.calibration import NoiseCalibration
+from ..contract.errors import CalibrationError, DeviceTimeout, DeviceUnavailable, ProfileError
+from ..contract.frames import RawFrames
 from ..contract.noise import NoiseReport, Projection
 from ..contract.profile_base import CAMERA_PIXELS, DMD_MIRRORS
 from .lighton_calls import SdkCaller, call_with_retries, check_output
+from .lighton_frames import calibrated_intensity, holographic_linear, raw_frames
 from .lighton_profile import LightonProfile
 from ..randomness.seeding import stream_seed
 
@@ -102,15 +105,20 @@ class LightonDevice(Device[LightonProfile]):
         check_rows_fit(rows, self.in_features, self.out_features, PEAK_FACTOR, self._profile.label)
 
     def _describe(self) -> Capabilities:
+        p = self._profile
+        settable: dict[str, tuple[float, float, str]] = {}
+        if p.simulated:
+            settable["noise_std"] = (0.0, math.inf, "output units")
+        if p.temperature_c is not None:  # declared, not settable: the range is that point
+            settable["temperature_c"] = (p.temperature_c, p.temperature_c, "C")
         return Capabilities(
-            input_kind="binary", output_kind=self._profile.mode, max_in_features=DMD_MIRRORS,
-            max_out_features=CAMERA_PIXELS,
-            settable={"noise_std": (0.0, math.inf, "output units")} if self._profile.simulated else {},
-            calibratable=True,
+            input_kind="binary", output_kind=p.mode, max_in_features=DMD_MIRRORS,
+            max_out_features=CAMERA_PIXELS, settable=settable,
+            raw_frames=p.laser_power_uw is not None, calibratable=True,
         )
 
     def _apply_options(self, options: dict[str, float]) -> None:
-        self._noise_std = options.get("noise_std", self._noise_std)
+        self._noise_std = options.get("noise_std", self._noise_std)  # temperature_c: the declared point
 
     @property
     def opu(self) -> Any:
@@ -121,16 +129,59 @@ class LightonDevice(Device[LightonProfile]):
     def calibrated(self) -> bool:
         return self._calibration is not None
 
-    def noise_report(self) -> NoiseReport:
-        """Software noise (simulated), calibrated noise (hardware), or zero when uncalibrated."""
+    @property
+    def temperature_c(self) -> float | None:
+        """The camera temperature the profile declares (lightonml 1.4.3 cannot read it)."""
+        return self._profile.temperature_c
+
+    def _use_calibration(self, calibration: NoiseCalibration) -> None:
+        """Refuse a calibration that does not cover the declared temperature and exposure, one next
+        to software noise, or one whose reconstruction this OPU cannot perform."""
         p = self._profile
+        if p.temperature_c is None or p.exposure_us is None:
+            self._calibration = None
+            raise CalibrationError(
+                f"profile {p.label!r}: a calibration needs the keys 'temperature_c' (the camera's operating "
+                "temperature: lightonml 1.4.3 cannot read it) and 'exposure_us'")
+        if p.noise_std > 0:
+            self._calibration = None
+            raise CalibrationError(f"profile {p.label!r}: noise_std = {p.noise_std:g} adds software noise the "
+                                   "calibration does not describe; set noise_std = 0 with a calibration")
+        if not callable(getattr(calibration, "readout", None)):
+            self._calibration = None
+            raise CalibrationError(f"profile {p.label!r}: this calibration ({type(calibration).__name__}) gives no "
+                                   "readout (black level, gain, electrons) to read raw frames with")
+        try:
+            calibration.check_operating_point(p.temperature_c, p.exposure_us)
+        except CalibrationError:
+            self._calibration = None
+            raise
+        if p.mode == "linear" and p.anchor_power_uw is None:
+            self._calibration = None
+            raise CalibrationError(
+                f"profile {p.label!r}: a calibrated linear projection is read holographically with a reference "
+                "beam (anchor_power_uw); lightonml's linear_transform reconstructs with DMD anchors inside "
+                "lightonopu, whose frames and units are not exposed: use mode = \"intensity\" or an OPU with a "
+                "reference beam")
+
+    def raw_frames(self, illumination: str, n_frames: int, *, exposure_us: float | None = None,
+                   anchor_power_uw: float | None = None, pattern: torch.Tensor | None = None) -> RawFrames:
+        """Raw camera frames in DN through lightonml (:mod:`.lighton_frames`: what the SDK offers)."""
+        if not self.capabilities.raw_frames:
+            return super().raw_frames(illumination, n_frames, exposure_us=exposure_us)
+        self.open()
+        return self._calls.call(lambda: raw_frames(
+            self._opu, self._profile, illumination, n_frames, exposure_us=exposure_us,
+            anchor_power_uw=anchor_power_uw, pattern=pattern), f"raw {illumination} frames", retries=0)
+
+    def noise_report(self) -> NoiseReport:
+        """Calibrated noise at the declared temperature; else software noise (simulated) or zero."""
+        p = self._profile
+        if self._calibration is not None:
+            return self._calibration.report(float(p.temperature_c))
         if p.simulated:
             return NoiseReport(std=self._noise_std, std_lower=self._noise_std, source="software",
                                exposure_us=p.exposure_us)
-        if self._calibration is not None:
-            # The OPU's temperature is not read here: the report is the calibration's at its lowest
-            # calibrated temperature (issue 36 asks for the OPU's actual one).
-            return self._calibration.report(self._calibration.temperature_range_c[0])
         return NoiseReport(std=0.0, std_lower=0.0, source="declared", exposure_us=p.exposure_us,
                            details={"uncalibrated": 1.0})
 
@@ -188,8 +239,14 @@ class LightonDevice(Device[LightonProfile]):
 
     def _transform(self, batch: np.ndarray) -> np.ndarray:
         self.attempts += 1
-        method = self._opu.linear_transform if self._profile.mode == "linear" else self._opu.transform
-        output = np.asarray(method(batch), dtype=np.float32)
+        p = self._profile
+        if self._calibration is not None:  # raw frames read in the calibrated model's units
+            readout = self._calibration.readout(float(p.temperature_c))  # type: ignore[attr-defined]
+            read = holographic_linear if p.mode == "linear" else calibrated_intensity
+            output = read(self._opu, p, batch, readout)
+        else:
+            method = self._opu.linear_transform if p.mode == "linear" else self._opu.transform
+            output = np.asarray(method(batch), dtype=np.float32)
         if output.shape != (batch.shape[0], self.out_features):
             raise RuntimeError(
                 f"OPU returned shape {output.shape}, expected {(batch.shape[0], self.out_features)}"
@@ -203,6 +260,6 @@ class LightonDevice(Device[LightonProfile]):
         output = self._calls.call(lambda: self._transform(batch), "OPU transform")
         values = torch.from_numpy(output.copy())
         report = self.noise_report()
-        if p.simulated and self._noise_std > 0:
+        if p.simulated and self._noise_std > 0 and self._calibration is None:
             values += self._noise_std * torch.randn(values.shape, generator=self._noise_generator)
         return Projection(values=values, noise=report)

@@ -37,6 +37,19 @@ class LightonProfile(BaseProfile):
     )
     exposure_us: Optional[float] = Field(None, ge=1.0, le=1e7, description="camera exposure, us")
     frametime_us: Optional[float] = Field(None, ge=1.0, le=1e7, description="DMD frame time, us")
+    # Calibration (issue 36). lightonml 1.4.3 reads no temperature, so the camera's operating
+    # temperature is declared here; a calibration must cover it. The powers at the sensor are not
+    # known to the SDK either: the profile declares them (LightOn's figures, or a power meter's).
+    temperature_c: Optional[float] = Field(
+        None, ge=-60.0, le=150.0, description="declared camera temperature, Celsius (lightonml cannot read it)")
+    laser_power_uw: Optional[float] = Field(
+        None, ge=1e-6, le=1e6, description="signal power reaching the sensor with every mirror on, uW")
+    anchor_power_uw: Optional[float] = Field(
+        None, ge=1e-6, le=1e6,
+        description="reference-beam power at the sensor, uW; only for an OPU with a reference beam")
+    wavelength_nm: float = Field(532.0, ge=200.0, le=2000.0, description="laser wavelength, nm")
+    sensor_pixels: int = Field(
+        CAMERA_PIXELS, ge=1, le=2**26, description="pixels the light spreads over (power is shared)")
     retries: int = Field(3, ge=0, le=20, description="retries of a failed or timed-out transform")
     timeout_s: float = Field(60.0, ge=0.01, le=3600.0, description="time allowed per transform, s")
     backoff_s: float = Field(0.2, ge=0.0, le=60.0, description="first retry delay, doubled each time, s")
@@ -58,6 +71,15 @@ class LightonProfile(BaseProfile):
                 "from the device and its calibration file"
             )
         return self
+
+    @property
+    def temperature_min_c(self) -> Optional[float]:
+        """The temperature range calibration may cover: the declared point (not settable)."""
+        return self.temperature_c
+
+    @property
+    def temperature_max_c(self) -> Optional[float]:
+        return self.temperature_c
 
     @property
     def requires_hardware(self) -> bool:

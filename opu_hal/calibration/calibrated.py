@@ -1,11 +1,13 @@
 """A device's noise report from its calibration (``source = "calibrated"``).
 
 The best estimate ``std`` evaluates :func:`opu_hal.camera.physics.output_variance` with the point estimates
-(dark signal from the fitted temperature law between calibrated temperatures). ``std_lower``
-evaluates the data-independent minimum with upper bounds of the signal and anchor electrons and a
-lower bound of the floor: read-noise lower bound squared plus the darkest pixel's dark lower bound
-*measured* at the calibrated temperature at or below the current one (dark current grows with
-temperature, so no law is extrapolated). Each bound is one side of a 95 % two-sided interval, so
+(dark signal from the fitted temperature law, or interpolated linearly between the measured
+neighbours). ``std_lower`` evaluates the data-independent minimum with upper bounds of the signal
+and anchor electrons and a lower bound of the floor (read-noise lower bound squared plus the
+darkest pixel's dark lower bound *measured* at a calibrated temperature); between two calibrated
+temperatures it is the smaller of the two neighbours' bounds, so it is never above either (no law
+is extrapolated or trusted for the bound), and the order the temperatures were listed in is
+irrelevant. Each bound is one side of a 95 % two-sided interval, so
 jointly (Bonferroni over gain, anchor, read noise, dark) the bound holds with probability >= 90 %.
 Outside the calibrated temperatures or exposures, or for another device, the device refuses.
 """
@@ -112,49 +114,84 @@ class CalibratedNoise:
         qe = cal.quantum_efficiency
         return qe.value * photons, qe.upper * photons
 
+    def neighbours(self, temperature_c: float):
+        """The calibrated points at this exposure just below and just above ``temperature_c`` (the same
+        point twice at a calibrated temperature); refused outside the calibrated range."""
+        self.check_operating_point(temperature_c, self.exposure_us)
+        points = self._points()
+        below = [p for p in points if p.temperature_c <= temperature_c][-1]
+        above = [p for p in points if p.temperature_c >= temperature_c][0]
+        return below, above
+
+    def _weight(self, temperature_c: float) -> tuple[object, object, float]:
+        below, above = self.neighbours(temperature_c)
+        span = above.temperature_c - below.temperature_c
+        return below, above, 0.0 if span <= 0 else (temperature_c - below.temperature_c) / span
+
     def dark_e(self, temperature_c: float) -> float:
-        """Point estimate of the mean dark electrons at ``temperature_c`` (law, or measured)."""
+        """Point estimate of the mean dark electrons at ``temperature_c`` (law, or measured points
+        interpolated linearly)."""
         law = self.calibration.temperature_law
         if law is not None:
             rate = law.dark_fom_na_per_cm2.value * law_shape(np.array([temperature_c]), law.pixel_area_cm2)[0]
             return float(rate * self.exposure_us * 1e-6)
-        below = [p for p in self._points() if p.temperature_c <= temperature_c]
-        return max(below[-1].dark_e.value, 0.0)
+        below, above, w = self._weight(temperature_c)
+        return max((1 - w) * below.dark_e.value + w * above.dark_e.value, 0.0)
 
     def anchor_read_lower_e(self, temperature_c: float) -> tuple[float, str]:
         """Lower confidence bound on the mean photo-electrons of one anchor-only read at the darkest
-        pixel, at the calibrated point at or below ``temperature_c`` (dark signal grows with
-        temperature, so it is a lower bound there too), scaled to this anchor power; and a line
-        saying where it came from. Privacy counts are planned with it (issue 13)."""
-        self.check_operating_point(temperature_c, self.exposure_us)
-        point = [p for p in self._points() if p.temperature_c <= temperature_c][-1]
-        if math.isclose(self.anchor_power_uw, point.anchor_power_uw, rel_tol=1e-12):
-            lower = point.anchor_read_e_min_pixel_lower
-        else:
-            scale = self.anchor_power_uw / point.anchor_power_uw if point.anchor_power_uw > 0 else 0.0
-            lower = point.anchor_e.lower * scale + point.dark_e_min_pixel_lower
+        pixel at ``temperature_c``: the smaller of the bounds measured at the calibrated neighbours
+        (never above either), scaled to this anchor power; and a line saying where it came from.
+        Privacy counts are planned with it (issue 13)."""
+        candidates = []
+        for point in self.neighbours(temperature_c):
+            if math.isclose(self.anchor_power_uw, point.anchor_power_uw, rel_tol=1e-12):
+                lower = point.anchor_read_e_min_pixel_lower
+            else:
+                scale = self.anchor_power_uw / point.anchor_power_uw if point.anchor_power_uw > 0 else 0.0
+                lower = point.anchor_e.lower * scale + point.dark_e_min_pixel_lower
+            candidates.append((lower, point))
+        lower, point = min(candidates, key=lambda c: c[0])
         level = point.anchor_e.level
         return lower, (f"calibration {self.path} (lower end of the {level:.0%} interval of the darkest pixel's anchor read, "
                        f"measured at {point.temperature_c:g} C, {point.exposure_us:g} us)")
 
+    def _lower(self, point, phi_up: float, a2_up: float) -> float:
+        """``std_lower`` with the floor measured at one calibrated ``point``."""
+        floor_low = self.calibration.read_noise_e.lower**2 + point.dark_e_min_pixel_lower
+        return math.sqrt(output_variance(self.mode, least_frames_e(self.mode, a2_up), phi_up, a2_up, floor_low))
+
     def report(self, temperature_c: float) -> NoiseReport:
-        self.check_operating_point(temperature_c, self.exposure_us)
+        """The noise at ``temperature_c`` (inside the calibrated range, else refused): ``std`` from
+        the interpolated dark signal, ``std_lower`` the smaller of the neighbours' bounds."""
         cal = self.calibration
-        below = [p for p in self._points() if p.temperature_c <= temperature_c][-1]
+        below, above = self.neighbours(temperature_c)
         phi, phi_up = self._electrons("signal")
         a2, a2_up = self._electrons("anchor")
         g = cal.gain_e_per_dn.value
-        floor = cal.read_noise_e.value**2 + max(self.dark_e(temperature_c), 0.0) + g * g / 12
-        floor_low = cal.read_noise_e.lower**2 + below.dark_e_min_pixel_lower
+        dark = max(self.dark_e(temperature_c), 0.0)
+        floor = cal.read_noise_e.value**2 + dark + g * g / 12
         std = math.sqrt(output_variance(self.mode, typical_frames_e(self.mode, phi, a2), phi, a2, floor))
-        lower = math.sqrt(output_variance(self.mode, least_frames_e(self.mode, a2_up), phi_up, a2_up, floor_low))
+        lower = min(self._lower(below, phi_up, a2_up), self._lower(above, phi_up, a2_up))
         return NoiseReport(
             std=max(std, lower), std_lower=lower, source="calibrated", temperature_c=temperature_c,
             exposure_us=self.exposure_us,
-            details={"signal_e": phi, "anchor_e": a2, "dark_e": self.dark_e(temperature_c),
-                     "read_noise_e": cal.read_noise_e.value, "anchor_read_e_lower": below.anchor_read_e_min_pixel_lower,
-                     "bound_level": 0.9, "calibrated_at_c": below.temperature_c},
+            details={"signal_e": phi, "anchor_e": a2, "dark_e": dark,
+                     "read_noise_e": cal.read_noise_e.value,
+                     "anchor_read_e_lower": self.anchor_read_lower_e(temperature_c)[0],
+                     "bound_level": 0.9, "calibrated_at_c": below.temperature_c,
+                     "calibrated_above_c": above.temperature_c},
         )
+
+    def readout(self, temperature_c: float) -> dict[str, float]:
+        """Point estimates that turn raw DN into this model's output units at ``temperature_c``
+        (black level, gain, mean dark electrons, signal and anchor electrons): for a device that
+        reconstructs its outputs from raw frames itself (the LightOn backend)."""
+        phi, _ = self._electrons("signal")
+        a2, _ = self._electrons("anchor")
+        cal = self.calibration
+        return {"black_level_dn": cal.black_level_dn.value, "gain_e_per_dn": cal.gain_e_per_dn.value,
+                "dark_e": self.dark_e(temperature_c), "signal_e": phi, "anchor_e": a2}
 
 
 def calibrated_noise(calibration: Calibration, path: Path, profile) -> CalibratedNoise:

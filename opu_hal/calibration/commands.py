@@ -48,6 +48,13 @@ def require_camera_profile(profile, what: str) -> None:
     """Refuse a profile that declares no camera model (a torch profile; a LightOn profile, whose laser
     and anchor powers are not declared): ``what`` needs its exposure, powers and temperature range."""
     missing = [key for key in CAMERA_KEYS if getattr(profile, key, None) is None]
+    if missing and profile.backend == "lighton":
+        raise CalibrationError(
+            f"{what}: profile {profile.label!r} (backend lighton) lacks the key(s) "
+            f"{', '.join(dict.fromkeys('temperature_c' if k.startswith('temperature') else k for k in missing))}: lightonml "
+            "1.4.3 reads no temperature and knows no optical power, so the profile declares the camera's operating "
+            "temperature (temperature_c), exposure_us, the power at the sensor (laser_power_uw) and, only for an OPU "
+            "with a reference beam, anchor_power_uw (photon transfer and anchor frames need it)")
     if missing:
         problem = "has no camera to calibrate" if what == "calibrate" else "declares no camera model to plan with"
         raise CalibrationError(
