@@ -12,13 +12,13 @@ from scipy.special import logsumexp
 
 from opu_hal.backends.simulated.camera import Sensor
 from opu_hal.backends.simulated.privacy_noise import digitized_reads, draw_digitized_counts
-from opu_hal.mechanisms import randomized_round
+from opu_hal.privacy.mechanisms import randomized_round
 from opu_hal.privacy import Accountant
 from opu_hal.privacy.digitized import CameraRead, NoisePMF, difference_pmf, read_pmf
 from opu_hal.privacy.digitized_events import DigitizedNoiseEvent
 from opu_hal.privacy.pmf_rdp import pmf_coefficients
 from opu_hal.privacy.rounding import rounding_rdp_coefficient
-from opu_hal.secure_random import SecureGenerator
+from opu_hal.randomness.secure_random import SecureGenerator
 
 LIGHTON_8BIT = CameraRead(mean_e=490.0, read_noise_e=6.0, gain_e_per_dn=4.0, adc_bits=8, black_level_dn=10,
                           full_well_e=10000.0)
