@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Sequence
 
@@ -92,6 +93,13 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     priv.add_argument("--temperature-c", type=float, default=None, help="simulated OPU sensor temperature")
     priv.add_argument("--calibration", default=None,
                       help="calibration file (opu-hal calibrate) to use instead of the profile's calibration key")
+    dd = p.add_argument_group("distributed (torchrun --nproc_per_node=W -m opu_hal train ...)")
+    dd.add_argument("--distributed-noise", choices=("single", "shares"), default=None,
+                    help="private methods on W ranks: rank 0 adds the noise once (single, default; every rank "
+                         "sees the un-noised sum) or every rank adds a share (shares: Skellam/Gaussian)")
+    dd.add_argument("--colluders", type=int, default=None, metavar="T",
+                    help="--distributed-noise shares: ranks that may collude; the W - T honest shares alone carry "
+                         "the accounted noise (default 0)")
     ck = p.add_argument_group("checkpoints")
     ck.add_argument("--checkpoint", default=None, help="checkpoint path (written atomically)")
     ck.add_argument("--checkpoint-every", type=int, default=None, help="steps between checkpoints (default 50)")
@@ -105,7 +113,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
 OPTION_NAMES = ("profile", "dataset", "data_dir", "epochs", "batch_size", "hidden", "activation", "optimizer",
                 "lr", "momentum", "seed", "threshold", "ternarize", "clip_pixels", "inputs", "features", "model", "conv_strides", "head_hidden", "train_limit", "alignment", "target_epsilon", "delta",
                 "noise_multiplier", "noise_source", "sampling", "public_dataset_size", "clip_norm", "beta", "tau_e", "tau_h",
-                "tau_h_min", "tau_h_max", "tau_b", "software_noise_std", "temperature_c", "calibration", "lattice_resolution", "rounding_analysis", "compute", "checkpoint", "checkpoint_every",
+                "tau_h_min", "tau_h_max", "tau_b", "software_noise_std", "temperature_c", "calibration", "lattice_resolution", "rounding_analysis", "compute", "distributed_noise", "colluders", "checkpoint", "checkpoint_every",
                 "resume")
 
 
@@ -134,6 +142,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
         record = train(config, out=args.out, progress=not args.quiet)
     except DatasetError as exc:
         raise TrainingConfigError(str(exc)) from exc
+    if os.environ.get("RANK", "0") != "0":  # a torchrun job: rank 0 reports
+        return 0
     final = record["final"]
     line = (f"{config.method} on {record['profile']['name'] if record['profile'] else 'no device'}: "
             f"test accuracy {final['test_accuracy']:.4f} after {final['epochs_completed']} epoch(s), "

@@ -87,6 +87,10 @@ class TrainConfig:
     # coordinate, the Poisson mean does not grow with the dimension; worst-case: (k + 1) sqrt(d))
     rounding_analysis: str = "per-coordinate"
     compute: str = "auto"
+    # torchrun runs (trainers.distributed): private noise added once by rank 0 ("single") or as
+    # shares from every rank ("shares"), the honest W - colluders of them carrying the accounted noise
+    distributed_noise: str = "single"
+    colluders: int = 0
     # checkpoints
     checkpoint: str | None = None
     checkpoint_every: int = 50
@@ -190,6 +194,9 @@ class TrainConfig:
              f"--rounding-analysis {self.rounding_analysis!r}: choose per-coordinate or worst-case")
         need(self.software_noise_std is None or self.software_noise_std >= 0,
              f"--software-noise-std (--sigma) must be >= 0, got {self.software_noise_std}")
+        need(self.distributed_noise in ("single", "shares"),
+             f"--distributed-noise {self.distributed_noise!r}: choose single or shares")
+        need(self.colluders >= 0, f"--colluders must be >= 0, got {self.colluders}")
         need(self.checkpoint_every >= 1, f"--checkpoint-every must be >= 1, got {self.checkpoint_every}")
         need(not self.resume or self.checkpoint is not None, "--resume needs --checkpoint PATH")
         if method.needs_noise_choice:

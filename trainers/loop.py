@@ -18,8 +18,9 @@ from tqdm import tqdm
 
 from opu_hal import Device, load_device
 from opu_hal.privacy import Accountant, PrivacyBudget
-from opu_hal.randomness.secure_random import new_secret_key
-
+from .distributed.aggregation import synchronize_step
+from .distributed.context import SingleProcess, rank_context
+from .distributed.setup import broadcast_model, check_method, describe, rank_profile, route_releases, shared_secret
 from .journal import RunJournal, budget_allows, charge_planned
 from .config import TrainConfig
 from .core.data import Dataset, load_dataset, scale_inputs, scaling_reference
@@ -35,11 +36,8 @@ from .run_record import epoch_line, run_record
 from .run_setup import (_limit, _to, build_method, check_model_memory, check_output_path, make_optimizer, public_size,
                         resolve_compute)
 from .records import NoiseLog, write_json
+from .run_state import resume, trainer_state
 from .core.sampling import Sampler
-
-# Settings a resumed run may change: none affects privacy, data or the model.
-RESUMABLE_KEYS = frozenset({"resume", "checkpoint_every", "alignment"})
-
 
 
 class Callback:
@@ -57,16 +55,20 @@ class Trainer:
 
     The trainer owns the device it opened from the config's profile and closes it in
     :meth:`close` (or on leaving ``with Trainer(...) as t:``); a device handed in is the caller's
-    and is never closed here.
+    and is never closed here. ``ranks`` is this process's place in a torchrun job
+    (:mod:`trainers.distributed`; default one process): only rank 0 logs, journals and checkpoints.
     """
 
     def __init__(self, config: TrainConfig, *, data: Dataset | None = None, device: Device | None = None,
                  progress: bool = True, log: Callable[[str], None] | None = None,
-                 callbacks: Sequence[Callback] = ()) -> None:
+                 callbacks: Sequence[Callback] = (), ranks: SingleProcess | None = None) -> None:
         config.validate()
         self.config = config
-        self.progress = progress
+        self.ranks = ranks or SingleProcess()
+        check_method(config.method, self.ranks)
+        self.progress = progress and self.ranks.is_main
         self.log = log or (lambda message: print(message, file=sys.stderr, flush=True))
+        self.log = self.log if self.ranks.is_main else (lambda message: None)
         self.callbacks = list(callbacks)
         self.run_journal = RunJournal(None)
         self._load_data(data)
@@ -101,7 +103,7 @@ class Trainer:
                                    or config.noise_source == "device"):
             return None
         self._owns_device = True
-        return load_device(profile, calibration=config.calibration)
+        return load_device(rank_profile(profile, self.ranks), calibration=config.calibration)
 
     def _apply_operating_point(self) -> None:
         if self.device is None or self.config.temperature_c is None:
@@ -126,11 +128,12 @@ class Trainer:
             network = MLP(sizes, config.activation, seed=config.seed)
         self.model = network.to(self.compute)
         self.method = build_method(config, self.model, self.device, self.data, self.train_split).to(self.compute)
+        broadcast_model(self.ranks, self.model)
         self.optimizer = make_optimizer(config, self.model)
         sampling = config.sampling or self.method.sampling
         self.sampler = Sampler(sampling, len(self.train_split), config.batch_size, config.seed,
                                min_batch=self.method.min_batch,
-                               secret_key=new_secret_key() if self.method.private else None,
+                               secret_key=shared_secret(self.ranks) if self.method.private else None,
                                public_size=public_size(config, len(self.train_split)))
         self.planned_steps = config.epochs * self.sampler.steps_per_epoch
         self.noise_log = NoiseLog()
@@ -149,13 +152,14 @@ class Trainer:
             if config.target_epsilon is not None:
                 self.budget = PrivacyBudget(config.target_epsilon, config.delta)
             plan_noise(self.method, self.planned_steps, config, self.log)
+            route_releases(self.ranks, config, self.method)
 
     def _build_checkpointing(self) -> None:
-        self.run_journal = RunJournal(self.config.checkpoint)
+        self.run_journal = RunJournal(self.config.checkpoint if self.ranks.is_main else None)
         self.run_journal.acquire()
         try:
             if self.config.resume:
-                self._resume()
+                resume(self)
             else:
                 self.run_journal.refuse_overwriting()
         except BaseException:
@@ -179,58 +183,24 @@ class Trainer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- checkpoints (trainers.journal) ------------------------------------------------------------
-    def _state(self) -> dict[str, Any]:
-        """Every part by its ``state_dict``. SECRET: the sampler key and the method's noise state."""
-        return {
-            "config": self.config.to_dict(),
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "method": self.method.state_dict(),
-            "accountant": self.accountant.state_dict() if self.accountant else None,
-            "sampler": self.sampler.state_dict(),
-            "progress": {"position": list(self.position), "global_step": self.global_step, "epochs": self.epochs,
-                         "noise_log": self.noise_log.to_list(), "elapsed": self.elapsed},
-        }
-
+    # -- checkpoints (trainers.journal, trainers.run_state) -----------------------------------------
     def checkpoint(self) -> None:
-        self.run_journal.save(self._state())
+        """One consistent checkpoint: every rank has finished the step, then rank 0 writes it."""
+        self.ranks.barrier("the checkpoint barrier")
+        self.checkpoint_now()
 
-    def _check_same_settings(self, saved: dict[str, Any]) -> None:
-        mine = self.config.to_dict()
-        for key in sorted(set(saved) | set(mine)):
-            if key in RESUMABLE_KEYS:
-                continue
-            if saved.get(key) != mine.get(key):
-                raise TrainingConfigError(
-                    f"--resume: checkpoint {self.config.checkpoint} was made with {key}={saved.get(key)!r}, "
-                    f"this run has {key}={mine.get(key)!r}; a resumed run keeps every privacy, data and model "
-                    "setting: resume with the same settings")
-
-    def _resume(self) -> None:
-        state = self.run_journal.load()
-        self._check_same_settings(dict(state["config"]))
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.method.load_state_dict(state["method"])
-        if state["accountant"] is not None and self.accountant is not None:
-            self.accountant.load_state_dict(state["accountant"])
-        self.sampler = self.sampler.with_state(state["sampler"])
-        progress = state["progress"]
-        self.position = (int(progress["position"][0]), int(progress["position"][1]))
-        self.global_step = int(progress["global_step"])
-        self.epochs = list(progress["epochs"])
-        self.noise_log = NoiseLog(progress["noise_log"])
-        self.elapsed = float(progress["elapsed"])
-        self.run_journal.reconcile(self.planned_steps, self.method.replayable or self.accountant is None,
-                                   self._charge_planned, self.checkpoint, self.log)
+    def checkpoint_now(self) -> None:
+        """Rank 0 writes the checkpoint (no other rank holds a journal)."""
+        if self.ranks.is_main:
+            self.run_journal.save(trainer_state(self))
 
     # -- one epoch -------------------------------------------------------------------------------
     def _step(self, indices: torch.Tensor) -> tuple[float, int, int]:
-        x, y = self.train_split.x[indices], self.train_split.y[indices]
+        local = self.ranks.shard(indices)  # this rank's share of the global batch
+        x, y = self.train_split.x[local], self.train_split.y[local]
         self.optimizer.zero_grad(set_to_none=True)
-        self.method.current_step = self.global_step
-        output = self.method.compute_gradients(x, y)
+        self.method.current_step = self.ranks.step = self.global_step
+        output = synchronize_step(self.ranks, self.model, self.method.compute_gradients(x, y), self.method.private)
         self.optimizer.step()
         self.method.after_step()
         self.noise_log.add(output.noise)
@@ -337,11 +307,17 @@ def train(config: TrainConfig, *, out: str | os.PathLike[str] | None = None, pro
     """Train as ``config`` says; returns the result record and writes it to ``out`` if given.
 
     A ``device`` handed in stays open (the caller owns it); one loaded from the profile is closed.
+    A torchrun job (``WORLD_SIZE`` > 1) joins its process group here; only rank 0 writes ``out``.
     """
-    if out is not None:
-        check_output_path(out, "--out")
-    with Trainer(config, data=data, device=device, progress=progress, log=log, callbacks=callbacks) as trainer:
-        record = trainer.run()
-    if out is not None:
-        write_json(out, record)
+    ranks = rank_context(config.compute)
+    try:
+        if out is not None and ranks.is_main:
+            check_output_path(out, "--out")
+        with Trainer(config, data=data, device=device, progress=progress, log=log, callbacks=callbacks,
+                     ranks=ranks) as trainer:
+            record = trainer.run()
+        if out is not None and ranks.is_main:
+            write_json(out, record)
+    finally:
+        ranks.close()
     return record

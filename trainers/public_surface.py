@@ -38,6 +38,7 @@ RECORD_FIELDS: dict[str, str] = {
     "method": SETTING, "profile": SETTING, "hyperparameters": SETTING, "torch": SETTING,
     "dataset": PUBLIC_SIZE, "sampling": PUBLIC_SIZE,
     "epochs": RELEASED, "noise_reports": SETTING, "privacy": LEDGER, "final": RELEASED,
+    "distributed": SETTING,
 }
 
 #: Fields of ``dataset``: sizes of the splits and what the network reads.

@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from .distributed.setup import describe
 from .public_surface import epoch_summary, public_record
 from .run_setup import dataset_size_statement, public_size
 
@@ -69,6 +70,7 @@ def run_record(trainer: Trainer) -> dict[str, Any]:
         "noise_reports": trainer.noise_log.to_list(),
         "privacy": privacy,
         "final": final,
+        **({"distributed": describe(trainer.ranks, trainer.config, trainer.method)} if trainer.ranks.distributed else {}),
         "torch": {"version": torch.__version__, "threads": torch.get_num_threads(), "compute": str(trainer.compute),
                   **({"gpu": torch.cuda.get_device_name(trainer.compute)} if trainer.compute.type == "cuda" else {})},
     }

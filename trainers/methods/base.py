@@ -106,9 +106,21 @@ class Method(ABC):
         """The noisy release of the flattened clipped update ``u`` (single-release methods)."""
         raise NotImplementedError(f"method {self.name!r} makes no single noisy release per step")
 
+    #: Distributed runs (:mod:`trainers.distributed`): ``aggregator(u_rank, publish)`` sums the ranks'
+    #: partial updates and noises the sum once (``publish`` on one rank, or noise shares on all).
+    _aggregator: "Callable[[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]], torch.Tensor] | None" = None
+
     def release(self, u: torch.Tensor) -> torch.Tensor:
-        """What the step publishes of ``u``: :meth:`release_update`, or the installed hook's result."""
-        return self.release_update(u) if self._release_hook is None else self._release_hook(u)
+        """What the step publishes of ``u``: :meth:`release_update`, or the installed hook's result
+        (in a distributed run, of the ranks' summed ``u``)."""
+        publish = self.release_update if self._release_hook is None else self._release_hook
+        return publish(u) if self._aggregator is None else self._aggregator(u, publish)
+
+    def aggregate_releases(self, aggregator: "Callable[[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]], torch.Tensor]") -> None:
+        """Distributed runs: route every release through ``aggregator`` (single-release methods)."""
+        if not self.single_release:
+            raise NotImplementedError(f"method {self.name!r} makes no single noisy release per step to aggregate")
+        self._aggregator = aggregator
 
     def intercept_release(self, hook: "Callable[[torch.Tensor], torch.Tensor] | None") -> None:
         """Route every release through ``hook`` (which may call :meth:`release_update` itself), as
