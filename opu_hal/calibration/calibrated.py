@@ -137,6 +137,19 @@ class CalibratedNoise:
         return lower, (f"calibration {self.path} (lower end of the {level:.0%} interval of the darkest pixel's anchor read, "
                        f"measured at {point.temperature_c:g} C, {point.exposure_us:g} us)")
 
+    def anchor_read_box(self, temperature_c: float) -> tuple[tuple[float, float], tuple[float, float],
+                                                                  tuple[float, float], str]:
+        """The calibrated box of one anchor-only read (:class:`~opu_hal.contract.calibration.NoiseCalibration`):
+        mean from :meth:`anchor_read_lower_e` to the upper ends of the anchor and dark intervals (scaled to
+        this anchor power), read noise and gain from their intervals."""
+        lower, source = self.anchor_read_lower_e(temperature_c)
+        point = [p for p in self._points() if p.temperature_c <= temperature_c][-1]
+        scale = self.anchor_power_uw / point.anchor_power_uw
+        upper = max(lower, point.anchor_e.upper * scale + max(point.dark_e.upper, 0.0))
+        cal = self.calibration
+        return ((lower, upper), (cal.read_noise_e.lower, cal.read_noise_e.upper),
+                (cal.gain_e_per_dn.lower, cal.gain_e_per_dn.upper), source.replace("lower end", "ends"))
+
     def report(self, temperature_c: float) -> NoiseReport:
         self.check_operating_point(temperature_c, self.exposure_us)
         cal = self.calibration
