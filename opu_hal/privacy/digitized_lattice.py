@@ -95,3 +95,24 @@ class DigitizedLattice:
     def noise_std(self, reads: int) -> float:
         """Std of ``K`` in update units at the box's least-variance camera, ``sqrt(2 reads v) / gamma``."""
         return math.sqrt(2 * reads * self.read_variance) / self.lattice.gamma
+
+
+def fewest_box_reads(lattice: DigitizedLattice, dataset_size: int, batch_size: int, steps: int,
+                     target_epsilon: float, delta: float) -> tuple[int, float] | None:
+    """Fewest reads per count whose run of ``steps`` box events reaches ``(target_epsilon, delta)``, and
+    its epsilon (bisection: epsilon falls with the reads; the answer is re-checked); None if
+    ``lattice.max_reads`` does not."""
+    from .accountant import Accountant
+
+    def epsilon(reads: int) -> float:
+        accountant = Accountant("replace_one")
+        accountant.step(lattice.event_for_reads(dataset_size, batch_size, reads), steps)
+        return accountant.get_epsilon(delta)
+
+    if epsilon(lattice.max_reads) > target_epsilon:
+        return None
+    low, high = 0, lattice.max_reads  # high fits; low does not (or is 0)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if epsilon(middle) <= target_epsilon else (middle, high)
+    return high, epsilon(high)
