@@ -23,9 +23,13 @@ from .plan import RunShape
 
 def run_digitized_plan(args: argparse.Namespace, profile, calibration_path, shape: RunShape) -> int:
     """Print the operating point of ``profile``'s digitized reads for ``shape``, or why none (exit 1)."""
-    from ..loader import load_device
+    from ..profiles.registry import get_backend
+    from .calibrated import load_calibrated_noise
 
-    device = load_device(profile, calibration=calibration_path)
+    device = get_backend(profile.backend).create(profile)  # as opu_hal.load_device builds it
+    if calibration_path is not None:
+        device.check_calibratable()
+        device.attach_calibration(load_calibrated_noise(calibration_path, profile))
     try:
         law = device.digitized_read_law()
     except DeviceUnavailable as exc:
