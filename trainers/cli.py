@@ -188,7 +188,11 @@ def privacy_summary(privacy: dict, profile: dict | None) -> str:
     """One line: the mechanism, where its noise came from, the generator, the calibration used."""
     parts = [f"mechanism {privacy['mechanism']}", f"noise source {privacy.get('noise_source', 'software')}"]
     device_noise = privacy.get("device_noise")
-    if device_noise:
+    if device_noise and device_noise.get("kind") == "digitized-reads":
+        parts.append(f"device {profile['name'] if profile else '?'}: {device_noise.get('reads_per_value')} digitized "
+                     f"anchor reads per count at {device_noise.get('gain_e_per_dn')} e-/DN, read mean >= "
+                     f"{device_noise['poisson_mean_lower']:.4g} e- (accounted exactly from the read's law)")
+    elif device_noise:
         parts.append(f"device {profile['name'] if profile else '?'}: Poisson mean >= {device_noise['poisson_mean_lower']:.4g} "
                      f"e- per count ({device_noise.get('reads_per_value')} anchor reads each)")
         parts.append(f"means from {device_noise.get('mean_source', 'the profile model')}")

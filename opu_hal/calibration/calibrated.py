@@ -161,6 +161,18 @@ class CalibratedNoise:
         floor_low = self.calibration.read_noise_e.lower**2 + point.dark_e_min_pixel_lower
         return math.sqrt(output_variance(self.mode, least_frames_e(self.mode, a2_up), phi_up, a2_up, floor_low))
 
+    def anchor_read_box(self, temperature_c: float) -> tuple[tuple[float, float], tuple[float, float],
+                                                                  tuple[float, float], str]:
+        """The calibrated box of one anchor-only read (:class:`~opu_hal.contract.calibration.NoiseCalibration`):
+        mean from :meth:`anchor_read_lower_e` to the upper ends of the anchor and dark intervals (scaled to
+        this anchor power, the larger of the calibrated neighbours'), read noise and gain from their intervals."""
+        lower, source = self.anchor_read_lower_e(temperature_c)
+        upper = max([lower] + [point.anchor_e.upper * (self.anchor_power_uw / point.anchor_power_uw)
+                               + max(point.dark_e.upper, 0.0) for point in self.neighbours(temperature_c)])
+        cal = self.calibration
+        return ((lower, upper), (cal.read_noise_e.lower, cal.read_noise_e.upper),
+                (cal.gain_e_per_dn.lower, cal.gain_e_per_dn.upper), source.replace("lower end", "ends"))
+
     def report(self, temperature_c: float) -> NoiseReport:
         """The noise at ``temperature_c`` (inside the calibrated range, else refused): ``std`` from
         the interpolated dark signal, ``std_lower`` the smaller of the neighbours' bounds."""

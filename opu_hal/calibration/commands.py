@@ -200,7 +200,7 @@ def _shape(args: argparse.Namespace) -> RunShape:
     except PrivacyParameterError as exc:
         raise CalibrationError(as_flags(str(exc))) from exc
     dimension, resolution = getattr(args, "dimension", None), getattr(args, "lattice_resolution", None)
-    lattice = getattr(args, "mechanism", "gaussian") == "skellam"
+    lattice = getattr(args, "mechanism", "gaussian") in ("skellam", "digitized")
     if lattice:
         if dimension is None or not dimension >= 1 or resolution is None or not resolution > 0:
             raise CalibrationError("--mechanism skellam (the lattice mechanism of dp-dfa --noise-source device) needs "
@@ -235,6 +235,13 @@ def run_plan(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile)
     require_camera_profile(profile, "plan --profile")
     cal_path = args.calibration or profile.calibration
+    if args.mechanism == "digitized":
+        from .digitized_command import run_digitized_plan
+
+        if cal_path is not None and args.calibration is None and profile.source is not None \
+                and not Path(cal_path).is_absolute():
+            cal_path = Path(profile.source).parent / cal_path
+        return run_digitized_plan(args, profile, cal_path, _shape(args))
     if cal_path is None:
         raise CalibrationError(f"profile {profile.label!r} names no calibration: pass --calibration CAL "
                                "(written by `opu-hal calibrate`)")
@@ -304,9 +311,11 @@ def register_device_plan(p: argparse.ArgumentParser) -> None:
     """``plan --profile``: calibration's device mode of the privacy package's ``plan`` command."""
     p.add_argument("--profile", default=None, help="device mode: operating points of this profile")
     p.add_argument("--calibration", default=None, help="device mode: calibration file (default: the profile's)")
-    p.add_argument("--mechanism", choices=("gaussian", "skellam"), default="gaussian",
+    p.add_argument("--mechanism", choices=("gaussian", "skellam", "digitized"), default="gaussian",
                    help="device mode: how device noise is accounted (default gaussian; skellam: the lattice "
-                        "mechanism of dp-dfa --noise-source device, with --sampling fixed)")
+                        "mechanism of dp-dfa --noise-source device, with --sampling fixed; digitized: the same "
+                        "lattice with digitized reads at any gain, calibration optional)")
+    p.add_argument("--max-reads", type=int, default=4096, help="digitized: most reads per count tried (default 4096)")
     p.add_argument("--dimension", type=int, default=None, help="skellam: the update's parameters d")
     p.add_argument("--lattice-resolution", type=float, default=None, help="skellam: lattice resolution k")
     p.add_argument("--plot", default=None,

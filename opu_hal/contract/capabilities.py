@@ -26,6 +26,9 @@ class Capabilities:
     own limit (``None``: unbounded; host memory is checked per call, not declared here).
     ``raw_frames``: :meth:`~opu_hal.Device.raw_frames` gives camera frames (what calibration measures).
     ``calibratable``: :meth:`~opu_hal.Device.attach_calibration` accepts a calibration.
+    ``digitized_noise``: the device draws privacy noise as sums of digitized camera reads at any gain
+    (:meth:`~opu_hal.Device.draw_digitized_counts`), accounted exactly from
+    :meth:`~opu_hal.Device.digitized_read_law`.
     """
 
     input_kind: InputKind
@@ -38,6 +41,7 @@ class Capabilities:
     max_batch: int | None = None
     raw_frames: bool = False
     calibratable: bool = False
+    digitized_noise: bool = False
 
     @property
     def temperature_settable(self) -> bool:

@@ -15,7 +15,7 @@ from .capabilities import Capabilities
 from .errors import DeviceUnavailable, InputError
 from .frames import RawFrames
 from .inputs import check_batch
-from .noise import NoiseReport, PrivacyCounts, Projection
+from .noise import DigitizedReadLaw, NoiseReport, PrivacyCounts, Projection
 from .profile_base import BaseProfile
 
 P = TypeVar("P", bound=BaseProfile)
@@ -191,6 +191,18 @@ class Device(ABC, Generic[P]):
             f"profile {self._profile.label!r} ({self._profile.backend}) cannot serve as a privacy-noise "
             "source: it does not produce photo-electron counts of a known distribution"
         )
+
+    def digitized_read_law(self) -> DigitizedReadLaw:
+        """The law of one anchor-only read that :meth:`draw_digitized_counts` sums (intervals from the
+        calibration when one is attached). Devices whose ``capabilities.digitized_noise`` is false raise."""
+        raise DeviceUnavailable(f"profile {self._profile.label!r} ({self._profile.backend}) has no digitized camera "
+                                "reads to serve as privacy noise")
+
+    def draw_digitized_counts(self, n_values: int, reads: int) -> PrivacyCounts:
+        """``n_values`` integer noise values in DN, each ``C_1 - C_2`` of two independent sums of ``reads``
+        anchor-only reads of :meth:`digitized_read_law` (any gain), drawn from a secure generator."""
+        raise DeviceUnavailable(f"profile {self._profile.label!r} ({self._profile.backend}) has no digitized camera "
+                                "reads to serve as privacy noise")
 
     def _check_memory(self, rows: int) -> None:
         """Backend hook: refuse, with :class:`HostMemoryError`, a batch of ``rows`` whose projection

@@ -18,8 +18,9 @@ NOISE_SOURCES: tuple[str, ...] = ("declared", "calibrated", "software")
 class NoiseDistribution:
     """What the noise in a release IS, beyond its std: what a discrete privacy mechanism needs.
 
-    ``kind``: ``"gaussian"`` (software noise, continuous) or ``"poisson-counts"`` (differences of
-    photo-electron counts: Skellam). For counts: ``poisson_mean`` is the mean of each count (the
+    ``kind``: ``"gaussian"`` (software noise, continuous), ``"poisson-counts"`` (differences of
+    photo-electron counts: Skellam) or ``"digitized-reads"`` (differences of sums of digitized camera
+    reads in DN, :class:`DigitizedReadLaw`; ``poisson_mean`` is then one read's photo-electrons). For counts: ``poisson_mean`` is the mean of each count (the
     model's or calibration's estimate) and ``poisson_mean_lower`` the figure accounting may use
     (never above the applied mean); ``reads_per_value`` pixel reads summed into each count;
     ``read_noise_e`` and ``gain_e_per_dn`` of the camera; ``lattice_step`` the output units of one
@@ -30,7 +31,7 @@ class NoiseDistribution:
     ``camera_seconds`` their duration at the camera's frame period.
     """
 
-    kind: Literal["gaussian", "poisson-counts"]
+    kind: Literal["gaussian", "poisson-counts", "digitized-reads"]
     generator: str
     poisson_mean: float | None = None
     poisson_mean_lower: float | None = None
@@ -101,6 +102,32 @@ class NoiseReport:
             **({"details": dict(self.details)} if self.details else {}),
             **({"distribution": self.distribution.to_dict()} if self.distribution else {}),
         }
+
+
+@dataclass(frozen=True)
+class DigitizedReadLaw:
+    """What one anchor-only read of a digitized camera is, for exact accounting
+    (:mod:`opu_hal.privacy.digitized`, eq. 1): Poisson photo-electrons of mean in ``mean_e = (low,
+    high)``, read noise of rms in ``read_noise_e = (low, high)`` (equal ends: the declared model; a
+    calibration's intervals otherwise), then full well, gain, rounding, black level and the ADC's clip.
+    ``source`` says where the intervals came from; ``pixels_per_frame`` and ``frame_time_s`` price the
+    reads (one read per pixel of an anchor-only frame)."""
+
+    mean_e: tuple[float, float]
+    read_noise_e: tuple[float, float]
+    gain_e_per_dn: float
+    adc_bits: int
+    black_level_dn: int
+    full_well_e: float
+    source: str
+    pixels_per_frame: int = 1
+    frame_time_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("mean_e", "read_noise_e"):
+            low, high = getattr(self, name)
+            if not (math.isfinite(low) and math.isfinite(high) and 0 < low <= high):
+                raise ParameterError(f"DigitizedReadLaw.{name} must be an interval 0 < low <= high, got {(low, high)}")
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,8 @@ TINY = 2.3e-308  # a product below the smallest normal double may be lost
 _FUNC_REL = 1e-13  # relative error allowed for gammaln / log_ndtr / exp / log in one entry
 _POISSON_SIGMAS = 45.0  # Poisson range evaluated: mean +- 45 sd (+ 800), the rest charged to abs_err
 MAX_READS = 4096
+_BIN_SIGMAS = 37.0  # bins beyond 37 read-noise sd of an electron count get P(bin | e) <= Phi(-37) < 1e-299
+SKIPPED_BIN = 1e-298  # charged to abs_err: bounds any skipped bin's mass (at most Phi(-37) summed over e)
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,9 @@ def _log_bin(low: np.ndarray, high: np.ndarray) -> np.ndarray:
 
 def read_log_pmf(camera: CameraRead) -> tuple[np.ndarray, float]:
     """``log P(DN = d)`` for ``d = 0 .. 2^bits - 1`` (eq. 2) and the Poisson mass left out (charged to
-    ``abs_err`` by the caller)."""
+    ``abs_err`` by the caller). Each chunk of electron counts is evaluated only on the bins within
+    :data:`_BIN_SIGMAS` read-noise sd of it; the others' mass, below ``Phi(-37)`` per count, is charged
+    as :data:`SKIPPED_BIN` (so a 16-bit camera costs its populated bins, not all 65 536)."""
     lam, g, sigma = camera.mean_e, camera.gain_e_per_dn, camera.read_noise_e
     spread = _POISSON_SIGMAS * math.sqrt(lam) + 800
     bottom, top = max(0, int(math.floor(lam - spread))), int(math.ceil(lam + spread))
@@ -133,11 +137,15 @@ def read_log_pmf(camera: CameraRead) -> tuple[np.ndarray, float]:
     edges_high = edges_low + g
     edges_low[0], edges_high[-1] = -np.inf, np.inf
     out = np.full(len(d), -np.inf)
-    for start in range(0, len(e), 256):  # chunks keep memory at 256 x 2^bits
+    reach = _BIN_SIGMAS * sigma  # a bin farther than this from every electron count of a chunk is skipped
+    for start in range(0, len(e), 256):  # chunks of 256 electron counts, each against the bins it reaches
         chunk = e[start:start + 256, None]
-        log_bins = _log_bin((edges_low[None, :] - chunk) / sigma, (edges_high[None, :] - chunk) / sigma)
-        out = np.logaddexp(out, logsumexp(log_pois[start:start + 256, None] + log_bins, axis=0))
-    return out, left_out
+        first = int(np.clip(math.floor((chunk[0, 0] - reach) / g + camera.black_level_dn - 0.5), 0, len(d) - 1))
+        last = int(np.clip(math.ceil((chunk[-1, 0] + reach) / g + camera.black_level_dn + 0.5), 0, len(d) - 1))
+        cols = slice(first, last + 1)
+        log_bins = _log_bin((edges_low[None, cols] - chunk) / sigma, (edges_high[None, cols] - chunk) / sigma)
+        out[cols] = np.logaddexp(out[cols], logsumexp(log_pois[start:start + 256, None] + log_bins, axis=0))
+    return out, left_out + SKIPPED_BIN
 
 
 def _flush(values: np.ndarray) -> tuple[np.ndarray, float]:

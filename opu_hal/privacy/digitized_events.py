@@ -4,7 +4,9 @@ One release: every coordinate ``j`` of ``x = gamma u`` (``gamma Delta = k``, the
 lattice of :class:`.skellam.SkellamLattice`) is randomly rounded and gets ``K_j = C_1 - C_2``, two
 sums of ``reads`` anchor-only reads in DN (:mod:`.digitized`, eqs. 1-3). Its RDP is
 ``k^2 kappa_alpha`` (:mod:`.pmf_rdp`, (6)) of the accounted law (4), and each of the ``dimension``
-noise values costs ``tau`` of total variation, charged in delta (5).
+noise values costs ``tau`` of total variation, charged in delta (5). A calibrated camera is a box of
+intervals (``mean_e .. mean_e_high``, ``read_noise_e .. read_noise_e_high``): the event then takes the
+largest curve and ``tau`` over :func:`.digitized_box.box_cameras` (a grid check, not a proof).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import ClassVar
 import numpy as np
 
 from .digitized import MAX_READS, CameraRead, difference_pmf
+from .digitized_box import BOX_POINTS, box_cameras
 from .events import Event, Neighboring, PrivacyParameterError, _positive, is_count, register_event
 from .pmf_rdp import pmf_coefficients
 from .rounding import MAX_ORDER
@@ -29,9 +32,17 @@ def digitized_coefficients(camera: CameraRead, reads: int, max_shift: int) -> tu
     return pmf_coefficients(difference_pmf(camera, reads), max_shift)
 
 
-def digitized_rdp(orders: np.ndarray, camera: CameraRead, reads: int, l2_sensitivity: float) -> np.ndarray:
-    """``c^2 kappa_alpha`` (:mod:`.pmf_rdp` (6)); inf at non-integer orders and above ``MAX_ORDER``."""
-    kappa, _ = digitized_coefficients(camera, reads, int(math.floor(l2_sensitivity)))
+def box_coefficients(cameras: tuple[CameraRead, ...], reads: int, max_shift: int) -> tuple[np.ndarray, float]:
+    """The largest ``kappa_alpha`` (every order) and ``tau`` over ``cameras`` (:mod:`.digitized_box`)."""
+    found = [digitized_coefficients(camera, reads, max_shift) for camera in cameras]
+    return np.max([kappa for kappa, _ in found], axis=0), max(tau for _, tau in found)
+
+
+def digitized_rdp(orders: np.ndarray, cameras: tuple[CameraRead, ...], reads: int,
+                  l2_sensitivity: float) -> np.ndarray:
+    """``c^2 kappa_alpha`` (:mod:`.pmf_rdp` (6)), largest over ``cameras``; inf at non-integer orders and
+    above ``MAX_ORDER``."""
+    kappa, _ = box_coefficients(cameras, reads, int(math.floor(l2_sensitivity)))
     orders = np.asarray(orders, dtype=np.float64)
     out = np.full(orders.shape, np.inf)
     for index, alpha in np.ndenumerate(orders):
@@ -44,7 +55,9 @@ def digitized_rdp(orders: np.ndarray, camera: CameraRead, reads: int, l2_sensiti
 class DigitizedNoiseEvent(Event):
     """One release of ``dimension`` coordinates, noise ``K`` from ``reads`` digitized reads per count
     of the camera (:class:`.digitized.CameraRead` fields, at the low ends of their intervals);
-    ``l2_sensitivity`` is ``gamma Delta`` in DN under the accountant's relation."""
+    ``l2_sensitivity`` is ``gamma Delta`` in DN under the accountant's relation. ``mean_e_high`` and
+    ``read_noise_e_high`` (default: equal to the low ends) close a calibrated box, checked on a grid of
+    ``box_points`` per axis (:mod:`.digitized_box`)."""
 
     mean_e: float
     read_noise_e: float
@@ -55,6 +68,9 @@ class DigitizedNoiseEvent(Event):
     reads: int
     l2_sensitivity: float
     dimension: int
+    mean_e_high: float | None = None
+    read_noise_e_high: float | None = None
+    box_points: int = BOX_POINTS
     kind: ClassVar[str] = "digitized_noise"
     relations: ClassVar[tuple[str, ...]] = ("add_remove", "replace_one")
 
@@ -65,21 +81,29 @@ class DigitizedNoiseEvent(Event):
         if not (is_count(self.dimension) and self.dimension >= 1):
             raise PrivacyParameterError(f"dimension must be an integer >= 1, got {self.dimension!r}")
         _positive("l2_sensitivity", self.l2_sensitivity, 64.0)
+        self.cameras  # validates the box
 
     @property
     def camera(self) -> CameraRead:
         return CameraRead(self.mean_e, self.read_noise_e, self.gain_e_per_dn, self.adc_bits,
                           self.black_level_dn, self.full_well_e)
 
+    @property
+    def cameras(self) -> tuple[CameraRead, ...]:
+        """The grid of the calibrated box (one camera when the box is a point)."""
+        high_mean = self.mean_e if self.mean_e_high is None else self.mean_e_high
+        high_noise = self.read_noise_e if self.read_noise_e_high is None else self.read_noise_e_high
+        return box_cameras(self.camera, high_mean, high_noise, self.box_points)
+
     def base_rdp(self, orders: np.ndarray) -> np.ndarray:
-        return digitized_rdp(orders, self.camera, self.reads, self.l2_sensitivity)
+        return digitized_rdp(orders, self.cameras, self.reads, self.l2_sensitivity)
 
     def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
         return self.base_rdp(orders)
 
     def total_variation(self) -> float:
         """``dimension tau``: every coordinate's noise value is coupled with the accounted law (5)."""
-        _, tau = digitized_coefficients(self.camera, self.reads, int(math.floor(self.l2_sensitivity)))
+        _, tau = box_coefficients(self.cameras, self.reads, int(math.floor(self.l2_sensitivity)))
         return self.dimension * tau
 
 

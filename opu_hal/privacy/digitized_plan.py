@@ -67,17 +67,17 @@ class DigitizedPlan:
 def _epsilon(camera: CameraRead, reads: int, run: RunShape) -> float:
     event = FixedSizeDigitizedNoiseEvent(camera.mean_e, camera.read_noise_e, camera.gain_e_per_dn, camera.adc_bits,
                                          camera.black_level_dn, camera.full_well_e, reads, run.resolution,
-                                         run.dimension, run.dataset_size, run.batch_size)
+                                         run.dimension, dataset_size=run.dataset_size, batch_size=run.batch_size)
     accountant = Accountant("replace_one")
     accountant.step(event, run.steps)
     return accountant.get_epsilon(run.delta)
 
 
-def fewest_reads(camera: CameraRead, run: RunShape) -> tuple[int, float] | None:
-    """Fewest reads per count reaching the target, and its epsilon; None if ``MAX_READS`` does not."""
-    if _epsilon(camera, MAX_READS, run) > run.target_epsilon:
+def fewest_reads(camera: CameraRead, run: RunShape, max_reads: int = MAX_READS) -> tuple[int, float] | None:
+    """Fewest reads per count reaching the target, and its epsilon; None if ``max_reads`` does not."""
+    if _epsilon(camera, max_reads, run) > run.target_epsilon:
         return None
-    low, high = 0, MAX_READS  # epsilon(high) fits; low does not (or is 0)
+    low, high = 0, max_reads  # epsilon(high) fits; low does not (or is 0)
     while high - low > 1:
         middle = (low + high) // 2
         if _epsilon(camera, middle, run) <= run.target_epsilon:
@@ -88,12 +88,15 @@ def fewest_reads(camera: CameraRead, run: RunShape) -> tuple[int, float] | None:
 
 
 def plan(facts: CameraFacts, run: RunShape, pixels_per_frame: int, frame_time_s: float,
-         levels: tuple[float, ...] = DEFAULT_LEVELS) -> DigitizedPlan:
-    """The cheapest sound operating point (module docstring), or :class:`DigitizedPlanRefused`."""
+         levels: tuple[float, ...] = DEFAULT_LEVELS, max_reads: int = MAX_READS) -> DigitizedPlan:
+    """The cheapest sound operating point (module docstring), or :class:`DigitizedPlanRefused`;
+    ``max_reads`` (at most :data:`MAX_READS`) caps the reads per count tried."""
+    if not (isinstance(max_reads, int) and 1 <= max_reads <= MAX_READS):
+        raise PrivacyParameterError(f"max_reads must be an integer in [1, {MAX_READS}], got {max_reads!r}")
     best: DigitizedPlan | None = None
     for level in levels:
         camera = facts.at_level(level)
-        found = fewest_reads(camera, run)
+        found = fewest_reads(camera, run, max_reads)
         if found is None:
             continue
         reads, epsilon = found
@@ -105,18 +108,19 @@ def plan(facts: CameraFacts, run: RunShape, pixels_per_frame: int, frame_time_s:
         return best
     raise DigitizedPlanRefused(
         f"no anchor level at {', '.join(f'{x:.0%}' for x in levels)} of the ADC span reaches epsilon "
-        f"{run.target_epsilon} at delta {run.delta} with at most {MAX_READS} reads per count on a "
+        f"{run.target_epsilon} at delta {run.delta} with at most {max_reads} reads per count on a "
         f"{facts.adc_bits}-bit camera at {facts.gain_e_per_dn} e-/DN (black {facts.black_level_dn} DN, read noise "
-        f"{facts.read_noise_e} e-); nearest that qualifies: {nearest_camera(facts, run, levels)}")
+        f"{facts.read_noise_e} e-); nearest that qualifies: {nearest_camera(facts, run, levels, max_reads)}")
 
 
-def nearest_camera(facts: CameraFacts, run: RunShape, levels: tuple[float, ...] = DEFAULT_LEVELS) -> str:
+def nearest_camera(facts: CameraFacts, run: RunShape, levels: tuple[float, ...] = DEFAULT_LEVELS,
+                   max_reads: int = MAX_READS) -> str:
     """The first of: more bits at the same gain, then a larger gain (more electrons per read), that plans."""
     options = [replace(facts, adc_bits=bits) for bits in range(facts.adc_bits + 2, 17, 2)]
     options += [replace(facts, gain_e_per_dn=facts.gain_e_per_dn * f) for f in (2, 4, 8, 16)]
     for option in options:
         for level in levels:
-            found = fewest_reads(option.at_level(level), run)
+            found = fewest_reads(option.at_level(level), run, max_reads)
             if found is not None:
                 return (f"{option.adc_bits}-bit at {option.gain_e_per_dn} e-/DN ({found[0]} reads per count at "
                         f"{level:.0%} of the span)")

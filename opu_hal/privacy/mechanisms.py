@@ -6,6 +6,9 @@
 - :class:`SkellamRelease`: the lattice Skellam mechanism of :mod:`opu_hal.privacy.skellam` with
   integer noise drawn from a device (:meth:`opu_hal.Device.draw_privacy_counts`): scale by
   ``gamma``, round randomly (secure uniforms), add the counts, scale back.
+- :class:`DigitizedRelease`: the same lattice (per-coordinate) with the counts replaced by sums of
+  digitized camera reads at any gain (:meth:`opu_hal.Device.draw_digitized_counts`), accounted by
+  :mod:`opu_hal.privacy.digitized_lattice`.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import torch
 from ..contract.device import Device
 from ..contract.errors import DeviceUnavailable
 from ..contract.noise import NoiseDistribution
+from .digitized_lattice import DigitizedLattice
 from .skellam import SkellamLattice
 from ..randomness.secure_random import SecureGenerator
 
@@ -75,6 +79,43 @@ class SkellamRelease:
         if not draw.distribution.poisson_mean_lower >= self.poisson_mean * (1 - 1e-12):
             raise DeviceUnavailable(
                 f"device delivered Poisson mean {draw.distribution.poisson_mean_lower} < requested {self.poisson_mean}")
+        self.distribution = draw.distribution
+        released = (rounded + draw.counts.numpy()) / gamma
+        return torch.from_numpy(released).to(device=u.device, dtype=u.dtype).view_as(u)
+
+
+class DigitizedRelease:
+    """``(R(gamma u) + K) / gamma`` with ``K`` the device's digitized counts of ``reads`` reads each: the
+    lattice and rounding of :class:`SkellamRelease` (same secure uniforms), the noise of
+    :class:`~opu_hal.privacy.digitized_lattice.DigitizedLattice`."""
+
+    mechanism = "digitized"
+
+    def __init__(self, device: Device, lattice: DigitizedLattice, reads: int,
+                 generator: SecureGenerator | None = None) -> None:
+        if not device.capabilities.digitized_noise:
+            device.digitized_read_law()  # names why
+            raise DeviceUnavailable(f"profile {device.profile.label!r} gives no digitized privacy noise")
+        if device.digitized_read_law() != lattice.law:
+            raise DeviceUnavailable(f"profile {device.profile.label!r}: the camera's read law changed since the "
+                                    "noise was planned (temperature or calibration); plan again")
+        self.device, self.lattice, self.reads = device, lattice, int(reads)
+        self.generator = generator or SecureGenerator()
+        self.distribution: NoiseDistribution | None = None
+
+    @property
+    def noise_std(self) -> float:
+        """Std of the applied noise in query units (at the box's least-variance camera)."""
+        return self.lattice.noise_std(self.reads)
+
+    def release(self, u: torch.Tensor) -> torch.Tensor:
+        gamma = self.lattice.lattice.gamma
+        x = u.detach().to("cpu", torch.float64).numpy().ravel() * gamma
+        rounded = randomized_round(x, self.generator)
+        draw = self.device.draw_digitized_counts(x.size, self.reads)
+        if draw.distribution.reads_per_value != self.reads or draw.counts.numel() != x.size:
+            raise DeviceUnavailable(f"device delivered {draw.distribution.reads_per_value} reads per count for "
+                                    f"{draw.counts.numel()} values; planned {self.reads} for {x.size}")
         self.distribution = draw.distribution
         released = (rounded + draw.counts.numpy()) / gamma
         return torch.from_numpy(released).to(device=u.device, dtype=u.dtype).view_as(u)

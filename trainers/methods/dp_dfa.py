@@ -25,6 +25,11 @@ from the secure generator (:class:`opu_hal.privacy.mechanisms.GaussianRelease`),
 Skellam mechanism (:mod:`opu_hal.privacy.skellam`): scaled to the lattice, randomly rounded, plus
 integer photo-electron counts drawn from the device (:class:`opu_hal.privacy.mechanisms.SkellamRelease`),
 accounted by ``FixedSizeSkellamEvent`` at the Poisson mean the device guarantees as a lower bound.
+A device whose camera is digitized at another gain (``capabilities.digitized_noise``, not
+``privacy_noise``; issue 36) releases through the same per-coordinate lattice with sums of digitized
+reads (:class:`opu_hal.privacy.mechanisms.DigitizedRelease`), accounted exactly by
+``FixedSizeDigitizedNoiseEvent`` over the camera's (calibrated) box, the reads per count planned
+by the accountant (:mod:`opu_hal.privacy.digitized_lattice`).
 """
 
 from __future__ import annotations
@@ -35,8 +40,9 @@ from typing import Any
 import torch
 
 from opu_hal import DeviceUnavailable
-from opu_hal.privacy.mechanisms import GaussianRelease, SkellamRelease
-from opu_hal.privacy import Event, FixedSizeGaussianEvent
+from opu_hal.privacy.digitized_lattice import DigitizedLattice
+from opu_hal.privacy.mechanisms import DigitizedRelease, GaussianRelease, SkellamRelease
+from opu_hal.privacy import Event, FixedSizeGaussianEvent, PrivacyParameterError
 from opu_hal.privacy.skellam import SkellamLattice
 from opu_hal.randomness.secure_random import SecureGenerator
 
@@ -94,19 +100,33 @@ class DPDFA(GaussianNoiseMethod):
         self.noise_multiplier: float | None = None
         self.dimension = sum(p.numel() for p in model.parameters())
         self.generator = SecureGenerator()
-        self.mechanism: GaussianRelease | SkellamRelease | None = None
-        self.lattice: SkellamLattice | None = None
+        self.mechanism: GaussianRelease | SkellamRelease | DigitizedRelease | None = None
+        self.lattice: SkellamLattice | DigitizedLattice | None = None
         if config.noise_source == "device":
-            self._check_noise_device(context)
-            self.lattice = SkellamLattice(self.dimension, self.sensitivity, config.lattice_resolution,
-                                          config.rounding_analysis)
+            lattice = SkellamLattice(self.dimension, self.sensitivity, config.lattice_resolution,
+                                     config.rounding_analysis)
+            if self._check_noise_device(context) == "digitized":
+                if config.rounding_analysis != "per-coordinate":
+                    raise TrainingConfigError("--noise-source device on a digitized camera is accounted per "
+                                              "coordinate: drop --rounding-analysis worst-case")
+                try:
+                    self.lattice = DigitizedLattice(lattice, context.device.digitized_read_law())
+                except (DeviceUnavailable, PrivacyParameterError) as exc:
+                    raise TrainingConfigError(f"--noise-source device: {exc}") from None
+            else:
+                self.lattice = lattice
             self.replayable = False  # device counts cannot be drawn again
 
     @staticmethod
-    def _check_noise_device(context: MethodContext) -> None:
+    def _check_noise_device(context: MethodContext) -> str:
+        """``"skellam"`` (counts at 1 e-/DN), ``"digitized"`` (digitized reads at any gain), or refuse."""
         device = context.device
         if device is None:
             raise TrainingConfigError("--noise-source device needs --profile (e.g. opu-sim-dp)")
+        if device.capabilities.privacy_noise:
+            return "skellam"
+        if device.capabilities.digitized_noise:
+            return "digitized"
         if not device.capabilities.privacy_noise:
             try:
                 device.draw_privacy_counts(1, 1.0)
@@ -129,6 +149,8 @@ class DPDFA(GaussianNoiseMethod):
         self.noise_multiplier = float(z)
         if self.lattice is None:
             self.mechanism = GaussianRelease(z * self.sensitivity, self.generator)
+        elif isinstance(self.lattice, DigitizedLattice):
+            self.mechanism = DigitizedRelease(self.context.device, self.lattice, self.lattice.reads(z), self.generator)
         else:
             self.mechanism = SkellamRelease(self.context.device, self.lattice, self.lattice.poisson_mean(z),
                                             self.generator)
@@ -155,6 +177,18 @@ class DPDFA(GaussianNoiseMethod):
                                "gamma": self.lattice.gamma, "l2_sensitivity": self.lattice.l2_sensitivity,
                                "l1_sensitivity": self.lattice.l1_sensitivity,
                                "poisson_mean_accounted": mechanism.poisson_mean}
+            if mechanism.distribution is not None:
+                info["device_noise"] = mechanism.distribution.to_dict()
+        if isinstance(self.lattice, DigitizedLattice) and isinstance(mechanism, DigitizedRelease):
+            law = self.lattice.law
+            info["lattice"] = {"dimension": self.lattice.lattice.dimension, "resolution": self.lattice.lattice.resolution,
+                               "rounding_analysis": "per-coordinate", "gamma": self.lattice.lattice.gamma,
+                               "l2_sensitivity": self.lattice.lattice.l2_sensitivity,
+                               "reads_per_count_accounted": mechanism.reads,
+                               "camera_box": {"mean_e": list(law.mean_e), "read_noise_e": list(law.read_noise_e),
+                                              "gain_e_per_dn": law.gain_e_per_dn, "adc_bits": law.adc_bits,
+                                              "black_level_dn": law.black_level_dn, "full_well_e": law.full_well_e,
+                                              "grid_points": len(self.lattice.cameras), "source": law.source}}
             if mechanism.distribution is not None:
                 info["device_noise"] = mechanism.distribution.to_dict()
         return info

@@ -59,7 +59,7 @@ from .dark_map import dark_signal_map
 from .optics import TransmissionMatrix
 from ...runtime.compute import compiled_ready, resolve_torch_device, triton_ready
 from .photons import electrons_per_pixel
-from .privacy_noise import CLIP_LIMIT, clip_probability, draw_counts
+from .privacy_noise import CLIP_LIMIT, clip_probability, digitized_law, draw_counts, draw_digitized
 from .raw_frames import raw_frames
 
 
@@ -167,7 +167,7 @@ class SimulatedDevice(Device[SimulatedProfile]):
             settable={"temperature_c": self._temperature_range()},
             compute_device=self.compute.type,
             privacy_noise=self._privacy_source_ok(),
-            raw_frames=True, calibratable=True,
+            raw_frames=True, calibratable=True, digitized_noise=self._digitized_source_ok(),
         )
 
     def _temperature_range(self) -> tuple[float, float, str]:
@@ -202,6 +202,23 @@ class SimulatedDevice(Device[SimulatedProfile]):
         return draw_counts(self._privacy_generator, self.sensor, self.anchor_read_e, n_values,
                            poisson_mean, profile.label, read_mean_lower_e=lower, mean_source=source,
                            pixels_per_frame=profile.sensor_pixels, frame_time_s=frame_time_s)
+
+    def _digitized_source_ok(self) -> bool:
+        sensor = self.sensor
+        return self.anchor_read_e > 0 and 6 <= sensor.adc_bits <= 16 and sensor.read_noise_e > 0
+
+    def digitized_read_law(self):
+        """One anchor-only read's law: the profile's camera, or the calibration's box at this temperature."""
+        profile = self._profile
+        box = None if self._calibration is None else self._calibration.anchor_read_box(self._temperature_c)
+        return digitized_law(self.sensor, self.anchor_read_e, profile.label, profile.sensor_pixels,
+                             max(profile.frame_time_us, self._exposure_us) * 1e-6, box)
+
+    def draw_digitized_counts(self, n_values: int, reads: int) -> PrivacyCounts:
+        """Sums of ``reads`` digitized anchor-only reads (any gain), from the secure generator."""
+        self.open()
+        return draw_digitized(self._privacy_generator, self.sensor, self.anchor_read_e, self.digitized_read_law(),
+                              n_values, reads)
 
     # -- noise model ---------------------------------------------------------------------------
     def _output_variance(

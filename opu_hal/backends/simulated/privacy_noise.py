@@ -1,4 +1,5 @@
-"""Privacy noise from the simulated camera: differences of summed anchor-only reads (Skellam).
+"""Privacy noise from the simulated camera: differences of summed anchor-only reads (Skellam at a
+gain of 1 e-/DN; digitized reads at any gain, :func:`digitized_law` and :func:`draw_digitized`).
 
 An anchor-only frame (signal off, reference beam on) has the same mean at every pixel:
 ``lambda_read = A^2 + D`` photo-electrons (anchor plus dark signal, see :mod:`.device` and
@@ -32,7 +33,7 @@ import torch
 from scipy import stats
 
 from ...contract.errors import DeviceUnavailable
-from ...contract.noise import NoiseDistribution, PrivacyCounts
+from ...contract.noise import DigitizedReadLaw, NoiseDistribution, PrivacyCounts
 from ...randomness.secure_random import SecureGenerator
 
 if TYPE_CHECKING:
@@ -138,3 +139,47 @@ def draw_digitized_counts(generator: SecureGenerator, sensor: "Sensor", read_mea
         dn = digitized_reads(generator, sensor, read_mean_e, 2 * reads * m).reshape(2, m, reads).sum(axis=2)
         out[start:start + m] = dn[0] - dn[1]
     return out
+
+
+def digitized_law(sensor: "Sensor", read_mean_e: float, label: str, pixels_per_frame: int, frame_time_s: float,
+                  box: tuple | None = None) -> DigitizedReadLaw:
+    """The law of one anchor-only read for exact accounting: the profile's camera (a point), or a
+    calibration's ``box`` (:meth:`~opu_hal.contract.calibration.NoiseCalibration.anchor_read_box`),
+    which must cover the profile's gain and the simulated read's mean and read noise (the simulation
+    knows its truth; a box that misses it would account a camera that is not the one drawn)."""
+    if not read_mean_e > 0:
+        raise DeviceUnavailable(f"profile {label!r}: anchor-only reads carry no photo-electrons; "
+                                "raise anchor_power_uw or exposure_us")
+    if not (6 <= sensor.adc_bits <= 16 and sensor.read_noise_e > 0):
+        raise DeviceUnavailable(f"profile {label!r}: digitized privacy noise is accounted for adc_bits in [6, 16] "
+                                f"and read_noise_e > 0; got {sensor.adc_bits} bits, {sensor.read_noise_e} e-")
+    mean, noise, source = (read_mean_e, read_mean_e), (sensor.read_noise_e, sensor.read_noise_e), \
+        "model (the profile's declared camera)"
+    if box is not None:
+        mean, noise, gain, source = box
+        for name, (low, high), truth in (("anchor read mean [e-]", mean, read_mean_e),
+                                         ("read noise [e-]", noise, sensor.read_noise_e),
+                                         ("gain [e-/DN]", gain, sensor.gain_e_per_dn)):
+            if not low <= truth <= high:
+                raise DeviceUnavailable(f"profile {label!r}: the calibration's {name} interval [{low:.4g}, {high:.4g}] "
+                                        f"misses the camera's {truth:.4g} ({source}); re-run `opu-hal calibrate`")
+    return DigitizedReadLaw(mean_e=mean, read_noise_e=noise, gain_e_per_dn=sensor.gain_e_per_dn,
+                            adc_bits=sensor.adc_bits, black_level_dn=sensor.black_level_dn,
+                            full_well_e=sensor.full_well_e, source=source, pixels_per_frame=pixels_per_frame,
+                            frame_time_s=frame_time_s)
+
+
+def draw_digitized(generator: SecureGenerator, sensor: "Sensor", read_mean_e: float, law: DigitizedReadLaw,
+                   n_values: int, reads: int) -> PrivacyCounts:
+    """``n_values`` values ``K = C_1 - C_2`` of ``reads`` digitized anchor reads per count
+    (:func:`draw_digitized_counts`), every draw from the secure generator, and how they were made."""
+    if not (isinstance(reads, int) and reads >= 1 and isinstance(n_values, int) and n_values >= 1):
+        raise DeviceUnavailable(f"need integers n_values >= 1 and reads >= 1, got {n_values!r}, {reads!r}")
+    counts = draw_digitized_counts(generator, sensor, read_mean_e, n_values, reads)
+    frames, seconds = camera_cost(n_values, reads, law.pixels_per_frame, law.frame_time_s)
+    distribution = NoiseDistribution(
+        kind="digitized-reads", generator=generator.name, poisson_mean=read_mean_e,
+        poisson_mean_lower=min(law.mean_e[0], read_mean_e), reads_per_value=reads, read_noise_e=sensor.read_noise_e,
+        gain_e_per_dn=sensor.gain_e_per_dn, lattice_step=1.0, clip_probability=clip_probability(read_mean_e, sensor),
+        mean_source=law.source, frames=frames, camera_seconds=seconds)
+    return PrivacyCounts(counts=torch.from_numpy(counts), distribution=distribution)

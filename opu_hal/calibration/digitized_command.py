@@ -1,0 +1,85 @@
+"""``opu-hal plan --profile P --mechanism digitized``: reads per count of digitized device noise.
+
+The profile's device (with its calibration, when one is given or named: then the calibrated box of
+:mod:`opu_hal.privacy.digitized_box`) supplies the law of one anchor-only read; the run shape gives
+``d``, ``k``, the batch and the steps. Prints the fewest reads per count that reach the target
+(:func:`opu_hal.privacy.digitized_lattice.fewest_box_reads`), its epsilon, the frames and
+camera-seconds; or the refusal, with the anchor level or the nearest camera that would qualify
+(:func:`opu_hal.privacy.digitized_plan.plan`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from ..contract.errors import DeviceUnavailable
+from ..privacy.digitized_lattice import DigitizedLattice, fewest_box_reads
+from ..privacy.digitized_plan import CameraFacts, DigitizedPlanRefused, RunShape as PlanShape, plan
+from ..privacy.skellam import SkellamLattice
+from .plan import RunShape
+
+
+def run_digitized_plan(args: argparse.Namespace, profile, calibration_path, shape: RunShape) -> int:
+    """Print the operating point of ``profile``'s digitized reads for ``shape``, or why none (exit 1)."""
+    from ..profiles.registry import get_backend
+    from .calibrated import load_calibrated_noise
+
+    device = get_backend(profile.backend).create(profile)  # as opu_hal.load_device builds it
+    if calibration_path is not None:
+        device.check_calibratable()
+        device.attach_calibration(load_calibrated_noise(calibration_path, profile))
+    try:
+        law = device.digitized_read_law()
+    except DeviceUnavailable as exc:
+        print(f"{profile.label}: refused: {exc}")
+        return 1
+    dimension, k = shape.dimension, shape.lattice_resolution
+    lattice = DigitizedLattice(SkellamLattice(dimension, 1.0, float(k), "per-coordinate"), law,
+                               max_reads=args.max_reads)
+    found = fewest_box_reads(lattice, shape.dataset_size, shape.batch_size, shape.steps, args.target_epsilon,
+                             args.delta)
+    box = (f"read mean {law.mean_e[0]:.4g}..{law.mean_e[1]:.4g} e-, read noise {law.read_noise_e[0]:.4g}.."
+           f"{law.read_noise_e[1]:.4g} e-, {law.adc_bits}-bit at {law.gain_e_per_dn:g} e-/DN, black "
+           f"{law.black_level_dn} DN ({law.source}; {len(lattice.cameras)} grid camera(s))")
+    result: dict = {"profile": profile.label, "mechanism": "digitized", "target_epsilon": args.target_epsilon,
+                    "delta": args.delta, "steps": shape.steps, "dimension": dimension, "lattice_resolution": k,
+                    "camera": box}
+    if found is not None:
+        reads, epsilon = found
+        frames = math.ceil(2 * reads * dimension / law.pixels_per_frame)
+        result.update(reads_per_count=reads, epsilon=epsilon, frames_per_step=frames,
+                      camera_seconds_per_step=frames * law.frame_time_s,
+                      camera_seconds=frames * law.frame_time_s * shape.steps)
+    else:
+        result["refused"] = _what_would(law, shape, args)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{profile.label}: digitized mechanism, target epsilon {args.target_epsilon:g} at delta {args.delta:g}, "
+              f"{shape.steps} steps of {shape.batch_size} of {shape.dataset_size} (fixed), d = {dimension}, k = {k:g}")
+        print(f"  camera: {box}")
+        if found is None:
+            print(f"  refused: {result['refused']}")
+        else:
+            print(f"  {result['reads_per_count']} reads per count: epsilon {result['epsilon']:.4g}; "
+                  f"{result['frames_per_step']} anchor-only frame(s) per step, {result['camera_seconds_per_step']:.4g} s "
+                  f"per step, {result['camera_seconds']:.4g} s for the run")
+    return 0 if found is not None else 1
+
+
+def _what_would(law, shape: RunShape, args: argparse.Namespace) -> str:
+    """No reads up to the cap reach the target at the profile's anchor: another anchor level, or the
+    nearest camera (:func:`opu_hal.privacy.digitized_plan.plan`)."""
+    facts = CameraFacts(law.read_noise_e[0], law.gain_e_per_dn, law.adc_bits, law.black_level_dn, law.full_well_e)
+    run = PlanShape(shape.dataset_size, shape.batch_size, shape.steps, shape.dimension,
+                    float(shape.lattice_resolution), args.target_epsilon, args.delta)
+    head = f"no reads per count up to {args.max_reads} reach the target at this anchor"
+    try:
+        other = plan(facts, run, law.pixels_per_frame, law.frame_time_s, max_reads=args.max_reads)
+    except DigitizedPlanRefused as exc:
+        return f"{head}; {exc}"
+    top = other.camera.mean_e
+    return (f"{head}; an anchor read of {top:.4g} e- ({other.reads} reads per count, epsilon {other.epsilon:.4g}) "
+            "would qualify: change anchor_power_uw or exposure_us")
