@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from ..privacy.skellam import required_poisson_mean
 from .plan import OperatingPlan, RunShape
 
 RequiredPoissonMean = Callable[[float, float, RunShape], float]
@@ -85,3 +86,30 @@ def plot_trade_off(rows: list[CameraTradeOff], path: str | Path) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)
     plt.close(figure)
+
+
+def print_trade_off(best: OperatingPlan, shape: RunShape, target_epsilon: float, delta: float, profile,
+                    plot: str | None = None) -> None:
+    """Camera time against noise over the lattice resolution at the cheapest point (and its plot)."""
+    frame_s = best.camera_seconds_per_step / best.frames_per_step if best.frames_per_step else 0.0
+    rows = trade_off(best, shape, target_epsilon, delta, required_poisson_mean, profile.sensor_pixels, frame_s)
+    print(f"trade-off at {best.temperature_c:g} C, {best.exposure_us:g} us (k relative to the resolution one read supplies):")
+    print(format_trade_off(rows))
+    if plot:
+        plot_trade_off(rows, plot)
+        print(f"wrote {plot}")
+
+
+def camera_summary(best: OperatingPlan, shape: RunShape) -> str:
+    """The cheapest point's camera time, and the largest lattice resolution its reads supply."""
+    text = (f"camera: {best.frames_per_step} anchor-only frame(s) of the whole sensor per step, "
+            f"{best.camera_seconds_per_step:.4g} s per step, {best.time_s:.4g} s for the run "
+            f"({best.time_s / 60:.3g} min); applied noise {best.noise_ratio:.3g}x the accounted")
+    if shape.rounding_analysis == "per-coordinate" and shape.lattice_resolution and best.needed > 0:
+        fill = resolution_that_one_read_supplies(best, shape)
+        text += (f"; {best.reads_per_value} read(s) per count supply lambda {best.reads_per_value * best.supplied:.4g} e-:"
+                 f" --lattice-resolution up to {math.floor(fill * 1000) / 1000:g} costs no more camera time")
+    if best.reads_per_value == 1:
+        text += ("; binding: one read per count, so the frames per step are the 2 d counts over the sensor's "
+                 "pixels (a dimmer anchor or a larger k would need more reads)")
+    return text

@@ -17,7 +17,7 @@ from ..privacy.run_shape import RunShape, as_flags, run_description, steps_for
 from ..profiles.registry import get_backend
 from ..privacy.skellam import required_poisson_mean
 from ..profiles.catalogue import load_profile
-from .camera_plan import format_trade_off, plot_trade_off, resolution_that_one_read_supplies, trade_off
+from .camera_plan import camera_summary, print_trade_off
 from .frames import check_frames_fit
 from .plan import OperatingPlan, plan_gaussian, plan_skellam, what_would
 from .run import DEFAULT_FRAMES, calibrate_device
@@ -276,35 +276,8 @@ def run_plan(args: argparse.Namespace) -> int:
     if args.mechanism == "skellam":
         print(camera_summary(reaching[0], shape))
         if shape.rounding_analysis == "per-coordinate" and getattr(args, "plot", None):
-            _print_trade_off(reaching[0], shape, args, profile)
+            print_trade_off(reaching[0], shape, args.target_epsilon, args.delta, profile, getattr(args, "plot", None))
     return 0
-
-
-def _print_trade_off(best: OperatingPlan, shape: RunShape, args: argparse.Namespace, profile) -> None:
-    """Camera time against noise over the lattice resolution at the cheapest point (and its plot)."""
-    frame_s = best.camera_seconds_per_step / best.frames_per_step if best.frames_per_step else 0.0
-    rows = trade_off(best, shape, args.target_epsilon, args.delta, required_poisson_mean,
-                     profile.sensor_pixels, frame_s)
-    print(f"trade-off at {best.temperature_c:g} C, {best.exposure_us:g} us (k relative to the resolution one read supplies):")
-    print(format_trade_off(rows))
-    if getattr(args, "plot", None):
-        plot_trade_off(rows, args.plot)
-        print(f"wrote {args.plot}")
-
-
-def camera_summary(best: OperatingPlan, shape: RunShape) -> str:
-    """The cheapest point's camera time, and the largest lattice resolution its reads supply."""
-    text = (f"camera: {best.frames_per_step} anchor-only frame(s) of the whole sensor per step, "
-            f"{best.camera_seconds_per_step:.4g} s per step, {best.time_s:.4g} s for the run "
-            f"({best.time_s / 60:.3g} min); applied noise {best.noise_ratio:.3g}x the accounted")
-    if shape.rounding_analysis == "per-coordinate" and shape.lattice_resolution and best.needed > 0:
-        fill = resolution_that_one_read_supplies(best, shape)
-        text += (f"; {best.reads_per_value} read(s) per count supply lambda {best.reads_per_value * best.supplied:.4g} e-:"
-                 f" --lattice-resolution up to {math.floor(fill * 1000) / 1000:g} costs no more camera time")
-    if best.reads_per_value == 1:
-        text += ("; binding: one read per count, so the frames per step are the 2 d counts over the sensor's "
-                 "pixels (a dimmer anchor or a larger k would need more reads)")
-    return text
 
 
 def register_device_plan(p: argparse.ArgumentParser) -> None:
