@@ -46,7 +46,23 @@ def draw_camera(seed: int, pixels: int = 1024) -> Truth:
         "temperature_max_c": 80.0, "dsnu_rms": 0.2, "hot_pixel_fraction": 0.002, "hot_pixel_factor": 20.0,
         **values,
     })
+    values["dark_fom_na_per_cm2"] *= typical_dark_multiplier(profile)  # the law's pixels: hot ones left out
     return Truth(profile=profile, values=values)
+
+
+def typical_dark_multiplier(profile) -> float:
+    """Mean dark-current multiplier of the pixels that are not hot (the law describes those): the
+    true dark map with the estimator's own rule (photon_transfer.hot_pixel_mask) applied to it."""
+    from ..backends.simulated.dark_map import dark_signal_map
+    from .photon_transfer import HOT_PIXEL_MADS
+
+    dark_map = dark_signal_map(profile.seed, profile.out_features, profile.dsnu_rms,
+                               profile.hot_pixel_fraction, profile.hot_pixel_factor)
+    if dark_map is None:
+        return 1.0
+    m = dark_map.double().numpy()
+    median = np.median(m)
+    return float(m[m <= median + HOT_PIXEL_MADS * 1.4826 * np.median(np.abs(m - median))].mean())
 
 
 def recovered(calibration) -> dict[str, object]:
