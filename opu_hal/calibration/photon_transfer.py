@@ -87,12 +87,15 @@ def line_fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return y.mean(axis=-1) - slope * x.mean(), slope
 
 
-def pixel_lines(darks: list[SeriesStats], ceiling_dn: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
+def pixel_lines(darks: list[SeriesStats], ceiling_dn: float = np.inf,
+                black_dn: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per-pixel black level (DN) and dark slope (DN/us) at one temperature (NaN: unusable pixel).
 
     Each pixel gets its own least-squares line over the exposures where its mean stays below
     ``ceiling_dn`` (a hot pixel saturating at long exposures keeps its short ones); a pixel with
-    one usable exposure takes the median black level; one with none is left out.
+    one usable exposure takes the median black level of the pixels with two (``black_dn``, the
+    reference black level, when none has two: a hot sensor clipping at long exposures); one with
+    none is left out.
     """
     x = np.array([s.exposure_us for s in darks])[:, None]
     y = np.stack([s.mean for s in darks])  # (exposures, pixels)
@@ -105,7 +108,8 @@ def pixel_lines(darks: list[SeriesStats], ceiling_dn: float = np.inf) -> tuple[n
     full = (n >= 2) & (sxx > 0)
     slope = np.where(full, (w * (x - xm) * (y - ym)).sum(0) / np.where(full, sxx, 1.0), 0.0)
     intercept = ym - slope * xm
-    common = float(np.median(intercept[full])) if full.any() else float(np.median(y[0]))
+    common = (float(np.median(intercept[full])) if full.any()
+              else float(black_dn) if black_dn is not None else float(np.median(y[0])))
     single = (n == 1)
     slope = np.where(single, (ym - common) / xm.clip(min=1e-12), slope)
     intercept = np.where(single, common, intercept)
@@ -113,9 +117,9 @@ def pixel_lines(darks: list[SeriesStats], ceiling_dn: float = np.inf) -> tuple[n
     return np.where(keep, intercept, np.nan), np.where(keep, slope, np.nan)
 
 
-def dark_line(darks: list[SeriesStats], index: np.ndarray, ceiling_dn: float = np.inf):
+def dark_line(darks: list[SeriesStats], index: np.ndarray, ceiling_dn: float = np.inf, black_dn: float | None = None):
     """Black level (DN) and dark slope (DN/us), pixel means, and their bootstrap draws."""
-    intercept, slope = pixel_lines(darks, ceiling_dn)
+    intercept, slope = pixel_lines(darks, ceiling_dn, black_dn)
     b_draws = np.nanmean(intercept[index], axis=1)
     s_draws = np.nanmean(slope[index], axis=1)
     return float(np.nanmean(intercept)), float(np.nanmean(slope)), b_draws, s_draws

@@ -80,10 +80,10 @@ def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposur
     ceiling = dark_ceiling_dn(acq)
     for celsius in temps:
         darks = sorted((s for s in acq.dark if s.temperature_c == celsius), key=lambda s: s.exposure_us)
-        black, slope, black_draws, slope_draws = dark_line(darks, index, ceiling)
+        black, slope, black_draws, slope_draws = dark_line(darks, index, ceiling, pt.black.value)
         _, typical_slope, _, typical_draws = dark_line(
             [dataclasses.replace(d, mean=d.mean[typical], var=d.var[typical]) for d in darks],
-            typical_index, ceiling)
+            typical_index, ceiling, pt.black.value)
         rate, draws = typical_slope * 1e6 * g, typical_draws * 1e6 * g_draws
         rate_values.append(rate)
         rate_draws.append(draws)

@@ -65,8 +65,16 @@ def fit_temperature_law(
     temperatures_c = np.asarray(temperatures_c, dtype=float)
     low = np.quantile(rate_draws, alpha / 2, axis=0)
     usable = (low > 0) & (rates > 0)
-    if usable.sum() < 2:
-        return None
+    if usable.sum() < 2:  # no slope: the Konnik-Welsh shape, one parameter, through the origin
+        shape = law_shape(temperatures_c, pixel_area_cm2)
+        weights = 1 / np.maximum(rate_draws.std(axis=0), 1e-12 * max(float(np.abs(rates).max()), 1e-30)) ** 2
+        fom = float((weights * rates * shape).sum() / (weights * shape * shape).sum())
+        fom_draws = (rate_draws * weights * shape).sum(-1) / (weights * shape * shape).sum()
+        return TemperatureLaw(
+            dark_fom_na_per_cm2=percentile_estimate(fom, fom_draws, alpha, "nA/cm^2", "Konnik-Welsh shape; " + METHOD),
+            pixel_area_cm2=pixel_area_cm2, doubling_reference_c=reference_c,
+            notes=[f"{int(usable.sum())} temperature(s) with a dark rate resolved above 0: the Konnik-Welsh shape "
+                   "is assumed (its activation energy is not checked; model mismatch is not in the interval)"])
     t_k = temperatures_c[usable] + KELVIN_OFFSET
     x = 1 / (BOLTZMANN_EV_PER_K * t_k)
     x0 = x.mean()
