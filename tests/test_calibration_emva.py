@@ -18,23 +18,25 @@ from opu_hal.calibration.run import assemble, calibrate_device
 from opu_hal.calibration.schema import read_calibration, write_calibration
 from opu_hal.contract.errors import CalibrationError
 
-THERMAL_SEEDS = 4
+THERMAL_SEEDS = 10
 
 
-def test_doubling_temperature_intervals_cover_hidden_laws_of_other_activation_energies():
+def test_temperature_law_intervals_cover_hidden_laws_of_other_activation_energies():
     """Cameras with the Konnik-Welsh law and with fixed activations 0.6 / 0.75 eV, 10- and 12-bit,
-    1 % hot pixels that clip when hot: the local law's 95 % interval covers the true doubling
-    temperature at 25 C (the free Arrhenius fit's missed 0/20 on a 10-bit camera)."""
-    covered = 0
+    1 % hot pixels that clip when hot: the figure of merit (typical pixels) and the doubling
+    temperature at 25 C within 5 %, their 95 % intervals covering the truth >= 90 % of the time (the
+    free Arrhenius fit's covered 0/20 on a 10-bit camera; a 0.75 eV camera's FOM was 21 % off)."""
+    covered = {"dark_fom_na_per_cm2": 0, "doubling_temperature_k": 0}
     for seed in range(THERMAL_SEEDS):
         truth = gt.draw_thermal_camera(seed)
         calibration = calibrate_device(opu_hal.load_device(truth.profile), gt.THERMAL_TEMPERATURES, (400.0,),
                                        gt.THERMAL_DARK_EXPOSURES, frames=8, bootstrap=200)
         law = calibration.temperature_law
-        true_doubling = truth.values["doubling_temperature_k"]
-        assert abs(law.doubling_temperature_k.value / true_doubling - 1) < 0.02, (seed, law)
-        covered += law.doubling_temperature_k.lower <= true_doubling <= law.doubling_temperature_k.upper
-    assert covered == THERMAL_SEEDS
+        for name in covered:
+            estimate, value = getattr(law, name), truth.values[name]
+            assert abs(estimate.value / value - 1) < 0.05, (seed, name, value, estimate)
+            covered[name] += estimate.lower <= value <= estimate.upper
+    assert all(count >= 0.9 * THERMAL_SEEDS for count in covered.values()), covered
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,8 @@ Progress = Callable[[int, int, str], None]  # (done, total, what)
 PTC_START_FRACTION = 2.0**-6  # first level of the search for saturation, of the profile's anchor power
 PTC_STEP = 2.0**0.5  # power ratio between the search's levels
 PTC_MAX_LEVELS = 48  # of the search
-PTC_LEVELS = 64  # photon-transfer levels, equally spaced in power (EMVA 1288: >= 50 up to saturation)
-PTC_TOP = 1.3  # the sweep's top, over the estimated saturation power (its last levels show the plateau)
+PTC_LEVELS = 72  # photon-transfer levels, equally spaced in power (EMVA 1288: >= 50 up to saturation)
+PTC_TOP = 1.15  # the sweep's top, over the estimated saturation power (its last levels show the plateau)
 SEARCH_FRAMES = 2
 PTC_FRAME_SHARE = 20  # the sweep takes as many frames as this many series of --frames (EMVA 1288: 2 a level)
 
@@ -102,7 +102,7 @@ def acquire(
     """Measure a device: photon transfer at ``temperatures[0]``, ``exposures[0]`` (a quick geometric
     search for the saturation power with :data:`SEARCH_FRAMES` frames a level, then
     :data:`PTC_LEVELS` levels equally spaced up to :data:`PTC_TOP` times it, EMVA 1288's >= 50
-    below saturation); dark frames at
+    below saturation, continued at the same step until the mean stops growing); dark frames at
     every temperature and exposure (operating and dark-current ones); anchor-only frames at every
     temperature and operating exposure, at the profile's anchor power."""
     if not device.capabilities.raw_frames:
@@ -153,7 +153,9 @@ def acquire(
         )
     top = saturation_power(search, float(ptc_dark.mean.mean())) * PTC_TOP
     ptc = []
-    for i in range(1, PTC_LEVELS + 1):
+    for i in range(1, 2 * PTC_LEVELS + 1):  # past the top only while the mean still grows (an uneven field)
+        if i > PTC_LEVELS and on_plateau(ptc, float(ptc_dark.mean.mean())):
+            break
         ptc.append(series(device, "anchor", sweep_frames(frames), e_ref, top * i / PTC_LEVELS))
         tick(f"photon transfer {top * i / PTC_LEVELS:.3g} uW")
     acquisition = Acquisition(t_ref, e_ref, ptc_dark, ptc, pixels=int(ptc_dark.mean.size))
@@ -172,6 +174,14 @@ def acquire(
     if not math.isfinite(float(ptc[-1].mean.mean())):
         raise CalibrationError("non-finite frames")
     return acquisition
+
+
+def on_plateau(levels: list[SeriesStats], dark_dn: float) -> bool:
+    """Whether the last three levels' mean grew by less than twice :data:`PLATEAU_RTOL` of the signal."""
+    if len(levels) < 3:
+        return False
+    means = [float(s.mean.mean()) for s in levels[-3:]]
+    return means[-1] - means[0] < 2 * PLATEAU_RTOL * max(means[-1] - dark_dn, 1e-12)
 
 
 def saturation_power(search: list[SeriesStats], dark_dn: float) -> float:

@@ -13,7 +13,7 @@ reported both ways: EMVA's saturation point (``eta mu_p.sat``, :mod:`.emva`) and
 which the estimator checks itself: when at least :data:`ADC_CLIPPED_FRACTION` of the pixels sit
 at the ADC top at the brightest level, the clip level is the ADC range ``(max_dn - b) g``;
 otherwise the last two levels must be a plateau (mean grown by less than
-:data:`~.frames.PLATEAU_RTOL`) and it is ``(m_plateau - b) g``, the full well; otherwise the
+:func:`~.frames.on_plateau`) and it is ``(m_plateau - b) g``, the full well; otherwise the
 estimator refuses (a sweep that stops short of saturation does not identify it). Quantum efficiency ``eta = g (m - m_dark) / photons`` needs a known illumination: the
 simulated device knows its anchor power; a camera alone does not (then it is left out).
 
@@ -35,7 +35,7 @@ from scipy import stats
 
 from ..contract.errors import CalibrationError
 from .emva import defect_pixels, linearity, saturation_index, uniformity
-from .frames import PLATEAU_RTOL, Acquisition, SeriesStats
+from .frames import Acquisition, SeriesStats, on_plateau
 from .schema import DefectPixels, Estimate, Linearity, Uniformity
 
 LEVEL = 0.95
@@ -117,6 +117,11 @@ def pixel_lines(darks: list[SeriesStats], ceiling_dn: float = np.inf,
     return np.where(keep, intercept, np.nan), np.where(keep, slope, np.nan)
 
 
+def usable_exposures(darks: list[SeriesStats], ceiling_dn: float = np.inf) -> np.ndarray:
+    """Per pixel, how many of ``darks``' exposures stay below ``ceiling_dn`` (what its line is fitted on)."""
+    return (np.stack([s.mean for s in darks]) < ceiling_dn).sum(0)
+
+
 def dark_line(darks: list[SeriesStats], index: np.ndarray, ceiling_dn: float = np.inf, black_dn: float | None = None):
     """Black level (DN) and dark slope (DN/us), pixel means, and their bootstrap draws."""
     intercept, slope = pixel_lines(darks, ceiling_dn, black_dn)
@@ -126,13 +131,22 @@ def dark_line(darks: list[SeriesStats], index: np.ndarray, ceiling_dn: float = n
 
 
 def hot_pixel_mask(darks: list[SeriesStats], ceiling_dn: float) -> np.ndarray:
-    """Pixels whose dark slope lies ``HOT_PIXEL_MADS`` robust sds above the median slope."""
-    _, slope = pixel_lines(darks, ceiling_dn)
-    slope = np.nan_to_num(slope, nan=np.inf)
-    finite = slope[np.isfinite(slope)]
-    median = np.median(finite)
-    spread = max(1.4826 * np.median(np.abs(finite - median)), 1e-12)
-    return slope > median + HOT_PIXEL_MADS * spread
+    """Pixels whose dark slope lies ``HOT_PIXEL_MADS`` robust sds above the median slope at any
+    temperature where the slope is measured (a pixel whose every dark read clips at the hottest
+    temperature is judged at the colder ones, so a bright but typical pixel is not called hot); a
+    pixel measured at no temperature is hot."""
+    hot = np.zeros(darks[0].mean.size, dtype=bool)
+    measured = np.zeros_like(hot)
+    for celsius in sorted({s.temperature_c for s in darks}):
+        _, slope = pixel_lines([s for s in darks if s.temperature_c == celsius], ceiling_dn)
+        finite = np.isfinite(slope)
+        if finite.sum() < 2:
+            continue
+        median = np.median(slope[finite])
+        spread = max(1.4826 * np.median(np.abs(slope[finite] - median)), 1e-12)
+        hot |= finite & (slope > median + HOT_PIXEL_MADS * spread)
+        measured |= finite
+    return hot | ~measured
 
 
 def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400, seed: int = 0) -> PhotonTransfer:
@@ -160,8 +174,7 @@ def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400
     plateau = float(acq.ptc[-1].mean.mean())
     ceiling = dark_ceiling_dn(acq)
     at_reference = [s for s in acq.dark if s.temperature_c == acq.reference_temperature_c]
-    hottest = max(s.temperature_c for s in acq.dark)
-    hot = hot_pixel_mask([s for s in acq.dark if s.temperature_c == hottest], ceiling)
+    hot = hot_pixel_mask(acq.dark, ceiling)
     black_value, _, black_draws, _ = dark_line(at_reference, index, ceiling)
     black = percentile_estimate(black_value, black_draws, alpha, "DN")
 
@@ -229,7 +242,7 @@ def clip_level(acq: Acquisition, plateau: float, black: float, black_draws: np.n
     means = [float(s.mean.mean()) for s in acq.ptc[-3:]]
     signal = means[-1] - float(acq.ptc_dark.mean.mean())
     grown = max(means[-1] - means[0], 0.0) / max(signal, 1e-12) if len(means) == 3 else math.inf
-    if not grown < 2 * PLATEAU_RTOL:
+    if not on_plateau(acq.ptc, float(acq.ptc_dark.mean.mean())):
         raise CalibrationError(
             f"photon transfer: the sweep's brightest levels are not a plateau (the mean grew {grown:.3%} over "
             f"the last two levels, {at_top:.0%} of pixels at the ADC top {acq.max_dn} DN): the clip level is "

@@ -14,7 +14,7 @@ import numpy as np
 from ..contract.errors import CalibrationError
 from .frames import Acquisition, Progress, acquire
 from .photon_transfer import (
-    PhotonTransfer, dark_ceiling_dn, dark_line, estimate, percentile_estimate, worst_pixel_lower, worst_pixel_upper,
+    PhotonTransfer, dark_ceiling_dn, dark_line, estimate, usable_exposures, percentile_estimate, worst_pixel_lower, worst_pixel_upper,
 )
 from .schema import (
     Calibration,
@@ -74,7 +74,7 @@ def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposur
     g, g_draws = pt.gain.value, pt.gain_draws
     g_low, g_high = (float(q) for q in np.quantile(g_draws, [alpha / 2, 1 - alpha / 2]))
     typical = ~pt.hot_pixels  # the temperature law describes the typical pixels (hot ones counted apart)
-    points, dark_points, rate_values, rate_draws = [], [], [], []
+    points, dark_points, rate_values, rate_draws, censored = [], [], [], [], []
     temps = [float(t) for t in temperatures]
     typical_index = np.random.default_rng(1).integers(0, int(typical.sum()), size=index.shape)
     ceiling = dark_ceiling_dn(acq)
@@ -85,6 +85,7 @@ def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposur
             [dataclasses.replace(d, mean=d.mean[typical], var=d.var[typical]) for d in darks],
             typical_index, ceiling, pt.black.value)
         rate, draws = typical_slope * 1e6 * g, typical_draws * 1e6 * g_draws
+        censored.append(float((usable_exposures(darks, ceiling)[typical] < 2).mean()))  # no line: rate unmeasured
         rate_values.append(rate)
         rate_draws.append(draws)
         dark_points.append(DarkCurrentPoint(
@@ -115,7 +116,7 @@ def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposur
     law = None
     if pitch is not None and len(temps) >= 1:
         law = fit_temperature_law(np.array(temps), np.array(rate_values), np.stack(rate_draws, axis=-1),
-                                  (pitch * 1e-4) ** 2, alpha)
+                                  (pitch * 1e-4) ** 2, alpha, censored=np.array(censored))
     reference = acq.ptc[0]
     photons_per_uw = (reference.photons_per_pixel / reference.anchor_power_uw
                       if reference.photons_per_pixel and reference.anchor_power_uw else None)

@@ -35,8 +35,9 @@ from ..camera.physics import BOLTZMANN_EV_PER_K, FOM_REFERENCE_K, KELVIN_OFFSET,
 from .photon_transfer import percentile_estimate
 from .schema import TemperatureLaw
 
-METHOD = "quadratic ln(D/T^1.5) in 1/kT, pixel bootstrap of the rates, percentile (widened on lack of fit)"
+METHOD = "quadratic ln(D/T^1.5) in 1/kT, pixel bootstrap of the rates, percentile (widened on lack of fit; union with the straight line's)"
 LACK_OF_FIT_QUANTILE = 0.99
+MAX_CENSORED = 0.001  # fraction of typical pixels clipped at every dark exposure that drops a temperature
 
 
 def law_shape(temperatures_c: np.ndarray, pixel_area_cm2: float) -> np.ndarray:
@@ -59,12 +60,19 @@ def _fit(x: np.ndarray, logs: np.ndarray, weights: np.ndarray, degree: int) -> n
 
 def fit_temperature_law(
     temperatures_c: np.ndarray, rates: np.ndarray, rate_draws: np.ndarray, pixel_area_cm2: float,
-    alpha: float, reference_c: float = 25.0,
+    alpha: float, reference_c: float = 25.0, censored: np.ndarray | None = None,
 ) -> TemperatureLaw | None:
-    """Fit the local law to rates (e-/s, ``(n_T,)``) and their bootstrap draws ``(B, n_T)``."""
+    """Fit the local law to rates (e-/s, ``(n_T,)``) and their bootstrap draws ``(B, n_T)``;
+    ``censored``: per temperature, the fraction of typical pixels with fewer than two dark exposures
+    below the clip ceiling (no line: their rate is not measured, the mean is biased): over :data:`MAX_CENSORED`, the
+    temperature is left out of the law, and the file says so."""
     temperatures_c = np.asarray(temperatures_c, dtype=float)
     low = np.quantile(rate_draws, alpha / 2, axis=0)
     usable = (low > 0) & (rates > 0)
+    dropped = []
+    if censored is not None:
+        dropped = [f"{t:g} C ({c:.1%})" for t, c, u in zip(temperatures_c, censored, usable) if u and c > MAX_CENSORED]
+        usable &= censored <= MAX_CENSORED
     if usable.sum() < 2:  # no slope: the Konnik-Welsh shape, one parameter, through the origin
         shape = law_shape(temperatures_c, pixel_area_cm2)
         weights = 1 / np.maximum(rate_draws.std(axis=0), 1e-12 * max(float(np.abs(rates).max()), 1e-30)) ** 2
@@ -85,7 +93,8 @@ def fit_temperature_law(
     coef = _fit(x - x0, logs, weights, degree)
     coef_draws = _fit(x - x0, log_draws, weights, degree)
     dof = int(usable.sum()) - degree - 1
-    notes = []
+    notes = ([f"left out of the law, typical pixels with fewer than two unclipped dark exposures: {', '.join(dropped)}"]
+             if dropped else [])
     inflate = 1.0
     if dof > 0:
         residual = logs - np.stack([(x - x0) ** p for p in range(degree + 1)], -1) @ coef
@@ -106,9 +115,18 @@ def fit_temperature_law(
         slope = sum(p * c[..., p] * xr ** (p - 1) for p in range(1, degree + 1))
         return value, -slope
 
-    def widened(value: float, draws: np.ndarray, unit: str):
+    # model choice in the interval: with a quadratic, the straight line's draws join it (a union of
+    # the two percentile intervals): neither shape is privileged by a fit that cannot tell them apart
+    line_draws = _fit(x - x0, log_draws, weights, 1) if degree == 2 else None
+
+    def widened(value: float, draws: np.ndarray, unit: str, of_line=None):
         draws = value + inflate * (draws - value)
-        return percentile_estimate(value, draws, alpha, unit, METHOD)
+        estimate = percentile_estimate(value, draws, alpha, unit, METHOD)
+        if of_line is None:
+            return estimate
+        low, high = np.quantile(of_line, [alpha / 2, 1 - alpha / 2])
+        return estimate.model_copy(update={"lower": float(min(estimate.lower, low)),
+                                           "upper": float(max(estimate.upper, high))})
 
     ref_300 = FOM_REFERENCE_K - KELVIN_OFFSET
     shape_300 = law_shape(np.array([ref_300]), pixel_area_cm2)[0]
@@ -117,11 +135,16 @@ def fit_temperature_law(
     fom_draws = np.exp(at(ref_300, coef_draws)[0]) * t300**1.5 / shape_300
     ea = float(at(reference_c, coef)[1])
     ea_draws = at(reference_c, coef_draws)[1]
+    line = {}
+    if line_draws is not None:
+        padded = np.concatenate([line_draws, np.zeros((line_draws.shape[0], 1))], axis=-1)
+        line = {"fom": np.exp(at(ref_300, padded)[0]) * t300**1.5 / shape_300, "ea": at(reference_c, padded)[1]}
+        line["td"] = np.asarray(doubling_temperature_k(line["ea"], reference_c))
     return TemperatureLaw(
-        dark_fom_na_per_cm2=widened(fom, fom_draws, "nA/cm^2"), pixel_area_cm2=pixel_area_cm2,
-        doubling_reference_c=reference_c, activation_energy_ev=widened(ea, ea_draws, "eV"),
+        dark_fom_na_per_cm2=widened(fom, fom_draws, "nA/cm^2", line.get("fom")), pixel_area_cm2=pixel_area_cm2,
+        doubling_reference_c=reference_c, activation_energy_ev=widened(ea, ea_draws, "eV", line.get("ea")),
         doubling_temperature_k=widened(float(doubling_temperature_k(ea, reference_c)),
-                                       np.asarray(doubling_temperature_k(ea_draws, reference_c)), "K"),
+                                       np.asarray(doubling_temperature_k(ea_draws, reference_c)), "K", line.get("td")),
         coefficients=[float(c) for c in coef], x_center_per_ev=float(x0), notes=notes,
     )
 
