@@ -297,12 +297,12 @@ def test_cli_calibrate_writes_the_file_and_the_plot_and_plan_uses_them(tmp_path,
     lines = [f"{k} = {json.dumps(v)}" for k, v in small_profile(out_features=256, gain_e_per_dn=1.0, full_well_e=3000.0).model_dump().items() if v is not None]
     profile.write_text("\n".join(lines) + "\n")
     out = tmp_path / "cal.json"
-    assert main(["calibrate", str(profile), "--temperatures", "20", "80", "--dark-exposures", "1000000",
+    assert main(["calibrate", str(profile), "--temperatures", "20", "60", "--dark-exposures", "1000000",
                  "--frames", "8", "--out", str(out), "--quiet", "--dataset-size", "60000",
                  "--batch-size", "256", "--epochs", "1", "--sensitivity", "0.01"]) == 0
     printed = capsys.readouterr().out
     assert "gain" in printed and "doubling at 25 C" in printed
-    assert read_calibration(out).temperatures_c == [20.0, 80.0]
+    assert read_calibration(out).temperatures_c == [20.0, 60.0]
     assert out.with_suffix(".png").stat().st_size > 10_000
     code = main(["plan", "--profile", str(profile), "--calibration", str(out), "--target-epsilon", "8",
                  "--delta", "1e-5", "--dataset-size", "60000", "--batch-size", "256", "--epochs", "1",
