@@ -43,6 +43,19 @@ def calibrated(tmp_path_factory):
     return folder, calibration
 
 
+@pytest.fixture(scope="module")
+def unity_calibrated(tmp_path_factory):
+    """The small device at 1 e-/DN (what the Skellam source needs), calibrated, and its profile."""
+    folder = tmp_path_factory.mktemp("unity")
+    device = opu_hal.load_device(small_profile(gain_e_per_dn=1.0, full_well_e=3000.0))
+    calibration = calibrate_device(device, [0.0, 40.0, 80.0], [100_000.0], [1_000_000.0], frames=8, bootstrap=100)
+    write_calibration(calibration, folder / "cal.json")
+    lines = [f"{k} = {json.dumps(v)}" for k, v in small_profile(gain_e_per_dn=1.0, full_well_e=3000.0).model_dump().items()
+             if v is not None]
+    (folder / "opu.toml").write_text("\n".join(lines + ['calibration = "cal.json"']) + "\n")
+    return folder, calibration
+
+
 # -- ground truth --------------------------------------------------------------------------------
 def test_calibration_recovers_random_hidden_camera_parameters_within_5_percent_with_covering_intervals():
     """50 random cameras (gain, read noise, dark FOM, QE, full well), default frame count:
@@ -212,10 +225,10 @@ def test_an_unreachable_target_says_what_would_reach_it(calibrated):
     assert "short" in what_would(plans, calibration) and "hotter sensor" in what_would(plans, calibration)
 
 
-def test_skellam_plan_reads_ceil_mu_over_the_worst_pixel_lower_bound(calibrated):
+def test_skellam_plan_reads_ceil_mu_over_the_worst_pixel_lower_bound(unity_calibrated):
     """Test-only planner: the Gaussian-equivalent Poisson mean (variance 2 mu = (z * Delta_e)^2),
     an approximation used here to exercise the mapping, not a privacy guarantee."""
-    folder, calibration = calibrated
+    folder, calibration = unity_calibrated
     profile = opu_hal.load_profile(folder / "opu.toml")
     seen = []
 
@@ -228,15 +241,26 @@ def test_skellam_plan_reads_ceil_mu_over_the_worst_pixel_lower_bound(calibrated)
     for p in plans:
         assert p.reads_per_value == math.ceil(p.needed / p.supplied)
         assert p.frames_per_step == 2 * p.reads_per_value * 256
-    assert plans[0].temperature_c == 80.0  # the hottest sensor has the most dark electrons per read
+    assert plans[0].supplied == max(p.supplied for p in plans)  # the most electrons per read: fewest reads
 
 
-def test_lattice_plan_camera_time_matches_an_independent_count_of_frames_times_frame_period(calibrated):
+def test_skellam_plan_is_refused_when_the_measured_gain_interval_excludes_unity(calibrated):
+    """Issue 36: the Skellam source reads electrons as DN one to one; a camera measured at ~3 e-/DN
+    is refused, naming the measured interval (the profile's declared gain is not what is checked)."""
+    folder, calibration = calibrated
+    profile = opu_hal.load_profile(folder / "opu.toml")
+    gain = calibration.gain_e_per_dn
+    assert not gain.lower <= 1.0 <= gain.upper
+    with pytest.raises(CalibrationError, match=rf"interval \[{gain.lower:.5g}, {gain.upper:.5g}\] e-/DN.*excludes 1 e-/DN"):
+        plan_skellam(calibration, profile, 2.0, 1e-5, shape(), lambda e, d, s: 1.0)
+
+
+def test_lattice_plan_camera_time_matches_an_independent_count_of_frames_times_frame_period(unity_calibrated):
     """Issue 29: the planner's camera time, recounted: two counts per coordinate, one read per
     pixel of the whole sensor, frames lasting max(frame_time_us, exposure_us)."""
     from opu_hal.privacy.skellam import required_poisson_mean
 
-    folder, calibration = calibrated
+    folder, calibration = unity_calibrated
     profile = opu_hal.load_profile(folder / "opu.toml")
     run = RunShape(sampling="fixed", dataset_size=54000, batch_size=2048, steps=520, sensitivity=1.0,
                    dimension=1_018_890, lattice_resolution=20.0, rounding_analysis="per-coordinate")
@@ -248,11 +272,11 @@ def test_lattice_plan_camera_time_matches_an_independent_count_of_frames_times_f
         assert plan.reads_per_value * plan.supplied >= plan.needed  # the reads supply the mean accounted
 
 
-def test_camera_trade_off_costs_no_frames_below_the_resolution_one_read_supplies(calibrated):
+def test_camera_trade_off_costs_no_frames_below_the_resolution_one_read_supplies(unity_calibrated):
     from opu_hal.calibration.camera_plan import trade_off
     from opu_hal.privacy.skellam import required_poisson_mean
 
-    folder, calibration = calibrated
+    folder, calibration = unity_calibrated
     profile = opu_hal.load_profile(folder / "opu.toml")
     run = RunShape(sampling="fixed", dataset_size=54000, batch_size=2048, steps=100, sensitivity=1.0,
                    dimension=2_000_000, lattice_resolution=5.0, rounding_analysis="per-coordinate")
@@ -270,15 +294,15 @@ def test_camera_trade_off_costs_no_frames_below_the_resolution_one_read_supplies
 # -- the CLI -------------------------------------------------------------------------------------
 def test_cli_calibrate_writes_the_file_and_the_plot_and_plan_uses_them(tmp_path, capsys):
     profile = tmp_path / "p.toml"
-    lines = [f"{k} = {json.dumps(v)}" for k, v in small_profile(out_features=256).model_dump().items() if v is not None]
+    lines = [f"{k} = {json.dumps(v)}" for k, v in small_profile(out_features=256, gain_e_per_dn=1.0, full_well_e=3000.0).model_dump().items() if v is not None]
     profile.write_text("\n".join(lines) + "\n")
     out = tmp_path / "cal.json"
-    assert main(["calibrate", str(profile), "--temperatures", "0", "80", "--dark-exposures", "1000000",
+    assert main(["calibrate", str(profile), "--temperatures", "20", "60", "--dark-exposures", "1000000",
                  "--frames", "8", "--out", str(out), "--quiet", "--dataset-size", "60000",
                  "--batch-size", "256", "--epochs", "1", "--sensitivity", "0.01"]) == 0
     printed = capsys.readouterr().out
     assert "gain" in printed and "doubling at 25 C" in printed
-    assert read_calibration(out).temperatures_c == [0.0, 80.0]
+    assert read_calibration(out).temperatures_c == [20.0, 60.0]
     assert out.with_suffix(".png").stat().st_size > 10_000
     code = main(["plan", "--profile", str(profile), "--calibration", str(out), "--target-epsilon", "8",
                  "--delta", "1e-5", "--dataset-size", "60000", "--batch-size", "256", "--epochs", "1",

@@ -22,9 +22,7 @@ from ..contract.noise import NoiseReport
 from ..camera.physics import least_frames_e, output_variance, typical_frames_e
 from .run import device_identity, profile_identity
 from .schema import Calibration, DeviceIdentity, read_calibration
-from .temperature import law_shape
-
-import numpy as np
+from .temperature import law_rate
 
 
 def calibration_path(profile) -> Path:
@@ -104,15 +102,33 @@ class CalibratedNoise:
                       key=lambda p: p.temperature_c)
 
     def _electrons(self, which: str) -> tuple[float, float]:
-        """(point, upper) electrons per pixel of the signal (all mirrors on) or the anchor."""
+        """(pixel mean, brightest pixel's upper bound) electrons of the signal (all mirrors on) or the
+        anchor: the anchor's brightest pixel as measured (an uneven anchor), the signal's as the mean
+        times the largest pixel response over a smooth illumination (PRNU, :mod:`.emva`)."""
         cal = self.calibration
         point = self._points()[0]
         if which == "anchor":
             scale = self.anchor_power_uw / point.anchor_power_uw
-            return point.anchor_e.value * scale, point.anchor_e.upper * scale
+            return point.anchor_e.value * scale, max(point.anchor_e.upper, point.anchor_e_max_pixel_upper) * scale
         photons = cal.photons_per_pixel_per_uw * self.laser_power_uw * self.exposure_us / cal.exposures_us[0]
         qe = cal.quantum_efficiency
-        return qe.value * photons, qe.upper * photons
+        return qe.value * photons, qe.upper * photons * max(cal.uniformity.response_max_upper, 1.0)
+
+    def unity_gain_tolerance(self) -> float:
+        """How far from 1 e-/DN the gain may be for the Skellam source: ``0.5 / saturation``, so that
+        ``round(n / g) = n`` for every electron count ``n`` a read can hold (relative error below half a DN)."""
+        return 0.5 / max(self.calibration.saturation_e.upper, 1.0)
+
+    def check_unity_gain(self) -> None:
+        """Refuse the Skellam privacy source when the measured gain's interval excludes 1 e-/DN by more
+        than :meth:`unity_gain_tolerance` (the mechanism reads electrons as DN one to one)."""
+        gain, tol = self.calibration.gain_e_per_dn, self.unity_gain_tolerance()
+        if not gain.lower - tol <= 1.0 <= gain.upper + tol:
+            raise CalibrationError(
+                f"{self.path}: the measured gain's {gain.level:.0%} interval [{gain.lower:.5g}, {gain.upper:.5g}] e-/DN "
+                f"(estimate {gain.value:.5g}) excludes 1 e-/DN by more than the {tol:.3g} the Skellam privacy source "
+                "tolerates (a read of up to the saturation must map electrons to DN one to one); calibrate a camera "
+                "mode at unity gain, or use the Gaussian mechanism")
 
     def neighbours(self, temperature_c: float):
         """The calibrated points at this exposure just below and just above ``temperature_c`` (the same
@@ -133,13 +149,12 @@ class CalibratedNoise:
         interpolated linearly)."""
         law = self.calibration.temperature_law
         if law is not None:
-            rate = law.dark_fom_na_per_cm2.value * law_shape(np.array([temperature_c]), law.pixel_area_cm2)[0]
-            return float(rate * self.exposure_us * 1e-6)
+            return float(law_rate(law, temperature_c) * self.exposure_us * 1e-6)
         below, above, w = self._weight(temperature_c)
         return max((1 - w) * below.dark_e.value + w * above.dark_e.value, 0.0)
 
     def anchor_read_lower_e(self, temperature_c: float) -> tuple[float, str]:
-        """Lower confidence bound on the mean photo-electrons of one anchor-only read at the darkest
+        """Lower confidence bound on the mean photo-electrons of one anchor-only read at the dimmest
         pixel at ``temperature_c``: the smaller of the bounds measured at the calibrated neighbours
         (never above either), scaled to this anchor power; and a line saying where it came from.
         Privacy counts are planned with it (issue 13)."""
@@ -149,11 +164,11 @@ class CalibratedNoise:
                 lower = point.anchor_read_e_min_pixel_lower
             else:
                 scale = self.anchor_power_uw / point.anchor_power_uw if point.anchor_power_uw > 0 else 0.0
-                lower = point.anchor_e.lower * scale + point.dark_e_min_pixel_lower
+                lower = min(point.anchor_e.lower, point.anchor_e_min_pixel_lower) * scale + point.dark_e_min_pixel_lower
             candidates.append((lower, point))
         lower, point = min(candidates, key=lambda c: c[0])
         level = point.anchor_e.level
-        return lower, (f"calibration {self.path} (lower end of the {level:.0%} interval of the darkest pixel's anchor read, "
+        return lower, (f"calibration {self.path} (lower end of the {level:.0%} interval of the dimmest pixel's anchor read, "
                        f"measured at {point.temperature_c:g} C, {point.exposure_us:g} us)")
 
     def _lower(self, point, phi_up: float, a2_up: float) -> float:
@@ -167,8 +182,9 @@ class CalibratedNoise:
         mean from :meth:`anchor_read_lower_e` to the upper ends of the anchor and dark intervals (scaled to
         this anchor power, the larger of the calibrated neighbours'), read noise and gain from their intervals."""
         lower, source = self.anchor_read_lower_e(temperature_c)
-        upper = max([lower] + [point.anchor_e.upper * (self.anchor_power_uw / point.anchor_power_uw)
-                               + max(point.dark_e.upper, 0.0) for point in self.neighbours(temperature_c)])
+        upper = max([lower] + [max(point.anchor_e.upper, point.anchor_e_max_pixel_upper)
+                               * (self.anchor_power_uw / point.anchor_power_uw) + max(point.dark_e.upper, 0.0)
+                               for point in self.neighbours(temperature_c)])
         cal = self.calibration
         return ((lower, upper), (cal.read_noise_e.lower, cal.read_noise_e.upper),
                 (cal.gain_e_per_dn.lower, cal.gain_e_per_dn.upper), source.replace("lower end", "ends"))

@@ -123,7 +123,12 @@ def summary(cal: Calibration, elapsed_s: float | None = None) -> str:
              + (f" in {elapsed_s:.1f} s" if elapsed_s is not None else "")]
     lines += [fmt("gain", cal.gain_e_per_dn), fmt("read noise", cal.read_noise_e),
               fmt("black level", cal.black_level_dn),
-              fmt(f"saturation ({cal.saturation_limited_by})", cal.saturation_e)]
+              fmt(f"saturation ({cal.saturation_limited_by})", cal.saturation_e),
+              fmt("saturation point", cal.saturation_point_e), fmt("PRNU", cal.uniformity.prnu_pct),
+              fmt("DSNU", cal.uniformity.dsnu_e),
+              f"  linearity error {cal.linearity.error_min_pct:+.3g} .. {cal.linearity.error_max_pct:+.3g} % over "
+              f"{cal.linearity.levels} of {cal.illumination_levels} levels; defect pixels: {cal.defect_pixels.hot} hot, "
+              f"{cal.defect_pixels.dim} dim, {cal.defect_pixels.bright} bright"]
     if cal.quantum_efficiency:
         lines.append(fmt("quantum efficiency", cal.quantum_efficiency))
     law = cal.temperature_law
@@ -131,6 +136,7 @@ def summary(cal: Calibration, elapsed_s: float | None = None) -> str:
         lines.append(fmt("dark FOM", law.dark_fom_na_per_cm2))
         if law.doubling_temperature_k:
             lines.append(fmt(f"doubling at {law.doubling_reference_c:g} C", law.doubling_temperature_k))
+        lines += [f"  law: {note}" for note in law.notes]
     lines.append(f"  {'T (C)':>6} {'dark e-/s':>10} {'[95% CI]':>22} {'exp (us)':>9} {'dark e-':>9} "
                  f"{'anchor e-':>9} {'mu_read>=':>9}")
     for dc in cal.dark_current:

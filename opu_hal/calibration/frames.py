@@ -19,9 +19,18 @@ from ..contract.errors import CalibrationError
 from ..runtime.memory import available_bytes, gib
 
 Progress = Callable[[int, int, str], None]  # (done, total, what)
-PTC_START_FRACTION = 2.0**-6  # first photon-transfer level, of the profile's anchor power
-PTC_STEP = 2.0**0.5  # power ratio between photon-transfer levels
-PTC_MAX_LEVELS = 48
+PTC_START_FRACTION = 2.0**-6  # first level of the search for saturation, of the profile's anchor power
+PTC_STEP = 2.0**0.5  # power ratio between the search's levels
+PTC_MAX_LEVELS = 48  # of the search
+PTC_LEVELS = 72  # photon-transfer levels, equally spaced in power (EMVA 1288: >= 50 up to saturation)
+PTC_TOP = 1.15  # the sweep's top, over the estimated saturation power (its last levels show the plateau)
+SEARCH_FRAMES = 2
+PTC_FRAME_SHARE = 20  # the sweep takes as many frames as this many series of --frames (EMVA 1288: 2 a level)
+
+
+def sweep_frames(frames: int) -> int:
+    """Frames per photon-transfer level: the sweep's frames spread over its levels, at least 2."""
+    return max(2, math.ceil(frames * PTC_FRAME_SHARE / PTC_LEVELS))
 PLATEAU_RTOL = 2e-3  # a level whose mean grew by less than this (relative) is on the plateau
 SERIES_BYTES_PER_PIXEL = 32  # one series' peak per frame and pixel: raw DN, its float64 copy, mean/var temporaries
 
@@ -90,7 +99,10 @@ def acquire(
     device, temperatures: Sequence[float], exposures: Sequence[float], dark_exposures: Sequence[float],
     frames: int, progress: Progress | None = None,
 ) -> Acquisition:
-    """Measure a device: photon transfer at ``temperatures[0]``, ``exposures[0]``; dark frames at
+    """Measure a device: photon transfer at ``temperatures[0]``, ``exposures[0]`` (a quick geometric
+    search for the saturation power with :data:`SEARCH_FRAMES` frames a level, then
+    :data:`PTC_LEVELS` levels equally spaced up to :data:`PTC_TOP` times it, EMVA 1288's >= 50
+    below saturation, continued at the same step until the mean stops growing); dark frames at
     every temperature and exposure (operating and dark-current ones); anchor-only frames at every
     temperature and operating exposure, at the profile's anchor power."""
     if not device.capabilities.raw_frames:
@@ -109,7 +121,7 @@ def acquire(
         )
     anchor_power = device.raw_frames("anchor", 1, exposure_us=float(exposures[0])).power_uw  # the operating power
     n_series_grid = len(temperatures) * (len(all_exposures) + len(exposures))
-    total = n_series_grid + PTC_MAX_LEVELS // 2
+    total = n_series_grid + PTC_LEVELS + PTC_MAX_LEVELS // 4
     done = 0
 
     def tick(what: str) -> None:
@@ -121,16 +133,16 @@ def acquire(
     t_ref, e_ref = float(temperatures[0]), float(exposures[0])
     device.set_options(temperature_c=t_ref)
     ptc_dark = series(device, "dark", frames, e_ref)
-    ptc: list[SeriesStats] = []
+    search: list[SeriesStats] = []
     power, flat = anchor_power * PTC_START_FRACTION, 0
     for _ in range(PTC_MAX_LEVELS):
-        level = series(device, "anchor", frames, e_ref, power)
-        tick(f"photon transfer {power:.3g} uW")
-        if ptc:
-            grown = level.mean.mean() - ptc[-1].mean.mean()
+        level = series(device, "anchor", SEARCH_FRAMES, e_ref, power)
+        tick(f"saturation search {power:.3g} uW")
+        if search:
+            grown = level.mean.mean() - search[-1].mean.mean()
             signal = level.mean.mean() - ptc_dark.mean.mean()
             flat = flat + 1 if grown < PLATEAU_RTOL * max(signal, 1e-12) else 0
-        ptc.append(level)
+        search.append(level)
         if flat >= 2:
             break
         power *= PTC_STEP
@@ -139,6 +151,13 @@ def acquire(
             f"the photon-transfer sweep did not reach saturation within {PTC_MAX_LEVELS} levels "
             f"(last anchor power {power:.3g} uW)"
         )
+    top = saturation_power(search, float(ptc_dark.mean.mean())) * PTC_TOP
+    ptc = []
+    for i in range(1, 2 * PTC_LEVELS + 1):  # past the top only while the mean still grows (an uneven field)
+        if i > PTC_LEVELS and on_plateau(ptc, float(ptc_dark.mean.mean())):
+            break
+        ptc.append(series(device, "anchor", sweep_frames(frames), e_ref, top * i / PTC_LEVELS))
+        tick(f"photon transfer {top * i / PTC_LEVELS:.3g} uW")
     acquisition = Acquisition(t_ref, e_ref, ptc_dark, ptc, pixels=int(ptc_dark.mean.size))
     total = done + n_series_grid
     for celsius in temperatures:
@@ -149,8 +168,32 @@ def acquire(
         for exposure in exposures:
             acquisition.anchor.append(series(device, "anchor", frames, float(exposure), anchor_power))
             tick(f"anchor {celsius:g} C {exposure:g} us")
-    acquisition.frames_total = frames * (1 + len(ptc) + len(acquisition.dark) + len(acquisition.anchor))
+    acquisition.frames_total = (frames * (1 + len(acquisition.dark) + len(acquisition.anchor))
+                                + sweep_frames(frames) * len(ptc) + SEARCH_FRAMES * len(search))
     acquisition.max_dn = ptc_dark.max_dn
     if not math.isfinite(float(ptc[-1].mean.mean())):
         raise CalibrationError("non-finite frames")
     return acquisition
+
+
+def on_plateau(levels: list[SeriesStats], dark_dn: float) -> bool:
+    """Whether the last three levels' mean grew by less than twice :data:`PLATEAU_RTOL` of the signal."""
+    if len(levels) < 3:
+        return False
+    means = [float(s.mean.mean()) for s in levels[-3:]]
+    return means[-1] - means[0] < 2 * PLATEAU_RTOL * max(means[-1] - dark_dn, 1e-12)
+
+
+def saturation_power(search: list[SeriesStats], dark_dn: float) -> float:
+    """The power where the search's mean reaches its plateau, from the response's slope below half of
+    it (the response is linear there): ``plateau / slope``."""
+    signal = np.array([float(s.mean.mean()) - dark_dn for s in search])
+    power = np.array([float(s.anchor_power_uw or 0.0) for s in search])
+    plateau = float(signal[-1])
+    below = np.flatnonzero((signal > 0) & (signal <= 0.5 * plateau))
+    if below.size == 0:
+        raise CalibrationError(
+            f"the saturation search starts saturated ({signal[0]:.4g} DN over dark at {power[0]:.3g} uW): "
+            "lower the anchor power or the exposure")
+    slope = float(signal[below] @ power[below] / (power[below] @ power[below]))
+    return plateau / slope

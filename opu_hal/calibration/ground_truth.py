@@ -46,7 +46,23 @@ def draw_camera(seed: int, pixels: int = 1024) -> Truth:
         "temperature_max_c": 80.0, "dsnu_rms": 0.2, "hot_pixel_fraction": 0.002, "hot_pixel_factor": 20.0,
         **values,
     })
+    values["dark_fom_na_per_cm2"] *= typical_dark_multiplier(profile)  # the law's pixels: hot ones left out
     return Truth(profile=profile, values=values)
+
+
+def typical_dark_multiplier(profile) -> float:
+    """Mean dark-current multiplier of the pixels that are not hot (the law describes those): the
+    true dark map with the estimator's own rule (photon_transfer.hot_pixel_mask) applied to it."""
+    from ..backends.simulated.dark_map import dark_signal_map
+    from .photon_transfer import HOT_PIXEL_MADS
+
+    dark_map = dark_signal_map(profile.seed, profile.out_features, profile.dsnu_rms,
+                               profile.hot_pixel_fraction, profile.hot_pixel_factor)
+    if dark_map is None:
+        return 1.0
+    m = dark_map.double().numpy()
+    median = np.median(m)
+    return float(m[m <= median + HOT_PIXEL_MADS * 1.4826 * np.median(np.abs(m - median))].mean())
 
 
 def recovered(calibration) -> dict[str, object]:
@@ -58,3 +74,36 @@ def recovered(calibration) -> dict[str, object]:
         "quantum_efficiency": calibration.quantum_efficiency,
         "full_well_e": calibration.saturation_e,
     }
+
+
+ACTIVATIONS = (None, 0.6, 0.75)  # Konnik-Welsh (half the Varshni gap), and two fixed activation energies
+
+
+def draw_thermal_camera(seed: int, pixels: int = 256, frames_bits: tuple[int, ...] = (10, 12)) -> Truth:
+    """A hidden camera for the temperature law: activation energy among :data:`ACTIVATIONS`, a 10-
+    or 12-bit ADC, DSNU and 1 % hot pixels 20x as dark (some clip at long, hot exposures).
+    ``values``: the typical pixels' figure of merit and the doubling temperature at 25 C."""
+    from ..camera.physics import doubling_temperature_k
+
+    rng = np.random.default_rng([seed, 36])
+    bits = int(rng.choice(frames_bits))
+    activation = ACTIVATIONS[int(rng.integers(len(ACTIVATIONS)))]
+    gain = float(rng.uniform(1.0, 3.0)) if bits == 12 else float(rng.uniform(0.4, 1.0))
+    fom = float(math.exp(rng.uniform(math.log(0.03), math.log(0.2))))
+    top = (2**bits - 1 - 64) * gain
+    profile = validate_profile({
+        "backend": "simulated", "name": f"thermal-{seed}", "in_features": 8, "out_features": pixels, "seed": seed,
+        "adc_bits": bits, "black_level_dn": 64, "gain_e_per_dn": gain, "read_noise_e": float(rng.uniform(2.0, 6.0)),
+        "full_well_e": float(0.8 * top), "quantum_efficiency": float(rng.uniform(0.3, 0.9)),
+        "dark_fom_na_per_cm2": fom, "dark_activation_ev": activation, "temperature_min_c": 0.0,
+        "temperature_max_c": 85.0, "dsnu_rms": 0.2, "hot_pixel_fraction": 0.01, "hot_pixel_factor": 20.0,
+        "exposure_us": 400.0, "anchor_power_uw": 0.7, "laser_power_uw": 0.7,
+    })
+    area = (profile.pixel_pitch_um * 1e-4) ** 2
+    values = {"dark_fom_na_per_cm2": fom * typical_dark_multiplier(profile),
+              "doubling_temperature_k": doubling_temperature_k(25.0, area, fom, activation)}
+    return Truth(profile=profile, values=values)
+
+
+THERMAL_TEMPERATURES = (0.0, 20.0, 40.0, 60.0, 85.0)
+THERMAL_DARK_EXPOSURES = (100_000.0, 1_000_000.0)

@@ -8,9 +8,13 @@ With ``K`` the system gain in DN/e- (``g = 1 / K`` e-/DN), EMVA 1288 eq. (8)-(9)
     m_dark(t) = b + K D_R t              dark signal grows linearly with exposure t; b: black level
 
 The slope is fitted through the origin on the levels below 70 % of saturation (EMVA's fit range),
-saturation being the level of largest variance. The plateau of the sweep gives the saturation
-capacity ``(m_plateau - b) g``: the full well when it lies below the ADC top, the ADC range
-otherwise. Quantum efficiency ``eta = g (m - m_dark) / photons`` needs a known illumination: the
+saturation being the level of largest variance (:func:`.emva.saturation_index`). Saturation is
+reported both ways: EMVA's saturation point (``eta mu_p.sat``, :mod:`.emva`) and the clip level,
+which the estimator checks itself: when at least :data:`ADC_CLIPPED_FRACTION` of the pixels sit
+at the ADC top at the brightest level, the clip level is the ADC range ``(max_dn - b) g``;
+otherwise the last two levels must be a plateau (mean grown by less than
+:func:`~.frames.on_plateau`) and it is ``(m_plateau - b) g``, the full well; otherwise the
+estimator refuses (a sweep that stops short of saturation does not identify it). Quantum efficiency ``eta = g (m - m_dark) / photons`` needs a known illumination: the
 simulated device knows its anchor power; a camera alone does not (then it is left out).
 
 Intervals (level 95 %, two-sided): the pixel bootstrap (pixels resampled with replacement, the
@@ -30,13 +34,15 @@ import numpy as np
 from scipy import stats
 
 from ..contract.errors import CalibrationError
-from .frames import Acquisition, SeriesStats
-from .schema import Estimate
+from .emva import defect_pixels, linearity, saturation_index, uniformity
+from .frames import Acquisition, SeriesStats, on_plateau
+from .schema import DefectPixels, Estimate, Linearity, Uniformity
 
 LEVEL = 0.95
 FIT_FRACTION = 0.7  # EMVA 1288: photon-transfer fit on 0-70 % of saturation
 HOT_PIXEL_MADS = 10.0
 BOOTSTRAP = "pixel bootstrap, percentile"
+ADC_CLIPPED_FRACTION = 0.5  # pixels at the ADC top, at the brightest level, that make it ADC-limited
 
 
 @dataclass
@@ -55,6 +61,11 @@ class PhotonTransfer:
     index: np.ndarray  # (B, pixels) bootstrap draws
     alpha: float
     dark_noise_dn: float = 0.0  # temporal dark noise of the quietest series, DN
+    saturation_point: Estimate | None = None  # EMVA 1288: at the largest variance
+    linearity: Linearity | None = None
+    uniformity: Uniformity | None = None
+    defects: DefectPixels | None = None
+    levels: int = 0
 
 
 def percentile_estimate(value: float, draws: np.ndarray, alpha: float, unit: str, method: str = BOOTSTRAP) -> Estimate:
@@ -76,12 +87,15 @@ def line_fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return y.mean(axis=-1) - slope * x.mean(), slope
 
 
-def pixel_lines(darks: list[SeriesStats], ceiling_dn: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
+def pixel_lines(darks: list[SeriesStats], ceiling_dn: float = np.inf,
+                black_dn: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per-pixel black level (DN) and dark slope (DN/us) at one temperature (NaN: unusable pixel).
 
     Each pixel gets its own least-squares line over the exposures where its mean stays below
     ``ceiling_dn`` (a hot pixel saturating at long exposures keeps its short ones); a pixel with
-    one usable exposure takes the median black level; one with none is left out.
+    one usable exposure takes the median black level of the pixels with two (``black_dn``, the
+    reference black level, when none has two: a hot sensor clipping at long exposures); one with
+    none is left out.
     """
     x = np.array([s.exposure_us for s in darks])[:, None]
     y = np.stack([s.mean for s in darks])  # (exposures, pixels)
@@ -94,7 +108,8 @@ def pixel_lines(darks: list[SeriesStats], ceiling_dn: float = np.inf) -> tuple[n
     full = (n >= 2) & (sxx > 0)
     slope = np.where(full, (w * (x - xm) * (y - ym)).sum(0) / np.where(full, sxx, 1.0), 0.0)
     intercept = ym - slope * xm
-    common = float(np.median(intercept[full])) if full.any() else float(np.median(y[0]))
+    common = (float(np.median(intercept[full])) if full.any()
+              else float(black_dn) if black_dn is not None else float(np.median(y[0])))
     single = (n == 1)
     slope = np.where(single, (ym - common) / xm.clip(min=1e-12), slope)
     intercept = np.where(single, common, intercept)
@@ -102,22 +117,36 @@ def pixel_lines(darks: list[SeriesStats], ceiling_dn: float = np.inf) -> tuple[n
     return np.where(keep, intercept, np.nan), np.where(keep, slope, np.nan)
 
 
-def dark_line(darks: list[SeriesStats], index: np.ndarray, ceiling_dn: float = np.inf):
+def usable_exposures(darks: list[SeriesStats], ceiling_dn: float = np.inf) -> np.ndarray:
+    """Per pixel, how many of ``darks``' exposures stay below ``ceiling_dn`` (what its line is fitted on)."""
+    return (np.stack([s.mean for s in darks]) < ceiling_dn).sum(0)
+
+
+def dark_line(darks: list[SeriesStats], index: np.ndarray, ceiling_dn: float = np.inf, black_dn: float | None = None):
     """Black level (DN) and dark slope (DN/us), pixel means, and their bootstrap draws."""
-    intercept, slope = pixel_lines(darks, ceiling_dn)
+    intercept, slope = pixel_lines(darks, ceiling_dn, black_dn)
     b_draws = np.nanmean(intercept[index], axis=1)
     s_draws = np.nanmean(slope[index], axis=1)
     return float(np.nanmean(intercept)), float(np.nanmean(slope)), b_draws, s_draws
 
 
 def hot_pixel_mask(darks: list[SeriesStats], ceiling_dn: float) -> np.ndarray:
-    """Pixels whose dark slope lies ``HOT_PIXEL_MADS`` robust sds above the median slope."""
-    _, slope = pixel_lines(darks, ceiling_dn)
-    slope = np.nan_to_num(slope, nan=np.inf)
-    finite = slope[np.isfinite(slope)]
-    median = np.median(finite)
-    spread = max(1.4826 * np.median(np.abs(finite - median)), 1e-12)
-    return slope > median + HOT_PIXEL_MADS * spread
+    """Pixels whose dark slope lies ``HOT_PIXEL_MADS`` robust sds above the median slope at any
+    temperature where the slope is measured (a pixel whose every dark read clips at the hottest
+    temperature is judged at the colder ones, so a bright but typical pixel is not called hot); a
+    pixel measured at no temperature is hot."""
+    hot = np.zeros(darks[0].mean.size, dtype=bool)
+    measured = np.zeros_like(hot)
+    for celsius in sorted({s.temperature_c for s in darks}):
+        _, slope = pixel_lines([s for s in darks if s.temperature_c == celsius], ceiling_dn)
+        finite = np.isfinite(slope)
+        if finite.sum() < 2:
+            continue
+        median = np.median(slope[finite])
+        spread = max(1.4826 * np.median(np.abs(slope[finite] - median)), 1e-12)
+        hot |= finite & (slope > median + HOT_PIXEL_MADS * spread)
+        measured |= finite
+    return hot | ~measured
 
 
 def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400, seed: int = 0) -> PhotonTransfer:
@@ -127,7 +156,7 @@ def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400
     dark = acq.ptc_dark
     x = np.array([(s.mean - dark.mean).mean() for s in acq.ptc])
     y = np.array([(s.var - dark.var).mean() for s in acq.ptc])
-    saturated_at = int(np.argmax(y))
+    saturated_at = saturation_index(y)
     fit = np.flatnonzero((x > 0) & (x <= FIT_FRACTION * x[saturated_at]) & (np.arange(len(x)) < saturated_at))
     if fit.size < 3:
         raise CalibrationError(
@@ -145,8 +174,7 @@ def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400
     plateau = float(acq.ptc[-1].mean.mean())
     ceiling = dark_ceiling_dn(acq)
     at_reference = [s for s in acq.dark if s.temperature_c == acq.reference_temperature_c]
-    hottest = max(s.temperature_c for s in acq.dark)
-    hot = hot_pixel_mask([s for s in acq.dark if s.temperature_c == hottest], ceiling)
+    hot = hot_pixel_mask(acq.dark, ceiling)
     black_value, _, black_draws, _ = dark_line(at_reference, index, ceiling)
     black = percentile_estimate(black_value, black_draws, alpha, "DN")
 
@@ -173,9 +201,7 @@ def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400
         method="chi-square (pooled dark variance) x pixel bootstrap (gain), Bonferroni; Sheppard 1/12 DN^2",
     )
 
-    sat_draws = (boot_mean(acq.ptc[-1].mean, index) - black_draws) / k_draws
-    saturation = percentile_estimate((plateau - black_value) / k, sat_draws, alpha, "e-")
-    limited = "adc" if acq.max_dn is not None and plateau >= acq.max_dn - 1 else "full_well"
+    saturation, limited = clip_level(acq, plateau, black_value, black_draws, k, k_draws, index, alpha)
 
     qe = None
     photons = np.array([acq.ptc[i].photons_per_pixel or 0.0 for i in fit])
@@ -183,16 +209,58 @@ def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400
         qe_value = float((x[fit] / k) @ photons / (photons @ photons))
         qe_draws = ((x_draws / k_draws[:, None]) @ photons) / (photons @ photons)
         qe = percentile_estimate(qe_value, qe_draws, alpha, "e-/photon")
+    all_photons = np.array([s.photons_per_pixel or 0.0 for s in acq.ptc])
+    if qe is not None:
+        point = percentile_estimate(qe.value * all_photons[saturated_at], qe_draws * all_photons[saturated_at],
+                                    alpha, "e-", "EMVA 1288 eta mu_p.sat at the largest variance; " + BOOTSTRAP)
+    else:
+        point = percentile_estimate(x[saturated_at] / k, boot_mean(acq.ptc[saturated_at].mean - dark.mean, index)
+                                    / k_draws, alpha, "e-", "EMVA 1288 mu_y.sat / K at the largest variance; " + BOOTSTRAP)
+    known = bool(all_photons.all())
+    lin = linearity(x, all_photons if known else np.array([s.anchor_power_uw or 0.0 for s in acq.ptc]),
+                    saturated_at, "photons" if known else "power")
+    half = int(np.argmin(np.abs(x[: saturated_at + 1] - 0.5 * x[saturated_at])))
+    uniform, highpass = uniformity(acq.ptc[half], dark, 1 / k, 1 / k_draws, index, alpha,
+                                   x[half] / x[saturated_at])
     return PhotonTransfer(gain=gain, gain_draws=1 / k_draws, read_noise=read, black=black,
                           saturation=saturation, saturation_limited_by=limited, quantum_efficiency=qe,
                           fit_levels=int(fit.size), hot_pixels=hot, index=index, alpha=alpha,
-                          dark_noise_dn=math.sqrt(var_dn))
+                          dark_noise_dn=math.sqrt(var_dn), saturation_point=point, linearity=lin,
+                          uniformity=uniform, defects=defect_pixels(hot, highpass), levels=len(acq.ptc))
+
+
+def clip_level(acq: Acquisition, plateau: float, black: float, black_draws: np.ndarray, k: float,
+               k_draws: np.ndarray, index: np.ndarray, alpha: float) -> tuple[Estimate, str]:
+    """The clip level in electrons and what sets it ("adc" or "full_well"), checked on the sweep's
+    own last levels (module docstring); refuses a sweep that ends neither clipped nor on a plateau."""
+    last = acq.ptc[-1]
+    at_top = float((last.mean >= acq.max_dn - 0.5).mean()) if acq.max_dn is not None else 0.0
+    if at_top >= ADC_CLIPPED_FRACTION:
+        draws = (acq.max_dn - black_draws) / k_draws
+        return percentile_estimate((acq.max_dn - black) / k, draws, alpha, "e-",
+                                   "ADC top (max_dn - black) g; " + BOOTSTRAP), "adc"
+    means = [float(s.mean.mean()) for s in acq.ptc[-3:]]
+    signal = means[-1] - float(acq.ptc_dark.mean.mean())
+    grown = max(means[-1] - means[0], 0.0) / max(signal, 1e-12) if len(means) == 3 else math.inf
+    if not on_plateau(acq.ptc, float(acq.ptc_dark.mean.mean())):
+        raise CalibrationError(
+            f"photon transfer: the sweep's brightest levels are not a plateau (the mean grew {grown:.3%} over "
+            f"the last two levels, {at_top:.0%} of pixels at the ADC top {acq.max_dn} DN): the clip level is "
+            "not identified; extend the sweep past saturation")
+    draws = (boot_mean(last.mean, index) - black_draws) / k_draws
+    return percentile_estimate((plateau - black) / k, draws, alpha, "e-"), "full_well"
 
 
 def dark_ceiling_dn(acq: Acquisition) -> float:
     """DN above which a dark read may be clipped: half-way from the black level to saturation."""
     black = float(np.median(min(acq.dark, key=lambda s: s.exposure_us).mean))
     return black + 0.5 * (float(acq.ptc[-1].mean.mean()) - black)
+
+
+def worst_pixel_upper(signal_dn: np.ndarray, var_dn: np.ndarray, frames: int, gain_high: float, alpha: float) -> float:
+    """Upper bound (e-) of the largest per-pixel mean, simultaneous over pixels (Bonferroni)."""
+    z = stats.norm.ppf(1 - alpha / signal_dn.size)
+    return max(float(np.max(signal_dn + z * np.sqrt(var_dn / frames))) * gain_high, 0.0)
 
 
 def worst_pixel_lower(signal_dn: np.ndarray, var_dn: np.ndarray, frames: int, gain_low: float, alpha: float) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..contract.version import __version__
 
+import dataclasses
 import datetime as _dt
 from typing import Sequence
 
@@ -13,7 +14,7 @@ import numpy as np
 from ..contract.errors import CalibrationError
 from .frames import Acquisition, Progress, acquire
 from .photon_transfer import (
-    PhotonTransfer, dark_ceiling_dn, dark_line, estimate, percentile_estimate, worst_pixel_lower,
+    PhotonTransfer, dark_ceiling_dn, dark_line, estimate, usable_exposures, percentile_estimate, worst_pixel_lower, worst_pixel_upper,
 )
 from .schema import (
     Calibration,
@@ -71,14 +72,20 @@ def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposur
     """The calibration model from the acquisition and the photon-transfer estimates."""
     alpha, index = pt.alpha, pt.index
     g, g_draws = pt.gain.value, pt.gain_draws
-    g_low = float(np.quantile(g_draws, alpha / 2))
-    points, dark_points, rate_values, rate_draws = [], [], [], []
+    g_low, g_high = (float(q) for q in np.quantile(g_draws, [alpha / 2, 1 - alpha / 2]))
+    typical = ~pt.hot_pixels  # the temperature law describes the typical pixels (hot ones counted apart)
+    points, dark_points, rate_values, rate_draws, censored = [], [], [], [], []
     temps = [float(t) for t in temperatures]
+    typical_index = np.random.default_rng(1).integers(0, int(typical.sum()), size=index.shape)
     ceiling = dark_ceiling_dn(acq)
     for celsius in temps:
         darks = sorted((s for s in acq.dark if s.temperature_c == celsius), key=lambda s: s.exposure_us)
-        black, slope, black_draws, slope_draws = dark_line(darks, index, ceiling)
-        rate, draws = slope * 1e6 * g, slope_draws * 1e6 * g_draws
+        black, slope, black_draws, slope_draws = dark_line(darks, index, ceiling, pt.black.value)
+        _, typical_slope, _, typical_draws = dark_line(
+            [dataclasses.replace(d, mean=d.mean[typical], var=d.var[typical]) for d in darks],
+            typical_index, ceiling, pt.black.value)
+        rate, draws = typical_slope * 1e6 * g, typical_draws * 1e6 * g_draws
+        censored.append(float((usable_exposures(darks, ceiling)[typical] < 2).mean()))  # no line: rate unmeasured
         rate_values.append(rate)
         rate_draws.append(draws)
         dark_points.append(DarkCurrentPoint(
@@ -98,6 +105,10 @@ def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposur
                 anchor_e=percentile_estimate(anchor_e, anchor_draws, alpha, "e-"),
                 anchor_read_e_min_pixel_lower=worst_pixel_lower(
                     anchor.mean - black, anchor.var, anchor.frames, g_low, alpha),
+                anchor_e_min_pixel_lower=worst_pixel_lower(
+                    anchor.mean - dark.mean, anchor.var + dark.var, anchor.frames, g_low, alpha),
+                anchor_e_max_pixel_upper=worst_pixel_upper(
+                    anchor.mean - dark.mean, anchor.var + dark.var, anchor.frames, g_high, alpha),
                 anchor_power_uw=float(anchor.anchor_power_uw or 0.0), clipped_reads=anchor.clipped + dark.clipped,
             ))
     profile = device.profile
@@ -105,7 +116,7 @@ def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposur
     law = None
     if pitch is not None and len(temps) >= 1:
         law = fit_temperature_law(np.array(temps), np.array(rate_values), np.stack(rate_draws, axis=-1),
-                                  (pitch * 1e-4) ** 2, alpha)
+                                  (pitch * 1e-4) ** 2, alpha, censored=np.array(censored))
     reference = acq.ptc[0]
     photons_per_uw = (reference.photons_per_pixel / reference.anchor_power_uw
                       if reference.photons_per_pixel and reference.anchor_power_uw else None)
@@ -117,7 +128,8 @@ def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposur
         f"saturation is limited by the {'ADC range: the full well is not identifiable' if pt.saturation_limited_by == 'adc' else 'full well'}",
         f"{int(pt.hot_pixels.sum())} hot pixel(s) left out of the read-noise estimate; worst-pixel lower "
         "bounds cover every pixel (DSNU, hot pixels) and assume a uniform black level",
-        "temperature law fitted on the pixel-mean dark current; gain assumed temperature-independent "
+        "temperature law fitted on the typical pixels' mean dark current (hot pixels left out); gain assumed "
+        "temperature-independent "
         "(measured at the first temperature)",
     ]
     if pt.dark_noise_dn < 0.5:
@@ -136,6 +148,8 @@ def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposur
         pixels=acq.pixels, temperatures_c=temps, exposures_us=[float(e) for e in exposures],
         dark_exposures_us=[float(e) for e in dark_exposures], gain_e_per_dn=pt.gain, read_noise_e=pt.read_noise,
         black_level_dn=pt.black, saturation_e=pt.saturation, saturation_limited_by=pt.saturation_limited_by,
+        saturation_point_e=pt.saturation_point, illumination_levels=pt.levels, linearity=pt.linearity,
+        uniformity=pt.uniformity, defect_pixels=pt.defects,
         quantum_efficiency=pt.quantum_efficiency, photons_per_pixel_per_uw=photons_per_uw,
         laser_power_uw=getattr(profile, "laser_power_uw", None), anchor_power_uw=getattr(profile, "anchor_power_uw", None),
         dark_current=dark_points, temperature_law=law, operating_points=points, notes=notes,

@@ -2,7 +2,9 @@
 
 Every estimate carries its interval, level and method. Privacy uses the side of an interval that
 gives *less* noise (:mod:`.calibrated`). ``schema_version`` changes whenever a field's meaning does;
-a reader refuses versions it does not know.
+a reader refuses versions it does not know. Version 2 (issue 36) adds the EMVA 1288 (Release 4.0)
+quantities (linearity, PRNU, DSNU, defect pixels, the saturation point beside the clip level),
+per-pixel extreme anchor bounds and the local temperature law; version 1 files are refused.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ..contract.errors import CalibrationError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+OLDER_VERSIONS = {1: "before issue 36: no PRNU, linearity, defect pixels or per-pixel anchor bounds"}
 MAX_FILE_BYTES = 4 << 20
 
 
@@ -65,13 +68,15 @@ class OperatingPointCalibration(_Model):
     dark_e_min_pixel_lower: float = Field(ge=0.0)
     anchor_e: Estimate
     anchor_read_e_min_pixel_lower: float = Field(ge=0.0)
+    anchor_e_min_pixel_lower: float = Field(ge=0.0, description="anchor photo-electrons of the dimmest pixel, lower bound")
+    anchor_e_max_pixel_upper: float = Field(ge=0.0, description="anchor photo-electrons of the brightest pixel, upper bound")
     anchor_power_uw: float = Field(gt=0.0)
     clipped_reads: int = Field(ge=0)
 
 
 class DarkCurrentPoint(_Model):
     temperature_c: float
-    rate_e_per_s: Estimate
+    rate_e_per_s: Estimate = Field(description="pixel mean over the typical pixels (hot pixels left out)")
     hot_pixels: int = Field(ge=0)
 
 
@@ -83,12 +88,49 @@ class TemperatureLaw(_Model):
     activation_energy_ev: Optional[Estimate] = None
     doubling_temperature_k: Optional[Estimate] = None
     doubling_reference_c: float = 25.0
+    coefficients: Optional[list[float]] = Field(
+        None, description="ln(D/T^1.5) = sum c_p (1/kT - x_center)^p (opu_hal.calibration.temperature)")
+    x_center_per_ev: float = 0.0
+    notes: list[str] = Field(default_factory=list)
+
+
+class Linearity(_Model):
+    """EMVA 1288 linearity: relative deviations (%) of the mean signal from the weighted linear fit
+    against the illumination, over 5-95 % of the saturation point."""
+
+    error_min_pct: float
+    error_max_pct: float
+    levels: int = Field(ge=2)
+    against: Literal["photons", "power"]
+
+
+class DefectPixels(_Model):
+    """Defect pixels (EMVA 1288 Release 4.0 sec. 8.3, thresholds stated): ``hot`` from the dark
+    current at the hottest temperature, ``dim`` / ``bright`` from the photo-response at about 50 %
+    of saturation, each more than ``threshold_mads`` robust standard deviations from the median."""
+
+    hot: int = Field(ge=0)
+    dim: int = Field(ge=0)
+    bright: int = Field(ge=0)
+    threshold_mads: float = Field(gt=0.0)
+
+
+class Uniformity(_Model):
+    """EMVA 1288 spatial nonuniformity from per-pixel means (temporal noise removed): PRNU (% of the
+    signal at ~50 % saturation, the flat field being the anchor), DSNU (e-), and the largest pixel
+    response over the smooth illumination (upper bound, what a lower bound on noise must use)."""
+
+    prnu_pct: Estimate
+    prnu_highpass_pct: Estimate
+    dsnu_e: Estimate
+    response_max_upper: float = Field(gt=0.0)
+    level_fraction: float = Field(gt=0.0, le=1.0)
 
 
 class Calibration(_Model):
     """A device calibration: identity, operating points covered, frames used, every estimate."""
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[2] = SCHEMA_VERSION
     device: DeviceIdentity
     created: str
     software_version: str
@@ -103,6 +145,11 @@ class Calibration(_Model):
     black_level_dn: Estimate
     saturation_e: Estimate
     saturation_limited_by: Literal["full_well", "adc"]
+    saturation_point_e: Estimate = Field(description="EMVA 1288 saturation capacity: the level of largest variance")
+    illumination_levels: int = Field(ge=2)
+    linearity: Linearity
+    uniformity: Uniformity
+    defect_pixels: DefectPixels
     quantum_efficiency: Optional[Estimate] = None
     photons_per_pixel_per_uw: Optional[float] = Field(
         None, gt=0.0, description="photons per pixel per uW at the first exposure (known illumination)"
@@ -177,9 +224,11 @@ def read_calibration(path: str | os.PathLike[str]) -> Calibration:
         raise CalibrationError(f"{file}: a calibration file holds a JSON object, got {type(data).__name__}")
     version = data.get("schema_version")
     if version != SCHEMA_VERSION:
+        older = OLDER_VERSIONS.get(version) if isinstance(version, int) else None
+        why = f" (written {older})" if older else ""
         raise CalibrationError(
-            f"{file}: key 'schema_version' is {version!r}; this opu-hal reads version {SCHEMA_VERSION} "
-            "(re-run `opu-hal calibrate`)"
+            f"{file}: key 'schema_version' is {version!r}{why}; this opu-hal reads version {SCHEMA_VERSION} "
+            "only: re-run `opu-hal calibrate`"
         )
     try:
         return Calibration.model_validate(data)

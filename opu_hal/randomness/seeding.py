@@ -12,7 +12,7 @@ import zlib
 
 import numpy as np
 
-STREAMS = ("matrix", "noise", "camera", "anchor", "dark-map")
+STREAMS = ("matrix", "noise", "camera", "anchor", "dark-map", "prnu")
 
 
 def derive_seed(seed: int, *path: int | str) -> int:

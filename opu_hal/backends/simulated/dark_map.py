@@ -26,3 +26,22 @@ def dark_signal_map(
     hot = torch.rand(pixels, generator=generator, dtype=torch.float64) < hot_pixel_fraction
     multiplier[hot] *= hot_pixel_factor
     return (multiplier / multiplier.mean()).float()
+
+
+def light_response_map(seed: int, pixels: int, prnu_rms: float, anchor_falloff: float,
+                       ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """Per-pixel photo-response multipliers (PRNU, mean 1, relative std ``prnu_rms``: seeded
+    physics like the dark map) and the anchor beam's intensity profile over the pixels read
+    (``1 - anchor_falloff u^2`` for ``u`` from -1 to 1 across them, normalised to mean 1); each
+    None when flat."""
+    prnu = None
+    if prnu_rms > 0:
+        generator = torch.Generator().manual_seed(stream_seed(seed, "prnu"))
+        prnu = (1 + prnu_rms * torch.randn(pixels, generator=generator, dtype=torch.float64)).clamp_(min=0.05)
+        prnu = (prnu / prnu.mean()).float()
+    profile = None
+    if anchor_falloff > 0:
+        u = torch.linspace(-1.0, 1.0, pixels, dtype=torch.float64)
+        shape = 1 - anchor_falloff * u * u
+        profile = (shape / shape.mean()).float()
+    return prnu, profile

@@ -55,7 +55,7 @@ from .profile import SimulatedProfile
 from ...randomness.seeding import stream_seed
 from .camera import Sensor
 from ...camera.physics import output_variance
-from .dark_map import dark_signal_map
+from .dark_map import dark_signal_map, light_response_map
 from .optics import TransmissionMatrix
 from ...runtime.compute import compiled_ready, resolve_torch_device, triton_ready
 from .photons import electrons_per_pixel
@@ -97,6 +97,8 @@ class SimulatedDevice(Device[SimulatedProfile]):
         dark_map = dark_signal_map(profile.seed, profile.out_features, profile.dsnu_rms,
                                    profile.hot_pixel_fraction, profile.hot_pixel_factor)
         self._dark_map = None if dark_map is None else dark_map.to(self.compute)
+        self._prnu, self._anchor_profile = light_response_map(
+            profile.seed, profile.out_features, profile.prnu_rms, profile.anchor_falloff)
         self.saturated_pixels = 0
         self._check_rounding_is_dithered()
 
@@ -142,6 +144,7 @@ class SimulatedDevice(Device[SimulatedProfile]):
             pixel_pitch_um=p.pixel_pitch_um, dark_fom_na_per_cm2=p.dark_fom_na_per_cm2,
             read_noise_e=p.read_noise_e, gain_e_per_dn=p.gain_e_per_dn, adc_bits=p.adc_bits,
             black_level_dn=p.black_level_dn, full_well_e=p.full_well_e, dark_map=self._dark_map,
+            dark_activation_ev=p.dark_activation_ev,
         )
 
     @property
@@ -179,15 +182,33 @@ class SimulatedDevice(Device[SimulatedProfile]):
         return (low, high, "C")
 
     # -- privacy noise (opu_hal.privacy.skellam; see privacy_noise.py) -------------------------
+    def _anchor_reads_e(self) -> torch.Tensor | float:
+        """Mean electrons of one anchor-only read at each pixel: ``A^2 w_j + D_j`` (``w_j``: PRNU
+        times the anchor's profile, :func:`.dark_map.light_response_map`)."""
+        light = self.anchor_e
+        for factor in (self._prnu, self._anchor_profile):
+            if factor is not None:
+                light = light * factor.double()
+        dark = self.sensor.pixel_dark_e
+        return light + (dark.double().cpu() if isinstance(dark, torch.Tensor) else dark)
+
     @property
     def anchor_read_e(self) -> float:
-        """Mean photo-electrons of one anchor-only read: ``A^2 + D``."""
-        return self.anchor_e + self.sensor.dark_e
+        """Mean photo-electrons of one anchor-only read at the dimmest pixel (``A^2 + D`` on a flat,
+        uniform sensor): privacy counts are drawn with it, never more than any pixel gives."""
+        reads = self._anchor_reads_e()
+        return float(reads.min()) if isinstance(reads, torch.Tensor) else float(reads)
+
+    @property
+    def brightest_anchor_read_e(self) -> float:
+        """Mean electrons of one anchor-only read at the brightest pixel (what may clip)."""
+        reads = self._anchor_reads_e()
+        return float(reads.max()) if isinstance(reads, torch.Tensor) else float(reads)
 
     def _privacy_source_ok(self) -> bool:
         sensor = self.sensor
         return (abs(sensor.gain_e_per_dn - 1.0) <= 1e-12 and self.anchor_read_e > 0
-                and clip_probability(self.anchor_read_e, sensor) <= CLIP_LIMIT)
+                and clip_probability(self.brightest_anchor_read_e, sensor) <= CLIP_LIMIT)
 
     def draw_privacy_counts(self, n_values: int, poisson_mean: float) -> PrivacyCounts:
         """Skellam noise from summed anchor-only reads, drawn from the secure generator. With a
@@ -196,12 +217,14 @@ class SimulatedDevice(Device[SimulatedProfile]):
         self.open()
         lower, source = (None, "model (the profile's declared camera)")
         if self._calibration is not None:
+            self._calibration.check_unity_gain()
             lower, source = self._calibration.anchor_read_lower_e(self._temperature_c)
         profile = self._profile
         frame_time_s = max(profile.frame_time_us, self._exposure_us) * 1e-6
         return draw_counts(self._privacy_generator, self.sensor, self.anchor_read_e, n_values,
                            poisson_mean, profile.label, read_mean_lower_e=lower, mean_source=source,
-                           pixels_per_frame=profile.sensor_pixels, frame_time_s=frame_time_s)
+                           pixels_per_frame=profile.sensor_pixels, frame_time_s=frame_time_s,
+                           brightest_read_e=self.brightest_anchor_read_e)
 
     def _digitized_source_ok(self) -> bool:
         sensor = self.sensor
@@ -291,7 +314,7 @@ class SimulatedDevice(Device[SimulatedProfile]):
     def raw_frames(self, illumination: str, n_frames: int, **options: float) -> RawFrames:
         """Camera frames in DN at the current temperature: see :func:`.raw_frames.raw_frames`."""
         return raw_frames(self._profile, self.sensor, self._optics, self._camera_generator, illumination,
-                          n_frames, **options)
+                          n_frames, prnu=self._prnu, anchor_profile=self._anchor_profile, **options)
 
     # -- projection ----------------------------------------------------------------------------
     def ideal(self, x: torch.Tensor) -> torch.Tensor:

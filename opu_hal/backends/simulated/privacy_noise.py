@@ -57,8 +57,9 @@ def clip_probability(mean_e: float, sensor: "Sensor") -> float:
     return float(min(1.0, above + below))
 
 
-def check_privacy_source(sensor: "Sensor", read_mean_e: float, label: str) -> float:
-    """Refuse an operating point where the Skellam analysis does not hold; returns the clip bound."""
+def check_privacy_source(sensor: "Sensor", read_mean_e: float, label: str, brightest_read_e: float | None = None) -> float:
+    """Refuse an operating point where the Skellam analysis does not hold; returns the clip bound
+    (at ``brightest_read_e``, the brightest pixel's read, default ``read_mean_e``)."""
     if abs(sensor.gain_e_per_dn - 1.0) > 1e-12:
         raise DeviceUnavailable(
             f"profile {label!r}: privacy noise needs gain_e_per_dn = 1 (one DN per photo-electron, so "
@@ -66,10 +67,11 @@ def check_privacy_source(sensor: "Sensor", read_mean_e: float, label: str) -> fl
     if not read_mean_e > 0:
         raise DeviceUnavailable(
             f"profile {label!r}: anchor-only reads carry no photo-electrons; raise anchor_power_uw or exposure_us")
-    p_clip = clip_probability(read_mean_e, sensor)
+    brightest = read_mean_e if brightest_read_e is None else max(brightest_read_e, read_mean_e)
+    p_clip = clip_probability(brightest, sensor)
     if p_clip > CLIP_LIMIT:
         raise DeviceUnavailable(
-            f"profile {label!r}: an anchor-only read of {read_mean_e:.4g} e- may clip (probability "
+            f"profile {label!r}: an anchor-only read of {brightest:.4g} e- may clip (probability "
             f"{p_clip:.3g} > {CLIP_LIMIT:g}; saturation at {sensor.saturation_e:.4g} e-): lower "
             "anchor_power_uw or exposure_us, or raise full_well_e / adc_bits")
     return p_clip
@@ -85,13 +87,14 @@ def camera_cost(n_values: int, reads: int, pixels_per_frame: int, frame_time_s: 
 def draw_counts(generator: SecureGenerator, sensor: "Sensor", read_mean_e: float, n_values: int,
                 poisson_mean: float, label: str, read_mean_lower_e: float | None = None,
                 mean_source: str = "model (the profile's declared camera)",
-                pixels_per_frame: int = 1, frame_time_s: float = 0.0) -> PrivacyCounts:
+                pixels_per_frame: int = 1, frame_time_s: float = 0.0,
+                brightest_read_e: float | None = None) -> PrivacyCounts:
     """Skellam noise whose counts have Poisson mean ``>= poisson_mean``, from summed anchor reads.
 
     ``read_mean_e`` is the true mean of one read (the simulation draws with it);
     ``read_mean_lower_e`` the figure the number of reads is planned with (a calibration's lower
     bound; default: the model's value)."""
-    p_clip = check_privacy_source(sensor, read_mean_e, label)
+    p_clip = check_privacy_source(sensor, read_mean_e, label, brightest_read_e)
     if not (math.isfinite(poisson_mean) and poisson_mean > 0):
         raise DeviceUnavailable(f"requested Poisson mean must be finite and > 0, got {poisson_mean}")
     lower = read_mean_e if read_mean_lower_e is None else min(read_mean_lower_e, read_mean_e)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Optional
 
 from pydantic import Field, model_validator
 
@@ -54,6 +54,17 @@ class SimulatedProfile(BaseProfile):
     )
     dsnu_rms: float = Field(
         0.0, ge=0.0, le=3.0, description="log-std of the per-pixel dark-current multiplier (DSNU)"
+    )
+    dark_activation_ev: Optional[float] = Field(
+        None, ge=0.1, le=2.0, description="dark-current activation energy, eV (None: Konnik-Welsh, half "
+        "the Varshni band gap; a number keeps the figure of merit as the rate at 300 K)"
+    )
+    prnu_rms: float = Field(
+        0.0, ge=0.0, le=0.5, description="relative std of the per-pixel photo-response multiplier (PRNU)"
+    )
+    anchor_falloff: float = Field(
+        0.0, ge=0.0, le=0.9, description="relative drop of the anchor intensity from the centre to the "
+        "ends of the pixels read (a non-flat reference beam; mean kept at anchor_power_uw)"
     )
     hot_pixel_fraction: float = Field(0.0, ge=0.0, le=0.5, description="fraction of hot pixels")
     hot_pixel_factor: float = Field(

@@ -28,9 +28,11 @@ def raw_frames(
     profile: SimulatedProfile, sensor: Sensor, optics: TransmissionMatrix, generator: torch.Generator,
     illumination: str, n_frames: int, *, exposure_us: float | None = None,
     anchor_power_uw: float | None = None, pattern: torch.Tensor | None = None,
+    prnu: torch.Tensor | None = None, anchor_profile: torch.Tensor | None = None,
 ) -> RawFrames:
     """``n_frames`` frames of ``illumination`` through ``sensor`` (at its temperature) and ``exposure_us``;
-    ``optics`` makes a pattern's speckle, ``generator`` draws the frames."""
+    ``optics`` makes a pattern's speckle, ``generator`` draws the frames; ``prnu`` multiplies every
+    pixel's photo-electrons, ``anchor_profile`` the anchor's (:func:`.dark_map.light_response_map`)."""
     if illumination not in ILLUMINATIONS:
         raise InputError(f"illumination {illumination!r}; allowed: {', '.join(ILLUMINATIONS)}")
     if not (isinstance(n_frames, int) and n_frames >= 1):
@@ -50,6 +52,8 @@ def raw_frames(
             raise InputError(f"anchor_power_uw {power} is outside [0, 1e6] uW")
         photons = photons_per_pixel(power, profile, exposure)
         signal = torch.full((pixels,), electrons_per_pixel(power, profile, exposure), device=compute)
+        if anchor_profile is not None:
+            signal = signal * anchor_profile.to(compute)
     else:
         if pattern is None or pattern.shape != (n_in,):
             raise InputError(f"illumination 'signal' needs a pattern of shape ({n_in},)")
@@ -58,6 +62,8 @@ def raw_frames(
         phi = electrons_per_pixel(power, profile, exposure)
         signal = ((real**2 + imag**2) * (phi / n_in))[0]
         photons = None
+    if prnu is not None:
+        signal = signal * prnu.to(compute)
     electrons, clipped = sensor.read(signal.expand(n_frames, -1).contiguous(), generator)
     dn = torch.round((electrons + sensor.pixel_dark_e) / sensor.gain_e_per_dn) + sensor.black_level_dn
     return RawFrames(dn=dn.cpu(), illumination=illumination, temperature_c=sensor.temperature_c,
