@@ -127,10 +127,6 @@ class SimulatedDevice(Device[SimulatedProfile]):
         """The transmission medium (blocks, fields), for inspection."""
         return self._optics
 
-    def set_temperature(self, celsius: float) -> None:
-        """Deprecated: ``set_options(temperature_c=celsius)``."""
-        self._deprecated_setter("set_temperature", temperature_c=celsius)
-
     def _apply_options(self, options: dict[str, float]) -> None:
         if "temperature_c" in options and self._calibration is not None:
             self._calibration.check_operating_point(options["temperature_c"], self._exposure_us)
