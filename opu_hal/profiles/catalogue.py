@@ -74,6 +74,19 @@ def list_profiles(directory: str | os.PathLike[str] | None = None) -> list[Path]
     return []
 
 
+def looks_like_profile(path: str | os.PathLike[str]) -> bool:
+    """Whether a ``.toml`` file is meant as a profile: a table with a ``backend`` or ``schema`` key, or a
+    file that does not parse as TOML (a broken profile is still listed, as invalid). ``pyproject.toml``
+    and other configuration files are not profiles."""
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return True
+    except OSError:
+        return False
+    return "backend" in data or "schema" in data
+
+
 def load_profile(source: str | os.PathLike[str] | BaseProfile) -> BaseProfile:
     """Read and validate a profile; a validated profile object is returned as is."""
     if isinstance(source, BaseProfile):
