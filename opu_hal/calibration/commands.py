@@ -87,7 +87,23 @@ def _check_outputs(args: argparse.Namespace) -> Path:
     return plot
 
 
+#: The calibration's quantities as the calibrate command's flags (library errors name quantities).
+CALIBRATION_FLAGS = {"frames (per series)": "--frames", "dark_exposures": "--dark-exposures",
+                     "(temperatures)": "(--temperatures)", "(exposures)": "(--exposures)"}
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    """``opu-hal calibrate``; a calibration error names the command's flags."""
+    try:
+        return _calibrate(args)
+    except CalibrationError as exc:
+        message = str(exc)
+        for quantity, flag in CALIBRATION_FLAGS.items():
+            message = message.replace(quantity, flag)
+        raise CalibrationError(message) from exc
+
+
+def _calibrate(args: argparse.Namespace) -> int:
     plot = _check_outputs(args)
     _check_distinct(args.temperatures, "--temperatures")
     _check_distinct(args.exposures, "--exposures")

@@ -16,7 +16,7 @@ def _plain_ticks(axis: Any) -> None:
 
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
 
 
 def epsilons(reports: list, shape: RunShape, delta: float) -> tuple[list[float], int]:
@@ -49,12 +49,17 @@ def _table(ax: Any, cal: Calibration, reports: list, eps: list[float] | None, de
     rows.append(["noise std_lower (any input)", f"{report.std_lower:.4g}", f"{level:.0%} lower bound", "output units"])
     if eps is not None:
         rows.append([f"epsilon at delta {delta:g}", f"{eps[0]:.4g}", "at std_lower", ""])
+    import textwrap
+
+    rows = [[row[0], row[1], textwrap.fill(row[2], 60), row[3]] for row in rows]
     ax.axis("off")
     table = ax.table(cellText=rows, colLabels=["quantity", "value", "interval", "unit"], loc="center",
-                     cellLoc="left", colLoc="left")
+                     cellLoc="left", colLoc="left", colWidths=[0.25, 0.1, 0.5, 0.15])
     table.auto_set_font_size(False)
-    table.set_fontsize(8.5)
-    table.scale(1.0, 1.35)
+    table.set_fontsize(9)
+    for (r, _), cell in table.get_celld().items():  # a wrapped interval gets a taller row
+        lines = 1 + (rows[r - 1][2].count("\n") if r >= 1 else 0)
+        cell.set_height(cell.get_height() * (1.0 + 0.8 * (lines - 1)) * 1.35)
     ax.set_title(f"{cal.device.profile}: calibration at one temperature", fontsize=10)
 
 
@@ -74,7 +79,7 @@ def plot_calibration(cal: Calibration, profile, path: Path, shape: RunShape | No
     reports = [model.report(t) for t in temps]
     eps, steps = epsilons(reports, shape, delta) if shape is not None else (None, 0)
     if len(temps) == 1:
-        fig, ax = plt.subplots(figsize=(8.4, 0.5 + 0.32 * (8 + (eps is not None))))
+        fig, ax = plt.subplots(figsize=(10.5, 0.5 + 0.32 * (8 + (eps is not None))))
         _table(ax, cal, reports, eps, delta)
         _save(fig, path)
         return
@@ -85,11 +90,12 @@ def plot_calibration(cal: Calibration, profile, path: Path, shape: RunShape | No
     rate_temps = [d.temperature_c for d in cal.dark_current]
     if rates:
         ax.errorbar(rate_temps, [r.value for r in rates], yerr=[[r.value - r.lower for r in rates],
-                    [r.upper - r.value for r in rates]], fmt="o", color="C3", capsize=3,
-                    label=f"estimate, {rates[0].level:.0%} interval ({rates[0].method})")
+                    [r.upper - r.value for r in rates]], fmt="o", color="C3", capsize=3, markersize=4,
+                    label=f"estimate with its {rates[0].level:.0%} interval\n({rates[0].method}; widest "
+                          f"+-{max((r.upper - r.lower) / 2 / r.value for r in rates):.1%})")
         ax.set_yscale("log")
         _plain_ticks(ax.yaxis)
-        ax.legend(fontsize=7.5, loc="upper left")
+        ax.legend(fontsize=7.5, loc="lower right")
     ax.set_xlabel("sensor temperature (C)")
     ax.set_ylabel("dark current (e-/s per pixel)")
     ax.set_title("dark current", fontsize=10)
@@ -101,7 +107,9 @@ def plot_calibration(cal: Calibration, profile, path: Path, shape: RunShape | No
     ax.plot(temps, [r.std_lower for r in reports], "s--", color="C1", markersize=4,
             label=f"std_lower, any input ({level:.0%} lower bound; accounting)")
     ax.set_xlabel("sensor temperature (C)")
-    ax.set_ylabel(f"output noise std (output units, {cal.exposures_us[0]:g} us)")
+    exposure = cal.exposures_us[0]
+    shown = f"{exposure / 1e6:g} s" if exposure >= 1e5 else f"{exposure:g} us"
+    ax.set_ylabel(f"output noise std (output units; {shown} exposure)")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=7.5, loc="upper left")
     ax.set_title("noise in the returned values", fontsize=10)
@@ -112,7 +120,7 @@ def plot_calibration(cal: Calibration, profile, path: Path, shape: RunShape | No
         ax.set_yscale("log")
         _plain_ticks(ax.yaxis)
         ax.set_xlabel("sensor temperature (C)")
-        ax.set_ylabel(f"epsilon at delta {delta:g}")
+        ax.set_ylabel(f"epsilon at delta = {delta:.0e}".replace("e-0", "e-"))
         ax.set_title(f"{shape.sampling} Gaussian, m={shape.batch_size} of N={shape.dataset_size}, {steps} steps,\n"
                      f"L2 sensitivity {shape.sensitivity:g}, noise std = std_lower", fontsize=8.5)
     fig.suptitle(f"{cal.device.profile}: calibration ({cal.frames_per_series} frames per series)", fontsize=10)
