@@ -21,7 +21,8 @@ def _integers(text: str) -> tuple[int, ...]:
 
 
 def per_method_defaults(dest: str) -> str:
-    """``dest``'s default for each method, grouped by value: ``256 (bp, dfa); 128 (dp-sgd)``."""
+    """``dest``'s default for each method, grouped by value: ``default per method: 256 (bp, dfa); 128
+    (dp-sgd)``, or ``default 15`` when every method has the same."""
     from .config import TrainConfig
     from .methods import METHODS
 
@@ -32,7 +33,9 @@ def per_method_defaults(dest: str) -> str:
         if isinstance(value, tuple):
             value = ",".join(str(v) for v in value) or '""'
         groups.setdefault("none" if value is None else str(value), []).append(name)
-    return "; ".join(f"{value} ({', '.join(names)})" for value, names in groups.items())
+    if len(groups) == 1:
+        return f"default {next(iter(groups))}"
+    return "default per method: " + "; ".join(f"{value} ({', '.join(names)})" for value, names in groups.items())
 
 
 def _method_names() -> str:
@@ -53,7 +56,7 @@ class MethodHelpFormatter(argparse.HelpFormatter):
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         if "{per_method}" in text:
-            text = text.replace("{per_method}", "default per method: " + per_method_defaults(action.dest))
+            text = text.replace("{per_method}", per_method_defaults(action.dest))
         if "{methods}" in text:
             text = text.replace("{methods}", _method_names())
         if "{tunable}" in text:
