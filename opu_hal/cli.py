@@ -1,36 +1,37 @@
-"""``opu-hal``: list and inspect device profiles, project a batch, account for privacy.
+"""opu-hal: list, inspect and check device profiles, project a batch, calibrate, account for privacy.
 
 Commands register themselves on one argparse parser. Other packages add theirs through the
 entry-point group ``opu_hal.commands`` (a callable taking the subparsers object); the trainers
-package registers ``train``, ``plot`` and ``table`` that way, so opu_hal never imports trainers.
-``main``'s ``extra`` hook registers commands in-process (``python -m trainers.cli`` uses it, which
-also covers an install whose entry-point metadata predates the group).
+package registers ``train``, ``tune``, ``plot``, ``table`` and ``audit`` that way, so opu_hal never
+imports trainers. ``main``'s ``extra`` hook registers commands in-process (``python -m trainers.cli``
+uses it, which also covers an install whose entry-point metadata predates the group).
+
+Building the parser imports nothing heavy (no torch, no accountant, no backend): each command's
+work lives in another module, imported by a small handler here when that command runs, so
+``opu-hal --help`` answers at once.
+
+The convention every command follows (``tests/test_cli_convention.py`` walks the parser): every
+option has help text; ``--json`` prints data as JSON wherever a command prints data; ``--out``
+names a data file to write, ``--plot`` a picture.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
 import warnings
 from importlib import metadata
-from pathlib import Path
 from typing import Callable, Sequence
 
-import torch
-
-from .calibration.commands import register_calibration_commands
-from .contract.errors import InputError, OpuHalError, ProfileError
-from .loader import load_device
-from .runtime.memory import available_bytes, gib
-from .privacy.commands import register_privacy_commands
-from .privacy.events import PrivacyParameterError
-from .profiles.catalogue import list_profiles, load_profile
-from .profiles.registry import PLUGIN_FAILURES
+from .contract.errors import OpuHalError
+from .contract.version import __version__
 
 Register = Callable[[argparse._SubParsersAction], None]
 COMMANDS_ENTRY_POINT_GROUP = "opu_hal.commands"
+#: What a plugin's import may raise without taking the other commands down (as in opu_hal.profiles.registry).
+PLUGIN_FAILURES = (Exception, SystemExit, KeyboardInterrupt)
+#: argparse choices, kept equal to opu_hal.privacy.run_shape.SAMPLINGS by tests/test_cli_convention.py.
+SAMPLINGS = ("poisson", "fixed", "rejection")
 
 
 def installed_command_registrations() -> list[Register]:
@@ -51,182 +52,175 @@ def installed_command_registrations() -> list[Register]:
     return found
 
 
+# -- handlers: each imports its command's module when the command runs -------------------------
 def _cmd_devices(args: argparse.Namespace) -> int:
-    paths = list_profiles(args.dir)
-    if not paths:
-        raise ProfileError(f"--dir {args.dir or 'device_profiles/'}: no profiles (*.toml) found there")
-    rows = []
-    for path in paths:
-        try:
-            profile = load_profile(path)
-            rows.append((path.stem, profile.backend, f"{profile.in_features}->{profile.out_features}",
-                         profile.description))
-        except (OpuHalError, PrivacyParameterError) as exc:
-            rows.append((path.stem, "INVALID", "", str(exc).splitlines()[0]))
-    widths = [max(len(str(r[i])) for r in rows + [("profile", "backend", "size", "")]) for i in range(3)]
-    print(f"{'profile':<{widths[0]}}  {'backend':<{widths[1]}}  {'size':<{widths[2]}}  description")
-    for row in rows:
-        print(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:<{widths[2]}}  {row[3]}")
-    return 0
-
-
-def describe_device(profile_source: str) -> dict[str, object]:
-    """The validated profile, the device's capabilities and its current noise, as one dict."""
-    profile = load_profile(profile_source)
-    with load_device(profile) as device:
-        return {
-            "profile": {"source": str(profile.source), **profile.model_dump()},
-            "capabilities": device.capabilities.to_dict(),
-            "noise": device.noise_report().to_dict(),
-        }
+    from .commands import cmd_devices
+    return cmd_devices(args)
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    info = describe_device(args.profile)
-    if args.json:
-        print(json.dumps(info, indent=2))
-        return 0
-    for section, content in info.items():
-        print(f"[{section}]")
-        for key, value in content.items():  # type: ignore[union-attr]
-            print(f"  {key:<22} {value}")
-    return 0
-
-
-MAX_NOISE_POINTS = 1000
-PROJECT_PEAK_FACTOR = 12  # the simulated OPU peaks near 12x its output (frames, fields, matrix tile)
-
-
-def check_project_batch(batch: int, in_features: int, out_features: int) -> None:
-    """Refuse ``project --batch`` outside [1, what fits in the host's available memory]."""
-    need = PROJECT_PEAK_FACTOR * 4 * batch * (in_features + out_features)
-    if batch < 1 or need > available_bytes() // 2:
-        most = max(1, available_bytes() // 2 // (PROJECT_PEAK_FACTOR * 4 * (in_features + out_features)))
-        raise InputError(f"--batch must be in [1, {most}] for this device and host memory "
-                         f"({gib(available_bytes())} available), got {batch}")
-
-
-MAX_SEED = 2**63 - 1
-
-
-def check_project_time(device, max_seconds: float) -> None:
-    """Refuse, before projecting, a device whose matrix takes longer than ``max_seconds`` to
-    generate (a simulated OPU regenerates it per projection unless it fits in cache_mb)."""
-    optics = getattr(device, "optics", None)
-    if optics is None or not hasattr(optics, "generation_seconds"):
-        return
-    seconds = optics.generation_seconds()
-    if seconds > max_seconds:
-        raise InputError(
-            f"profile {device.profile.label!r}: its {optics.in_features} x {optics.out_features} matrix takes about "
-            f"{seconds:.3g} s to generate on this host, over --max-seconds {max_seconds:g}: use smaller "
-            "in_features / out_features, or raise --max-seconds")
-
-
-def _cmd_project(args: argparse.Namespace) -> int:
-    if not 0 <= args.seed <= MAX_SEED:
-        raise InputError(f"--seed must be in [0, 2^63 - 1], got {args.seed}")
-    if not (math.isfinite(args.max_seconds) and args.max_seconds > 0):
-        raise InputError(f"--max-seconds must be finite and > 0, got {args.max_seconds}")
-    profile = load_profile(args.profile)
-    check_project_batch(args.batch, profile.in_features, profile.out_features)
-    with load_device(profile) as device:
-        check_project_time(device, args.max_seconds)
-        generator = torch.Generator().manual_seed(args.seed)
-        kind = device.capabilities.input_kind
-        shape = (args.batch, device.in_features)
-        if kind == "real":
-            x = torch.randn(shape, generator=generator)
-        else:
-            low = -1 if kind == "ternary" else 0
-            x = torch.randint(low, 2, shape, generator=generator).float()
-        projection = device.project(x)
-        result = {
-            "profile": profile.label,
-            "backend": profile.backend,
-            "input_shape": list(shape),
-            "input_kind": kind,
-            "values_shape": list(projection.values.shape),
-            "values_mean": float(projection.values.mean()),
-            "values_std": float(projection.values.std()),
-            "noise": projection.noise.to_dict(),
-        }
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(f"profile {result['profile']} (backend {result['backend']})")
-        print(f"input  {tuple(shape)} {kind}")
-        print(f"values {tuple(projection.values.shape)}  mean {result['values_mean']:.4g}  "
-              f"std {result['values_std']:.4g}")
-        noise = projection.noise
-        print(f"noise  std {noise.std:.6g}  std_lower {noise.std_lower:.6g}  source {noise.source}  "
-              f"temperature_c {noise.temperature_c}  exposure_us {noise.exposure_us}")
-    return 0
+    from .commands import cmd_info
+    return cmd_info(args)
 
 
 def _cmd_noise(args: argparse.Namespace) -> int:
-    if not 1 <= args.points <= MAX_NOISE_POINTS:
-        raise InputError(f"--points must be in [1, {MAX_NOISE_POINTS}], got {args.points}")
-    device = load_device(args.profile)
-    if not device.capabilities.temperature_settable:
-        print(json.dumps(device.noise_report().to_dict()) if args.json else device.noise_report())
-        return 0
-    profile = device.profile
-    low = profile.temperature_min_c if args.min is None else args.min
-    high = profile.temperature_max_c if args.max is None else args.max
-    rows = []
-    for i in range(args.points):
-        celsius = low + (high - low) * i / max(1, args.points - 1)
-        device.set_options(temperature_c=celsius)
-        report = device.noise_report()
-        rows.append({"temperature_c": celsius, "std": report.std, "std_lower": report.std_lower,
-                     "dark_e": report.details.get("dark_e")})
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    print(f"{profile.label}: noise of an input with half the mirrors on (output units)")
-    print(f"{'T (C)':>7} {'dark (e-)':>10} {'std':>8} {'std_lower':>10}")
-    for row in rows:
-        print(f"{row['temperature_c']:7.1f} {row['dark_e']:10.1f} {row['std']:8.4f} {row['std_lower']:10.4f}")
-    return 0
+    from .commands import cmd_noise
+    return cmd_noise(args)
+
+
+def _cmd_project(args: argparse.Namespace) -> int:
+    from .commands import cmd_project
+    return cmd_project(args)
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from .commands import cmd_check
+    return cmd_check(args)
+
+
+def _cmd_account(args: argparse.Namespace) -> int:
+    from .privacy.commands import cmd_account
+    return cmd_account(args)
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from .privacy.commands import cmd_plan
+    return cmd_plan(args)
+
+
+def _device_plan(args: argparse.Namespace) -> int:
+    from .calibration.commands import run_plan
+    return run_plan(args)
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from .calibration.commands import cmd_calibrate
+    return cmd_calibrate(args)
+
+
+# -- parsers ------------------------------------------------------------------------------------
+def _json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def _register_device_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("devices", help="list the profiles with backend and sizes")
-    p.add_argument("--dir", default=None, help="profile folder (default: device_profiles/)")
+    p.add_argument("--dir", default=None, help="profile folder (default: ./device_profiles, then the packaged profiles)")
+    _json(p)
     p.set_defaults(func=_cmd_devices)
 
     p = sub.add_parser("info", help="print one validated profile and the device's capabilities")
     p.add_argument("profile", help="profile path or name")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    _json(p)
     p.set_defaults(func=_cmd_info)
 
     p = sub.add_parser("noise", help="noise report against sensor temperature")
     p.add_argument("profile", help="profile path or name")
-    p.add_argument("--min", type=float, default=None, help="lowest temperature, C (profile's)")
-    p.add_argument("--max", type=float, default=None, help="highest temperature, C (profile's)")
-    p.add_argument("--points", type=int, default=9, help="temperatures in the sweep")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--min", type=float, default=None, help="lowest temperature, C (default: the profile's)")
+    p.add_argument("--max", type=float, default=None, help="highest temperature, C (default: the profile's)")
+    p.add_argument("--points", type=int, default=9, help="temperatures in the sweep, 1 to 1000 (default 9)")
+    _json(p)
     p.set_defaults(func=_cmd_noise)
 
     p = sub.add_parser("project", help="project a random batch and print the noise report")
     p.add_argument("profile", help="profile path or name")
     p.add_argument("--batch", type=int, default=8, help="rows in the batch (default 8)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random batch, in [0, 2^63 - 1]")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random batch, in [0, 2^63 - 1] (default 0)")
     p.add_argument("--max-seconds", type=float, default=60.0,
-                   help="refuse a device whose matrix would take longer to generate (default 60)")
-    p.add_argument("--json", action="store_true", help="print JSON")
+                   help="refuse a device whose matrix would take longer to generate, s (default 60)")
+    _json(p)
     p.set_defaults(func=_cmd_project)
+
+    p = sub.add_parser("check", help="run the device conformance suite (opu_hal.testing) on a profile")
+    p.add_argument("profile", help="profile path or name (a plugin's profile included)")
+    p.add_argument("--only", action="append", default=None, metavar="CHECK",
+                   help="run only this check, repeatable (default: all; names as printed)")
+    _json(p)
+    p.set_defaults(func=_cmd_check)
+
+
+def _add_run_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sampling", choices=SAMPLINGS, default="poisson",
+                   help="poisson (DP-SGD), fixed (without replacement, DP-DFA), rejection (DP-ULR) (default poisson)")
+    p.add_argument("--dataset-size", type=int, required=True, help="training examples N")
+    p.add_argument("--batch-size", type=int, required=True, help="(expected) batch size m")
+    length = p.add_mutually_exclusive_group(required=True)
+    length.add_argument("--steps", type=int, help="training steps")
+    length.add_argument("--epochs", type=float, help="epochs (steps = ceil(epochs * N / m))")
+    p.add_argument("--min-batch", type=int, default=None, help="rejection threshold N_B (rejection sampling only)")
+    p.add_argument("--delta", type=float, default=1e-5, help="target delta (default 1e-5)")
+    _json(p)
+
+
+def _register_privacy_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("account", help="epsilon of a described private training run")
+    _add_run_arguments(p)
+    p.add_argument("--noise-multiplier", type=float, required=True, help="noise std / sensitivity")
+    p.set_defaults(func=_cmd_account)
+
+    p = sub.add_parser("plan", help="smallest noise multiplier for a target (epsilon, delta); with --profile, "
+                                    "the device's operating points")
+    _add_run_arguments(p)
+    p.add_argument("--target-epsilon", type=float, required=True, help="target epsilon")
+    p.add_argument("--sensitivity", type=float, default=None,
+                   help="L2 sensitivity under the sampling's relation, to also print the noise std: poisson and "
+                        "rejection: add/remove one example (C for a sum of per-example terms clipped to C); "
+                        "fixed: replace one example (2C for the same sum)")
+    device = p.add_argument_group("device mode (--profile)")
+    device.add_argument("--profile", default=None, help="operating points of this profile (simulated OPU)")
+    device.add_argument("--calibration", default=None,
+                        help="calibration file, relative to the working directory (default: the profile's)")
+    device.add_argument("--mechanism", choices=("gaussian", "skellam", "digitized"), default="gaussian",
+                        help="how device noise is accounted (default gaussian; skellam: the lattice mechanism of "
+                             "dp-dfa --noise-source device, with --sampling fixed; digitized: the same lattice with "
+                             "digitized reads at any gain, calibration optional)")
+    device.add_argument("--max-reads", type=int, default=4096,
+                        help="digitized: most reads per count tried (default 4096)")
+    device.add_argument("--dimension", type=int, default=None, help="skellam: the update's parameters d")
+    device.add_argument("--lattice-resolution", type=float, default=None, help="skellam: lattice resolution k")
+    device.add_argument("--rounding-analysis", choices=("per-coordinate", "worst-case"), default="per-coordinate",
+                        help="skellam: how randomized rounding is accounted (default per-coordinate)")
+    device.add_argument("--plot", default=None,
+                        help="skellam, per-coordinate: also print camera time against noise over the lattice "
+                             "resolution, and draw it to this PNG")
+    p.set_defaults(func=_cmd_plan, device_plan=_device_plan)
+
+
+def _register_calibration_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("calibrate", help="measure a device's camera noise (photon transfer) into a file")
+    p.add_argument("profile", help="profile path or name")
+    p.add_argument("--temperatures", type=float, nargs="+", default=None,
+                   help="sensor temperatures, C (default: 5 across the profile's range)")
+    p.add_argument("--exposures", type=float, nargs="+", default=None,
+                   help="operating exposures, us (default: the profile's)")
+    p.add_argument("--dark-exposures", type=float, nargs="+", default=[100_000.0, 1_000_000.0],
+                   help="extra dark-frame exposures for dark current, us (default 1e5 1e6)")
+    p.add_argument("--frames", type=int, default=32, help="frames per series (default 32)")
+    p.add_argument("--out", required=True, help="calibration JSON to write (relative to the working directory)")
+    p.add_argument("--plot", default=None, help="PNG to write (default: --out with .png)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    run = p.add_argument_group("described run (adds an epsilon panel to the plot)")
+    run.add_argument("--sampling", choices=SAMPLINGS, default="poisson",
+                     help="minibatch sampling of the described run (default poisson)")
+    run.add_argument("--dataset-size", type=int, default=None, help="training examples N (enables the panel)")
+    run.add_argument("--batch-size", type=int, default=None, help="(expected) batch size m")
+    run.add_argument("--epochs", type=float, default=None, help="epochs (default 1 when --steps is not given)")
+    run.add_argument("--steps", type=int, default=None, help="training steps (instead of --epochs)")
+    run.add_argument("--sensitivity", type=float, default=None, help="L2 sensitivity, output units")
+    run.add_argument("--delta", type=float, default=1e-5, help="delta of the epsilon panel (default 1e-5)")
+    p.set_defaults(func=_cmd_calibrate)
 
 
 def build_parser(extra: Sequence[Register] = ()) -> argparse.ArgumentParser:
     """The ``opu-hal`` parser: device and privacy commands, the installed packages' commands
     (entry points) and any ``extra`` registrations (each registration runs once)."""
-    parser = argparse.ArgumentParser(prog="opu-hal", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="opu-hal", description=__doc__.splitlines()[0].removeprefix("opu-hal: "))
+    parser.add_argument("--version", action="version", version=f"opu-hal {__version__}",
+                        help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _register_device_commands(sub)
-    register_privacy_commands(sub)
-    register_calibration_commands(sub)
+    _register_privacy_commands(sub)
+    _register_calibration_commands(sub)
     registrations: list[Register] = []
     for register in [*installed_command_registrations(), *extra]:
         if register not in registrations:
@@ -262,7 +256,7 @@ def main(argv: Sequence[str] | None = None, extra: Sequence[Register] = ()) -> i
     args = build_parser(extra).parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (OpuHalError, PrivacyParameterError) as exc:
+    except OpuHalError as exc:
         print(f"opu-hal {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -20,7 +20,7 @@ if [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
   [ -d /opt/wheels ] && links=(--find-links /opt/wheels)
   # torch first, pinned: an unpinned requirement would pull a multi-GB CUDA build.
   "${pip[@]}" "${links[@]}" torch==2.13.0
-  "${pip[@]}" "${links[@]}" -e "$ROOT[lighton,dev]"
+  "${pip[@]}" "${links[@]}" -e "$ROOT[lighton,dev,docs]"
   # lightonml pins numexpr==2.7.*, which does not build on Python 3.11; the [lighton] extra
   # above installs a current numexpr, attrs, requests and setuptools (lightonml imports
   # pkg_resources), and lightonml goes in without deps.

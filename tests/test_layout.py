@@ -107,7 +107,7 @@ def test_profile_reader_does_not_import_any_backend():
 #: The README's "Layout" section draws the same order.
 LAYERS = ["contract", "runtime", "kernels", "randomness", "camera", "privacy", "profiles", "backends",
           "calibration", "face"]
-FACE = {"opu_hal", "opu_hal.__main__", "opu_hal.cli", "opu_hal.loader", "opu_hal.testing"}
+FACE = {"opu_hal", "opu_hal.__main__", "opu_hal.cli", "opu_hal.commands", "opu_hal.loader", "opu_hal.testing"}
 
 
 def _layer(module: str) -> str:

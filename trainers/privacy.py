@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Callable
 
 from opu_hal.privacy import PrivacyParameterError, planned_epsilon, smallest_noise_multiplier
@@ -27,8 +28,18 @@ def plan_noise(method: Method, steps: int, config: TrainConfig, log: Callable[[s
     if config.target_epsilon is None:  # TrainConfig.validate refuses this for such methods
         raise AssertionError(f"{method.name}: neither --noise-multiplier nor --target-epsilon")
     event_for = method.event_for  # type: ignore[attr-defined]
+    print(f"{method.name}: choosing the noise multiplier for epsilon {config.target_epsilon} at delta {config.delta} "
+          f"over {steps} steps (inverse accounting)...", file=sys.stderr, flush=True)
+    live = sys.stderr.isatty()
+
+    def progress(low: float, high: float) -> None:  # public numbers only: the settings' noise multiplier
+        if live:
+            print(f"\r  noise multiplier in [{low:.5g}, {high:.5g}]", end="", file=sys.stderr, flush=True)
+
     z = smallest_noise_multiplier(event_for, steps, config.target_epsilon, config.delta,
-                                  method.neighboring)  # type: ignore[arg-type]
+                                  method.neighboring, progress=progress)  # type: ignore[arg-type]
+    if live:
+        print(file=sys.stderr, flush=True)
     method.set_noise_multiplier(z)
     planned = planned_epsilon(event_for, z, steps, config.delta, method.neighboring)  # type: ignore[arg-type]
     log(f"{method.name}: noise multiplier {z:.4f} plans epsilon {planned:.4g} (target {config.target_epsilon}) "

@@ -45,13 +45,22 @@ def row(path: Path) -> list[str]:
             str(final["epochs_completed"]), f"{final['wall_time_s']:.0f}"]
 
 
-def markdown_table(paths: Sequence[str]) -> str:
+def _rows(paths: Sequence[str]) -> list[list[str]]:
     try:
-        rows = [row(Path(p)) for p in paths]
+        return [row(Path(p)) for p in paths]
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, TrainingConfigError):
             raise
         raise TrainingConfigError(f"a record lacks a field the table needs ({exc!r})") from None
+
+
+def table_rows(paths: Sequence[str]) -> list[dict[str, str]]:
+    """The table's rows as dicts keyed by :data:`COLUMNS` (``opu-hal table --json``)."""
+    return [dict(zip(COLUMNS, r)) for r in _rows(paths)]
+
+
+def markdown_table(paths: Sequence[str]) -> str:
+    rows = _rows(paths)
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)

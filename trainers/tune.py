@@ -137,14 +137,6 @@ def tune(base: TrainConfig, space: dict[str, list[Any]], law: TruncatedNegativeB
     }
 
 
-def add_tune_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--space", action="append", required=True, metavar="KEY=V1,V2,...",
-                   help=f"search space, repeatable; KEY one of {', '.join(sorted(TUNABLE))}")
-    p.add_argument("--mean-runs", type=float, default=10.0, help="E[K], the mean number of candidate runs (default 10)")
-    p.add_argument("--eta", type=float, default=1.0,
-                   help="shape of the truncated negative binomial, > -1 (1: geometric, default; 0: logarithmic)")
-
-
 def summary(record: dict[str, Any]) -> str:
     t = record["tuning"]
     final = record["final_run"]["final"]

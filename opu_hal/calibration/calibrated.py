@@ -88,12 +88,12 @@ class CalibratedNoise:
         if not low <= temperature_c <= high:
             raise CalibrationError(
                 f"temperature {temperature_c} C is outside the calibrated range [{low}, {high}] C of "
-                f"{self.path}; calibrate at that temperature (opu-hal calibrate --temperatures ...)"
+                f"{self.path}; calibrate at that temperature (temperatures)"
             )
         if not any(math.isclose(exposure_us, e, rel_tol=1e-9) for e in cal.exposures_us):
             raise CalibrationError(
                 f"exposure {exposure_us} us is not among the calibrated exposures {cal.exposures_us} us of "
-                f"{self.path}; calibrate at that exposure (opu-hal calibrate --exposures ...)"
+                f"{self.path}; calibrate at that exposure (exposures)"
             )
 
     def _points(self):

@@ -1,4 +1,5 @@
-"""``opu-hal calibrate`` (measure, write the file and a plot) and ``opu-hal plan --profile``."""
+"""The work of ``opu-hal calibrate`` (measure, write the file and a plot) and ``opu-hal plan --profile``;
+their parsers are in :mod:`opu_hal.cli`."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from ..profiles.catalogue import load_profile
 from .camera_plan import camera_summary, print_trade_off
 from .frames import check_frames_fit
 from .plan import OperatingPlan, plan_gaussian, plan_skellam, what_would
-from .run import DEFAULT_FRAMES, calibrate_device
+from .figures import plot_calibration
+from .run import calibrate_device
 from .schema import Calibration, read_calibration, write_calibration
 
 
@@ -92,7 +94,23 @@ def _check_outputs(args: argparse.Namespace) -> Path:
     return plot
 
 
-def _cmd_calibrate(args: argparse.Namespace) -> int:
+#: The calibration's quantities as the calibrate command's flags (library errors name quantities).
+CALIBRATION_FLAGS = {"frames (per series)": "--frames", "dark_exposures": "--dark-exposures",
+                     "(temperatures)": "(--temperatures)", "(exposures)": "(--exposures)"}
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """``opu-hal calibrate``; a calibration error names the command's flags."""
+    try:
+        return _calibrate(args)
+    except CalibrationError as exc:
+        message = str(exc)
+        for quantity, flag in CALIBRATION_FLAGS.items():
+            message = message.replace(quantity, flag)
+        raise CalibrationError(message) from exc
+
+
+def _calibrate(args: argparse.Namespace) -> int:
     plot = _check_outputs(args)
     _check_distinct(args.temperatures, "--temperatures")
     _check_distinct(args.exposures, "--exposures")
@@ -146,55 +164,6 @@ def summary(cal: Calibration, elapsed_s: float | None = None) -> str:
                          f"{op.exposure_us:9.4g} {op.dark_e.value:9.3g} {op.anchor_e.value:9.4g} "
                          f"{op.anchor_read_e_min_pixel_lower:9.4g}")
     return "\n".join(lines)
-
-
-def plot_calibration(cal: Calibration, profile, path: Path, shape: RunShape | None, delta: float) -> None:
-    """Measured noise (std, std_lower) against temperature; epsilon of the described run if any."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from .calibrated import CalibratedNoise
-
-    model = CalibratedNoise(cal, path, profile.mode, cal.exposures_us[0], profile.laser_power_uw,
-                            profile.anchor_power_uw)
-    temps = cal.temperatures_c
-    reports = [model.report(t) for t in temps]
-    panels = 2 if shape is not None else 1
-    fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 3.8), squeeze=False)
-    ax = axes[0][0]
-    rates = [d.rate_e_per_s for d in cal.dark_current]
-    ax.errorbar(temps, [r.value for r in rates], yerr=[[r.value - r.lower for r in rates],
-                [r.upper - r.value for r in rates]], fmt="o", color="C3", label="dark current (95% CI)")
-    ax.set_yscale("log")
-    ax.set_xlabel("sensor temperature (C)")
-    ax.set_ylabel("dark current (e-/s/pixel)", color="C3")
-    twin = ax.twinx()
-    twin.plot(temps, [r.std for r in reports], "o-", color="C0", label="noise std")
-    twin.fill_between(temps, [r.std_lower for r in reports], [r.std for r in reports], color="C0", alpha=0.25,
-                      label="std_lower .. std")
-    twin.set_ylabel(f"output noise at {cal.exposures_us[0]:g} us", color="C0")
-    ax.set_title(f"{cal.device.profile}: measured noise")
-    if shape is not None:
-        from ..privacy.accountant import Accountant
-        event_for, neighboring, steps = run_description(shape)
-        eps = []
-        for r in reports:
-            acc = Accountant(neighboring)
-            acc.step(event_for(r.std_lower / shape.sensitivity), steps)
-            eps.append(acc.get_epsilon(delta))
-        ax2 = axes[0][1]
-        ax2.plot(temps, eps, "o-", color="C2")
-        ax2.set_yscale("log")
-        ax2.set_xlabel("sensor temperature (C)")
-        ax2.set_ylabel(f"epsilon at delta={delta:g}")
-        ax2.set_title(f"{shape.sampling} Gaussian, q={shape.batch_size}/{shape.dataset_size}, {steps} steps,\n"
-                      f"sensitivity {shape.sensitivity:g}, noise = std_lower", fontsize=9)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def _shape(args: argparse.Namespace) -> RunShape:
@@ -286,51 +255,3 @@ def run_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def register_device_plan(p: argparse.ArgumentParser) -> None:
-    """``plan --profile``: calibration's device mode of the privacy package's ``plan`` command."""
-    p.add_argument("--profile", default=None, help="device mode: operating points of this profile")
-    p.add_argument("--calibration", default=None, help="device mode: calibration file (default: the profile's)")
-    p.add_argument("--mechanism", choices=("gaussian", "skellam", "digitized"), default="gaussian",
-                   help="device mode: how device noise is accounted (default gaussian; skellam: the lattice "
-                        "mechanism of dp-dfa --noise-source device, with --sampling fixed; digitized: the same "
-                        "lattice with digitized reads at any gain, calibration optional)")
-    p.add_argument("--max-reads", type=int, default=4096, help="digitized: most reads per count tried (default 4096)")
-    p.add_argument("--dimension", type=int, default=None, help="skellam: the update's parameters d")
-    p.add_argument("--lattice-resolution", type=float, default=None, help="skellam: lattice resolution k")
-    p.add_argument("--plot", default=None,
-                   help="skellam, per-coordinate: also print camera time against noise over the lattice resolution, "
-                        "and draw it to this PNG")
-    p.add_argument("--rounding-analysis", choices=("per-coordinate", "worst-case"), default="per-coordinate",
-                   help="skellam: how randomized rounding is accounted (opu_hal/privacy/rounding.py; default per-coordinate)")
-    p.set_defaults(device_plan=run_plan)
-
-
-def register_calibration_commands(sub: argparse._SubParsersAction) -> None:
-    register_device_plan(sub.choices["plan"])
-    p = sub.add_parser("calibrate", help="measure a device's camera noise (photon transfer) into a file")
-    p.add_argument("profile", help="profile path or name")
-    p.add_argument("--temperatures", type=float, nargs="+", default=None,
-                   help="sensor temperatures, C (default: 5 across the profile's range)")
-    p.add_argument("--exposures", type=float, nargs="+", default=None,
-                   help="operating exposures, us (default: the profile's)")
-    p.add_argument("--dark-exposures", type=float, nargs="+", default=[100_000.0, 1_000_000.0],
-                   help="extra dark-frame exposures for dark current, us (default 1e5 1e6)")
-    p.add_argument("--frames", type=int, default=DEFAULT_FRAMES, help=f"frames per series (default {DEFAULT_FRAMES})")
-    p.add_argument("--out", required=True, help="calibration JSON to write")
-    p.add_argument("--plot", default=None, help="PNG to write (default: next to --out)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_shape_arguments(p, required=False)
-    p.set_defaults(func=_cmd_calibrate)
-
-
-def add_shape_arguments(p: argparse.ArgumentParser, required: bool) -> None:
-    """The described run, for the epsilon panel (calibrate) or the mapping (plan --profile)."""
-    if required:
-        return  # plan's own parser already has --sampling/--dataset-size/--batch-size/--steps/--epochs
-    p.add_argument("--sampling", choices=("poisson", "fixed", "rejection"), default="poisson")
-    p.add_argument("--dataset-size", type=int, default=None, help="training examples (epsilon panel)")
-    p.add_argument("--batch-size", type=int, default=None)
-    p.add_argument("--epochs", type=float, default=None)
-    p.add_argument("--steps", type=int, default=None)
-    p.add_argument("--sensitivity", type=float, default=None, help="l2 sensitivity, output units")
-    p.add_argument("--delta", type=float, default=1e-5)

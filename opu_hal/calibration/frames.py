@@ -41,11 +41,11 @@ def max_frames(pixels: int) -> int:
 
 
 def check_frames_fit(frames: int, pixels: int) -> None:
-    """Refuse, before any frame is read, ``--frames`` outside [2, what fits in memory]."""
+    """Refuse, before any frame is read, ``frames`` (per series) outside [2, what fits in memory]."""
     most = max_frames(pixels)
     if not 2 <= frames <= most:
         raise CalibrationError(
-            f"--frames must be in [2, {most}] (a variance needs two frames; a series of {pixels}-pixel frames "
+            f"frames (per series) must be in [2, {most}] (a variance needs two frames; a series of {pixels}-pixel frames "
             f"must fit in half of the {gib(available_bytes())} available), got {frames}")
 
 
@@ -116,8 +116,8 @@ def acquire(
     all_exposures = sorted(set(float(e) for e in exposures) | set(float(e) for e in dark_exposures))
     if len(all_exposures) < 2:
         raise CalibrationError(
-            "dark current and black level need dark frames at two exposures at least: give "
-            "--dark-exposures (e.g. 100000 1000000)"
+            "dark current and black level need dark frames at two exposures at least: add dark_exposures "
+            "(extra dark-frame exposures in us, e.g. 100000 1000000)"
         )
     anchor_power = device.raw_frames("anchor", 1, exposure_us=float(exposures[0])).power_uw  # the operating power
     n_series_grid = len(temperatures) * (len(all_exposures) + len(exposures))

@@ -1,4 +1,5 @@
-"""``opu-hal account`` (epsilon of a described run) and ``opu-hal plan`` (noise for a target)."""
+"""The work of ``opu-hal account`` (epsilon of a described run) and ``opu-hal plan`` (noise for a
+target); their parsers are in :mod:`opu_hal.cli`."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from .accountant import Accountant
 from .events import PrivacyParameterError
 from .inverse import noise_std_for, smallest_noise_multiplier
 
-from .run_shape import RELATION_WORDS, SAMPLINGS, RunShape, as_flags, run_description, steps_for
+from .run_shape import RELATION_WORDS, RunShape, as_flags, run_description, steps_for
 
 
 NOISE_MULTIPLIER_RANGE = (1e-4, 1e6)
@@ -102,30 +103,6 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_run_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--sampling", choices=SAMPLINGS, default="poisson",
-                   help="poisson (DP-SGD), fixed (without replacement, DP-DFA), rejection (DP-ULR)")
-    p.add_argument("--dataset-size", type=int, required=True, help="training examples N")
-    p.add_argument("--batch-size", type=int, required=True, help="(expected) batch size m")
-    length = p.add_mutually_exclusive_group(required=True)
-    length.add_argument("--steps", type=int, help="training steps")
-    length.add_argument("--epochs", type=float, help="epochs (steps = ceil(epochs * N / m))")
-    p.add_argument("--min-batch", type=int, default=None, help="rejection threshold N_B (rejection)")
-    p.add_argument("--delta", type=float, default=1e-5, help="target delta (default 1e-5)")
-    p.add_argument("--json", action="store_true", help="print JSON")
-
-
-def register_privacy_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("account", help="epsilon of a described private training run")
-    _add_run_arguments(p)
-    p.add_argument("--noise-multiplier", type=float, required=True, help="noise std / sensitivity")
-    p.set_defaults(func=with_flags(_cmd_account))
-
-    p = sub.add_parser("plan", help="smallest noise multiplier for a target (epsilon, delta)")
-    _add_run_arguments(p)
-    p.add_argument("--target-epsilon", type=float, required=True, help="target epsilon")
-    p.add_argument("--sensitivity", type=float, default=None,
-                   help="L2 sensitivity under the sampling's relation, to also print the noise std: poisson and "
-                        "rejection: add/remove one example (C for a sum of per-example terms clipped to C); "
-                        "fixed: replace one example (2C for the same sum)")
-    p.set_defaults(func=with_flags(_cmd_plan), device_plan=None)
+#: The handlers opu_hal.cli runs; privacy errors name the command line's flags.
+cmd_account = with_flags(_cmd_account)
+cmd_plan = with_flags(_cmd_plan)

@@ -24,12 +24,13 @@ def planned_epsilon(
 def smallest_noise_multiplier(
     event_for: EventForNoise, steps: int, target_epsilon: float, delta: float,
     neighboring: Neighboring, *, low: float = 1e-2, high: float = 1e3, rtol: float = 1e-4,
-    orders: Sequence[float] = DEFAULT_ORDERS,
+    orders: Sequence[float] = DEFAULT_ORDERS, progress: Callable[[float, float], None] | None = None,
 ) -> float:
     """Smallest noise multiplier ``z`` (within ``rtol``) whose planned run has epsilon <= target.
 
     Bisection on ``log z``; epsilon falls as ``z`` grows. The returned ``z`` always satisfies the
-    target (it is the upper end of the final bracket).
+    target (it is the upper end of the final bracket). ``progress(low, high)`` is called with the
+    bracket after each halving (a long accounting shows it on stderr).
     """
     if not (math.isfinite(target_epsilon) and target_epsilon > 0 and 0 < delta < 1 and steps >= 1):
         raise PrivacyParameterError(
@@ -54,6 +55,8 @@ def smallest_noise_multiplier(
             high = middle
         else:
             low = middle
+        if progress is not None:
+            progress(low, high)
     return high
 
 

@@ -34,12 +34,41 @@ _PACKAGED_PROFILE_DIR = Path(__file__).resolve().parent.parent / "device_profile
 PROFILE_SCHEMAS = (1,)
 
 
+#: Entry-point group through which an installed plugin ships named profiles: each entry point is a
+#: folder of ``*.toml`` profiles, or a callable returning one (``"my_pkg:PROFILES"``).
+PROFILES_ENTRY_POINT_GROUP = "opu_hal.profiles"
+
+
+def plugin_profile_dirs() -> list[Path]:
+    """The profile folders installed plugins declare (entry-point group ``opu_hal.profiles``); a broken
+    entry point is skipped with a warning naming it."""
+    import warnings
+    from importlib import metadata
+
+    from .registry import PLUGIN_FAILURES
+
+    found = []
+    for entry in metadata.entry_points(group=PROFILES_ENTRY_POINT_GROUP):
+        try:
+            target = entry.load()
+            folder = Path(target() if callable(target) else target)
+        except PLUGIN_FAILURES as exc:
+            warnings.warn(f"profile entry point {entry.name!r} ({entry.value}) failed to load: {type(exc).__name__}: {exc}")
+            continue
+        if folder.is_dir():
+            found.append(folder)
+        else:
+            warnings.warn(f"profile entry point {entry.name!r} ({entry.value}) gave {folder}, not a folder; ignored")
+    return found
+
+
 def profile_search_dirs() -> list[Path]:
-    """Where profile names (without a path) are looked up, in order."""
+    """Where profile names (without a path) are looked up, in order: ``$OPU_HAL_PROFILE_DIR``,
+    ``./device_profiles``, the packaged profiles, then the folders plugins ship."""
     dirs = []
     if os.environ.get(PROFILE_DIR_ENV):
         dirs.append(Path(os.environ[PROFILE_DIR_ENV]))
-    dirs += [Path.cwd() / "device_profiles", _PACKAGED_PROFILE_DIR]
+    dirs += [Path.cwd() / "device_profiles", _PACKAGED_PROFILE_DIR, *plugin_profile_dirs()]
     unique: list[Path] = []
     for d in dirs:
         if d.resolve() not in [u.resolve() for u in unique]:
@@ -72,6 +101,19 @@ def list_profiles(directory: str | os.PathLike[str] | None = None) -> list[Path]
         if d.is_dir():
             return sorted(d.glob("*.toml"))
     return []
+
+
+def looks_like_profile(path: str | os.PathLike[str]) -> bool:
+    """Whether a ``.toml`` file is meant as a profile: a table with a ``backend`` or ``schema`` key, or a
+    file that does not parse as TOML (a broken profile is still listed, as invalid). ``pyproject.toml``
+    and other configuration files are not profiles."""
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return True
+    except OSError:
+        return False
+    return "backend" in data or "schema" in data
 
 
 def load_profile(source: str | os.PathLike[str] | BaseProfile) -> BaseProfile:

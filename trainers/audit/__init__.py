@@ -56,16 +56,32 @@ Modules: :mod:`.bounds` (the statistics), :mod:`.sensitivity` (the measured sens
 :mod:`.plot` (the scores' picture).
 """
 
-from .black_box import audit_black_box, input_canaries, neighboring_of
-from .bounds import (best_lower_bound, clopper_pearson_upper, epsilon_lower_bound, gdp_epsilon, gdp_epsilon_estimate,
-                     gdp_mu_lower_bound, multi_run_lower_bound, p_value)
-from .plot import plot_audit
-from .sensitivity import measure_sensitivity
-from .white_box import WHITE_BOX_METHODS, DiracCanaries, audit_multi_run, audit_white_box
+from __future__ import annotations
 
-__all__ = [
-    "DiracCanaries", "WHITE_BOX_METHODS", "audit_black_box", "audit_multi_run", "audit_white_box",
-    "best_lower_bound", "clopper_pearson_upper", "epsilon_lower_bound", "gdp_epsilon", "gdp_epsilon_estimate",
-    "gdp_mu_lower_bound", "input_canaries", "measure_sensitivity", "multi_run_lower_bound", "neighboring_of",
-    "p_value", "plot_audit",
-]
+import importlib
+from typing import Any
+
+# Imported on first use (PEP 562), so that registering ``opu-hal audit`` loads no torch.
+_EXPORTS = {
+    "audit_black_box": ".black_box", "input_canaries": ".black_box", "neighboring_of": ".black_box",
+    "best_lower_bound": ".bounds", "clopper_pearson_upper": ".bounds", "epsilon_lower_bound": ".bounds",
+    "gdp_epsilon": ".bounds", "gdp_epsilon_estimate": ".bounds", "gdp_mu_lower_bound": ".bounds",
+    "multi_run_lower_bound": ".bounds", "p_value": ".bounds",
+    "plot_audit": ".plot",
+    "measure_sensitivity": ".sensitivity",
+    "WHITE_BOX_METHODS": ".white_box", "DiracCanaries": ".white_box", "audit_multi_run": ".white_box",
+    "audit_white_box": ".white_box",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'trainers.audit' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -7,20 +7,17 @@ import argparse
 import math
 import sys
 
-from opu_hal.runtime.paths import plot_format_reason, same_file
-
-from ..cli import add_train_arguments, config_from_args
+from ..arguments import add_train_arguments
 from ..core.errors import TrainingConfigError
-from ..loop import check_output_path
-from ..records import write_json
-from .black_box import audit_black_box
-from .plot import plot_audit
-from .white_box import audit_multi_run, audit_white_box
 
 
 def check_audit_arguments(args: argparse.Namespace) -> None:
     """Refuse, before the audit trains anything, a confidence outside (0, 1) and outputs that could
     not be written afterwards (an unwritable path, a plot extension matplotlib cannot write)."""
+    from opu_hal.runtime.paths import plot_format_reason, same_file
+
+    from ..loop import check_output_path
+
     if not (math.isfinite(args.confidence) and 0 < args.confidence < 1):
         raise TrainingConfigError(f"--confidence must be in (0, 1) (exclusive), got {args.confidence}")
     for path, option in ((args.out, "--out"), (args.plot, "--plot")):
@@ -35,6 +32,12 @@ def check_audit_arguments(args: argparse.Namespace) -> None:
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
+    from ..cli import config_from_args
+    from ..records import write_json
+    from .black_box import audit_black_box
+    from .plot import plot_audit
+    from .white_box import audit_multi_run, audit_white_box
+
     check_audit_arguments(args)
     config = config_from_args(args)
     log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
@@ -68,9 +71,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
 
 def register_audit_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("audit", help="empirical lower bound on epsilon: one-run audit (white-box: dp-dfa, dp-sgd; "
+    p = parser = sub.add_parser("audit", help="empirical lower bound on epsilon: one-run audit (white-box: dp-dfa, dp-sgd; "
                                      "black-box: every private method)")
     add_train_arguments(p)
+    p = p.add_argument_group("audit")
     p.add_argument("--threat-model", choices=("white-box", "black-box"), default="white-box",
                    help="white-box: canaries on the released update; black-box: input canaries scored by the "
                         "final model's loss (default white-box)")
@@ -79,5 +83,5 @@ def register_audit_commands(sub: argparse._SubParsersAction) -> None:
                    help="multi-run audit instead: this many trainings with one canary (small models)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the bound (default 0.95)")
     p.add_argument("--plot", default=None, help="PNG of the canaries' scores")
-    p.set_defaults(func=_cmd_audit)
+    parser.set_defaults(func=_cmd_audit)
 
