@@ -75,7 +75,8 @@ def test_calibrate_out_png_would_be_overwritten_by_its_plot_and_is_refused(tmp_p
 @pytest.mark.parametrize("profile", ["torch-cpu", "torch-auto", "lighton-simulated"])
 def test_calibrate_refuses_a_profile_without_a_camera(profile, tmp_path, capsys):
     code, err = run_cli(["calibrate", profile, "--out", f"{tmp_path}/c.json", "--temperatures", "25"], capsys)
-    assert code == 2 and f"profile {profile!r}" in err and "has no camera to calibrate" in err
+    assert code == 2 and f"profile {profile!r}" in err
+    assert "has no camera to calibrate" in err or "lacks the key(s)" in err  # lighton: names what lightonml lacks
 
 
 def test_calibrate_a_profile_whose_temperature_range_is_one_point(tmp_path, capsys):
@@ -189,7 +190,8 @@ def test_plan_with_a_profile_refuses_non_finite_epochs(epochs, camera, capsys):
 @pytest.mark.parametrize("profile", ["torch-cpu", "lighton-simulated"])
 def test_plan_refuses_a_profile_without_a_camera(profile, camera, capsys):
     code, err = run_cli([*PLAN, "--profile", profile, "--calibration", str(camera / "cal.json")], capsys)
-    assert code == 2 and f"plan --profile: profile {profile!r}" in err and "declares no camera model to plan with" in err
+    assert code == 2 and f"plan --profile: profile {profile!r}" in err
+    assert "declares no camera model to plan with" in err or "lacks the key(s)" in err
 
 
 @pytest.mark.parametrize("change, key", [
