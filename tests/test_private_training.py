@@ -17,7 +17,7 @@ from scipy import stats
 from opu_hal.privacy import Accountant, FixedSizeGaussianEvent
 from trainers.journal import load_checkpoint
 from trainers.config import TrainConfig
-from opu_hal import load_device
+from opu_hal import load_device, validate_profile
 from trainers.core.errors import CheckpointError, TrainingConfigError
 from trainers.loop import Trainer, train
 from trainers.methods import METHODS, MethodContext
@@ -125,9 +125,23 @@ def test_private_methods_learn_clusters():
 
 
 def test_dp_dfa_device_noise_refuses_a_device_that_cannot_serve_privacy_noise():
+    # Not 1 e-/DN (no Skellam counts) and no read noise (no digitized read law): neither route.
+    profile = validate_profile({"backend": "simulated", "in_features": 10, "out_features": 64, "seed": 0,
+                                "mode": "linear", "gain_e_per_dn": 2.0, "read_noise_e": 0.0})
+    device = load_device(profile)
+    assert not (device.capabilities.privacy_noise or device.capabilities.digitized_noise)
     config = cfg("dp-dfa", noise_source="device", noise_multiplier=1.0, epochs=1)
-    with pytest.raises(TrainingConfigError, match="gain_e_per_dn"):
-        quiet_train(config, data=clusters(), device=simulated_device(out_features=64))
+    with pytest.raises(TrainingConfigError, match="gain_e_per_dn|no privacy-noise source"):
+        quiet_train(config, data=clusters(), device=device)
+
+
+def test_dp_dfa_device_noise_on_a_digitized_camera_takes_the_digitized_route():
+    device = simulated_device(out_features=64)  # the default camera: not 1 e-/DN, with read noise
+    assert device.capabilities.digitized_noise and not device.capabilities.privacy_noise
+    config = cfg("dp-dfa", noise_source="device", noise_multiplier=1.0, epochs=1, alignment=False)
+    record = quiet_train(config, data=clusters(), device=device)
+    kinds = {entry["event"]["kind"] for entry in record["privacy"]["ledger"]["entries"]}
+    assert kinds == {"fixed_size_digitized_noise"}
 
 
 def test_dp_dfa_with_device_noise_charges_the_skellam_event_at_the_delivered_poisson_mean():
