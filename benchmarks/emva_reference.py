@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from opu_hal.calibration.emva_sweep import acquisition_from_sweep, dark_current
+from opu_hal.calibration.frames import Acquisition
 from opu_hal.calibration.photon_transfer import PhotonTransfer, estimate
 
 if not hasattr(np, "asfarray"):  # emva1288 1.0.2 calls np.asfarray, removed in numpy 2
@@ -34,7 +35,7 @@ if not hasattr(np, "asfarray"):  # emva1288 1.0.2 calls np.asfarray, removed in 
 CAMERAS = {
     8: dict(temperature=40.0, seed=8),                 # ADC-limited, K from emva1288's own search (0.1)
     10: dict(K=0.3, temperature=45.0, seed=10),        # ADC-limited
-    12: dict(temperature=40.0, seed=12),               # full-well limited (15000 e- below 4095 DN / K)
+    12: dict(K=0.1665, u_esat=20000.0, temperature=40.0, seed=1012),  # full-well limited (20000 e- < 4095 DN / K)
 }
 
 
@@ -43,6 +44,7 @@ class Comparison:
     bits: int
     reference: object  # emva1288 Results1288
     reference_at_argmax: object  # Results1288 with the saturation index forced to the largest variance
+    acquisition: Acquisition
     ours: PhotonTransfer
     dark_current: object
     truth: dict[str, float]
@@ -66,7 +68,7 @@ def simulator_truth(cam) -> dict[str, float]:
             "limited_by": "adc" if adc < well else "full_well"}
 
 
-def compare(bits: int, steps: int = 100, size: int = 32, bootstrap: int = 400) -> Comparison:
+def compare(bits: int, steps: int = 100, size: int = 32, bootstrap: int = 400, seed: int | None = None) -> Comparison:
     """Generate one camera's dataset with emva1288, process it with emva1288 and with ours."""
     from emva1288.camera.dataset_generator import DatasetGenerator
     from emva1288.process import Data1288, LoadImageData, ParseEmvaDescriptorFile, Results1288
@@ -74,7 +76,7 @@ def compare(bits: int, steps: int = 100, size: int = 32, bootstrap: int = 400) -
 
     start = time.perf_counter()
     generator = DatasetGenerator(steps=steps, L=4, image_format="tiff", bit_depth=bits, width=size, height=size,
-                                 **CAMERAS[bits])
+                                 **{**CAMERAS[bits], **({} if seed is None else {"seed": seed})})
     generated = time.perf_counter()
     parsed = ParseEmvaDescriptorFile(generator.descriptor_path, loglevel=logging.WARNING)
     loaded = LoadImageData(parsed.images, path=generator.outdir, loglevel=logging.WARNING)
@@ -92,7 +94,7 @@ def compare(bits: int, steps: int = 100, size: int = 32, bootstrap: int = 400) -
     ours = estimate(acq, bootstrap=bootstrap)
     rate = dark_current(acq, ours)
     done = time.perf_counter()
-    return Comparison(bits, reference, at_argmax, ours, rate, simulator_truth(generator.cam),
+    return Comparison(bits, reference, at_argmax, acq, ours, rate, simulator_truth(generator.cam),
                       generated - start, processed - generated, done - processed)
 
 
@@ -119,7 +121,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--size", type=int, default=32)
+    parser.add_argument("--seeds", type=int, default=0, help="instead of the table: coverage over this many seeds")
     args = parser.parse_args()
+    if args.seeds:
+        return coverage(args.seeds, args.steps, args.size)
     print(f"emva1288 1.0.2 simulator, exposure variation, {args.steps} steps, {args.size}x{args.size} pixels; "
           "emva1288 at its own saturation index (own) and at the largest variance (max var)")
     print(f"| bits | quantity | emva1288 own | emva1288 max var | ours [95% CI] | vs own | vs max var | truth | covered |")
@@ -135,6 +140,25 @@ def main() -> None:
               f"{c.reference_at_argmax.index_u_ysat}, ours {c.ours.fit_levels} fit levels; clip limited by "
               f"{c.ours.saturation_limited_by} (truth {c.truth['limited_by']}); simulator {c.seconds_generate:.2f} s, "
               f"emva1288 {c.seconds_reference:.2f} s, ours {c.seconds_ours:.2f} s")
+
+
+def coverage(seeds: int, steps: int, size: int) -> None:
+    """Over ``seeds`` simulator seeds per camera: how often our 95 % intervals cover the truth, and
+    the largest difference from emva1288 at the largest variance."""
+    covered: dict[str, int] = {}
+    worst: dict[str, float] = {}
+    for seed in range(seeds):
+        for bits in CAMERAS:
+            for name, _, argmax, est, truth in rows(compare(bits, steps, size, bootstrap=300, seed=1000 + seed)):
+                if np.isfinite(argmax):
+                    worst[name] = max(worst.get(name, 0.0), abs(est.value / argmax - 1))
+                if truth is not None:
+                    covered[name] = covered.get(name, 0) + (est.lower <= truth <= est.upper)
+    n = seeds * len(CAMERAS)
+    print(f"{seeds} seeds x {len(CAMERAS)} cameras, {steps} steps, {size}x{size} pixels (seeds 1000+)")
+    for name in worst.keys() | covered.keys():
+        print(f"  {name:<22} max |ours/emva1288 - 1| {worst.get(name, float('nan')):7.3%}   95% CI covers truth "
+              f"{covered[name] if name in covered else '-'}/{n if name in covered else '-'}")
 
 
 if __name__ == "__main__":
