@@ -13,6 +13,10 @@ spatial nonuniformity (PRNU, DSNU) and defect pixels, from the per-pixel series 
   neighbours (a window of :data:`SMOOTH_WINDOW` pixels, itself left out), removing a smooth
   illumination profile, as EMVA 4.0 does with its box filter.
 - **Defect pixels** (sec. 8.3): counts beyond :data:`DEFECT_MADS` robust standard deviations.
+- **Zero-exposure read noise** (sec. 6.4, with a dark series per exposure): the pooled dark
+  variance is a line in the exposure, ``sigma^2_y.dark(t) = K^2 (sigma_d0^2 + mu_I t) + 1/12``;
+  its intercept gives ``sigma_d = sqrt(sigma^2_y.dark(0) - 1/12) / K``, dark shot noise removed by
+  the extrapolation rather than subtracted.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
+from ..contract.errors import CalibrationError
 from .frames import SeriesStats
 from .schema import DefectPixels, Estimate, Linearity, Uniformity
 
@@ -120,3 +125,29 @@ def robust_outliers(values: np.ndarray, mads: float = DEFECT_MADS) -> tuple[int,
 def defect_pixels(hot: np.ndarray, highpass: np.ndarray) -> DefectPixels:
     dim, bright = robust_outliers(highpass)
     return DefectPixels(hot=int(hot.sum()), dim=dim, bright=bright, threshold_mads=DEFECT_MADS)
+
+
+def zero_exposure_read_noise(darks: list[SeriesStats], good: np.ndarray, gain_e_per_dn: float,
+                             gain_draws: np.ndarray, index: np.ndarray, alpha: float) -> Estimate:
+    """EMVA 1288 temporal dark noise ``sigma_d`` (e-) at zero exposure from ``darks`` (one
+    temperature, several exposures), the ``good`` pixels' pooled variance fitted against the
+    exposure (module docstring); the pixel bootstrap draws the intercept and the gain together."""
+    exposures = np.array([s.exposure_us for s in darks])
+    if np.unique(exposures).size < 2:
+        raise CalibrationError(
+            f"zero-exposure read noise needs dark series at two exposures at least, got {np.unique(exposures).tolist()} us")
+    pooled = np.array([s.var[good].mean() for s in darks])
+    weight = good[index]
+    draws = np.stack([(s.var[index] * weight).sum(1) / np.maximum(weight.sum(1), 1) for s in darks], axis=-1)
+    xc = exposures - exposures.mean()
+
+    def intercept(v: np.ndarray) -> np.ndarray:
+        slope = (v - v.mean(axis=-1, keepdims=True)) @ xc / (xc @ xc)
+        return v.mean(axis=-1) - slope * exposures.mean()
+
+    value = gain_e_per_dn * np.sqrt(max(float(intercept(pooled)) - 1 / 12, 0.0))
+    value_draws = gain_draws * np.sqrt(np.maximum(intercept(draws) - 1 / 12, 0.0))
+    low, high = np.quantile(value_draws, [alpha / 2, 1 - alpha / 2])
+    return Estimate(value=float(value), lower=float(min(low, value)), upper=float(max(high, value)), level=1 - alpha,
+                    method="zero-exposure intercept of the pooled dark variance (EMVA 1288); " + BOOT
+                    + " with the gain; Sheppard 1/12 DN^2", unit="e-")

@@ -63,12 +63,15 @@ class SeriesStats:
     anchor_power_uw: float | None = None
     clipped: int = 0
     max_dn: int | None = None
+    reads_at_top: int | None = None  # reads at the ADC top, max_dn (None: not counted)
 
 
 @dataclass
 class Acquisition:
     """Everything measured: a photon-transfer sweep at the reference point, dark series on the
-    (temperature, exposure) grid, anchor-only series at the operating exposures."""
+    (temperature, exposure) grid, anchor-only series at the operating exposures. ``ptc_darks``, when
+    given, is the dark series matched to each sweep level (an EMVA 1288 sweep that varies the
+    exposure has a dark per level, :mod:`.emva_sweep`); otherwise ``ptc_dark`` serves every level."""
 
     reference_temperature_c: float
     reference_exposure_us: float
@@ -79,6 +82,11 @@ class Acquisition:
     frames_total: int = 0
     pixels: int = 0
     max_dn: int | None = None
+    ptc_darks: list[SeriesStats] | None = None
+
+    def level_darks(self) -> list[SeriesStats]:
+        """The dark series subtracted from each photon-transfer level."""
+        return list(self.ptc_darks) if self.ptc_darks is not None else [self.ptc_dark] * len(self.ptc)
 
 
 def series(device, kind: str, frames: int, exposure_us: float, anchor_power_uw: float | None = None) -> SeriesStats:
@@ -92,6 +100,7 @@ def series(device, kind: str, frames: int, exposure_us: float, anchor_power_uw: 
         kind=kind, temperature_c=raw.temperature_c, exposure_us=raw.exposure_us, frames=frames,
         mean=dn.mean(axis=0), var=dn.var(axis=0, ddof=1), photons_per_pixel=raw.photons_per_pixel,
         anchor_power_uw=anchor_power_uw, clipped=raw.clipped, max_dn=raw.max_dn,
+        reads_at_top=int((dn >= raw.max_dn).sum()) if raw.max_dn is not None else None,
     )
 
 

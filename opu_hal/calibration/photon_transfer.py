@@ -11,7 +11,9 @@ The slope is fitted through the origin on the levels below 70 % of saturation (E
 saturation being the level of largest variance (:func:`.emva.saturation_index`). Saturation is
 reported both ways: EMVA's saturation point (``eta mu_p.sat``, :mod:`.emva`) and the clip level,
 which the estimator checks itself: when at least :data:`ADC_CLIPPED_FRACTION` of the pixels sit
-at the ADC top at the brightest level, the clip level is the ADC range ``(max_dn - b) g``;
+at the ADC top at the brightest level, or :data:`ADC_TOP_READS` of its reads (an EMVA 1288 sweep
+ends where the mean reaches the top: about half the reads are clipped there), the clip level is
+the ADC range ``(max_dn - b) g``;
 otherwise the last two levels must be a plateau (mean grown by less than
 :func:`~.frames.on_plateau`) and it is ``(m_plateau - b) g``, the full well; otherwise the
 estimator refuses (a sweep that stops short of saturation does not identify it). Quantum efficiency ``eta = g (m - m_dark) / photons`` needs a known illumination: the
@@ -34,7 +36,7 @@ import numpy as np
 from scipy import stats
 
 from ..contract.errors import CalibrationError
-from .emva import defect_pixels, linearity, saturation_index, uniformity
+from .emva import defect_pixels, linearity, saturation_index, uniformity, zero_exposure_read_noise
 from .frames import Acquisition, SeriesStats, on_plateau
 from .schema import DefectPixels, Estimate, Linearity, Uniformity
 
@@ -43,6 +45,7 @@ FIT_FRACTION = 0.7  # EMVA 1288: photon-transfer fit on 0-70 % of saturation
 HOT_PIXEL_MADS = 10.0
 BOOTSTRAP = "pixel bootstrap, percentile"
 ADC_CLIPPED_FRACTION = 0.5  # pixels at the ADC top, at the brightest level, that make it ADC-limited
+ADC_TOP_READS = 0.25  # or reads at the top: a full well (equal in e- for every pixel) below it lets none through
 
 
 @dataclass
@@ -153,9 +156,9 @@ def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400
     """Gain, read noise, black level, saturation and quantum efficiency from ``acq``."""
     pixels = acq.pixels
     index = np.random.default_rng(seed).integers(0, pixels, size=(bootstrap, pixels))
-    dark = acq.ptc_dark
-    x = np.array([(s.mean - dark.mean).mean() for s in acq.ptc])
-    y = np.array([(s.var - dark.var).mean() for s in acq.ptc])
+    darks = acq.level_darks()
+    x = np.array([(s.mean - d.mean).mean() for s, d in zip(acq.ptc, darks)])
+    y = np.array([(s.var - d.var).mean() for s, d in zip(acq.ptc, darks)])
     saturated_at = saturation_index(y)
     fit = np.flatnonzero((x > 0) & (x <= FIT_FRACTION * x[saturated_at]) & (np.arange(len(x)) < saturated_at))
     if fit.size < 3:
@@ -163,8 +166,8 @@ def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400
             f"photon transfer: only {fit.size} illumination level(s) below 70 % of saturation; "
             "need 3 (lower the starting anchor power or the exposure)"
         )
-    x_draws = np.stack([boot_mean(acq.ptc[i].mean - dark.mean, index) for i in fit], axis=-1)
-    y_draws = np.stack([boot_mean(acq.ptc[i].var - dark.var, index) for i in fit], axis=-1)
+    x_draws = np.stack([boot_mean(acq.ptc[i].mean - darks[i].mean, index) for i in fit], axis=-1)
+    y_draws = np.stack([boot_mean(acq.ptc[i].var - darks[i].var, index) for i in fit], axis=-1)
     k = float(x[fit] @ y[fit] / (x[fit] @ x[fit]))
     k_draws = (x_draws * y_draws).sum(-1) / (x_draws**2).sum(-1)
     if not k > 0:
@@ -194,14 +197,18 @@ def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400
         return math.sqrt(max(g * g * (variance - 1 / 12) - dark_dn * g, 0.0))
 
     undersampled = var_dn < 0.25 + 1 / 12  # dark noise below half a DN: Sheppard's correction fails
-    read = Estimate(
-        value=read_noise(1 / k, var_dn), lower=0.0 if undersampled else read_noise(g_low, var_low),
-        upper=max(read_noise(g_high, var_high), math.sqrt(max(var_high, 0.0)) * g_high if undersampled else 0.0),
-        level=1 - alpha, unit="e-",
-        method="chi-square (pooled dark variance) x pixel bootstrap (gain), Bonferroni; Sheppard 1/12 DN^2",
-    )
+    if acq.ptc_darks is not None:  # a dark per level: EMVA's zero-exposure read noise
+        read = zero_exposure_read_noise(same_t, ~hot, 1 / k, 1 / k_draws, index, alpha)
+    else:
+        read = Estimate(
+            value=read_noise(1 / k, var_dn), lower=0.0 if undersampled else read_noise(g_low, var_low),
+            upper=max(read_noise(g_high, var_high), math.sqrt(max(var_high, 0.0)) * g_high if undersampled else 0.0),
+            level=1 - alpha, unit="e-",
+            method="chi-square (pooled dark variance) x pixel bootstrap (gain), Bonferroni; Sheppard 1/12 DN^2",
+        )
 
-    saturation, limited = clip_level(acq, plateau, black_value, black_draws, k, k_draws, index, alpha)
+    saturation, limited = clip_level(acq, plateau, float(darks[-1].mean.mean()), black_value, black_draws, k,
+                                     k_draws, index, alpha)
 
     qe = None
     photons = np.array([acq.ptc[i].photons_per_pixel or 0.0 for i in fit])
@@ -214,13 +221,13 @@ def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400
         point = percentile_estimate(qe.value * all_photons[saturated_at], qe_draws * all_photons[saturated_at],
                                     alpha, "e-", "EMVA 1288 eta mu_p.sat at the largest variance; " + BOOTSTRAP)
     else:
-        point = percentile_estimate(x[saturated_at] / k, boot_mean(acq.ptc[saturated_at].mean - dark.mean, index)
+        point = percentile_estimate(x[saturated_at] / k, boot_mean(acq.ptc[saturated_at].mean - darks[saturated_at].mean, index)
                                     / k_draws, alpha, "e-", "EMVA 1288 mu_y.sat / K at the largest variance; " + BOOTSTRAP)
     known = bool(all_photons.all())
     lin = linearity(x, all_photons if known else np.array([s.anchor_power_uw or 0.0 for s in acq.ptc]),
                     saturated_at, "photons" if known else "power")
     half = int(np.argmin(np.abs(x[: saturated_at + 1] - 0.5 * x[saturated_at])))
-    uniform, highpass = uniformity(acq.ptc[half], dark, 1 / k, 1 / k_draws, index, alpha,
+    uniform, highpass = uniformity(acq.ptc[half], darks[half], 1 / k, 1 / k_draws, index, alpha,
                                    x[half] / x[saturated_at])
     return PhotonTransfer(gain=gain, gain_draws=1 / k_draws, read_noise=read, black=black,
                           saturation=saturation, saturation_limited_by=limited, quantum_efficiency=qe,
@@ -229,20 +236,21 @@ def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400
                           uniformity=uniform, defects=defect_pixels(hot, highpass), levels=len(acq.ptc))
 
 
-def clip_level(acq: Acquisition, plateau: float, black: float, black_draws: np.ndarray, k: float,
+def clip_level(acq: Acquisition, plateau: float, dark_dn: float, black: float, black_draws: np.ndarray, k: float,
                k_draws: np.ndarray, index: np.ndarray, alpha: float) -> tuple[Estimate, str]:
     """The clip level in electrons and what sets it ("adc" or "full_well"), checked on the sweep's
     own last levels (module docstring); refuses a sweep that ends neither clipped nor on a plateau."""
     last = acq.ptc[-1]
     at_top = float((last.mean >= acq.max_dn - 0.5).mean()) if acq.max_dn is not None else 0.0
-    if at_top >= ADC_CLIPPED_FRACTION:
+    reads = last.reads_at_top / (last.frames * last.mean.size) if last.reads_at_top is not None else 0.0
+    if at_top >= ADC_CLIPPED_FRACTION or reads >= ADC_TOP_READS:
         draws = (acq.max_dn - black_draws) / k_draws
         return percentile_estimate((acq.max_dn - black) / k, draws, alpha, "e-",
                                    "ADC top (max_dn - black) g; " + BOOTSTRAP), "adc"
     means = [float(s.mean.mean()) for s in acq.ptc[-3:]]
-    signal = means[-1] - float(acq.ptc_dark.mean.mean())
+    signal = means[-1] - dark_dn
     grown = max(means[-1] - means[0], 0.0) / max(signal, 1e-12) if len(means) == 3 else math.inf
-    if not on_plateau(acq.ptc, float(acq.ptc_dark.mean.mean())):
+    if not on_plateau(acq.ptc, dark_dn):
         raise CalibrationError(
             f"photon transfer: the sweep's brightest levels are not a plateau (the mean grew {grown:.3%} over "
             f"the last two levels, {at_top:.0%} of pixels at the ADC top {acq.max_dn} DN): the clip level is "
