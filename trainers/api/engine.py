@@ -14,7 +14,8 @@ Methods: ``"dp-sgd"`` (Abadi et al. 2016; Poisson sampling, per-example clipping
 fixed-size batches, DFA signals, noise ``z Delta`` on the average, software Gaussian or the device's
 Skellam counts with ``noise_source="device"``). Batches are sampled with a secret 256-bit key,
 noise comes from the secure generator (or the device), and the accountant is charged with the same
-events the built-in trainers charge.
+events the built-in trainers charge. ``"dp-ulr"`` and ``"dp-mac"`` are refused with the reason
+(:data:`REFUSED`): their updates are not a function of one forward pass and ``loss.backward()``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,21 @@ from .optimizer import DPOptimizer
 from .updates import DFAClipping, PerExampleClipping
 
 SAMPLING = {"dp-sgd": "poisson", "dp-dfa": "fixed"}
+
+#: Methods of the package that do not fit ``make_private``'s shape (the user's loop computes one
+#: forward pass and one ``loss.backward()``, the wrapped optimizer releases a clipped function of
+#: it), and why. Both train the built-in MLP on a user's tensors through ``trainers.loop.train``.
+REFUSED = {
+    "dp-ulr": "its update is not a function of the user's backward pass: the likelihood-ratio proxies "
+              "(paper 004, eq. 4) need K extra forward passes per layer with secret noise injected at that "
+              "layer and the per-example loss evaluated on each, i.e. the loss as a function and a re-entrant "
+              "forward from any layer, which a user's loss.backward() does not give",
+    "dp-mac": "its update is not a gradient of the user's loss: each step optimizes per-example auxiliary "
+              "coordinates (the Z-step, paper 003 section 2.1), releases per-layer Taylor coefficients of "
+              "the layer-wise objectives, projects each weight column to norm T_w after the step, and with "
+              "histogram bounds pre-trains before the first step (section 2.4); none of that is reachable "
+              "from one forward pass and loss.backward()",
+}
 
 
 class PrivacyEngine:
@@ -81,6 +97,11 @@ class PrivacyEngine:
         and the steps per epoch instead (as ``--public-dataset-size``). The module is returned
         itself, with hooks.
         """
+        if method in REFUSED:
+            raise TrainingConfigError(
+                f"method {method!r} is not offered by make_private: {REFUSED[method]}. Train it on your own tensors "
+                f"with trainers.loop.train(TrainConfig.for_method({method!r}, ...), data=trainers.core.data.Dataset(...)) "
+                f"or `opu-hal train --method {method}` (the built-in MLP)")
         if method not in SAMPLING:
             raise TrainingConfigError(f"method {method!r}: choose one of {', '.join(SAMPLING)}")
         dataset, loader_batch, collate = as_dataset(data_loader)
