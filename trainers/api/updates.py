@@ -104,7 +104,14 @@ class DFAClipping:
 
     def __init__(self, model: nn.Module, tau_e: float, tau_h: float, beta: float, loss_reduction: str,
                  batch_size: int, dataset_size: int, feedback_seed: int = 0) -> None:
-        self.chain: LinearChain = linear_chain(model)
+        self.chain: LinearChain = linear_chain(model, conv_prefix=True)
+        if self.chain.prefix_params:
+            name = next(n for n, m in self.chain.prefix if any(p.requires_grad for p in m.parameters()))
+            raise UnsupportedModelError(
+                f"layer {name!r} ({type(dict(self.chain.prefix)[name]).__name__}): make_private's dp-dfa trains "
+                "a chain of nn.Linear layers; the hybrid conv + linear network (paper 002 section 4, per-example "
+                "conv clipping to tau_c) trains privately through `opu-hal train --method dp-dfa --model cnn` "
+                "(or attach_dfa without privacy)")
         self.tau_e, self.tau_h, self.beta = float(tau_e), float(tau_h), float(beta)
         self.loss_reduction = loss_reduction
         self.batch_size, self.dataset_size = batch_size, dataset_size
@@ -120,9 +127,9 @@ class DFAClipping:
         self.tap = OutputTap(model, self.chain, self._record)
         self.params = self.tap.params
 
-    def _record(self, grad: torch.Tensor, record: Record) -> list[None]:
+    def _record(self, grad: torch.Tensor, record: Record) -> tuple[None, list[None]]:
         self.pending = (grad.detach(), record)
-        return [None] * len(self.tap.params)  # no un-noised gradient reaches .grad
+        return None, [None] * len(self.tap.params)  # no un-noised gradient reaches .grad
 
     def event(self, z: float) -> Event:
         return FixedSizeGaussianEvent(self.dataset_size, self.batch_size, z)
