@@ -21,20 +21,17 @@ events the built-in trainers charge. ``"dp-ulr"`` and ``"dp-mac"`` are refused w
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 from typing import Any
 
 import torch
 from torch import nn
 
 from opu_hal import Device, load_device
-from opu_hal.privacy.mechanisms import GaussianRelease, SkellamRelease
 from opu_hal.privacy import Accountant, PrivacyBudget, smallest_noise_multiplier
-from opu_hal.privacy.skellam import SkellamLattice
 from opu_hal.randomness.secure_random import SecureGenerator
 
 from ..core.errors import TrainingConfigError
-from ..methods.dp_dfa import DPDFA
+from ..methods.dp_dfa import device_lattice, dp_dfa_release
 from .data import Data, PrivateDataLoader, as_dataset
 from .optimizer import DPOptimizer
 from .updates import DFAClipping, PerExampleClipping
@@ -122,18 +119,17 @@ class PrivacyEngine:
             update: PerExampleClipping | DFAClipping = PerExampleClipping(module, max_grad_norm, loss_reduction, size, n)
         else:
             update = DFAClipping(module, max_grad_norm, tau_h, beta, loss_reduction, size, n, feedback_seed)
-        if noise_source == "software":
-            mechanism: GaussianRelease | SkellamRelease = GaussianRelease(noise_multiplier * update.sensitivity, generator)
-            event = update.event(noise_multiplier)
-        elif noise_source == "device":
+        lattice, opened = None, None
+        if noise_source == "device":
             opened = device if isinstance(device, Device) else load_device(device or "opu-sim-dp")
-            DPDFA._check_noise_device(SimpleNamespace(device=opened))  # type: ignore[arg-type]
             dimension = sum(p.numel() for p in update.params)
-            lattice = SkellamLattice(dimension, update.sensitivity, lattice_resolution, rounding_analysis)
-            mechanism = SkellamRelease(opened, lattice, lattice.poisson_mean(noise_multiplier), generator)
-            event = lattice.event(n, size, noise_multiplier)
-        else:
+            lattice = device_lattice(opened, dimension, update.sensitivity, lattice_resolution, rounding_analysis)
+        elif noise_source != "software":
             raise TrainingConfigError(f"noise_source must be 'software' or 'device', got {noise_source!r}")
+        # The loop's own constructors (trainers.methods.dp_dfa): one release and accounting path.
+        mechanism = dp_dfa_release(noise_multiplier, update.sensitivity, lattice, opened, generator)
+        self.event_for = lambda z: update.event(z, lattice)
+        event = self.event_for(noise_multiplier)
         self.accountant = Accountant(update.neighboring)  # type: ignore[arg-type]
         budget = PrivacyBudget(target_epsilon, target_delta) if target_epsilon is not None else None
         self.optimizer = DPOptimizer(optimizer, update, mechanism, event, self.accountant, budget)
@@ -150,12 +146,9 @@ class PrivacyEngine:
         wrapped = probe.make_private(module=module, optimizer=optimizer, data_loader=data_loader,
                                      noise_multiplier=1.0, max_grad_norm=max_grad_norm, **kwargs)
         steps = epochs * len(wrapped[2])
-        update, neighboring = probe.optimizer.update, probe.accountant.neighboring  # type: ignore[union-attr]
-        event_for = (lambda z: probe.optimizer.mechanism.lattice.event(  # type: ignore[union-attr]
-            update.dataset_size, wrapped[2].batch_size, z)) if isinstance(probe.optimizer.mechanism, SkellamRelease) \
-            else update.event
+        neighboring = probe.accountant.neighboring  # type: ignore[union-attr]
         probe.detach()
-        z = smallest_noise_multiplier(event_for, steps, target_epsilon, target_delta, neighboring)
+        z = smallest_noise_multiplier(probe.event_for, steps, target_epsilon, target_delta, neighboring)
         return self.make_private(module=module, optimizer=optimizer, data_loader=data_loader, noise_multiplier=z,
                                  max_grad_norm=max_grad_norm, target_epsilon=target_epsilon,
                                  target_delta=target_delta, **kwargs)
