@@ -35,3 +35,13 @@ def test_private_step_cpu_benchmark_times_plain_and_private_steps(monkeypatch):
     monkeypatch.setattr(private_step_cpu, "METHODS", ("dp-sgd",))
     line = private_step_cpu.round_line(fashion_or_random(256 * 4))
     assert line.startswith("CPU ms/step, 1 thread: plain ") and "dp-sgd " in line and "x)" in line
+
+
+def test_api_parity_goal_lines_judge_this_runs_ratio_epsilons_and_accuracies():
+    from benchmarks.api_parity import goal_lines
+
+    lines = goal_lines(1.02, 7.9994, 7.9994, 0.851, 0.853).splitlines()
+    assert lines[0].endswith("1.020x (goal <= 1.05x): met")
+    assert lines[1].endswith(": met") and lines[2].endswith("0.20 points apart (goal <= 0.5): met")
+    lines = goal_lines(1.10, 7.9, 8.0, 0.80, 0.85).splitlines()
+    assert all(line.endswith("NOT met") for line in lines)

@@ -93,3 +93,71 @@ def test_alignment_is_one_at_the_output_and_positive_after_training_in_a_user_lo
     model.zero_grad()
     F.cross_entropy(model(x[:8]), y[:8]).backward()
     assert model[0].weight.grad is not None
+
+
+def _hybrid(hidden: bool) -> nn.Sequential:
+    """Paper 002's hybrid network on 1x4x5 images: conv prefix, then a Linear head."""
+    torch.manual_seed(1)
+    head = [nn.Linear(24, 32), nn.Tanh(), nn.Linear(32, 10)] if hidden else [nn.Linear(24, 10)]
+    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.Tanh(), nn.MaxPool2d(2, ceil_mode=True), nn.Flatten(), *head)
+
+
+def _images(n: int):
+    data = clusters(n_train=n, n_test=2)
+    return data.train.x.view(n, 1, 4, 5), data.train.y
+
+
+def test_a_conv_prefix_without_hidden_linear_gets_exactly_backprops_gradient():
+    x, y = _images(32)
+    model, reference = _hybrid(False), _hybrid(False)
+    attach_dfa(model, "dfa", torch_device(out_features=48))
+    F.cross_entropy(model(x), y).backward()
+    F.cross_entropy(reference(x), y).backward()
+    for ours, theirs in zip(model.parameters(), reference.parameters()):
+        assert torch.allclose(ours.grad, theirs.grad, atol=1e-6)
+
+
+def test_conv_layers_get_the_backprop_of_the_first_linears_dfa_signal():
+    x, y = _images(32)
+    model = _hybrid(True)
+    handle = attach_dfa(model, "dfa", torch_device(out_features=48))
+    seen = []
+    project = handle.feedback.project
+    handle.feedback.project = lambda e: seen.append(project(e)) or seen[-1]
+    F.cross_entropy(model(x), y).backward()
+    conv = model[0]
+    z1 = model[:5](x)  # the first Linear's pre-activation, with the conv's graph
+    delta1 = seen[0].slices[0] * (1 - torch.tanh(z1.detach()) ** 2) / len(x)  # (B^1 e) * phi'(z^1), mean loss
+    expected = torch.autograd.grad((z1 * delta1).sum(), [conv.weight, conv.bias])
+    assert torch.allclose(conv.weight.grad, expected[0], atol=1e-6)
+    assert torch.allclose(conv.bias.grad, expected[1], atol=1e-6)
+    backprop = torch.autograd.grad(F.cross_entropy(model[:5](x).tanh() @ model[6].weight.T + model[6].bias, y),
+                                   conv.weight)[0]
+    assert not torch.allclose(conv.weight.grad, backprop, atol=1e-4)  # DFA's signal, not backprop's
+
+
+def test_the_hybrid_network_trains_by_dfa_in_a_user_loop_and_its_convs_align():
+    x, y = _images(512)
+    model = _hybrid(True)
+    handle = attach_dfa(model, "dfa", torch_device(out_features=48))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    start = model[0].weight.detach().clone()
+    for step in range(48):
+        idx = torch.arange(step * 64, step * 64 + 64) % 512
+        optimizer.zero_grad()
+        F.cross_entropy(model(x[idx]), y[idx]).backward()
+        optimizer.step()
+    with torch.no_grad():
+        accuracy = float((model(x).argmax(1) == y).float().mean())
+    assert accuracy > 0.8 and not torch.equal(start, model[0].weight)
+    cosines = dfa_alignment(handle, x[:128], y[:128])
+    assert set(cosines) == {"0", "4", "6"} and cosines["6"] == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.parametrize("model,named", [
+    (nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Flatten(), nn.Linear(8, 3)), "'1' (BatchNorm2d)"),
+    (nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Conv1d(1, 1, 3)), "'2' (Conv1d)"),
+])
+def test_an_unknown_layer_of_a_conv_prefix_or_a_conv_after_the_first_linear_is_refused_by_name(model, named):
+    with pytest.raises(UnsupportedModelError, match=named.replace("(", r"\(").replace(")", r"\)")):
+        attach_dfa(model, "dfa", torch_device(out_features=48))

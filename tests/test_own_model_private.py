@@ -15,6 +15,7 @@ from opu_hal.privacy import Accountant, FixedSizeGaussianEvent, PoissonGaussianE
 from tests.training_helpers import clusters
 from trainers.api import PrivacyBudgetExhausted, PrivacyEngine, UnsupportedModelError
 from trainers.config import TrainConfig
+from trainers.core.errors import TrainingConfigError
 from trainers.methods import DPDFA
 from trainers.methods.base import MethodContext
 from trainers.core.model import MLP
@@ -201,3 +202,33 @@ def test_a_declared_public_dataset_size_sets_the_rate_the_steps_and_the_accounti
     assert len(loader) == 20 and loader.sample_rate == pytest.approx(0.05)
     _train(loader, model, optimizer)
     assert engine.get_epsilon(1e-5) == pytest.approx(_epsilon(PoissonGaussianEvent(0.05, 1.3), "add_remove", 20))
+
+
+@pytest.mark.parametrize("method, reason", [("dp-ulr", "likelihood-ratio"), ("dp-mac", "auxiliary coordinates")])
+def test_dp_ulr_and_dp_mac_are_refused_by_make_private_with_the_reason(method, reason):
+    x, y = _data()
+    model = _mlp()
+    with pytest.raises(TrainingConfigError, match=rf"{method}.*not offered by make_private.*{reason}"):
+        PrivacyEngine().make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+                                     data_loader=(x, y), batch_size=32, noise_multiplier=1.0, max_grad_norm=1.0,
+                                     method=method)
+
+
+@pytest.mark.parametrize("method", ["dp-ulr", "dp-mac"])
+def test_the_refusals_suggested_path_trains_the_method_on_a_users_tensors(method):
+    from trainers.loop import train
+
+    data = clusters(n_train=256, n_test=64)
+    config = TrainConfig.for_method(method, target_epsilon=8.0, epochs=1, batch_size=64, hidden=(16,),
+                                    inputs="unit", alignment=False)
+    record = train(config, data=data, progress=False, log=lambda message: None)
+    assert record["final"]["steps"] > 0 and 0 < record["final"]["epsilon"] <= 8.0
+
+
+def test_dp_dfa_refuses_a_conv_prefix_naming_the_conv_and_the_path_that_trains_it():
+    model = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.Tanh(), nn.Flatten(), nn.Linear(40, 10))
+    x, y = torch.rand(64, 1, 4, 5), torch.randint(0, 10, (64,))
+    with pytest.raises(UnsupportedModelError, match=r"layer '0' \(Conv2d\).*--model cnn"):
+        PrivacyEngine().make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+                                     data_loader=(x, y), batch_size=16, noise_multiplier=1.0, max_grad_norm=1.0,
+                                     method="dp-dfa")

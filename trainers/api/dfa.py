@@ -76,7 +76,7 @@ class DFAHandle:
             raise UnsupportedModelError(f"method {method!r}: choose one of {', '.join(DEFAULT_PROFILES)}")
         self.model = model
         self.method = method
-        self.chain = linear_chain(model)
+        self.chain = linear_chain(model, conv_prefix=True)
         self.device = device
         checks = {"tdfa": TernarizedDFA.check_device, "pdfa": PhotonicDFA.check_device}
         if method in checks:
@@ -88,14 +88,20 @@ class DFAHandle:
         self.last_noise: NoiseReport | None = None
         self.tap = OutputTap(model, self.chain, self._backward)
 
-    def _backward(self, grad: torch.Tensor, record: Record) -> list[torch.Tensor]:
+    def _backward(self, grad: torch.Tensor, record: Record) -> tuple[torch.Tensor | None, list[torch.Tensor]]:
+        """The chain's DFA updates, and ``delta^1 W^1`` at the first Linear's input: backprop of
+        ``<z^1, delta^1>`` into a conv prefix (paper 002 section 4's hybrid; ``delta^1`` is the
+        first layer's DFA signal, ``e`` itself when the head has no hidden layer)."""
         with torch.no_grad():
             e, scale = error_and_scale(grad, self.loss_reduction)
             projection = self.feedback.project(e)
             self.last_noise = projection.noise
             deltas = [b_e * act.derivative(z) * scale
                       for b_e, act, z in zip(projection.slices, self.chain.activations, record.preacts)]
-            return chain_grads([*deltas, grad], record.inputs, self.chain)
+            deltas.append(grad)
+            first = self.chain.linears[0].weight
+            input_grad = (deltas[0] @ first).to(record.attached) if record.attached is not None else None
+            return input_grad, chain_grads(deltas, record.inputs, self.chain)
 
     @contextmanager
     def disabled(self) -> Iterator[None]:
@@ -118,8 +124,11 @@ def attach_dfa(model: nn.Module, method: str = "dfa", device: Device | str | Non
     ``threshold``, paper 000 section 4) or ``"pdfa"`` (ternarized error projected in two passes on a
     binary-input optical device, e.g. ``"opu-sim"``). ``device``: an opu_hal device or profile name;
     it must take ``>= classes`` inputs and give ``>= sum of hidden widths`` outputs. The model's
-    input receives no gradient. A model outside ``[Flatten] Linear (phi Linear)*`` is refused with
-    the offending layer's name (:class:`UnsupportedModelError`).
+    input receives no gradient. A convolutional prefix (Conv1d/2d, pooling, element-wise
+    activations, Flatten) before the first Linear makes paper 002's hybrid network (section 4, as
+    :mod:`trainers.core.cnn` for dp-dfa): the convs get backprop's gradient of ``<z^1, delta^1>``,
+    ``delta^1`` the first Linear's DFA signal. A model outside ``[prefix] Linear (phi Linear)*`` is
+    refused with the offending layer's name (:class:`UnsupportedModelError`).
     """
     return DFAHandle(model, method, open_device(device, method), threshold, loss_reduction)
 
@@ -127,21 +136,24 @@ def attach_dfa(model: nn.Module, method: str = "dfa", device: Device | str | Non
 def dfa_alignment(handle: DFAHandle, x: torch.Tensor, y: torch.Tensor,
                   loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = F.cross_entropy) -> dict[str, float]:
     """Cosine, per Linear weight, between the DFA update and backprop's gradient on ``(x, y)``
-    (paper 000, Figure 2; :mod:`trainers.alignment` for the built-in methods). Leaves ``.grad``
-    as it found it. The output layer's cosine is 1: DFA and BP give it the same update."""
-    weights = [layer.weight for layer in handle.chain.linears]
-    saved = [p.grad for p in handle.tap.params]
+    (paper 000, Figure 2; :mod:`trainers.alignment` for the built-in methods), and per weight of a
+    conv prefix. Leaves ``.grad`` as it found it. The output layer's cosine is 1: DFA and BP give it the same update."""
+    chain = handle.chain
+    named = [(n, m.weight) for n, m in chain.prefix if getattr(m, "weight", None) is not None]
+    named += [(n, layer.weight) for n, layer in zip(chain.names, chain.linears)]
+    params = [*chain.prefix_params, *handle.tap.params]
+    saved = [p.grad for p in params]
 
     def grads() -> list[torch.Tensor]:
-        for p in handle.tap.params:
+        for p in params:
             p.grad = None
         loss_fn(handle.model(x), y).backward()
-        return [w.grad.detach().clone() for w in weights]
+        return [w.grad.detach().clone() for _, w in named]
 
     ours = grads()
     with handle.disabled():
         reference = grads()
-    for p, g in zip(handle.tap.params, saved):
+    for p, g in zip(params, saved):
         p.grad = g
     return {name: float(F.cosine_similarity(a.flatten(), b.flatten(), dim=0))
-            for name, a, b in zip(handle.chain.names, ours, reference)}
+            for (name, _), a, b in zip(named, ours, reference)}

@@ -14,31 +14,44 @@ Methods: ``"dp-sgd"`` (Abadi et al. 2016; Poisson sampling, per-example clipping
 fixed-size batches, DFA signals, noise ``z Delta`` on the average, software Gaussian or the device's
 Skellam counts with ``noise_source="device"``). Batches are sampled with a secret 256-bit key,
 noise comes from the secure generator (or the device), and the accountant is charged with the same
-events the built-in trainers charge.
+events the built-in trainers charge. ``"dp-ulr"`` and ``"dp-mac"`` are refused with the reason
+(:data:`REFUSED`): their updates are not a function of one forward pass and ``loss.backward()``.
 """
 
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 from typing import Any
 
 import torch
 from torch import nn
 
 from opu_hal import Device, load_device
-from opu_hal.privacy.mechanisms import GaussianRelease, SkellamRelease
 from opu_hal.privacy import Accountant, PrivacyBudget, smallest_noise_multiplier
-from opu_hal.privacy.skellam import SkellamLattice
 from opu_hal.randomness.secure_random import SecureGenerator
 
 from ..core.errors import TrainingConfigError
-from ..methods.dp_dfa import DPDFA
+from ..methods.dp_dfa import device_lattice, dp_dfa_release
 from .data import Data, PrivateDataLoader, as_dataset
 from .optimizer import DPOptimizer
 from .updates import DFAClipping, PerExampleClipping
 
 SAMPLING = {"dp-sgd": "poisson", "dp-dfa": "fixed"}
+
+#: Methods of the package that do not fit ``make_private``'s shape (the user's loop computes one
+#: forward pass and one ``loss.backward()``, the wrapped optimizer releases a clipped function of
+#: it), and why. Both train the built-in MLP on a user's tensors through ``trainers.loop.train``.
+REFUSED = {
+    "dp-ulr": "its update is not a function of the user's backward pass: the likelihood-ratio proxies "
+              "(paper 004, eq. 4) need K extra forward passes per layer with secret noise injected at that "
+              "layer and the per-example loss evaluated on each, i.e. the loss as a function and a re-entrant "
+              "forward from any layer, which a user's loss.backward() does not give",
+    "dp-mac": "its update is not a gradient of the user's loss: each step optimizes per-example auxiliary "
+              "coordinates (the Z-step, paper 003 section 2.1), releases per-layer Taylor coefficients of "
+              "the layer-wise objectives, projects each weight column to norm T_w after the step, and with "
+              "histogram bounds pre-trains before the first step (section 2.4); none of that is reachable "
+              "from one forward pass and loss.backward()",
+}
 
 
 class PrivacyEngine:
@@ -81,6 +94,11 @@ class PrivacyEngine:
         and the steps per epoch instead (as ``--public-dataset-size``). The module is returned
         itself, with hooks.
         """
+        if method in REFUSED:
+            raise TrainingConfigError(
+                f"method {method!r} is not offered by make_private: {REFUSED[method]}. Train it on your own tensors "
+                f"with trainers.loop.train(TrainConfig.for_method({method!r}, ...), data=trainers.core.data.Dataset(...)) "
+                f"or `opu-hal train --method {method}` (the built-in MLP)")
         if method not in SAMPLING:
             raise TrainingConfigError(f"method {method!r}: choose one of {', '.join(SAMPLING)}")
         dataset, loader_batch, collate = as_dataset(data_loader)
@@ -101,18 +119,17 @@ class PrivacyEngine:
             update: PerExampleClipping | DFAClipping = PerExampleClipping(module, max_grad_norm, loss_reduction, size, n)
         else:
             update = DFAClipping(module, max_grad_norm, tau_h, beta, loss_reduction, size, n, feedback_seed)
-        if noise_source == "software":
-            mechanism: GaussianRelease | SkellamRelease = GaussianRelease(noise_multiplier * update.sensitivity, generator)
-            event = update.event(noise_multiplier)
-        elif noise_source == "device":
+        lattice, opened = None, None
+        if noise_source == "device":
             opened = device if isinstance(device, Device) else load_device(device or "opu-sim-dp")
-            DPDFA._check_noise_device(SimpleNamespace(device=opened))  # type: ignore[arg-type]
             dimension = sum(p.numel() for p in update.params)
-            lattice = SkellamLattice(dimension, update.sensitivity, lattice_resolution, rounding_analysis)
-            mechanism = SkellamRelease(opened, lattice, lattice.poisson_mean(noise_multiplier), generator)
-            event = lattice.event(n, size, noise_multiplier)
-        else:
+            lattice = device_lattice(opened, dimension, update.sensitivity, lattice_resolution, rounding_analysis)
+        elif noise_source != "software":
             raise TrainingConfigError(f"noise_source must be 'software' or 'device', got {noise_source!r}")
+        # The loop's own constructors (trainers.methods.dp_dfa): one release and accounting path.
+        mechanism = dp_dfa_release(noise_multiplier, update.sensitivity, lattice, opened, generator)
+        self.event_for = lambda z: update.event(z, lattice)
+        event = self.event_for(noise_multiplier)
         self.accountant = Accountant(update.neighboring)  # type: ignore[arg-type]
         budget = PrivacyBudget(target_epsilon, target_delta) if target_epsilon is not None else None
         self.optimizer = DPOptimizer(optimizer, update, mechanism, event, self.accountant, budget)
@@ -129,12 +146,9 @@ class PrivacyEngine:
         wrapped = probe.make_private(module=module, optimizer=optimizer, data_loader=data_loader,
                                      noise_multiplier=1.0, max_grad_norm=max_grad_norm, **kwargs)
         steps = epochs * len(wrapped[2])
-        update, neighboring = probe.optimizer.update, probe.accountant.neighboring  # type: ignore[union-attr]
-        event_for = (lambda z: probe.optimizer.mechanism.lattice.event(  # type: ignore[union-attr]
-            update.dataset_size, wrapped[2].batch_size, z)) if isinstance(probe.optimizer.mechanism, SkellamRelease) \
-            else update.event
+        neighboring = probe.accountant.neighboring  # type: ignore[union-attr]
         probe.detach()
-        z = smallest_noise_multiplier(event_for, steps, target_epsilon, target_delta, neighboring)
+        z = smallest_noise_multiplier(probe.event_for, steps, target_epsilon, target_delta, neighboring)
         return self.make_private(module=module, optimizer=optimizer, data_loader=data_loader, noise_multiplier=z,
                                  max_grad_norm=max_grad_norm, target_epsilon=target_epsilon,
                                  target_delta=target_delta, **kwargs)

@@ -1,4 +1,6 @@
-"""What the bring-your-own-model API can train by DFA: a chain ``Linear -> phi -> ... -> Linear``.
+"""What the bring-your-own-model API can train by DFA: a chain ``Linear -> phi -> ... -> Linear``,
+optionally after a convolutional prefix (paper 002's hybrid network, section 4: the convs are
+trained by backpropagation from the DFA signal of the first Linear).
 
 DFA (Nokland 2016) replaces backpropagation's signal at each hidden layer by ``(B e) * phi'(z)``;
 that needs each hidden layer's pre-activation ``z`` and an element-wise ``phi`` whose derivative is
@@ -26,6 +28,9 @@ ELEMENTWISE: dict[type[nn.Module], str] = {
 }
 #: Modules that change nothing DFA needs and are skipped (Flatten only before the first Linear).
 PASS_THROUGH: tuple[type[nn.Module], ...] = (nn.Identity,)
+#: Modules a convolutional prefix may hold (with Flatten and the element-wise activations): the
+#: prefix is trained by backpropagation, so only modules with a plain local gradient are admitted.
+PREFIX: tuple[type[nn.Module], ...] = (nn.Conv1d, nn.Conv2d, nn.AvgPool1d, nn.AvgPool2d, nn.MaxPool1d, nn.MaxPool2d)
 
 
 @dataclass
@@ -35,6 +40,12 @@ class LinearChain:
     names: list[str]
     linears: list[nn.Linear]
     activations: list[Activation]
+    #: The convolutional prefix before the first Linear, ``(name, module)`` in forward order.
+    prefix: tuple[tuple[str, nn.Module], ...] = ()
+
+    @property
+    def prefix_params(self) -> list[nn.Parameter]:
+        return [p for _, m in self.prefix for p in m.parameters() if p.requires_grad]
 
     @property
     def hidden_widths(self) -> list[int]:
@@ -62,9 +73,10 @@ def _activation(name: str, module: nn.Module) -> Activation:
     return get_activation(ELEMENTWISE[type(module)])
 
 
-def linear_chain(model: nn.Module) -> LinearChain:
-    """Parse ``model`` as ``[Flatten] Linear (phi Linear)*``; :class:`UnsupportedModelError` names
-    the first layer that does not fit."""
+def linear_chain(model: nn.Module, conv_prefix: bool = False) -> LinearChain:
+    """Parse ``model`` as ``[prefix] [Flatten] Linear (phi Linear)*``; :class:`UnsupportedModelError`
+    names the first layer that does not fit. ``conv_prefix``: the prefix may hold convolutions,
+    pooling and element-wise activations (:data:`PREFIX`), else nothing but Flatten."""
     if not isinstance(model, nn.Sequential):
         raise UnsupportedModelError(
             f"DFA trains an nn.Sequential of nn.Linear layers and element-wise activations; got "
@@ -72,9 +84,13 @@ def linear_chain(model: nn.Module) -> LinearChain:
     names: list[str] = []
     linears: list[nn.Linear] = []
     activations: list[Activation] = []
+    prefix: list[tuple[str, nn.Module]] = []
     expect_linear = True
     for name, module in _leaves(model):
         if isinstance(module, PASS_THROUGH) or (isinstance(module, nn.Flatten) and not linears):
+            continue
+        if conv_prefix and not linears and (isinstance(module, PREFIX) or type(module) in ELEMENTWISE):
+            prefix.append((name, module))
             continue
         if isinstance(module, nn.Linear) and expect_linear:
             names.append(name)
@@ -86,8 +102,10 @@ def linear_chain(model: nn.Module) -> LinearChain:
         else:
             wanted = "an nn.Linear" if expect_linear else "an element-wise activation or the end"
             supported = ", ".join(t.__name__ for t in ELEMENTWISE)
+            before = (" or, before the first Linear, a " + "/".join(t.__name__ for t in PREFIX)
+                      if conv_prefix and not linears else "")
             raise UnsupportedModelError(
-                f"layer {name!r} ({type(module).__name__}) cannot be trained by DFA here: expected {wanted} "
+                f"layer {name!r} ({type(module).__name__}) cannot be trained by DFA here: expected {wanted}{before} "
                 f"(DFA needs a chain Linear -> activation -> ... -> Linear, activations among {supported}; "
                 "residual blocks and other modules route the error in ways DFA's feedback does not model)")
     if not linears:
@@ -95,4 +113,4 @@ def linear_chain(model: nn.Module) -> LinearChain:
     if expect_linear:
         raise UnsupportedModelError(f"the model ends with an activation after layer {names[-1]!r}; "
                                     "the output layer must be an nn.Linear (put softmax in the loss)")
-    return LinearChain(names, linears, activations)
+    return LinearChain(names, linears, activations, tuple(prefix))

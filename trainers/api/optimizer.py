@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import torch
 
-from opu_hal.privacy.mechanisms import GaussianRelease, SkellamRelease
+from opu_hal.privacy.mechanisms import DigitizedRelease, GaussianRelease, SkellamRelease
 from opu_hal.privacy import Accountant, PrivacyBudget
 
 from ..core.errors import TrainingConfigError
@@ -23,7 +23,7 @@ class DPOptimizer:
     (``z * sensitivity``: ``z C`` for dp-sgd's sum, as Opacus; ``z Delta`` on dp-dfa's average)."""
 
     def __init__(self, optimizer: torch.optim.Optimizer, update: PerExampleClipping | DFAClipping,
-                 mechanism: GaussianRelease | SkellamRelease, event, accountant: Accountant,
+                 mechanism: GaussianRelease | SkellamRelease | DigitizedRelease, event, accountant: Accountant,
                  budget: PrivacyBudget | None) -> None:
         self.original_optimizer = optimizer
         self.update = update
@@ -58,7 +58,7 @@ class DPOptimizer:
             released = self.update.released_to_grad(self.mechanism.release(self.update.clipped()))
             params = self.update.params
             for p, part in zip(params, released.split([p.numel() for p in params])):
-                p.grad = part.view_as(p).to(p.dtype).clone()
+                p.grad = part.view_as(p).to(p.dtype)  # disjoint views of the release, as the loop's
         if isinstance(self.update, DFAClipping):
             self.update.pending = None
         self.accountant.step(self.event)

@@ -18,10 +18,13 @@ class Record:
 
     inputs: list[torch.Tensor]
     preacts: list[torch.Tensor]
+    #: The first Linear's input still attached to the graph of a trainable prefix (else ``None``).
+    attached: torch.Tensor | None = None
 
 
-#: ``callback(grad_at_output, record) -> one gradient (or None) per parameter of the chain``.
-Backward = Callable[[torch.Tensor, Record], Sequence[torch.Tensor | None]]
+#: ``callback(grad_at_output, record) -> (gradient at the first Linear's input or None, one
+#: gradient or None per parameter of the chain)``; the first flows back into the prefix.
+Backward = Callable[[torch.Tensor, Record], tuple[torch.Tensor | None, Sequence[torch.Tensor | None]]]
 
 
 class _AtOutput(torch.autograd.Function):
@@ -29,20 +32,22 @@ class _AtOutput(torch.autograd.Function):
     letting autograd backpropagate through the model."""
 
     @staticmethod
-    def forward(ctx, tap: "OutputTap", record: Record, output: torch.Tensor, *params: torch.Tensor):
+    def forward(ctx, tap: "OutputTap", record: Record, output: torch.Tensor, attached: torch.Tensor | None,
+                *params: torch.Tensor):
         ctx.tap, ctx.record = tap, record
         return output.view_as(output)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
-        grads = ctx.tap.callback(grad, ctx.record)
-        return (None, None, None, *grads)
+        input_grad, grads = ctx.tap.callback(grad, ctx.record)
+        return (None, None, None, input_grad if ctx.record.attached is not None else None, *grads)
 
 
 class OutputTap:
     """Forward hooks on every Linear of ``chain`` and on ``model``: the model's output is detached
     from its graph and re-attached to the chain's parameters through :class:`_AtOutput`, so
-    ``loss.backward()`` calls ``callback`` once and writes what it returns into ``.grad``."""
+    ``loss.backward()`` calls ``callback`` once and writes what it returns into ``.grad``; the
+    gradient it returns at the first Linear's input is backpropagated into a convolutional prefix."""
 
     def __init__(self, model: nn.Module, chain: LinearChain, callback: Backward) -> None:
         self.chain = chain
@@ -70,6 +75,8 @@ class OutputTap:
                     f"layer {self.chain.names[index]!r} got a {args[0].dim()}-d input; this API takes "
                     "(batch, features) inputs (flatten first)")
             record.inputs[index] = args[0].detach()
+            if index == 0 and args[0].requires_grad and self.chain.prefix_params:
+                record.attached = args[0]
             record.preacts[index] = output.detach()
         return hook
 
@@ -77,7 +84,7 @@ class OutputTap:
         record, self._current = self._current, None
         if not self.enabled or record is None or not torch.is_grad_enabled():
             return None
-        return _AtOutput.apply(self, record, output.detach(), *self.params)
+        return _AtOutput.apply(self, record, output.detach(), record.attached, *self.params)
 
     def remove(self) -> None:
         """Remove every hook: the model trains by plain backpropagation again."""

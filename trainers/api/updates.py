@@ -11,15 +11,13 @@ sensitivity and accounting event, computed from what hooks recorded during ``los
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
-from opu_hal.privacy import Event, FixedSizeGaussianEvent, PoissonGaussianEvent
+from opu_hal.privacy import Event, PoissonGaussianEvent
 
 from ..core.clipping import clip_norm
-from ..methods.dp_dfa import spectral_feedback
+from ..methods.dp_dfa import DFASensitivity, fixed_size_event, spectral_feedback
 from ..core.per_example import clip_scale, linear_clipped_sum
 from ..core.sampling import step_generator
 from .dfa import error_and_scale
@@ -69,7 +67,7 @@ class PerExampleClipping:
             output.register_hook(lambda g: entry.__setitem__(1, g.detach()))
         return hook
 
-    def event(self, z: float) -> Event:
+    def event(self, z: float, lattice=None) -> Event:
         return PoissonGaussianEvent(self.expected_batch / self.dataset_size, z)
 
     def clipped(self) -> torch.Tensor:
@@ -104,28 +102,32 @@ class DFAClipping:
 
     def __init__(self, model: nn.Module, tau_e: float, tau_h: float, beta: float, loss_reduction: str,
                  batch_size: int, dataset_size: int, feedback_seed: int = 0) -> None:
-        self.chain: LinearChain = linear_chain(model)
+        self.chain: LinearChain = linear_chain(model, conv_prefix=True)
+        if self.chain.prefix_params:
+            name = next(n for n, m in self.chain.prefix if any(p.requires_grad for p in m.parameters()))
+            raise UnsupportedModelError(
+                f"layer {name!r} ({type(dict(self.chain.prefix)[name]).__name__}): make_private's dp-dfa trains "
+                "a chain of nn.Linear layers; the hybrid conv + linear network (paper 002 section 4, per-example "
+                "conv clipping to tau_c) trains privately through `opu-hal train --method dp-dfa --model cnn` "
+                "(or attach_dfa without privacy)")
         self.tau_e, self.tau_h, self.beta = float(tau_e), float(tau_h), float(beta)
         self.loss_reduction = loss_reduction
         self.batch_size, self.dataset_size = batch_size, dataset_size
         generator = step_generator(feedback_seed, "feedback", 0)  # as trainers.methods.dp_dfa: public, seeded
         self.feedback = [spectral_feedback(w, self.chain.n_classes, beta, generator) for w in self.chain.hidden_widths]
         gamma = max((a.gamma_max for a in self.chain.activations), default=1.0)
-        factor = math.sqrt(1 + tau_h**2)
-        self.output_scale = min(1.0, gamma * beta)
-        terms = [2 * gamma * beta * tau_e * factor / batch_size for _ in self.chain.hidden_widths]
-        terms.append(2 * self.output_scale * tau_e * factor / batch_size)
-        self.sensitivity = math.sqrt(sum(t * t for t in terms))
+        bounds = DFASensitivity(gamma, beta, tau_e, tau_h, batch_size, len(self.chain.hidden_widths))
+        self.output_scale, self.sensitivity = bounds.output_scale, bounds.total  # the loop's formula
         self.pending: tuple[torch.Tensor, Record] | None = None
         self.tap = OutputTap(model, self.chain, self._record)
         self.params = self.tap.params
 
-    def _record(self, grad: torch.Tensor, record: Record) -> list[None]:
+    def _record(self, grad: torch.Tensor, record: Record) -> tuple[None, list[None]]:
         self.pending = (grad.detach(), record)
-        return [None] * len(self.tap.params)  # no un-noised gradient reaches .grad
+        return None, [None] * len(self.tap.params)  # no un-noised gradient reaches .grad
 
-    def event(self, z: float) -> Event:
-        return FixedSizeGaussianEvent(self.dataset_size, self.batch_size, z)
+    def event(self, z: float, lattice=None) -> Event:
+        return fixed_size_event(lattice, self.dataset_size, self.batch_size, z)
 
     def deltas(self, error: torch.Tensor, preacts: list[torch.Tensor]) -> list[torch.Tensor]:
         """``(B^{l+1} e) * phi'(z^l)`` per hidden layer and ``gamma beta e`` at the output, ``e`` clipped to ``tau_e``."""

@@ -35,11 +35,12 @@ by the accountant (:mod:`opu_hal.privacy.digitized_lattice`).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from opu_hal import DeviceUnavailable
+from opu_hal import Device, DeviceUnavailable
 from opu_hal.privacy.digitized_lattice import DigitizedLattice
 from opu_hal.privacy.mechanisms import DigitizedRelease, GaussianRelease, SkellamRelease
 from opu_hal.privacy import Event, FixedSizeGaussianEvent, PrivacyParameterError
@@ -59,6 +60,91 @@ def spectral_feedback(rows: int, cols: int, beta: float, generator: torch.Genera
     """Gaussian ``(rows, cols)`` matrix rescaled to spectral norm ``beta`` (Algorithm 1, line 1)."""
     matrix = torch.randn(rows, cols, generator=generator)
     return matrix * (beta / torch.linalg.matrix_norm(matrix, ord=2))
+
+
+@dataclass(frozen=True)
+class DFASensitivity:
+    """Section 4.2's per-layer L2 sensitivities of the averaged update (module docstring): ``convs``
+    conv layers and ``hidden`` DFA layers at ``2 tau_c / m`` each, ``tau_c = gamma beta tau_e
+    sqrt(1 + tau_h^2)``, and the output layer (scaled by ``min(1, gamma beta)``) at
+    ``2 min(1, gamma beta) tau_e sqrt(1 + tau_h^2) / m``. The one place the formula is computed
+    (the loop's :class:`DPDFA` and ``trainers.api``'s dp-dfa both read it)."""
+
+    gamma: float
+    beta: float
+    tau_e: float
+    tau_h: float
+    batch_size: int
+    hidden: int
+    convs: int = 0
+
+    @property
+    def output_scale(self) -> float:
+        return min(1.0, self.gamma * self.beta)
+
+    @property
+    def conv_clip(self) -> float:
+        return self.gamma * self.beta * self.tau_e * math.sqrt(1 + self.tau_h**2)
+
+    @property
+    def terms(self) -> list[float]:
+        m, factor = self.batch_size, math.sqrt(1 + self.tau_h**2)
+        return [2 * self.conv_clip / m] * (self.convs + self.hidden) + [2 * self.output_scale * self.tau_e * factor / m]
+
+    @property
+    def total(self) -> float:
+        return math.sqrt(sum(t * t for t in self.terms))
+
+
+def check_noise_device(device: Device | None) -> str:
+    """``"skellam"`` (counts at 1 e-/DN), ``"digitized"`` (digitized reads at any gain), or refuse."""
+    if device is None:
+        raise TrainingConfigError("--noise-source device needs --profile (e.g. opu-sim-dp)")
+    if device.capabilities.privacy_noise:
+        return "skellam"
+    if device.capabilities.digitized_noise:
+        return "digitized"
+    if not device.capabilities.privacy_noise:
+        try:
+            device.draw_privacy_counts(1, 1.0)
+        except DeviceUnavailable as exc:
+            raise TrainingConfigError(f"--noise-source device: {exc}") from None
+        raise TrainingConfigError(f"--noise-source device: profile {device.profile.label!r} is no privacy-noise source")
+
+
+def device_lattice(device: Device | None, dimension: int, sensitivity: float, resolution: float,
+                   analysis: str) -> SkellamLattice | DigitizedLattice:
+    """The lattice of a device-noise release of a ``dimension``-vector of L2 ``sensitivity``:
+    Skellam counts, or sums of digitized reads on a camera digitized at another gain (issue 36)."""
+    lattice = SkellamLattice(dimension, sensitivity, resolution, analysis)
+    if check_noise_device(device) != "digitized":
+        return lattice
+    if analysis != "per-coordinate":
+        raise TrainingConfigError("--noise-source device on a digitized camera is accounted per "
+                                  "coordinate: drop --rounding-analysis worst-case")
+    try:
+        return DigitizedLattice(lattice, device.digitized_read_law())  # type: ignore[union-attr]
+    except (DeviceUnavailable, PrivacyParameterError) as exc:
+        raise TrainingConfigError(f"--noise-source device: {exc}") from None
+
+
+def dp_dfa_release(z: float, sensitivity: float, lattice: SkellamLattice | DigitizedLattice | None,
+                   device: Device | None, generator: SecureGenerator) -> GaussianRelease | SkellamRelease | DigitizedRelease:
+    """The mechanism releasing the update at noise multiplier ``z``: software Gaussian ``z Delta``
+    without a lattice, else the device's counts or reads planned for ``z`` on ``lattice``."""
+    if lattice is None:
+        return GaussianRelease(z * sensitivity, generator)
+    if isinstance(lattice, DigitizedLattice):
+        return DigitizedRelease(device, lattice, lattice.reads(z), generator)  # type: ignore[arg-type]
+    return SkellamRelease(device, lattice, lattice.poisson_mean(z), generator)  # type: ignore[arg-type]
+
+
+def fixed_size_event(lattice: SkellamLattice | DigitizedLattice | None, dataset_size: int, batch_size: int,
+                     z: float) -> Event:
+    """One step's accounting event: fixed-size sampled Gaussian, or the lattice's discrete event."""
+    if lattice is None:
+        return FixedSizeGaussianEvent(dataset_size, batch_size, z)
+    return lattice.event(dataset_size, batch_size, z)
 
 
 class DPDFA(GaussianNoiseMethod):
@@ -87,52 +173,21 @@ class DPDFA(GaussianNoiseMethod):
         dfa_widths = [fc.out_features for fc in model.fcs] if isinstance(model, CNN) else model.hidden_widths
         self.feedback = [spectral_feedback(width, context.n_classes, config.beta, generator)
                          for width in dfa_widths]
-        m = config.batch_size
-        gamma = model.activation.gamma_max
-        clip_factor = math.sqrt(1 + config.tau_h**2)
-        self.output_scale = min(1.0, gamma * config.beta)
-        self.conv_clip = gamma * config.beta * config.tau_e * clip_factor
         convs = len(model.convs) if isinstance(model, CNN) else 0
-        terms = [2 * self.conv_clip / m for _ in range(convs + len(dfa_widths))]
-        terms.append(2 * self.output_scale * config.tau_e * clip_factor / m)
-        self.layer_sensitivities = terms
-        self.sensitivity = math.sqrt(sum(t * t for t in terms))
+        bounds = DFASensitivity(model.activation.gamma_max, config.beta, config.tau_e, config.tau_h,
+                                config.batch_size, len(dfa_widths), convs)
+        self.output_scale, self.conv_clip = bounds.output_scale, bounds.conv_clip
+        self.layer_sensitivities = bounds.terms
+        self.sensitivity = bounds.total
         self.noise_multiplier: float | None = None
         self.dimension = sum(p.numel() for p in model.parameters())
         self.generator = SecureGenerator()
         self.mechanism: GaussianRelease | SkellamRelease | DigitizedRelease | None = None
         self.lattice: SkellamLattice | DigitizedLattice | None = None
         if config.noise_source == "device":
-            lattice = SkellamLattice(self.dimension, self.sensitivity, config.lattice_resolution,
-                                     config.rounding_analysis)
-            if self._check_noise_device(context) == "digitized":
-                if config.rounding_analysis != "per-coordinate":
-                    raise TrainingConfigError("--noise-source device on a digitized camera is accounted per "
-                                              "coordinate: drop --rounding-analysis worst-case")
-                try:
-                    self.lattice = DigitizedLattice(lattice, context.device.digitized_read_law())
-                except (DeviceUnavailable, PrivacyParameterError) as exc:
-                    raise TrainingConfigError(f"--noise-source device: {exc}") from None
-            else:
-                self.lattice = lattice
+            self.lattice = device_lattice(context.device, self.dimension, self.sensitivity,
+                                          config.lattice_resolution, config.rounding_analysis)
             self.replayable = False  # device counts cannot be drawn again
-
-    @staticmethod
-    def _check_noise_device(context: MethodContext) -> str:
-        """``"skellam"`` (counts at 1 e-/DN), ``"digitized"`` (digitized reads at any gain), or refuse."""
-        device = context.device
-        if device is None:
-            raise TrainingConfigError("--noise-source device needs --profile (e.g. opu-sim-dp)")
-        if device.capabilities.privacy_noise:
-            return "skellam"
-        if device.capabilities.digitized_noise:
-            return "digitized"
-        if not device.capabilities.privacy_noise:
-            try:
-                device.draw_privacy_counts(1, 1.0)
-            except DeviceUnavailable as exc:
-                raise TrainingConfigError(f"--noise-source device: {exc}") from None
-            raise TrainingConfigError(f"--noise-source device: profile {device.profile.label!r} is no privacy-noise source")
 
     def to(self, device: torch.device) -> "DPDFA":
         self.feedback = [b.to(device) for b in self.feedback]
@@ -140,20 +195,11 @@ class DPDFA(GaussianNoiseMethod):
 
     # -- accounting ----------------------------------------------------------------------------
     def event_for(self, z: float) -> Event:
-        ctx = self.context
-        if self.lattice is None:
-            return FixedSizeGaussianEvent(ctx.dataset_size, ctx.config.batch_size, z)
-        return self.lattice.event(ctx.dataset_size, ctx.config.batch_size, z)
+        return fixed_size_event(self.lattice, self.context.dataset_size, self.context.config.batch_size, z)
 
     def set_noise_multiplier(self, z: float) -> None:
         self.noise_multiplier = float(z)
-        if self.lattice is None:
-            self.mechanism = GaussianRelease(z * self.sensitivity, self.generator)
-        elif isinstance(self.lattice, DigitizedLattice):
-            self.mechanism = DigitizedRelease(self.context.device, self.lattice, self.lattice.reads(z), self.generator)
-        else:
-            self.mechanism = SkellamRelease(self.context.device, self.lattice, self.lattice.poisson_mean(z),
-                                            self.generator)
+        self.mechanism = dp_dfa_release(z, self.sensitivity, self.lattice, self.context.device, self.generator)
 
     @property
     def noise_std(self) -> float:
