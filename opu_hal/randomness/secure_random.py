@@ -21,7 +21,8 @@ checkpoint replays from the same stream (states from before the compiled normals
 
 Trainers that must replay a step from a key (batch sampling of private runs, DP-ULR and DP-MAC
 noise) use :func:`keyed_generator`: a ChaCha20 stream per ``(stream, index)`` whose 256-bit key is
-keyed BLAKE2b-256 of the label under the run's 256-bit secret (:func:`new_secret_key`). Never a
+keyed BLAKE2b-256 of the label under the run's 256-bit secret (:func:`new_secret_key`); private
+batches take the same key's compiled keystream with Numba (:mod:`opu_hal.randomness.keyed_stream`). Never a
 torch generator: torch keeps only the low 32 bits of a seed, which brute force recovers (issue 27).
 
 The key and counter (:meth:`SecureGenerator.secret_state`) are exported only into checkpoints, so
