@@ -21,8 +21,6 @@ import numpy as np
 from .secure_random import stream_key
 
 SAMPLING_NONCE = 4  # the keyed streams' nonce word (the secure generator's own key uses 0 to 3)
-KEYED_STREAM_NAME = ("ChaCha20 (compiled counter-mode keystream) keyed per step by BLAKE2b-256 of a 256-bit key "
-                     "from os.urandom")
 _TWO_53 = 1 << 53
 
 
