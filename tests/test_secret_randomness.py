@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from dataclasses import replace
 from typing import Callable
 
 import numpy as np
@@ -18,6 +17,7 @@ import torch
 from randomgen import ChaCha
 
 from opu_hal.contract.errors import OpuHalError
+from opu_hal.randomness.keyed_stream import keyed_stream
 from opu_hal.randomness.secure_random import (bernoulli_indices, keyed_generator, new_secret_key,
                                    sample_without_replacement, stream_key)
 from opu_hal.randomness.seeding import derive_seed
@@ -28,7 +28,7 @@ from trainers.methods import METHODS, MethodContext
 from trainers.methods.dp_mac import DPMAC
 from trainers.methods.dp_ulr import DPULR
 from trainers.core.model import MLP
-from trainers.core.sampling import Sampler
+from trainers.core.sampling import COMPILED_STREAM, RANDOMGEN_STREAM, Sampler, default_stream
 
 from tests.training_helpers import clusters
 
@@ -229,17 +229,21 @@ def test_replay_attack_cannot_rebuild_a_dp_mac_steps_noise():
 
 
 # -- resume ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("stream", [COMPILED_STREAM, RANDOMGEN_STREAM])
 @pytest.mark.parametrize("kind", ["fixed", "poisson", "rejection"])
-def test_a_kept_key_replays_the_same_batches(kind):
-    first = Sampler(kind, 300, 30, seed=0, min_batch=24, secret_key=new_secret_key())
-    resumed = replace(Sampler(kind, 300, 30, seed=0, min_batch=24, secret_key=new_secret_key()),
-                      secret_key=first.secret_key)  # what the loop does with the checkpoint's key
-    other = Sampler(kind, 300, 30, seed=0, min_batch=24, secret_key=new_secret_key())
+def test_a_kept_key_replays_the_same_batches(kind, stream):
+    if stream == COMPILED_STREAM:
+        pytest.importorskip("numba")
+    first = Sampler(kind, 300, 30, seed=0, min_batch=24, secret_key=new_secret_key(), stream=stream)
+    resumed = Sampler(kind, 300, 30, seed=0, min_batch=24, secret_key=new_secret_key(),
+                      stream=default_stream()).with_state(first.state_dict())  # what resume does
+    other = Sampler(kind, 300, 30, seed=0, min_batch=24, secret_key=new_secret_key(), stream=stream)
     for epoch, step in [(0, 0), (0, 5), (2, 9)]:
         batch = first.batch(epoch, step)
         assert torch.equal(batch, first.batch(epoch, step)) and torch.equal(batch, resumed.batch(epoch, step))
         assert not torch.equal(batch, other.batch(epoch, step))
-    stream = keyed_generator(first.secret_key, "batch", 0)
+    stream_of = keyed_stream if stream == COMPILED_STREAM else keyed_generator
+    stream = stream_of(first.secret_key, "batch", 0)
     expected = (sample_without_replacement(stream, 300, 30) if kind == "fixed"
                 else bernoulli_indices(stream, 300, 0.1))
     if kind == "rejection":

@@ -20,7 +20,8 @@ from opu_hal import Device, load_device
 from opu_hal.privacy import Accountant, PrivacyBudget
 from .distributed.aggregation import synchronize_step
 from .distributed.context import SingleProcess, rank_context
-from .distributed.setup import broadcast_model, check_method, describe, rank_profile, route_releases, shared_secret
+from .distributed.setup import (broadcast_model, check_method, describe, rank_profile, route_releases, shared_secret,
+                                shared_stream)
 from .journal import RunJournal, budget_allows, charge_planned
 from .config import TrainConfig
 from .core.data import Dataset, load_dataset, scale_inputs, scaling_reference
@@ -37,7 +38,7 @@ from .run_setup import (_limit, _to, build_method, check_model_memory, check_out
                         resolve_compute)
 from .records import NoiseLog, write_json
 from .run_state import resume, trainer_state
-from .core.sampling import Sampler
+from .core.sampling import Sampler, default_stream
 
 
 class Callback:
@@ -134,7 +135,8 @@ class Trainer:
         self.sampler = Sampler(sampling, len(self.train_split), config.batch_size, config.seed,
                                min_batch=self.method.min_batch,
                                secret_key=shared_secret(self.ranks) if self.method.private else None,
-                               public_size=public_size(config, len(self.train_split)))
+                               public_size=public_size(config, len(self.train_split)),
+                               stream=shared_stream(self.ranks) if self.method.private else default_stream())
         self.planned_steps = config.epochs * self.sampler.steps_per_epoch
         self.noise_log = NoiseLog()
         self.epochs: list[dict[str, Any]] = []

@@ -55,6 +55,8 @@ class Accountant:
         self._ledger: list[LedgerEntry] = []
         self._curves: dict[Event, np.ndarray] = {}
         self._totals: dict[Event, int] = {}  # occurrences per event, in order of first use
+        # fits(): per (event, delta, target), the ledger's shape and the largest total of the event that fits
+        self._room: dict[tuple[Event, float, float], tuple[tuple | None, int | None]] = {}
 
     # -- composing ---------------------------------------------------------------------------
     def curve(self, event: Event) -> np.ndarray:
@@ -172,6 +174,50 @@ class Accountant:
         totals = dict(self._totals)
         totals[event] = totals.get(event, 0) + count
         return self._epsilon_and_order(self._compose(totals), delta, self._coupling(totals))[0]
+
+    def fits(self, event: Event, count: int, delta: float, target_epsilon: float) -> bool:
+        """``epsilon_after(event, count, delta) <= target_epsilon``, the same answer, asked before
+        every step of a run with a budget: charges nothing.
+
+        Where no event has a coupling cost (pmf_rdp (5)), epsilon is non-decreasing in the count of
+        any event, in floating point too (``count * curve`` and the sums round monotonically, and so
+        does each order's conversion, Canonne et al. Prop. 12, and their minimum). So when a
+        question finds the ledger as the previous one left it but for more ``event``, the largest
+        total of ``event`` that fits is found once by bisection on :meth:`epsilon_after` and every
+        later question is a comparison of counts, until another event is charged."""
+        count = _check_count(count)
+        if event.total_variation() > 0 or self._coupling(self._totals) > 0:
+            return self.epsilon_after(event, count, delta) <= target_epsilon
+        key = (event, delta, target_epsilon)
+        shape = tuple((e, None if e == event else c) for e, c in self._totals.items())  # order matters
+        base = self._totals.get(event, 0)
+        seen, room = self._room.get(key, (None, None))
+        if seen != shape:  # the first question, or another event was charged since: answer exactly
+            self._room[key] = (shape, None)
+            return self.epsilon_after(event, count, delta) <= target_epsilon
+        if room is None:  # the ledger grew by this event alone since the last question: settle it
+            room = base + self._largest_fitting(event, delta, target_epsilon)
+            self._room[key] = (shape, room)
+        self._refuse_claims(event)
+        return base + count <= room
+
+    def _largest_fitting(self, event: Event, delta: float, target_epsilon: float) -> int:
+        """The largest ``k`` with ``epsilon_after(event, k) <= target_epsilon`` (-1 if none; ``2^62``
+        stands for no limit), by doubling then bisection."""
+        def fits(k: int) -> bool:
+            return self.epsilon_after(event, k, delta) <= target_epsilon
+
+        if not fits(0):
+            return -1
+        low, high = 0, 1
+        while fits(high):
+            if high >= 1 << 62:
+                return high
+            low, high = high, high * 2
+        while high - low > 1:  # fits(low), not fits(high)
+            middle = (low + high) // 2
+            low, high = (middle, high) if fits(middle) else (low, middle)
+        return low
 
     def pld_interval(self, finest: float = PLD_FINEST_INTERVAL, max_points: int = PLD_MAX_POINTS) -> float:
         """The finest discretization interval (``>= finest``) whose PLD grid has at most ``max_points``

@@ -24,7 +24,7 @@ class PrivacyBudget:
 
     def allows(self, accountant: Accountant, event: Event, count: int = 1) -> bool:
         """Whether ``count`` more ``event`` keep the composition within the target."""
-        return accountant.epsilon_after(event, count, self.delta) <= self.target_epsilon
+        return accountant.fits(event, count, self.delta, self.target_epsilon)  # == epsilon_after(...) <= target
 
     def spent(self, accountant: Accountant) -> float:
         """Epsilon spent so far at this budget's delta."""

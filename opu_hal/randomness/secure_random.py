@@ -21,7 +21,8 @@ checkpoint replays from the same stream (states from before the compiled normals
 
 Trainers that must replay a step from a key (batch sampling of private runs, DP-ULR and DP-MAC
 noise) use :func:`keyed_generator`: a ChaCha20 stream per ``(stream, index)`` whose 256-bit key is
-keyed BLAKE2b-256 of the label under the run's 256-bit secret (:func:`new_secret_key`). Never a
+keyed BLAKE2b-256 of the label under the run's 256-bit secret (:func:`new_secret_key`); private
+batches take the same key's compiled keystream with Numba (:mod:`opu_hal.randomness.keyed_stream`). Never a
 torch generator: torch keeps only the low 32 bits of a seed, which brute force recovers (issue 27).
 
 The key and counter (:meth:`SecureGenerator.secret_state`) are exported only into checkpoints, so
@@ -35,7 +36,7 @@ import hashlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 import torch
@@ -118,18 +119,27 @@ def torch_uniform(generator: np.random.Generator, n: int) -> torch.Tensor:
     return torch.from_numpy(generator.random(n))
 
 
-def bernoulli_indices(generator: np.random.Generator, n: int, rate: float) -> torch.Tensor:
+class IndexSource(Protocol):
+    """What the index draws below read: numpy's generator, or a compiled keyed stream
+    (:class:`opu_hal.randomness.keyed_stream.KeyedStream`)."""
+
+    def random(self, n: int) -> np.ndarray: ...
+    def choice(self, n: int, size: int, replace: bool = ...) -> np.ndarray: ...
+    def permutation(self, n: int) -> np.ndarray: ...
+
+
+def bernoulli_indices(generator: IndexSource, n: int, rate: float) -> torch.Tensor:
     """Sorted indices of ``range(n)``, each kept independently with probability ``rate`` (Poisson
     subsampling)."""
     return torch.from_numpy(np.flatnonzero(generator.random(n) < rate)).long()
 
 
-def sample_without_replacement(generator: np.random.Generator, n: int, k: int) -> torch.Tensor:
+def sample_without_replacement(generator: IndexSource, n: int, k: int) -> torch.Tensor:
     """``k`` distinct indices of ``range(n)``, uniformly at random, in random order."""
     return torch.from_numpy(generator.choice(n, size=k, replace=False)).long()
 
 
-def permutation(generator: np.random.Generator, n: int) -> torch.Tensor:
+def permutation(generator: IndexSource, n: int) -> torch.Tensor:
     """A uniformly random permutation of ``range(n)``."""
     return torch.from_numpy(generator.permutation(n)).long()
 

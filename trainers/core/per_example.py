@@ -27,6 +27,17 @@ def linear_clipped_sum(g: torch.Tensor, a: torch.Tensor, scale: torch.Tensor) ->
     return [(weighted.T @ a).flatten(), weighted.sum(0)]
 
 
+def linear_clipped_sum_into(g: torch.Tensor, a: torch.Tensor, scale: torch.Tensor, out: torch.Tensor,
+                            offset: int) -> int:
+    """:func:`linear_clipped_sum` written into ``out`` from ``offset`` (weight, then bias), so the
+    flat update needs no concatenation; returns the offset after them."""
+    weighted = g * scale[:, None]
+    rows, cols = g.shape[1], a.shape[1]
+    torch.mm(weighted.T, a, out=out[offset:offset + rows * cols].view(rows, cols))
+    torch.sum(weighted, 0, out=out[offset + rows * cols:offset + rows * cols + rows])
+    return offset + rows * cols + rows
+
+
 def conv_patches(h: torch.Tensor, conv: nn.Conv2d) -> torch.Tensor:
     """The conv's input patches ``U``, ``(n, C_in 9, P)`` (3x3, padding 1, the conv's stride)."""
     return F.unfold(h.detach(), kernel_size=3, padding=1, stride=conv.stride)

@@ -10,8 +10,12 @@ draws exactly the batches an uninterrupted one would.
   (paper 004, Definition 3.4; accounted by ``SampledWithRejectionGaussianEvent``).
 
 Private runs (``secret_key`` set) draw from ChaCha20 streams keyed per step by the secret
-(:func:`opu_hal.randomness.secure_random.keyed_generator`); non-private runs from torch generators seeded by
-``--seed``, so that they are reproducible from it.
+(:func:`opu_hal.randomness.secure_random.stream_key`): the compiled counter-mode keystream
+(:func:`opu_hal.randomness.keyed_stream.keyed_stream`) with Numba, else randomgen's
+(:func:`opu_hal.randomness.secure_random.keyed_generator`). A sampler fixes that choice when it is
+made and keeps it in its state, so a checkpoint replays its batches from the same stream (states
+from before the compiled stream: randomgen; a compiled one refuses to replay without Numba).
+Non-private runs draw from torch generators seeded by ``--seed``, so that they are reproducible from it.
 """
 
 from __future__ import annotations
@@ -19,11 +23,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Iterator
 
+import numpy as np
 import torch
 
+from opu_hal.runtime.compute import compiled_ready
+from opu_hal.randomness.keyed_stream import KeyedStream, keyed_stream
 from opu_hal.randomness.secure_random import (bernoulli_indices, keyed_generator, permutation,
                                    sample_without_replacement)
 from opu_hal.randomness.seeding import derive_seed
+
+from .errors import TrainingConfigError
+
+COMPILED_STREAM, RANDOMGEN_STREAM = "compiled", "randomgen"  # where a private sampler's draws come from
+
+
+def default_stream() -> str:
+    """The compiled keystream where Numba runs, else randomgen."""
+    return COMPILED_STREAM if compiled_ready(torch.device("cpu")) else RANDOMGEN_STREAM
 
 
 def step_generator(seed: int, stream: str, index: int) -> torch.Generator:
@@ -44,6 +60,9 @@ class Sampler:
     #: The size the run's shape comes from (steps per epoch, sampling rate): a declared public bound
     #: under add/remove (``--public-dataset-size``), so that neither depends on the private ``n``.
     public_size: int | None = None
+    #: Private runs: the keystream the batches come from (:data:`COMPILED_STREAM` or
+    #: :data:`RANDOMGEN_STREAM`), fixed at creation and kept in checkpoints.
+    stream: str = field(default_factory=default_stream)
 
     @property
     def shape_size(self) -> int:
@@ -79,11 +98,10 @@ class Sampler:
     def _secret_batch(self, epoch: int, step_in_epoch: int) -> torch.Tensor:
         """:meth:`batch` of a private run: the same laws, drawn from the ChaCha20 stream the secret
         key gives this step (or epoch, for ``shuffle``)."""
-        assert self.secret_key is not None
         if self.kind == "shuffle":
-            order = permutation(keyed_generator(self.secret_key, "epoch", epoch), self.dataset_size)
+            order = permutation(self.keyed("epoch", epoch), self.dataset_size)
             return order[step_in_epoch * self.batch_size:(step_in_epoch + 1) * self.batch_size]
-        generator = keyed_generator(self.secret_key, "batch", epoch * self.steps_per_epoch + step_in_epoch)
+        generator = self.keyed("batch", epoch * self.steps_per_epoch + step_in_epoch)
         if self.kind == "fixed":
             return sample_without_replacement(generator, self.dataset_size, self.batch_size)
         indices = bernoulli_indices(generator, self.dataset_size, self.sampling_rate)
@@ -92,13 +110,30 @@ class Sampler:
                 indices = bernoulli_indices(generator, self.dataset_size, self.sampling_rate)
         return indices
 
+    def keyed(self, stream: str, index: int) -> KeyedStream | np.random.Generator:
+        """The ChaCha20 stream of ``(stream, index)`` under the secret key, from :attr:`stream`."""
+        assert self.secret_key is not None
+        if self.stream == RANDOMGEN_STREAM:
+            return keyed_generator(self.secret_key, stream, index)
+        if not compiled_ready(torch.device("cpu")):
+            raise TrainingConfigError(
+                "this private sampler draws its batches from the compiled ChaCha20 stream, which needs Numba "
+                "(and OPU_HAL_NO_NUMBA unset) to replay a checkpoint's batches exactly")
+        return keyed_stream(self.secret_key, stream, index)
+
     def state_dict(self) -> dict[str, str | None]:
-        """The secret key of a private sampler (SECRET: it recomputes every batch; checkpoints only)."""
-        return {"secret_key": self.secret_key}
+        """The secret key of a private sampler and its stream (SECRET: the key recomputes every
+        batch; checkpoints only)."""
+        return {"secret_key": self.secret_key, "stream": self.stream}
 
     def with_state(self, state: dict[str, str | None]) -> "Sampler":
-        """This sampler drawing with the key of :meth:`state_dict` (a frozen dataclass: a copy)."""
-        return replace(self, secret_key=state["secret_key"])
+        """This sampler drawing with the key and stream of :meth:`state_dict` (a frozen dataclass:
+        a copy); states written before the compiled stream drew from randomgen."""
+        stream = state.get("stream") or RANDOMGEN_STREAM
+        if stream not in (COMPILED_STREAM, RANDOMGEN_STREAM):
+            raise TrainingConfigError(f"checkpoint sampler state: unknown stream {stream!r} "
+                                      f"(allowed: {COMPILED_STREAM!r}, {RANDOMGEN_STREAM!r})")
+        return replace(self, secret_key=state["secret_key"], stream=stream)
 
     def epoch(self, epoch: int, start: int = 0) -> Iterator[tuple[int, torch.Tensor]]:
         for step in range(start, self.steps_per_epoch):

@@ -14,6 +14,7 @@ import torch
 from opu_hal.randomness.secure_random import SecureGenerator, new_secret_key
 
 from ..core.errors import TrainingConfigError
+from ..core.sampling import default_stream
 from ..methods.base import Method
 from .aggregation import GaussianShareRelease, NoiseAdderRelease, SkellamShareRelease, honest_ranks
 from .context import SingleProcess
@@ -59,6 +60,12 @@ def shared_secret(ranks: SingleProcess) -> str:
     every rank draws the same global batches from one secret sampler (never from a seed)."""
     key = new_secret_key() if ranks.is_main else None
     return ranks.broadcast_object(key, 0, "sharing the sampler's secret key")  # type: ignore[return-value]
+
+
+def shared_stream(ranks: SingleProcess) -> str:
+    """The private sampler's keystream (compiled or randomgen): rank 0's, so that every rank draws
+    the same batches (a rank that cannot draw it refuses by name rather than draw others)."""
+    return ranks.broadcast_object(default_stream(), 0, "sharing the sampler's keystream")  # type: ignore[return-value]
 
 
 def broadcast_model(ranks: SingleProcess, model: torch.nn.Module) -> None:

@@ -26,7 +26,7 @@ from opu_hal.randomness.secure_random import SecureGenerator
 from ..core.errors import TrainingConfigError
 from ..core.cnn import CNN
 from ..core.per_example import (clip_scale, conv_clipped_sum, conv_patches, conv_squared_norms, linear_clipped_sum,
-                           linear_squared_norms)
+                                linear_clipped_sum_into, linear_squared_norms)
 from .base import GaussianNoiseMethod, MethodContext, StepOutput
 
 
@@ -78,7 +78,8 @@ class DPSGD(GaussianNoiseMethod):
     def release_update(self, u: torch.Tensor) -> torch.Tensor:
         """The noisy release of the flattened clipped SUM ``u`` (sensitivity ``self.sensitivity``):
         ``u + N(0, (z Delta)^2 I)`` from the secure generator (the audit's white-box hook)."""
-        return torch.add(u, self._normal(u.shape), alpha=self.noise_std)  # one pass, no scaled copy
+        noise = self._normal(u.shape)
+        return torch.add(u, noise, alpha=self.noise_std, out=noise)  # one pass, into the noise's own memory
 
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         if isinstance(self.model, CNN):
@@ -97,8 +98,10 @@ class DPSGD(GaussianNoiseMethod):
         with torch.no_grad():
             squared = sum(linear_squared_norms(g, a) for g, a in zip(output_grads, inputs))
             scale = self._clip_scale(squared)
-            parts = [part for g, a in zip(output_grads, inputs) for part in linear_clipped_sum(g, a, scale)]
-            self._release([p for layer in layers for p in (layer.weight, layer.bias)], parts)
+            flat, offset = x.new_empty(self.dimension), 0  # the clipped sum, each layer's in place
+            for g, a in zip(output_grads, inputs):
+                offset = linear_clipped_sum_into(g, a, scale, flat, offset)
+            self._release([p for layer in layers for p in (layer.weight, layer.bias)], flat)
         return self._output(losses, h, y)
 
     def _cnn_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
@@ -120,7 +123,7 @@ class DPSGD(GaussianNoiseMethod):
             parts = [part for g, u in zip(flat_grads, patches) for part in conv_clipped_sum(g, u, scale)]
             parts += [part for g, a in zip(head_grads, head_inputs) for part in linear_clipped_sum(g, a, scale)]
             params = [p for layer in [*model.convs, *model.linears] for p in (layer.weight, layer.bias)]
-            self._release(params, parts)
+            self._release(params, torch.cat(parts))
         return self._output(losses, trace.logits, y)
 
     @staticmethod
@@ -134,10 +137,14 @@ class DPSGD(GaussianNoiseMethod):
         """Per-example factor ``min(1, C / ||grad_i||)``."""
         return clip_scale(squared_norms, self.context.config.clip_norm)
 
-    def _release(self, params: list[torch.Tensor], parts: list[torch.Tensor]) -> None:
-        """Release the clipped sum (``parts`` in ``params`` order), divided by the batch size
-        (the expected batch ``q N`` for Poisson, ``m`` for fixed), into every ``.grad``."""
-        released = self.release(torch.cat(parts)) / self.context.config.batch_size
+    def _release(self, params: list[torch.Tensor], flat: torch.Tensor) -> None:
+        """Release the flat clipped sum (in ``params`` order), divided by the batch size (the
+        expected batch ``q N`` for Poisson, ``m`` for fixed), into every ``.grad``."""
+        released = self.release(flat)
+        if self._release_hook is None and self._aggregator is None:  # release_update's own fresh tensor
+            released = released.div_(self.context.config.batch_size)
+        else:  # a hook (the audit) or the ranks' aggregation may keep what it returned
+            released = released / self.context.config.batch_size
         for param, part in zip(params, released.split([p.numel() for p in params])):
             param.grad = part.view_as(param)  # disjoint views of a fresh tensor: no copy needed
 
