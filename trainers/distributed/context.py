@@ -116,8 +116,14 @@ class RankContext(SingleProcess):
         return indices.tensor_split(self.world_size)[self.rank]
 
     def close(self) -> None:
+        """Leave the group together: a barrier first, so no rank tears gloo down while a peer still
+        talks to it (that aborted a rank at exit); a barrier that fails (a peer died) is skipped."""
         import torch.distributed as dist
         if dist.is_initialized():
+            try:
+                dist.barrier()
+            except Exception:  # noqa: BLE001 - a dead peer: leave anyway
+                pass
             dist.destroy_process_group()
 
 
