@@ -96,20 +96,26 @@ def keystream_words(key, counter, nonce_lo, nonce_hi, n_blocks, out):
 def uniforms(key, counter, nonce_lo, nonce_hi, out):
     """``len(out)`` uniforms in [0, 1) from blocks ``counter, counter + 1, ...``: uniform ``i`` is
     words ``2 (i % 8)``, ``2 (i % 8) + 1`` of block ``counter + i // 8``."""
-    n = out.shape[0]
     per_chunk = LANES * UNIFORMS_PER_BLOCK
-    for chunk in prange((n + per_chunk - 1) // per_chunk):
-        x = np.empty((16, LANES), np.uint32)
-        state = np.empty((16, LANES), np.uint32)
-        _rounds(key, counter, nonce_lo, nonce_hi, chunk * LANES, x, state)
-        start = chunk * per_chunk
-        for lane in range(LANES):
-            for pair in range(UNIFORMS_PER_BLOCK):
-                i = start + lane * UNIFORMS_PER_BLOCK + pair
-                if i < n:
-                    hi = np.uint32(x[2 * pair, lane] + state[2 * pair, lane])
-                    lo = np.uint32(x[2 * pair + 1, lane] + state[2 * pair + 1, lane])
-                    out[i] = uniform53(hi, lo)
+    for chunk in prange((out.shape[0] + per_chunk - 1) // per_chunk):
+        chunk_uniforms(key, counter, nonce_lo, nonce_hi, chunk, out, np.empty((16, LANES), np.uint32),
+                       np.empty((16, LANES), np.uint32))
+
+
+@njit(inline="always", cache=True)
+def chunk_uniforms(key, counter, nonce_lo, nonce_hi, chunk, out, x, state):
+    """The ``LANES * UNIFORMS_PER_BLOCK`` uniforms of one chunk of :func:`uniforms` into ``out``
+    (``x``, ``state``: ``(16, LANES)`` scratch)."""
+    n = out.shape[0]
+    _rounds(key, counter, nonce_lo, nonce_hi, chunk * LANES, x, state)
+    start = chunk * LANES * UNIFORMS_PER_BLOCK
+    for lane in range(LANES):
+        for pair in range(UNIFORMS_PER_BLOCK):
+            i = start + lane * UNIFORMS_PER_BLOCK + pair
+            if i < n:
+                hi = np.uint32(x[2 * pair, lane] + state[2 * pair, lane])
+                lo = np.uint32(x[2 * pair + 1, lane] + state[2 * pair + 1, lane])
+                out[i] = uniform53(hi, lo)
 
 
 def blocks_for(n: int) -> int:

@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .chacha import LANES, UNIFORMS_PER_BLOCK, _rounds
-from .philox import uniform53
+from .chacha import LANES, UNIFORMS_PER_BLOCK, chunk_uniforms
 
 
 @njit(cache=True)
@@ -20,20 +19,11 @@ def serial_uniforms(key, counter, nonce_lo, nonce_hi, out):
     """``len(out)`` uniforms in [0, 1) from blocks ``counter, counter + 1, ...``, the layout of
     :func:`opu_hal.kernels.compiled.chacha.uniforms`: uniform ``i`` is words ``2 (i % 8)``,
     ``2 (i % 8) + 1`` of block ``counter + i // 8``."""
-    n = out.shape[0]
     per_chunk = LANES * UNIFORMS_PER_BLOCK
     x = np.empty((16, LANES), np.uint32)
     state = np.empty((16, LANES), np.uint32)
-    for chunk in range((n + per_chunk - 1) // per_chunk):
-        _rounds(key, counter, nonce_lo, nonce_hi, chunk * LANES, x, state)
-        start = chunk * per_chunk
-        for lane in range(LANES):
-            for pair in range(UNIFORMS_PER_BLOCK):
-                i = start + lane * UNIFORMS_PER_BLOCK + pair
-                if i < n:
-                    hi = np.uint32(x[2 * pair, lane] + state[2 * pair, lane])
-                    lo = np.uint32(x[2 * pair + 1, lane] + state[2 * pair + 1, lane])
-                    out[i] = uniform53(hi, lo)
+    for chunk in range((out.shape[0] + per_chunk - 1) // per_chunk):
+        chunk_uniforms(key, counter, nonce_lo, nonce_hi, chunk, out, x, state)
     return out
 
 
