@@ -13,7 +13,7 @@ from .contract.errors import InputError, OpuHalError, ProfileError
 from .loader import load_device
 from .privacy.events import PrivacyParameterError
 from .profiles.catalogue import list_profiles, load_profile, looks_like_profile
-from .runtime.memory import available_bytes, gib
+from .runtime.memory import available_bytes, batch_limit, gib, row_bytes
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
@@ -73,9 +73,8 @@ PROJECT_PEAK_FACTOR = 12  # the simulated OPU peaks near 12x its output (frames,
 
 def check_project_batch(batch: int, in_features: int, out_features: int) -> None:
     """Refuse ``project --batch`` outside [1, what fits in the host's available memory]."""
-    need = PROJECT_PEAK_FACTOR * 4 * batch * (in_features + out_features)
-    if batch < 1 or need > available_bytes() // 2:
-        most = max(1, available_bytes() // 2 // (PROJECT_PEAK_FACTOR * 4 * (in_features + out_features)))
+    if batch < 1 or batch * row_bytes(in_features, out_features, PROJECT_PEAK_FACTOR) > available_bytes() // 2:
+        most = batch_limit(in_features, out_features, PROJECT_PEAK_FACTOR)
         raise InputError(f"--batch must be in [1, {most}] for this device and host memory "
                          f"({gib(available_bytes())} available), got {batch}")
 

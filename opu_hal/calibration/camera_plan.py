@@ -16,12 +16,9 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ..privacy.skellam import required_poisson_mean
-from .plan import OperatingPlan, RunShape
-
-RequiredPoissonMean = Callable[[float, float, RunShape], float]
+from .plan import OperatingPlan, RequiredPoissonMean, RunShape
 
 
 @dataclass(frozen=True)

@@ -91,17 +91,20 @@ def gib(n_bytes: float) -> str:
     return f"{n_bytes / 2**30:.3g} GiB"
 
 
+def row_bytes(in_features: int, out_features: int, peak_factor: float) -> int:
+    """Peak bytes of one projected row: ``peak_factor`` float32 copies of its input and output."""
+    return int(peak_factor * 4 * (in_features + out_features))
+
+
 def batch_limit(in_features: int, out_features: int, peak_factor: float) -> int:
-    """Rows whose projection fits in half the available memory, when one row peaks at
-    ``peak_factor`` float32 copies of its input and output (at least 1)."""
-    per_row = peak_factor * 4 * (in_features + out_features)
-    return max(1, int(available_bytes() // 2 // per_row))
+    """Rows whose projection fits in half the available memory (at least 1)."""
+    return max(1, int(available_bytes() // 2 // row_bytes(in_features, out_features, peak_factor)))
 
 
 def check_rows_fit(rows: int, in_features: int, out_features: int, peak_factor: float, label: str) -> None:
     """Refuse a projection of ``rows`` rows whose peak (``peak_factor`` float32 copies of each row's
     input and output) exceeds half the memory available now."""
-    need = int(rows * peak_factor * 4 * (in_features + out_features))
+    need = rows * row_bytes(in_features, out_features, peak_factor)
     left = available_bytes()
     if need > left // 2:
         raise HostMemoryError(f"a batch of {rows} rows needs about {gib(need)} to project on {label!r}; "
