@@ -13,12 +13,14 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import torch
 
 from ..contract.device import Device
 from ..contract.errors import DeviceUnavailable
-from ..contract.noise import NoiseDistribution
+from ..contract.noise import NoiseDistribution, PrivacyCounts
 from .digitized_lattice import DigitizedLattice
 from .skellam import SkellamLattice
 from ..randomness.secure_random import SecureGenerator
@@ -49,6 +51,30 @@ def randomized_round(x: np.ndarray, generator: SecureGenerator) -> np.ndarray:
     return low + (generator.uniform(x.size).reshape(x.shape) < (x - low))
 
 
+def on_lattice(u: torch.Tensor, gamma: float, generator: SecureGenerator,
+               counts_for: Callable[[int], PrivacyCounts]) -> tuple[np.ndarray, PrivacyCounts]:
+    """``R(gamma u) + K`` flat in float64 (integers, exact), ``K = counts_for(n)`` the device's
+    counts for the ``n`` coordinates (drawn and checked by the caller's ``counts_for``)."""
+    x = u.detach().to("cpu", torch.float64).numpy().ravel() * gamma
+    rounded = randomized_round(x, generator)
+    draw = counts_for(x.size)
+    return rounded + draw.counts.numpy().astype(np.float64), draw
+
+
+def skellam_counts(device: Device, n_values: int, poisson_mean: float, who: str = "device") -> PrivacyCounts:
+    """``device``'s Skellam counts, refused when their Poisson mean is below ``poisson_mean``."""
+    draw = device.draw_privacy_counts(n_values, poisson_mean)
+    if not draw.distribution.poisson_mean_lower >= poisson_mean * (1 - 1e-12):
+        raise DeviceUnavailable(f"{who} delivered Poisson mean {draw.distribution.poisson_mean_lower} < "
+                                f"requested {poisson_mean}")
+    return draw
+
+
+def as_release(noised: np.ndarray, gamma: float, like: torch.Tensor) -> torch.Tensor:
+    """The lattice values ``noised`` scaled back by ``1 / gamma``, in ``like``'s device, dtype and shape."""
+    return torch.from_numpy(noised / gamma).to(device=like.device, dtype=like.dtype).view_as(like)
+
+
 class SkellamRelease:
     """``(R(gamma u) + K) / gamma`` with ``K`` Skellam counts from ``device`` of Poisson mean >= ``poisson_mean``."""
 
@@ -72,16 +98,10 @@ class SkellamRelease:
         return self.lattice.noise_std(self.poisson_mean)
 
     def release(self, u: torch.Tensor) -> torch.Tensor:
-        gamma = self.lattice.gamma
-        x = u.detach().to("cpu", torch.float64).numpy().ravel() * gamma
-        rounded = randomized_round(x, self.generator)
-        draw = self.device.draw_privacy_counts(x.size, self.poisson_mean)
-        if not draw.distribution.poisson_mean_lower >= self.poisson_mean * (1 - 1e-12):
-            raise DeviceUnavailable(
-                f"device delivered Poisson mean {draw.distribution.poisson_mean_lower} < requested {self.poisson_mean}")
+        noised, draw = on_lattice(u, self.lattice.gamma, self.generator,
+                                  lambda n: skellam_counts(self.device, n, self.poisson_mean))
         self.distribution = draw.distribution
-        released = (rounded + draw.counts.numpy()) / gamma
-        return torch.from_numpy(released).to(device=u.device, dtype=u.dtype).view_as(u)
+        return as_release(noised, self.lattice.gamma, u)
 
 
 class DigitizedRelease:
@@ -110,12 +130,13 @@ class DigitizedRelease:
 
     def release(self, u: torch.Tensor) -> torch.Tensor:
         gamma = self.lattice.lattice.gamma
-        x = u.detach().to("cpu", torch.float64).numpy().ravel() * gamma
-        rounded = randomized_round(x, self.generator)
-        draw = self.device.draw_digitized_counts(x.size, self.reads)
-        if draw.distribution.reads_per_value != self.reads or draw.counts.numel() != x.size:
-            raise DeviceUnavailable(f"device delivered {draw.distribution.reads_per_value} reads per count for "
-                                    f"{draw.counts.numel()} values; planned {self.reads} for {x.size}")
+        noised, draw = on_lattice(u, gamma, self.generator, self._counts)
         self.distribution = draw.distribution
-        released = (rounded + draw.counts.numpy()) / gamma
-        return torch.from_numpy(released).to(device=u.device, dtype=u.dtype).view_as(u)
+        return as_release(noised, gamma, u)
+
+    def _counts(self, n_values: int) -> PrivacyCounts:
+        draw = self.device.draw_digitized_counts(n_values, self.reads)
+        if draw.distribution.reads_per_value != self.reads or draw.counts.numel() != n_values:
+            raise DeviceUnavailable(f"device delivered {draw.distribution.reads_per_value} reads per count for "
+                                    f"{draw.counts.numel()} values; planned {self.reads} for {n_values}")
+        return draw

@@ -58,8 +58,7 @@ Modules: :mod:`.bounds` (the statistics), :mod:`.sensitivity` (the measured sens
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from opu_hal.runtime.lazy import lazy_exports
 
 # Imported on first use (PEP 562), so that registering ``opu-hal audit`` loads no torch.
 _EXPORTS = {
@@ -75,13 +74,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'trainers.audit' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

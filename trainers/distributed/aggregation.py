@@ -26,11 +26,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import numpy as np
 import torch
 
-from opu_hal import Device, DeviceUnavailable
-from opu_hal.privacy.mechanisms import randomized_round
+from opu_hal import Device
+from opu_hal.privacy.mechanisms import as_release, on_lattice, skellam_counts
 from opu_hal.privacy.skellam import SkellamLattice
 from opu_hal.randomness.secure_random import SecureGenerator
 
@@ -106,17 +105,12 @@ class SkellamShareRelease:
     def __call__(self, u: torch.Tensor, publish: Publish) -> torch.Tensor:
         lattice: SkellamLattice = self.method.lattice
         device: Device = self.method.context.device
-        x = u.detach().to("cpu", torch.float64).numpy().ravel() * lattice.gamma
         share_mean = self.share_mean
-        draw = device.draw_privacy_counts(x.size, share_mean)
-        if not draw.distribution.poisson_mean_lower >= share_mean * (1 - 1e-12):
-            raise DeviceUnavailable(f"rank {self.ranks.rank}: device delivered Poisson mean "
-                                    f"{draw.distribution.poisson_mean_lower} < the share's {share_mean}")
+        share, draw = on_lattice(u, lattice.gamma, self.method.generator,
+                                 lambda n: skellam_counts(device, n, share_mean, f"rank {self.ranks.rank}: device"))
         self.method.mechanism.distribution = draw.distribution
-        rounded = randomized_round(x, self.method.generator)
-        share = torch.from_numpy(rounded + draw.counts.numpy().astype(np.float64))
-        total = self.ranks.all_reduce_sum(share, "summing the Skellam noise shares")  # integers: exact in float64
-        return (total / lattice.gamma).to(device=u.device, dtype=u.dtype).view_as(u)
+        total = self.ranks.all_reduce_sum(torch.from_numpy(share), "summing the Skellam noise shares")  # integers: exact
+        return as_release(total.numpy(), lattice.gamma, u)
 
 
 class GaussianShareRelease:
