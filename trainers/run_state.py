@@ -20,8 +20,6 @@ Trainer = Any
 
 # Settings a resumed run may change: none affects privacy, data or the model.
 RESUMABLE_KEYS = frozenset({"resume", "checkpoint_every", "alignment"})
-#: Settings added after checkpoints were first written: a checkpoint without one had its default.
-ADDED_DEFAULTS = {"distributed_noise": "single", "colluders": 0}
 
 
 def trainer_state(trainer: Trainer) -> dict[str, Any]:
@@ -41,7 +39,6 @@ def trainer_state(trainer: Trainer) -> dict[str, Any]:
 
 def check_same_settings(trainer: Trainer, saved: dict[str, Any]) -> None:
     mine = trainer.config.to_dict()
-    saved = {**ADDED_DEFAULTS, **saved}
     for key in sorted(set(saved) | set(mine)):
         if key in RESUMABLE_KEYS:
             continue
@@ -74,7 +71,7 @@ def restore(trainer: Trainer, state: dict[str, Any]) -> None:
 def replayable(trainer: Trainer, state: dict[str, Any]) -> bool:
     """Whether the steps after the checkpoint can be replayed bit for bit: software noise drawn by
     one generator, on the same number of ranks (another world size sums in another order)."""
-    saved_world = int(state.get("ranks", {}).get("world_size", 1))
+    saved_world = int(state["ranks"]["world_size"])
     same_shape = saved_world == trainer.ranks.world_size and (
         saved_world == 1 or trainer.config.distributed_noise == "single")
     return trainer.accountant is None or (trainer.method.replayable and same_shape)
