@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from scipy import stats
 
-from opu_hal.privacy import Accountant, FixedSizeGaussianEvent
+from opu_hal.privacy import Accountant, FixedSizeGaussianEvent, PoissonGaussianEvent
 from trainers.journal import load_checkpoint
 from trainers.config import TrainConfig
 from opu_hal import load_device, validate_profile
@@ -71,6 +71,49 @@ def test_replacing_one_example_moves_the_update_by_at_most_the_sensitivity(metho
         worst = max(worst, float((noiseless_update(method, x2, y2) - base).norm()))
     bound = method.sensitivity / (config.batch_size if method_name == "dp-sgd" else 1)
     assert 0 < worst <= bound * (1 + 1e-5)
+
+
+def test_dp_dfa_poisson_adding_one_example_moves_the_sum_by_at_most_half_the_replace_one_sensitivity():
+    """--sampling poisson (add/remove): one example adds its own clipped term, so the bound is the
+    fixed-size (replace-one) one over 2, and an adversarial added example reaches most of it."""
+    fixed = cfg("dp-dfa", noise_multiplier=1.0, tau_h=0.7, tau_e=0.1)
+    poisson = fixed.with_(sampling="poisson")
+    model = MLP([20, *HIDDEN, 10], activation=fixed.activation)
+    method = METHODS["dp-dfa"](model, MethodContext(poisson, None, 20, 10, 600))
+    reference = METHODS["dp-dfa"](model, MethodContext(fixed, None, 20, 10, 600))
+    assert method.neighboring == "add_remove" and reference.neighboring == "replace_one"
+    assert method.sensitivity == pytest.approx(reference.sensitivity / 2)
+    data = clusters(spread=3.0)
+    x, y = data.train.x[:20] * 5, data.train.y[:20]
+    base = noiseless_update(method, x, y)
+    worst = 0.0
+    for seed in range(20):
+        g = torch.Generator().manual_seed(seed)
+        extra_x = torch.cat([x, 10 * torch.randn(1, 20, generator=g)])
+        extra_y = torch.cat([y, torch.tensor([(seed * 3) % 10])])
+        worst = max(worst, float((noiseless_update(method, extra_x, extra_y) - base).norm()))
+    assert 0.3 * method.sensitivity < worst <= method.sensitivity * (1 + 1e-5)
+
+
+def test_dp_dfa_poisson_is_accounted_as_the_poisson_subsampled_gaussian_under_add_remove():
+    record = quiet_train(cfg("dp-dfa", sampling="poisson", noise_multiplier=1.3, epochs=2, alignment=False),
+                         data=clusters())
+    privacy = record["privacy"]
+    assert privacy["neighboring"] == "add_remove"
+    entries = privacy["ledger"]["entries"]
+    assert entries == [{"event": {"kind": "poisson_gaussian", "sampling_rate": 20 / 600, "noise_multiplier": 1.3},
+                        "count": record["final"]["steps"]}]
+    reference = Accountant("add_remove")
+    reference.step(PoissonGaussianEvent(20 / 600, 1.3), record["final"]["steps"])
+    assert record["final"]["epsilon"] == pytest.approx(reference.get_epsilon(1e-5))
+
+
+def test_dp_dfa_poisson_refuses_device_noise_and_unknown_samplings():
+    with pytest.raises(TrainingConfigError, match="software noise"):
+        quiet_train(cfg("dp-dfa", sampling="poisson", noise_source="device", noise_multiplier=1.0, epochs=1),
+                    data=clusters(), device=simulated_device(out_features=64))
+    with pytest.raises(TrainingConfigError, match="choose fixed"):
+        quiet_train(cfg("dp-dfa", sampling="rejection", noise_multiplier=1.0, epochs=1), data=clusters())
 
 
 def test_dp_sgd_ghost_norms_clip_like_explicit_per_example_gradients():

@@ -104,6 +104,12 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     run.add_argument("--optimizer", choices=("sgd", "adam"), default=None, help="optimizer ({per_method})")
     run.add_argument("--lr", type=float, default=None, help="learning rate ({per_method})")
     run.add_argument("--momentum", type=float, default=None, help="SGD momentum ({per_method})")
+    run.add_argument("--lr-schedule", choices=("constant", "cosine"), default=None,
+                     help="learning rate over the planned steps: constant (default) or cosine decay to 0 "
+                          "(post-processing, no privacy cost)")
+    run.add_argument("--weight-average", type=float, default=None, metavar="DECAY",
+                     help="evaluate an exponential moving average of the weights with this decay in (0, 1) "
+                          "(default 0: off; post-processing, no privacy cost)")
     run.add_argument("--seed", type=int, default=None,
                      help="seed of the model's initialization and the public randomness (never of privacy noise)")
     run.add_argument("--inputs", choices=("unit", "centered", "standardized"), default=None,

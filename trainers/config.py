@@ -11,6 +11,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from .core.averaging import SCHEDULES
 from .core.errors import TrainingConfigError
 from .methods import METHODS, get_method
 
@@ -45,6 +46,10 @@ class TrainConfig:
     optimizer: str = "sgd"
     lr: float = 0.01
     momentum: float = 0.9
+    # post-processing of the released iterates (trainers.core.averaging; no privacy cost): a
+    # learning-rate schedule over the planned steps, and an EMA of the weights that evaluation reads
+    lr_schedule: str = "constant"
+    weight_average: float = 0.0
     seed: int = 0
     threshold: float = 0.15
     ternarize: bool = False
@@ -146,6 +151,9 @@ class TrainConfig:
              + ("" if method.any_network else f" (no hidden layer: only {any_network})"))
         need(math.isfinite(self.lr) and self.lr > 0, f"--lr must be > 0, got {self.lr}")
         need(0 <= self.momentum < 1, f"--momentum must be in [0, 1), got {self.momentum}")
+        need(self.lr_schedule in SCHEDULES, f"--lr-schedule {self.lr_schedule!r}: choose {' or '.join(SCHEDULES)}")
+        need(self.weight_average == 0 or 0 < self.weight_average < 1,
+             f"--weight-average must be 0 (off) or in (0, 1), got {self.weight_average}")
         need(self.optimizer in ("sgd", "adam"), f"--optimizer {self.optimizer!r}: choose sgd or adam")
         need(0 <= self.threshold < 1, f"--threshold must be in [0, 1), got {self.threshold}")
         need(self.train_limit is None or self.train_limit >= self.batch_size,

@@ -28,6 +28,7 @@ from .core.data import Dataset, load_dataset, scale_inputs, scaling_reference
 from .core.cnn import CNN
 from .core.feature_cache import cached_scatter_features
 from .core.errors import TrainingConfigError
+from .core.averaging import WeightAverage, evaluated_weights, make_schedule
 from .core.evaluation import evaluate
 from .alignment import gradient_alignment
 from .methods import METHODS
@@ -138,6 +139,8 @@ class Trainer:
                                public_size=public_size(config, len(self.train_split)),
                                stream=shared_stream(self.ranks) if self.method.private else default_stream())
         self.planned_steps = config.epochs * self.sampler.steps_per_epoch
+        self.schedule = make_schedule(config.lr_schedule, self.optimizer, self.planned_steps)
+        self.average = WeightAverage(self.model, config.weight_average) if config.weight_average else None
         self.noise_log = NoiseLog()
         self.epochs: list[dict[str, Any]] = []
         self.position = (0, 0)  # (epoch, step in epoch) of the next step
@@ -205,6 +208,9 @@ class Trainer:
         output = synchronize_step(self.ranks, self.model, self.method.compute_gradients(x, y), self.method.private)
         self.optimizer.step()
         self.method.after_step()
+        self.schedule.step()
+        if self.average is not None:
+            self.average.update(self.model)
         self.noise_log.add(output.noise)
         if self.accountant is not None:
             if output.privacy_event is None:
@@ -250,8 +256,9 @@ class Trainer:
         return source.x[:size], source.y[:size]
 
     def _epoch_record(self, epoch: int, train_stats: dict[str, float], seconds: float) -> dict[str, Any]:
-        val_loss, val_acc = evaluate(self.model, self.data.validation)
-        test_loss, test_acc = evaluate(self.model, self.data.test)
+        with evaluated_weights(self.model, self.average):
+            val_loss, val_acc = evaluate(self.model, self.data.validation)
+            test_loss, test_acc = evaluate(self.model, self.data.test)
         published = {} if self.method.private else train_stats  # un-noised statistics of the secret batches
         record: dict[str, Any] = {"epoch": epoch + 1, "steps": self.global_step, **published,
                                   "validation_loss": val_loss, "validation_accuracy": val_acc,

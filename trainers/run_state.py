@@ -28,6 +28,8 @@ def trainer_state(trainer: Trainer) -> dict[str, Any]:
         "config": trainer.config.to_dict(),
         "model": trainer.model.state_dict(),
         "optimizer": trainer.optimizer.state_dict(),
+        "schedule": trainer.schedule.state_dict(),
+        "average": trainer.average.state_dict() if trainer.average is not None else None,
         "method": trainer.method.state_dict(),
         "accountant": trainer.accountant.state_dict() if trainer.accountant else None,
         "sampler": trainer.sampler.state_dict(),
@@ -54,6 +56,9 @@ def restore(trainer: Trainer, state: dict[str, Any]) -> None:
     check_same_settings(trainer, dict(state["config"]))
     trainer.model.load_state_dict(state["model"])
     trainer.optimizer.load_state_dict(state["optimizer"])
+    trainer.schedule.load_state_dict(state["schedule"])
+    if trainer.average is not None:
+        trainer.average.load_state_dict(state["average"])
     trainer.method.load_state_dict(state["method"])
     if state["accountant"] is not None and trainer.accountant is not None:
         trainer.accountant.load_state_dict(state["accountant"])
