@@ -1,6 +1,7 @@
 """The best run per (method, target epsilon) picked on validation accuracy, as a markdown table.
 
     python -m trainers.best_by_validation RECORD.json [...]
+    python -m trainers.best_by_validation --name RECORD.json [...]   # the best record's file stem
 
 The pick reads only the validation split (never the test split), so the test accuracy printed is
 not selected on; the validation split is held out of every run's training data.
@@ -14,9 +15,9 @@ from typing import Sequence
 
 from .table import read_record
 
-SETTINGS = ("model", "hidden", "conv_strides", "head_hidden", "batch_size", "epochs", "lr", "clip_norm", "tau_h",
-            "tau_e", "features")
-OPTIONAL = ("conv_strides", "head_hidden")  # shown only when set
+SETTINGS = ("model", "hidden", "conv_strides", "head_hidden", "batch_size", "epochs", "optimizer", "lr", "lr_schedule",
+            "weight_average", "sampling", "clip_norm", "tau_h", "tau_e", "features")
+OPTIONAL = ("conv_strides", "head_hidden", "lr_schedule", "weight_average", "sampling")  # shown only when set
 
 
 def best_by_validation(records: Sequence[dict]) -> list[dict]:
@@ -34,7 +35,8 @@ def markdown(records: Sequence[dict], tried: dict[tuple[str, float | None], int]
              "| --- | --- | --- | --- | --- | --- |"]
     for r in records:
         h, f = r["hyperparameters"], r["final"]
-        settings = ", ".join(f"{k} {h[k]}" for k in SETTINGS if k in h and (h[k] or k not in OPTIONAL))
+        settings = ", ".join(f"{k} {h[k]}" for k in SETTINGS
+                             if k in h and ((h[k] and h[k] != "constant") or k not in OPTIONAL))
         lines.append(f"| {r['method']} | {f.get('epsilon', float('nan')):.3g} | "
                      f"{tried[(r['method'], h.get('target_epsilon'))]} | {100 * f['validation_accuracy']:.2f} | "
                      f"{100 * f['test_accuracy']:.2f} | {settings} |")
@@ -42,8 +44,16 @@ def markdown(records: Sequence[dict], tried: dict[tuple[str, float | None], int]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    paths = [Path(p) for p in (sys.argv[1:] if argv is None else argv)]
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    name_only = "--name" in arguments
+    paths = [Path(p) for p in arguments if p != "--name"]
     records = [read_record(p) for p in paths]
+    if name_only:
+        best = best_by_validation(records)
+        if len(best) != 1:
+            raise SystemExit(f"--name needs records of one method and epsilon, got {len(best)} groups")
+        print(paths[records.index(best[0])].stem)
+        return
     tried: dict[tuple[str, float | None], int] = {}
     for r in records:
         key = (r["method"], r["hyperparameters"].get("target_epsilon"))
