@@ -63,6 +63,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
             f"{final['wall_time_s']:.1f} s")
     if "epsilon" in final:
         line += f"; spent (epsilon {final['epsilon']:.4g}, delta {final['delta']:g})"
+    if "claimed_epsilon" in final:  # a published claim's, never a guarantee
+        line += f"; {final['claim']} {final['claimed_epsilon']:.4g} at delta {final['delta']:g}"
     if "camera_seconds" in final:
         line += f"; device noise took {final['camera_frames']} camera frame(s), {final['camera_seconds']:.4g} s"
     print(line)

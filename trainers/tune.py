@@ -85,7 +85,10 @@ def run_ledger(record: dict[str, Any]) -> Accountant:
     if not record.get("privacy"):
         raise TrainingConfigError(f"tune: method {record['method']!r} is not private; tune private methods only")
     accountant = Accountant.from_dict(record["privacy"]["ledger"])
-    accountant.get_epsilon(record["final"]["delta"])  # raises for a ledger holding a claim
+    if accountant.claims():
+        raise TrainingConfigError(
+            f"tune: the run's ledger holds a published claim ({'; '.join(accountant.claims())}), not a "
+            "guarantee; Theorem 2 needs a valid per-run RDP bound (e.g. dp-ulr: drop --opt mode=controller)")
     return accountant
 
 
