@@ -82,14 +82,13 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     from .core.data import DatasetError
     from .loop import check_output_path, train  # torch-heavy; imported only when training
     from .records import write_json
-    from .tune import parse_space, summary, tune
-    from opu_hal.privacy.tuning import TruncatedNegativeBinomial
+    from .tune import parse_space, runs_law, summary, tune
 
     try:
         config = config_from_args(args)
         if args.out is not None:
             check_output_path(args.out, "--out")
-        record = tune(config, parse_space(args.space), TruncatedNegativeBinomial.with_mean(args.mean_runs, args.eta),
+        record = tune(config, parse_space(args.space), runs_law(args.k_distribution, args.mean_runs, args.eta),
                       lambda c: train(c, progress=False, log=lambda message: None))
     except DatasetError as exc:
         raise TrainingConfigError(str(exc)) from exc
