@@ -122,7 +122,7 @@ def tune(base: TrainConfig, space: dict[str, list[Any]], law: RunsLaw,
         entries = run_ledger(record).to_dict()
         if ledger is not None and entries != ledger:
             raise TrainingConfigError("tune: two candidates charged different ledgers; a searched key changes the "
-                                      "privacy of a run, which Theorem 2's single per-run curve does not allow")
+                                      "privacy of a run, which the theorems' single per-run curve does not allow")
         ledger = entries
         score = float(record["final"]["validation_accuracy"])
         if best is None or score > best[0]:  # ties keep the earlier candidate
