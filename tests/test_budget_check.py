@@ -76,7 +76,7 @@ def test_events_with_a_coupling_cost_are_converted_every_time(monkeypatch):
     budget = PrivacyBudget(1.5, DELTA)
     calls = []
     convert = Accountant.epsilon_after
-    monkeypatch.setattr(Accountant, "epsilon_after", lambda self, *a: calls.append(a) or convert(self, *a))
+    monkeypatch.setattr(Accountant, "epsilon_after", lambda self, *a, **k: calls.append(a) or convert(self, *a, **k))
     for _ in range(5):
         budget.allows(accountant, event)
         accountant.step(event)

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from opu_hal.privacy import Accountant, PoissonGaussianEvent
-from opu_hal.privacy.tuning import TruncatedNegativeBinomial, tnb_tuning_rdp
+from opu_hal.privacy.tuning import PoissonRuns, TruncatedNegativeBinomial, poisson_tuning_rdp, tnb_tuning_rdp
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 from trainers.config import TrainConfig
 from trainers.core.errors import TrainingConfigError
 from trainers.loop import train
-from trainers.tune import parse_space, tune
+from trainers.tune import parse_space, summary, tune
 
 LAW = TruncatedNegativeBinomial.with_mean(4, 1.0)
 
@@ -63,8 +63,9 @@ def test_the_record_publishes_neither_k_nor_the_other_candidates():
     """Theorem 2 covers the best candidate only: publishing K or another score would void it."""
     record = tune(base(), parse_space(["lr=0.1,0.3"]), LAW, fake_record, generator=FixedUniforms(0.99))
     assert set(record["tuning"]) == {
-        "procedure", "eta", "gamma", "mean_runs", "search_space", "selected", "selected_validation_accuracy",
-        "score", "per_run_epsilon", "tuning_epsilon", "final_run_epsilon", "total_epsilon", "delta", "secret"}
+        "procedure", "distribution", "eta", "gamma", "mean_runs", "search_space", "selected",
+        "selected_validation_accuracy", "score", "per_run_epsilon", "tuning_epsilon", "final_run_epsilon",
+        "total_epsilon", "delta", "secret"}
     assert set(record) == {"method", "tuning", "final_run"}
 
 
@@ -121,3 +122,66 @@ def test_tune_command_prints_and_records_the_total_epsilon(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert f"total with the final run {saved['tuning']['total_epsilon']:.4g}" in printed
     assert saved["tuning"]["total_epsilon"] > 1.0 >= saved["tuning"]["final_run_epsilon"]
+
+
+# -- K ~ Poisson (Theorem 6) --------------------------------------------------------------------
+POISSON = PoissonRuns(3.0)
+
+
+def test_poisson_k_zero_selects_nothing_and_the_final_run_takes_the_command_line_settings():
+    """K = 0 (the first uniform below e^-mu): no candidate runs, Algorithm 1 outputs nothing; the
+    tuning is still charged Theorem 6 on the final run's per-run curve."""
+    configs: list[TrainConfig] = []
+
+    def fake(config: TrainConfig) -> dict[str, Any]:
+        configs.append(config)
+        return fake_record(config)
+
+    assert POISSON.sample(0.01) == 0
+    record = tune(base(lr=0.07), parse_space(["lr=0.1,0.3"]), POISSON, fake, generator=FixedUniforms(0.01))
+    assert len(configs) == 1 and configs[0].lr == 0.07
+    tuning = record["tuning"]
+    assert tuning["selected"] is None and tuning["selected_validation_accuracy"] is None
+    assert tuning["distribution"].startswith("Poisson") and tuning["mu"] == 3.0 and "eta" not in tuning
+    run = Accountant("add_remove")
+    run.step(PoissonGaussianEvent(0.01, 2.0), 100)
+    total = poisson_tuning_rdp(run.orders, run.rdp, POISSON) + run.rdp
+    assert tuning["total_epsilon"] == pytest.approx(rdp_lib.compute_epsilon(run.orders, total, 1e-5)[0], rel=1e-12)
+    assert "selected nothing (K = 0" in summary(record)
+
+
+def test_poisson_k_runs_select_the_best_and_charge_theorem_6():
+    configs: list[TrainConfig] = []
+
+    def fake(config: TrainConfig) -> dict[str, Any]:
+        configs.append(config)
+        return fake_record(config)
+
+    record = tune(base(), parse_space(["lr=0.1,0.3,0.2"]), POISSON, fake, generator=FixedUniforms(0.95))
+    runs = POISSON.sample(0.95)
+    assert runs >= 5 and len(configs) == runs + 1
+    assert record["tuning"]["selected"] == {"lr": max(c.lr for c in configs[:-1])}
+    run = Accountant("add_remove")
+    run.step(PoissonGaussianEvent(0.01, 2.0), 100)
+    total = rdp_lib._compute_rdp_repeat_and_select(run.orders, run.rdp, 3.0, np.inf) + run.rdp  # independent code
+    assert record["tuning"]["total_epsilon"] == pytest.approx(rdp_lib.compute_epsilon(run.orders, total, 1e-5)[0],
+                                                              rel=1e-9)
+    assert "K ~ Poisson, mean 3" in summary(record)
+
+
+def test_tune_command_with_poisson_k(tmp_path, capsys):
+    from trainers.cli import main
+
+    out = tmp_path / "tune.json"
+    assert main(["tune", "--method", "dp-sgd", "--dataset", "digits", "--epochs", "1", "--batch-size", "50",
+                 "--hidden", "16", "--target-epsilon", "1", "--delta", "1e-5", "--space", "lr=0.1,0.2",
+                 "--k-distribution", "poisson", "--mean-runs", "1", "--out", str(out)]) == 0
+    import json
+
+    saved = json.loads(out.read_text())["tuning"]
+    assert saved["distribution"].startswith("Poisson") and saved["mu"] == 1.0
+    assert saved["total_epsilon"] > 1.0 >= saved["final_run_epsilon"]
+    assert "K ~ Poisson, mean 1" in capsys.readouterr().out
+    assert main(["tune", "--method", "dp-sgd", "--dataset", "digits", "--target-epsilon", "1", "--space", "lr=0.1",
+                 "--k-distribution", "poisson", "--mean-runs", "0.5"]) != 0
+    assert "mu must be in [1" in capsys.readouterr().err

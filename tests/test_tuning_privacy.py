@@ -1,6 +1,8 @@
 """Papernot-Steinke tuning accountant (opu_hal/privacy/tuning.py) against independent references:
 Definition 1 by its product formula, Theorem 2 by a direct double loop, the geometric case, and
-the exact Renyi divergence of best-of-K on a tiny discrete instance."""
+the exact Renyi divergence of best-of-K on a tiny discrete instance; Theorem 6 (K ~ Poisson) by a
+direct evaluation, by dp_accounting's own implementation, and by the exact divergence of best-of-K
+(with the output ⊥ when K = 0) on the same instance."""
 
 from __future__ import annotations
 
@@ -10,7 +12,10 @@ import numpy as np
 import pytest
 
 from opu_hal.privacy import PrivacyParameterError
-from opu_hal.privacy.tuning import TruncatedNegativeBinomial, tnb_tuning_rdp, tuning_epsilon
+from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
+from scipy import stats
+
+from opu_hal.privacy.tuning import PoissonRuns, TruncatedNegativeBinomial, poisson_tuning_rdp, tnb_tuning_rdp, tuning_epsilon
 
 ORDERS = np.array([1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0, 64.0])
 
@@ -117,3 +122,91 @@ def test_laws_outside_definition_1_are_refused(eta, gamma, match):
 def test_a_curve_of_another_length_is_refused():
     with pytest.raises(PrivacyParameterError, match="orders"):
         tnb_tuning_rdp(ORDERS, ORDERS[:-1], TruncatedNegativeBinomial(1.0, 0.1))
+
+
+# -- K ~ Poisson (Theorem 6) --------------------------------------------------------------------
+def test_poisson_pmf_mean_and_sampling_by_inversion():
+    law = PoissonRuns(4.0)
+    k = np.arange(0, 200)
+    assert np.exp(law.log_pmf(k)) == pytest.approx(stats.poisson.pmf(k, 4.0), rel=1e-10)
+    assert law.mean == 4.0
+    zero = math.exp(-4.0)  # P[K = 0]: the tuning outputs nothing
+    assert law.sample(0.0) == 0 and law.sample(zero * 0.999) == 0 and law.sample(zero * 1.001) == 1
+    draws = [law.sample(u) for u in (np.arange(20000) + 0.5) / 20000]
+    assert np.mean(draws) == pytest.approx(4.0, rel=0.01)
+
+
+def gaussian_delta(sigma: float, eps: float) -> float:
+    """Exact (eps, delta) of the Gaussian mechanism with sensitivity 1 (Balle and Wang 2018, Thm. 8)."""
+    return float(stats.norm.cdf(0.5 / sigma - eps * sigma) - math.exp(eps) * stats.norm.cdf(-0.5 / sigma - eps * sigma))
+
+
+def test_theorem_6_equals_a_direct_evaluation_and_dp_accountings_implementation():
+    sigma, mu = 3.0, 5.0
+    rdp = ORDERS / (2 * sigma**2)
+    bound = poisson_tuning_rdp(ORDERS, rdp, PoissonRuns(mu))
+    direct = [eps + mu * rdp_lib.compute_delta(ORDERS, rdp, math.log(lam / (lam - 1)))[0] + math.log(mu) / (lam - 1)
+              for lam, eps in zip(ORDERS, rdp)]
+    assert bound == pytest.approx(direct, rel=1e-12)
+    library = rdp_lib._compute_rdp_repeat_and_select(ORDERS, rdp, mu, np.inf)  # shape infinity: Poisson
+    assert bound == pytest.approx(library, rel=1e-12)
+    # With the mechanism's exact privacy profile the theorem is tighter, never looser.
+    exact = poisson_tuning_rdp(ORDERS, rdp, PoissonRuns(mu), lambda eps: gaussian_delta(sigma, eps))
+    assert np.all(exact <= bound) and np.any(exact < bound)
+    assert exact == pytest.approx([eps + mu * gaussian_delta(sigma, math.log1p(1 / (lam - 1))) + math.log(mu) / (lam - 1)
+                                   for lam, eps in zip(ORDERS, rdp)], rel=1e-12)
+
+
+def best_of_poisson(p: np.ndarray, mu: float) -> np.ndarray:
+    """Exact law of the output of best-of-K, K ~ Poisson(mu): ⊥ (K = 0) first, then the outcomes,
+    P[best <= y] = E[F(y)^K] = exp(mu (F(y) - 1))."""
+    cdf = np.concatenate([[0.0], np.cumsum(p)])
+    pgf = np.exp(mu * (cdf - 1))
+    return np.concatenate([[pgf[0]], np.diff(pgf)])
+
+
+def log_renyi(p: np.ndarray, q: np.ndarray, lam: float) -> float:
+    """The Renyi divergence in log space (masses down to e^-40 at order 64 overflow the direct sum)."""
+    from scipy.special import logsumexp
+
+    return float(logsumexp(lam * np.log(p) + (1 - lam) * np.log(q)) / (lam - 1))
+
+
+def hockey_stick(p: np.ndarray, q: np.ndarray, eps: float) -> float:
+    """The exact delta at eps of a pair of discrete laws, both directions."""
+    return float(max(np.maximum(p - math.exp(eps) * q, 0).sum(), np.maximum(q - math.exp(eps) * p, 0).sum()))
+
+
+@pytest.mark.parametrize("mu", [1.0, 2.5, 10.0, 40.0])
+def test_theorem_6_bounds_the_exact_divergence_of_best_of_k(mu):
+    p = np.array([0.4, 0.3, 0.2, 0.1])
+    q = np.array([0.3, 0.3, 0.2, 0.2])
+    per_run = np.array([max(renyi(p, q, lam), renyi(q, p, lam)) for lam in ORDERS])
+    tp, tq = best_of_poisson(p, mu), best_of_poisson(q, mu)
+    assert tp.sum() == pytest.approx(1) and tp[0] == pytest.approx(math.exp(-mu))
+    exact = np.array([max(log_renyi(tp, tq, lam), log_renyi(tq, tp, lam)) for lam in ORDERS])
+    assert np.all(np.isfinite(exact))
+    law = PoissonRuns(mu)
+    tight = poisson_tuning_rdp(ORDERS, per_run, law, lambda eps: hockey_stick(p, q, eps))
+    assert np.all(exact <= tight) and np.all(tight <= poisson_tuning_rdp(ORDERS, per_run, law))
+    if mu >= 10:
+        assert np.all(exact > per_run)  # best of many runs leaks more than one: the instance is not vacuous
+
+
+@pytest.mark.parametrize("mu", [1.0, 1.5, 20.0, 1e3])
+def test_theorem_6_is_never_below_one_run_for_mu_at_least_one(mu):
+    """Every term Theorem 6 adds is >= 0 for mu >= 1: tuning never costs less than one run."""
+    for rdp in (ORDERS / 8.0, ORDERS / 800.0, np.minimum(ORDERS / 2, 1.5)):
+        assert np.all(poisson_tuning_rdp(ORDERS, rdp, PoissonRuns(mu)) >= rdp)
+
+
+@pytest.mark.parametrize("mu", [0.5, 0.0, -1.0, float("nan"), 1e9])
+def test_poisson_means_outside_the_range_are_refused(mu):
+    with pytest.raises(PrivacyParameterError, match="mu must be in"):
+        PoissonRuns(mu)
+
+
+def test_theorem_6_is_infinite_where_the_per_run_curve_is():
+    rdp = np.where(ORDERS > 10, np.inf, ORDERS / 8.0)
+    bound = poisson_tuning_rdp(ORDERS, rdp, PoissonRuns(3.0))
+    assert np.all(np.isinf(bound[ORDERS > 10])) and np.all(np.isfinite(bound[ORDERS <= 10]))

@@ -217,7 +217,10 @@ def add_tune_arguments(p: argparse.ArgumentParser) -> None:
     group = p.add_argument_group("tuning (Papernot-Steinke 2022)")
     group.add_argument("--space", action="append", required=True, metavar="KEY=V1,V2,...",
                        help="search space, repeatable; KEY one of {tunable}")
+    group.add_argument("--k-distribution", choices=("negative-binomial", "poisson"), default="negative-binomial",
+                       help="law of K, the secret number of candidate runs: truncated negative binomial (Theorem 2, "
+                            "default) or Poisson (Theorem 6; K = 0 selects nothing)")
     group.add_argument("--mean-runs", type=float, default=10.0,
-                       help="E[K], the mean number of candidate runs (default 10)")
+                       help="E[K], the mean number of candidate runs (default 10; Poisson: >= 1)")
     group.add_argument("--eta", type=float, default=1.0,
                        help="shape of the truncated negative binomial, > -1 (1: geometric, default; 0: logarithmic)")

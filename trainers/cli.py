@@ -63,6 +63,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
             f"{final['wall_time_s']:.1f} s")
     if "epsilon" in final:
         line += f"; spent (epsilon {final['epsilon']:.4g}, delta {final['delta']:g})"
+    if "claimed_epsilon" in final:  # a published claim's, never a guarantee
+        line += f"; {final['claim']} {final['claimed_epsilon']:.4g} at delta {final['delta']:g}"
     if "camera_seconds" in final:
         line += f"; device noise took {final['camera_frames']} camera frame(s), {final['camera_seconds']:.4g} s"
     print(line)
@@ -80,14 +82,13 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     from .core.data import DatasetError
     from .loop import check_output_path, train  # torch-heavy; imported only when training
     from .records import write_json
-    from .tune import parse_space, summary, tune
-    from opu_hal.privacy.tuning import TruncatedNegativeBinomial
+    from .tune import parse_space, runs_law, summary, tune
 
     try:
         config = config_from_args(args)
         if args.out is not None:
             check_output_path(args.out, "--out")
-        record = tune(config, parse_space(args.space), TruncatedNegativeBinomial.with_mean(args.mean_runs, args.eta),
+        record = tune(config, parse_space(args.space), runs_law(args.k_distribution, args.mean_runs, args.eta),
                       lambda c: train(c, progress=False, log=lambda message: None))
     except DatasetError as exc:
         raise TrainingConfigError(str(exc)) from exc

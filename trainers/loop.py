@@ -33,7 +33,7 @@ from .core.evaluation import evaluate
 from .alignment import gradient_alignment
 from .methods import METHODS
 from .core.model import MLP
-from .privacy import plan_noise
+from .privacy import claim_statement, plan_noise, spent_epsilon
 from .run_record import epoch_line, run_record
 from .run_setup import (_limit, _to, build_method, check_model_memory, check_output_path, make_optimizer, public_size,
                         resolve_compute)
@@ -154,8 +154,8 @@ class Trainer:
         self.stopped_by_budget = False
         if self.method.private:
             self.accountant = Accountant(self.method.neighboring)
-            if config.target_epsilon is not None:
-                self.budget = PrivacyBudget(config.target_epsilon, config.delta)
+            if config.target_epsilon is not None:  # on the claimed epsilon for a method charged a claim
+                self.budget = PrivacyBudget(config.target_epsilon, config.delta, claimed=self.method.claim is not None)
             plan_noise(self.method, self.planned_steps, config, self.log)
             route_releases(self.ranks, config, self.method)
 
@@ -268,7 +268,7 @@ class Trainer:
             self.method.current_step = -1 - epoch
             record["alignment"] = gradient_alignment(self.method, x, y)
         if self.accountant is not None:
-            record["epsilon"] = self.accountant.get_epsilon(self.config.delta)
+            record.update(spent_epsilon(self.accountant, self.config.delta, self.method.claim))
         return record
 
     def run(self, max_epochs: int | None = None) -> dict[str, Any]:
@@ -297,7 +297,8 @@ class Trainer:
             self.checkpoint()
             epoch, start = epoch + 1, 0
         if self.stopped_by_budget:
-            self.log(f"stopped at step {self.global_step}: the next step would exceed epsilon "
+            what = "epsilon" if self.method.claim is None else claim_statement(self.method.claim)
+            self.log(f"stopped at step {self.global_step}: the next step would exceed {what} "
                      f"{self.config.target_epsilon} at delta {self.config.delta}")
         self.checkpoint()
         return self.record()

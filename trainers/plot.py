@@ -16,6 +16,8 @@ def _label(record: dict) -> str:
     final = record.get("final", {})
     if "epsilon" in final:
         label += f" (eps {final['epsilon']:.3g})"
+    elif "claimed_epsilon" in final:
+        label += f" (claimed eps {final['claimed_epsilon']:.3g}, not a guarantee)"
     return label
 
 

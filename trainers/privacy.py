@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from typing import Any, Callable
 
-from opu_hal.privacy import PrivacyParameterError, planned_epsilon, smallest_noise_multiplier
+from opu_hal.privacy import Accountant, PrivacyParameterError, planned_epsilon, smallest_noise_multiplier
 
 from .config import TrainConfig
 from .methods.base import GaussianNoiseMethod, Method
@@ -28,7 +28,9 @@ def plan_noise(method: Method, steps: int, config: TrainConfig, log: Callable[[s
     if config.target_epsilon is None:  # TrainConfig.validate refuses this for such methods
         raise AssertionError(f"{method.name}: neither --noise-multiplier nor --target-epsilon")
     event_for = method.event_for  # type: ignore[attr-defined]
-    print(f"{method.name}: choosing the noise multiplier for epsilon {config.target_epsilon} at delta {config.delta} "
+    claimed = method.claim is not None  # a published claim: the target is on the claimed epsilon
+    what = f"claimed epsilon ({method.claim}, not a guarantee)" if claimed else "epsilon"
+    print(f"{method.name}: choosing the noise multiplier for {what} {config.target_epsilon} at delta {config.delta} "
           f"over {steps} steps (inverse accounting)...", file=sys.stderr, flush=True)
     live = sys.stderr.isatty()
 
@@ -37,15 +39,16 @@ def plan_noise(method: Method, steps: int, config: TrainConfig, log: Callable[[s
             print(f"\r  noise multiplier in [{low:.5g}, {high:.5g}]", end="", file=sys.stderr, flush=True)
 
     z = smallest_noise_multiplier(event_for, steps, config.target_epsilon, config.delta,
-                                  method.neighboring, progress=progress)  # type: ignore[arg-type]
+                                  method.neighboring, progress=progress, claimed=claimed)  # type: ignore[arg-type]
     if live:
         print(file=sys.stderr, flush=True)
     method.set_noise_multiplier(z)
-    planned = planned_epsilon(event_for, z, steps, config.delta, method.neighboring)  # type: ignore[arg-type]
-    log(f"{method.name}: noise multiplier {z:.4f} plans epsilon {planned:.4g} (target {config.target_epsilon}) "
+    planned = planned_epsilon(event_for, z, steps, config.delta, method.neighboring,  # type: ignore[arg-type]
+                              claimed=claimed)
+    log(f"{method.name}: noise multiplier {z:.4f} plans {what} {planned:.4g} (target {config.target_epsilon}) "
         f"at delta {config.delta} after the planned {steps} steps")
     if planned < SHORTFALL * config.target_epsilon:
-        log(f"{method.name}: the plan spends only {planned:.3g} of epsilon {config.target_epsilon}: "
+        log(f"{method.name}: the plan spends only {planned:.3g} of {what} {config.target_epsilon}: "
             f"{floor_reason(event_for, z)}")
 
 
@@ -56,3 +59,16 @@ def floor_reason(event_for: Callable[[float], object], z: float) -> str:
     except PrivacyParameterError as error:
         return f"the accounting refuses a smaller noise multiplier ({error})"
     return "a smaller noise multiplier exceeds the target or is refused at every order of the grid"
+
+
+def spent_epsilon(accountant: Accountant, delta: float, claim: str | None) -> dict[str, Any]:
+    """The epsilon a run publishes: ``{"epsilon": ...}`` for a guarantee; for a ledger charged with a
+    published claim (``claim``, the method's), ``{"claimed_epsilon": ...}`` (never a guarantee)."""
+    if claim is None:
+        return {"epsilon": accountant.get_epsilon(delta)}  # refuses a ledger holding a claim
+    return {"claimed_epsilon": accountant.paper_claim_epsilon(delta)}
+
+
+def claim_statement(claim: str) -> str:
+    """How a record and a log name a claimed epsilon."""
+    return f"claimed epsilon ({claim}, not a guarantee)"

@@ -49,7 +49,7 @@ DATASET_FIELDS: dict[str, str] = {
 
 #: Fields of one per-epoch entry of a private run.
 EPOCH_FIELDS: dict[str, str] = {
-    "epoch": SETTING, "steps": LEDGER, "epsilon": LEDGER,
+    "epoch": SETTING, "steps": LEDGER, "epsilon": LEDGER, "claimed_epsilon": LEDGER,
     "validation_loss": RELEASED, "validation_accuracy": RELEASED,
     "test_loss": RELEASED, "test_accuracy": RELEASED, "epoch_time_s": TIMING,
 }
@@ -58,6 +58,7 @@ EPOCH_FIELDS: dict[str, str] = {
 FINAL_FIELDS: dict[str, str] = {
     "test_accuracy": RELEASED, "validation_accuracy": RELEASED, "wall_time_s": TIMING,
     "epochs_completed": LEDGER, "steps": LEDGER, "epsilon": LEDGER, "delta": SETTING,
+    "claimed_epsilon": LEDGER, "claim": SETTING,
     "camera_frames": LEDGER, "camera_seconds": LEDGER,
 }
 
@@ -104,4 +105,6 @@ def epoch_summary(epoch: dict[str, Any]) -> str:
             f"test {epoch['test_accuracy']:.4f}  {epoch['epoch_time_s']:.1f}s")
     if "epsilon" in epoch:
         text += f"  eps {epoch['epsilon']:.4g}"
+    if "claimed_epsilon" in epoch:  # a published claim's (e.g. DP-ULR's controller), not a guarantee
+        text += f"  claimed eps {epoch['claimed_epsilon']:.4g} (not a guarantee)"
     return text

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from .distributed.setup import describe
+from .privacy import claim_statement, spent_epsilon
 from .public_surface import epoch_summary, public_record
 from .run_setup import dataset_size_statement, public_size
 
@@ -24,6 +25,8 @@ def epoch_line(record: dict[str, Any], private: bool) -> str:
             f"{record['epoch_time_s']:.1f}s")
     if "epsilon" in record:
         text += f"  eps {record['epsilon']:.4g}"
+    if "claimed_epsilon" in record:
+        text += f"  claimed eps {record['claimed_epsilon']:.4g} (not a guarantee)"
     return text
 
 
@@ -47,7 +50,10 @@ def run_record(trainer: Trainer) -> dict[str, Any]:
     }
     privacy: dict[str, Any] | None = None
     if trainer.accountant is not None:
-        final["epsilon"] = trainer.accountant.get_epsilon(trainer.config.delta)
+        claim = trainer.method.claim
+        final.update(spent_epsilon(trainer.accountant, trainer.config.delta, claim))
+        if claim is not None:
+            final["claim"] = claim_statement(claim)
         final["delta"] = trainer.config.delta
         final.update(camera_time(trainer))
         privacy = {"neighboring": trainer.accountant.neighboring, "ledger": trainer.accountant.to_dict(),

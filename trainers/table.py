@@ -38,7 +38,8 @@ def row(path: Path) -> list[str]:
         noise = f"sigma {std_lower:.3g}"
     elif privacy.get("noise_multiplier") is not None:
         noise = f"z {privacy['noise_multiplier']:.3g}"
-    eps = f"{final['epsilon']:.3g}" if "epsilon" in final else "-"
+    eps = (f"{final['epsilon']:.3g}" if "epsilon" in final
+           else f"{final['claimed_epsilon']:.3g} (claim)" if "claimed_epsilon" in final else "-")
     profile = (record.get("profile") or {}).get("name", "-")
     method = record["method"] + (" (ternarized)" if hyper.get("ternarize") else "")
     return [path.stem, method, profile, noise, eps, f"{100 * final['test_accuracy']:.2f}",

@@ -1,8 +1,11 @@
 """``opu-hal tune``: private hyperparameter selection with a random number of runs (Papernot and
-Steinke 2022, Algorithm 1 and Theorem 2), then a final run with the selected settings.
+Steinke 2022, Algorithm 1 with Theorem 2 or Theorem 6), then a final run with the selected settings.
 
-1. ``K ~ D_{eta, gamma}`` (truncated negative binomial, mean ``--mean-runs``), drawn by inversion
-   from the secure generator (ChaCha20 under OS entropy; never from ``--seed``).
+1. ``K ~ D_{eta, gamma}`` (truncated negative binomial, Theorem 2) or ``K ~ Poisson(mu)`` (Theorem 6;
+   ``--k-distribution``), mean ``--mean-runs``, drawn by inversion from the secure generator
+   (ChaCha20 under OS entropy; never from ``--seed``). Under Poisson ``K = 0`` happens (probability
+   ``e^-mu``): Algorithm 1 then outputs nothing (``selected: null``), and the final run trains with
+   the command line's own settings, fixed before any data was seen.
 2. ``K`` candidates, each with settings drawn uniformly from the declared search space
    (``--space KEY=V1,V2,...``), are trained on the private training split; each is scored by its
    validation accuracy. The validation split is held out from the private dataset (README, "What
@@ -10,8 +13,9 @@ Steinke 2022, Algorithm 1 and Theorem 2), then a final run with the selected set
 3. Only the best candidate (its settings and score) leaves the tuning: ``K``, the other candidates
    and their scores are secret (publishing ``K`` would void Theorem 2), so nothing is logged per
    candidate and no tuning wall time is recorded.
-4. A final run trains with the selected settings; the total RDP (Theorem 2's curve plus the final
-   run's ledger) is converted to (epsilon, delta) by the accountant's conversion.
+4. A final run trains with the selected settings; the total RDP (the theorem's curve plus the final
+   run's ledger) is converted to (epsilon, delta) by the accountant's conversion. The per-run curve is
+   the candidates' ledger, which the final run's must equal (with ``K = 0``, the final run's).
 
 Only settings that cannot change a run's privacy ledger may be searched (:data:`TUNABLE`), so every
 candidate has the same per-run RDP curve; each drawn candidate's ledger is checked against it.
@@ -26,7 +30,7 @@ from typing import Any, Callable
 import numpy as np
 
 from opu_hal.privacy import Accountant
-from opu_hal.privacy.tuning import TruncatedNegativeBinomial, tnb_tuning_rdp, tuning_epsilon
+from opu_hal.privacy.tuning import PoissonRuns, RunsLaw, TruncatedNegativeBinomial, tuning_epsilon
 from opu_hal.randomness.secure_random import SecureGenerator
 
 from .config import TrainConfig
@@ -85,11 +89,24 @@ def run_ledger(record: dict[str, Any]) -> Accountant:
     if not record.get("privacy"):
         raise TrainingConfigError(f"tune: method {record['method']!r} is not private; tune private methods only")
     accountant = Accountant.from_dict(record["privacy"]["ledger"])
-    accountant.get_epsilon(record["final"]["delta"])  # raises for a ledger holding a claim
+    if accountant.claims():
+        raise TrainingConfigError(
+            f"tune: the run's ledger holds a published claim ({'; '.join(accountant.claims())}), not a "
+            "guarantee; Theorem 2 needs a valid per-run RDP bound (e.g. dp-ulr: drop --opt mode=controller)")
     return accountant
 
 
-def tune(base: TrainConfig, space: dict[str, list[Any]], law: TruncatedNegativeBinomial,
+def runs_law(distribution: str, mean: float, eta: float) -> RunsLaw:
+    """The law of ``K`` named by ``--k-distribution`` with mean ``--mean-runs`` (``--eta``: the truncated
+    negative binomial's shape)."""
+    if distribution == "poisson":
+        return PoissonRuns(mean)
+    if distribution == "negative-binomial":
+        return TruncatedNegativeBinomial.with_mean(mean, eta)
+    raise TrainingConfigError(f"--k-distribution {distribution!r}: choose negative-binomial or poisson")
+
+
+def tune(base: TrainConfig, space: dict[str, list[Any]], law: RunsLaw,
          train: Callable[[TrainConfig], dict[str, Any]],
          generator: SecureGenerator | None = None) -> dict[str, Any]:
     """Algorithm 1 with ``K ~ law``, then the final run; returns the public tuning record."""
@@ -105,26 +122,28 @@ def tune(base: TrainConfig, space: dict[str, list[Any]], law: TruncatedNegativeB
         entries = run_ledger(record).to_dict()
         if ledger is not None and entries != ledger:
             raise TrainingConfigError("tune: two candidates charged different ledgers; a searched key changes the "
-                                      "privacy of a run, which Theorem 2's single per-run curve does not allow")
+                                      "privacy of a run, which the theorems' single per-run curve does not allow")
         ledger = entries
         score = float(record["final"]["validation_accuracy"])
         if best is None or score > best[0]:  # ties keep the earlier candidate
             best = (score, settings)
-    assert best is not None and ledger is not None
-    per_run = Accountant.from_dict(ledger)
-    tuning_rdp = tnb_tuning_rdp(per_run.orders, per_run.rdp, law)
-    final_record = train(configure(base, best[1]))
+    # K = 0 (Poisson only): Algorithm 1 outputs nothing; the final run takes the command line's settings.
+    final_record = train(configure(base, best[1] if best is not None else {}))
     final = run_ledger(final_record)
-    if not np.array_equal(final.orders, per_run.orders):
-        raise AssertionError("the final run's accountant uses another order grid")
+    if ledger is not None and final.to_dict() != ledger:
+        raise TrainingConfigError("tune: the final run charged another ledger than the candidates")
+    per_run = Accountant.from_dict(ledger) if ledger is not None else final
+    tuning_rdp = law.tuning_rdp(per_run.orders, per_run.rdp)
     delta = base.delta
+    theorem = "Theorem 6" if isinstance(law, PoissonRuns) else "Theorem 2"
     return {
         "method": base.method,
         "tuning": {
-            "procedure": "Papernot and Steinke 2022, Algorithm 1: best of K runs, K ~ truncated negative binomial "
-                         "(Definition 1); RDP by Theorem 2, composed with the final run's ledger",
-            "eta": law.eta, "gamma": law.gamma, "mean_runs": law.mean,
-            "search_space": space, "selected": best[1], "selected_validation_accuracy": best[0],
+            "procedure": f"Papernot and Steinke 2022, Algorithm 1: best of K runs; RDP by {theorem}, composed "
+                         "with the final run's ledger",
+            **law.describe(), "mean_runs": law.mean,
+            "search_space": space, "selected": None if best is None else best[1],
+            "selected_validation_accuracy": None if best is None else best[0],
             "score": "validation accuracy (held-out split, not part of the private dataset)",
             "per_run_epsilon": per_run.get_epsilon(delta),
             "tuning_epsilon": tuning_epsilon(per_run.orders, tuning_rdp, delta)[0],
@@ -140,7 +159,11 @@ def tune(base: TrainConfig, space: dict[str, list[Any]], law: TruncatedNegativeB
 def summary(record: dict[str, Any]) -> str:
     t = record["tuning"]
     final = record["final_run"]["final"]
-    return (f"tune {record['method']}: selected {t['selected']} (validation accuracy {t['selected_validation_accuracy']:.4f}); "
+    selected = ("nothing (K = 0: the final run used the command line's settings)" if t["selected"] is None
+                else f"{t['selected']} (validation accuracy {t['selected_validation_accuracy']:.4f})")
+    law = (f"Poisson, mean {t['mu']:.4g}" if "mu" in t
+           else f"truncated negative binomial, eta {t['eta']:g}, mean {t['mean_runs']:.4g}")
+    return (f"tune {record['method']}: selected {selected}; "
             f"final run test accuracy {final['test_accuracy']:.4f}; epsilon per run {t['per_run_epsilon']:.4g}, "
             f"tuning {t['tuning_epsilon']:.4g}, total with the final run {t['total_epsilon']:.4g} at delta {t['delta']:g} "
-            f"(K ~ truncated negative binomial, eta {t['eta']:g}, mean {t['mean_runs']:.4g})")
+            f"(K ~ {law})")

@@ -19,6 +19,7 @@ from .events import (
 )
 from .paper_events import (
     PHOTONIC_DP_UNBOUNDED_REASON,
+    ControllerClaimEvent,
     PhotonicDFAEvent,
     SampledWithRejectionGaussianEvent,
     UnboundedEvent,
@@ -33,6 +34,7 @@ from .inverse import noise_std_for, planned_epsilon, smallest_noise_multiplier
 __all__ = [
     "Accountant",
     "ComposedEvent",
+    "ControllerClaimEvent",
     "DEFAULT_ORDERS",
     "EVENT_TYPES",
     "DigitizedNoiseEvent",

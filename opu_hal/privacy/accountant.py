@@ -145,6 +145,11 @@ class Accountant:
             raise PrivacyParameterError("epsilon came out NaN")
         return float(epsilon), float(order)
 
+    def claims(self) -> tuple[str, ...]:
+        """Whose published claims the ledger holds (events that are not guarantees); empty for a guarantee."""
+        return tuple(sorted({e.event.claim_source or type(e.event).__name__
+                             for e in self._ledger if not e.event.is_guarantee}))
+
     def _refuse_claims(self, extra: Event | None = None) -> None:
         events = [e.event for e in self._ledger] + ([extra] if extra is not None else [])
         claims = sorted({type(e).__name__ for e in events if not e.is_guarantee})
@@ -166,18 +171,20 @@ class Accountant:
         delta = float(rdp_lib.compute_delta(self.orders, self._rdp, epsilon)[0])
         return min(1.0, delta + (1 + math.exp(min(epsilon, 700.0))) * coupling)
 
-    def epsilon_after(self, event: Event, count: int, delta: float) -> float:
-        """Epsilon the composition would have after ``count`` more ``event``; changes nothing."""
+    def epsilon_after(self, event: Event, count: int, delta: float, *, claimed: bool = False) -> float:
+        """Epsilon the composition would have after ``count`` more ``event``; changes nothing.
+        ``claimed=True`` admits claims (the claimed epsilon, to plan or stop a run that reports one)."""
         count = _check_count(count)
-        self._refuse_claims(event)
+        if not claimed:
+            self._refuse_claims(event)
         self.curve(event)
         totals = dict(self._totals)
         totals[event] = totals.get(event, 0) + count
         return self._epsilon_and_order(self._compose(totals), delta, self._coupling(totals))[0]
 
-    def fits(self, event: Event, count: int, delta: float, target_epsilon: float) -> bool:
-        """``epsilon_after(event, count, delta) <= target_epsilon``, the same answer, asked before
-        every step of a run with a budget: charges nothing.
+    def fits(self, event: Event, count: int, delta: float, target_epsilon: float, *, claimed: bool = False) -> bool:
+        """``epsilon_after(event, count, delta, claimed=claimed) <= target_epsilon``, the same answer,
+        asked before every step of a run with a budget: charges nothing.
 
         Where no event has a coupling cost (pmf_rdp (5)), epsilon is non-decreasing in the count of
         any event, in floating point too (``count * curve`` and the sums round monotonically, and so
@@ -187,25 +194,26 @@ class Accountant:
         later question is a comparison of counts, until another event is charged."""
         count = _check_count(count)
         if event.total_variation() > 0 or self._coupling(self._totals) > 0:
-            return self.epsilon_after(event, count, delta) <= target_epsilon
-        key = (event, delta, target_epsilon)
+            return self.epsilon_after(event, count, delta, claimed=claimed) <= target_epsilon
+        key = (event, delta, target_epsilon, claimed)
         shape = tuple((e, None if e == event else c) for e, c in self._totals.items())  # order matters
         base = self._totals.get(event, 0)
         seen, room = self._room.get(key, (None, None))
         if seen != shape:  # the first question, or another event was charged since: answer exactly
             self._room[key] = (shape, None)
-            return self.epsilon_after(event, count, delta) <= target_epsilon
+            return self.epsilon_after(event, count, delta, claimed=claimed) <= target_epsilon
         if room is None:  # the ledger grew by this event alone since the last question: settle it
-            room = base + self._largest_fitting(event, delta, target_epsilon)
+            room = base + self._largest_fitting(event, delta, target_epsilon, claimed)
             self._room[key] = (shape, room)
-        self._refuse_claims(event)
+        if not claimed:
+            self._refuse_claims(event)
         return base + count <= room
 
-    def _largest_fitting(self, event: Event, delta: float, target_epsilon: float) -> int:
+    def _largest_fitting(self, event: Event, delta: float, target_epsilon: float, claimed: bool) -> int:
         """The largest ``k`` with ``epsilon_after(event, k) <= target_epsilon`` (-1 if none; ``2^62``
         stands for no limit), by doubling then bisection."""
         def fits(k: int) -> bool:
-            return self.epsilon_after(event, k, delta) <= target_epsilon
+            return self.epsilon_after(event, k, delta, claimed=claimed) <= target_epsilon
 
         if not fits(0):
             return -1

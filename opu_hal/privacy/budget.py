@@ -15,6 +15,8 @@ class PrivacyBudget:
 
     target_epsilon: float
     delta: float
+    #: True for a run that reports a published claim (not a guarantee): the target is the claimed epsilon.
+    claimed: bool = False
 
     def __post_init__(self) -> None:
         if not (is_real(self.target_epsilon) and math.isfinite(self.target_epsilon) and self.target_epsilon > 0):
@@ -24,8 +26,9 @@ class PrivacyBudget:
 
     def allows(self, accountant: Accountant, event: Event, count: int = 1) -> bool:
         """Whether ``count`` more ``event`` keep the composition within the target."""
-        return accountant.fits(event, count, self.delta, self.target_epsilon)  # == epsilon_after(...) <= target
+        return accountant.fits(event, count, self.delta, self.target_epsilon,  # == epsilon_after(...) <= target
+                               claimed=self.claimed)
 
     def spent(self, accountant: Accountant) -> float:
-        """Epsilon spent so far at this budget's delta."""
-        return accountant.get_epsilon(self.delta)
+        """Epsilon spent so far at this budget's delta (the claimed one for a budget on a claim)."""
+        return accountant.paper_claim_epsilon(self.delta) if self.claimed else accountant.get_epsilon(self.delta)

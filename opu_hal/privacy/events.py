@@ -65,6 +65,8 @@ class Event(ABC):
     pld_supported: ClassVar[bool] = False
     #: False for a published claim that is not a valid bound (kept for comparison, never for budgets).
     is_guarantee: ClassVar[bool] = True
+    #: Whose claim a non-guarantee is (e.g. "paper 000, eq. 17"); empty for a guarantee.
+    claim_source: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Every event's ``__post_init__`` first turns numpy scalars into the Python numbers they equal,
@@ -271,6 +273,10 @@ class ComposedEvent(Event):
     @property
     def is_guarantee(self) -> bool:  # type: ignore[override]
         return all(part.is_guarantee for part in self.parts)
+
+    @property
+    def claim_source(self) -> str:  # type: ignore[override]
+        return "; ".join(sorted({part.claim_source for part in self.parts if not part.is_guarantee}))
 
     @property
     def relations(self) -> tuple[str, ...]:  # type: ignore[override]

@@ -13,24 +13,27 @@ EventForNoise = Callable[[float], Event]
 
 def planned_epsilon(
     event_for: EventForNoise, noise_multiplier: float, steps: int, delta: float,
-    neighboring: Neighboring, orders: Sequence[float] = DEFAULT_ORDERS,
+    neighboring: Neighboring, orders: Sequence[float] = DEFAULT_ORDERS, *, claimed: bool = False,
 ) -> float:
-    """Epsilon of ``steps`` occurrences of ``event_for(noise_multiplier)``."""
+    """Epsilon of ``steps`` occurrences of ``event_for(noise_multiplier)``; ``claimed=True`` admits an
+    event that is a published claim (its claimed epsilon, never a guarantee)."""
     accountant = Accountant(neighboring, orders)
     accountant.step(event_for(noise_multiplier), steps)
-    return accountant.get_epsilon(delta)
+    return accountant.paper_claim_epsilon(delta) if claimed else accountant.get_epsilon(delta)
 
 
 def smallest_noise_multiplier(
     event_for: EventForNoise, steps: int, target_epsilon: float, delta: float,
     neighboring: Neighboring, *, low: float = 1e-2, high: float = 1e3, rtol: float = 1e-4,
     orders: Sequence[float] = DEFAULT_ORDERS, progress: Callable[[float, float], None] | None = None,
+    claimed: bool = False,
 ) -> float:
     """Smallest noise multiplier ``z`` (within ``rtol``) whose planned run has epsilon <= target.
 
     Bisection on ``log z``; epsilon falls as ``z`` grows. The returned ``z`` always satisfies the
     target (it is the upper end of the final bracket). ``progress(low, high)`` is called with the
-    bracket after each halving (a long accounting shows it on stderr).
+    bracket after each halving (a long accounting shows it on stderr). ``claimed=True``: the target
+    is on a published claim's epsilon (:func:`planned_epsilon`).
     """
     if not (math.isfinite(target_epsilon) and target_epsilon > 0 and 0 < delta < 1 and steps >= 1):
         raise PrivacyParameterError(
@@ -39,7 +42,7 @@ def smallest_noise_multiplier(
 
     def fits(z: float) -> bool:
         try:
-            return planned_epsilon(event_for, z, steps, delta, neighboring, orders) <= target_epsilon
+            return planned_epsilon(event_for, z, steps, delta, neighboring, orders, claimed=claimed) <= target_epsilon
         except PrivacyParameterError:
             return False
 

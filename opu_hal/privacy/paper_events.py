@@ -1,5 +1,6 @@
 """Events of the papers' own mechanisms: photonic DFA's published claim (paper 000, not a
-guarantee), DP-ULR's sampling with rejection (paper 004, Theorem 3.5) and a mechanism with no
+guarantee), DP-ULR's sampling with rejection (paper 004, Theorem 3.5; its privacy controller's
+charge is the paper's claim, not a guarantee) and a mechanism with no
 bound at all. Registered for ledgers at import (``opu_hal.privacy`` imports this module)."""
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class PhotonicDFAEvent(Event):
     kind: ClassVar[str] = "photonic_dfa"
     relations: ClassVar[tuple[str, ...]] = ("replace_one",)
     is_guarantee: ClassVar[bool] = False
+    claim_source: ClassVar[str] = "paper 000, eq. 17"
 
     def __post_init__(self) -> None:
         for name in ("n_l", "batch_size", "columns", "layers"):
@@ -190,6 +192,24 @@ class SampledWithRejectionGaussianEvent(Event):
         return curve
 
 
+@dataclass(frozen=True)
+class ControllerClaimEvent(SampledWithRejectionGaussianEvent):
+    """One step of DP-ULR with paper 004's privacy controller (eq. 7), charged as the paper does:
+    Theorem 3.5's curve at ``sigma_0`` (same parameters, same curve as the parent class).
+
+    **The paper's claim, never a guarantee** (``is_guarantee = False``: the accountant reports it only
+    through :meth:`Accountant.paper_claim_epsilon`, or with ``claimed=True`` for planning and budgets).
+    Theorem 3.5 needs Gaussian noise of std ``sigma_0 C`` on the released clipped sum; eq. 7 sets the
+    covariance of the proxies *before* clipping, and after clipping to ``C`` the sum's covariance has
+    smallest eigenvalue at most ``|B| C^2 / d`` (trace <= ``|B| C^2``), below ``sigma_0^2 C^2`` unless
+    ``|B| >= sigma_0^2 d`` (docs/trainers.md, "DP-ULR and DP-MAC: options and doubts"). The sound
+    mode (``mode=gaussian``) adds the noise to the clipped sum and is charged the parent class."""
+
+    kind: ClassVar[str] = "dp_ulr_controller_claim"
+    is_guarantee: ClassVar[bool] = False
+    claim_source: ClassVar[str] = "paper 004, eq. 7 and Theorem 3.5"
+
+
 PHOTONIC_DP_UNBOUNDED_REASON = (
     "photonic DP-DFA (paper 000, eq. 8) multiplies the noisy projection by h^T, so every update lies in "
     "the span of the batch's clipped inputs h_i and the noise cannot hide a direction: for a dataset "
@@ -222,5 +242,5 @@ class UnboundedEvent(Event):
         return np.full(np.shape(orders), np.inf)
 
 
-for _cls in (PhotonicDFAEvent, SampledWithRejectionGaussianEvent, UnboundedEvent):
+for _cls in (PhotonicDFAEvent, SampledWithRejectionGaussianEvent, ControllerClaimEvent, UnboundedEvent):
     register_event(_cls)

@@ -13,17 +13,28 @@ run (its hyperparameters, model and score). ``K`` and the other runs must stay s
 - Theorem 2: if ``Q`` is ``(lambda, eps)``- and ``(lambda_hat, eps_hat)``-RDP, the tuning is
   ``(lambda, eps')``-RDP with ``eps' = eps + (1 + eta)(1 - 1/lambda_hat) eps_hat
   + (1 + eta) log(1/gamma) / lambda_hat + log(E[K]) / (lambda - 1)``.
+- Theorem 6 (``K ~ Poisson(mu)``, so ``K = 0`` happens, with probability ``e^-mu``: Algorithm 1 then
+  outputs nothing, ``⊥``): if ``Q`` is ``(lambda, eps)``-RDP and ``(eps_hat, delta_hat)``-DP with
+  ``e^eps_hat <= 1 + 1/(lambda - 1)``, the tuning is ``(lambda, eps')``-RDP with
+  ``eps' = eps + mu delta_hat + log(mu) / (lambda - 1)``.
 
 :func:`tnb_tuning_rdp` applies Theorem 2 at every order of a grid, minimizing over ``lambda_hat``
-in the same grid; the result composes with other RDP curves and converts to (epsilon, delta) with
-the accountant's conversion (:func:`tuning_epsilon`).
+in the same grid; :func:`poisson_tuning_rdp` applies Theorem 6 at every order with the largest
+``eps_hat`` allowed (``delta_hat`` falls as ``eps_hat`` grows). The results compose with other RDP
+curves and convert to (epsilon, delta) with the accountant's conversion (:func:`tuning_epsilon`).
+
+Source of Theorem 6's statement: the paper's text could not be read where this was written; the
+statement above is the one Google's ``dp_accounting`` implements and cites as "Theorem 6 of
+arXiv 2110.03620v2" (``rdp_privacy_accountant._compute_rdp_repeat_and_select``, Poisson case), and
+autodp's ``RDP_selection_poisson`` agrees. ``mu >= 1`` is required here: both implementations
+accept no smaller mean or are silent on it, and below 1 the ``log(mu)`` term is negative.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence, Union
 
 import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
@@ -97,21 +108,106 @@ class TruncatedNegativeBinomial:
         return MAX_RUNS  # only for uniform within rounding of 1
 
 
-def tnb_tuning_rdp(orders: Sequence[float], rdp: Sequence[float], law: TruncatedNegativeBinomial) -> np.ndarray:
-    """Theorem 2 at every order ``lambda`` of ``orders``: the RDP of the best of ``K ~ law`` runs of
-    a mechanism whose RDP curve is ``rdp``, minimized over ``lambda_hat`` in ``orders``."""
+    def tuning_rdp(self, orders: Sequence[float], rdp: Sequence[float]) -> np.ndarray:
+        """Theorem 2's curve for this law (:func:`tnb_tuning_rdp`)."""
+        return tnb_tuning_rdp(orders, rdp, self)
+
+    def describe(self) -> dict[str, object]:
+        """The law's public parameters, for a tuning record."""
+        return {"distribution": "truncated negative binomial (Definition 1)", "eta": self.eta, "gamma": self.gamma}
+
+
+@dataclass(frozen=True)
+class PoissonRuns:
+    """``K ~ Poisson(mu)`` on ``{0, 1, ...}`` (Theorem 6); ``K = 0`` outputs ``⊥``."""
+
+    mu: float
+
+    def __post_init__(self) -> None:
+        if not (is_real(self.mu) and 1 <= self.mu < MAX_RUNS / 100):
+            raise PrivacyParameterError(
+                f"the Poisson mean number of runs mu must be in [1, {MAX_RUNS // 100}), got {self.mu!r} "
+                "(Theorem 6 is used for mu >= 1 only)")
+
+    @property
+    def mean(self) -> float:
+        return float(self.mu)
+
+    def log_pmf(self, k: np.ndarray) -> np.ndarray:
+        """``log P[K = k] = k log mu - mu - log k!`` for integers ``k >= 0``."""
+        from scipy.special import gammaln
+
+        k = np.asarray(k, dtype=np.float64)
+        return k * math.log(self.mu) - self.mu - gammaln(k + 1)
+
+    def sample(self, uniform: float) -> int:
+        """``K`` by inversion of the CDF at ``uniform`` in [0, 1) (from the secure generator); may be 0."""
+        if not (is_real(uniform) and 0 <= uniform < 1):
+            raise PrivacyParameterError(f"uniform must be in [0, 1), got {uniform!r}")
+        total, start, block = 0.0, 0, 4096
+        while start <= MAX_RUNS:
+            cumulative = total + np.cumsum(np.exp(self.log_pmf(np.arange(start, start + block))))
+            hit = np.nonzero(cumulative > uniform)[0]
+            if hit.size:
+                return int(start + hit[0])
+            total, start = float(cumulative[-1]), start + block
+        return MAX_RUNS  # only for uniform within rounding of 1
+
+    def tuning_rdp(self, orders: Sequence[float], rdp: Sequence[float],
+                   delta_hat: Callable[[float], float] | None = None) -> np.ndarray:
+        """Theorem 6's curve for this law (:func:`poisson_tuning_rdp`)."""
+        return poisson_tuning_rdp(orders, rdp, self, delta_hat)
+
+    def describe(self) -> dict[str, object]:
+        return {"distribution": "Poisson (Theorem 6; K = 0 outputs nothing)", "mu": self.mu}
+
+
+def _check_curve(orders: Sequence[float], rdp: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     lam = np.asarray(orders, dtype=np.float64)
     eps = np.asarray(rdp, dtype=np.float64)
     if lam.shape != eps.shape or lam.ndim != 1 or not np.all(lam > 1):
         raise PrivacyParameterError("orders must be > 1 and match the RDP curve one to one")
     if np.isnan(eps).any() or (eps < 0).any():
         raise PrivacyParameterError("the per-run RDP curve must be >= 0 and not NaN")
+    return lam, eps
+
+
+def poisson_tuning_rdp(orders: Sequence[float], rdp: Sequence[float], law: PoissonRuns,
+                       delta_hat: Callable[[float], float] | None = None) -> np.ndarray:
+    """Theorem 6 at every order ``lambda`` of ``orders``: the RDP of the best of ``K ~ Poisson(mu)``
+    runs (``⊥`` when ``K = 0``) of a mechanism whose RDP curve is ``rdp``, with
+    ``eps_hat = log(1 + 1/(lambda - 1))`` and ``delta_hat = delta_hat(eps_hat)``: by default the
+    curve's own conversion to (eps_hat, delta_hat)-DP (Canonne, Kamath and Steinke 2020, Prop. 12,
+    dp_accounting's ``compute_delta``); a caller that knows the mechanism's exact privacy profile may
+    pass it. Infinite where the per-run curve is."""
+    lam, eps = _check_curve(orders, rdp)
+    if delta_hat is None:
+        def delta_hat(epsilon: float) -> float:
+            return float(rdp_lib.compute_delta(lam, eps, epsilon)[0])
+    out = np.full_like(lam, np.inf)
+    for i, (order, value) in enumerate(zip(lam, eps)):
+        if math.isfinite(value):
+            hat = float(delta_hat(math.log1p(1 / (order - 1))))
+            if not (is_real(hat) and 0 <= hat <= 1):
+                raise PrivacyParameterError(f"delta_hat must be in [0, 1], got {hat!r}")
+            out[i] = value + law.mu * hat + math.log(law.mu) / (order - 1)
+    return out
+
+
+def tnb_tuning_rdp(orders: Sequence[float], rdp: Sequence[float], law: TruncatedNegativeBinomial) -> np.ndarray:
+    """Theorem 2 at every order ``lambda`` of ``orders``: the RDP of the best of ``K ~ law`` runs of
+    a mechanism whose RDP curve is ``rdp``, minimized over ``lambda_hat`` in ``orders``."""
+    lam, eps = _check_curve(orders, rdp)
     factor = 1 + law.eta
     with np.errstate(invalid="ignore"):
         # The lambda_hat term; an infinite eps_hat is unusable, not an error (some events are
         # valid on a part of the grid only).
         hat = np.where(np.isfinite(eps), factor * (1 - 1 / lam) * eps + factor * math.log(1 / law.gamma) / lam, np.inf)
     return eps + float(np.min(hat)) + math.log(law.mean) / (lam - 1)
+
+
+#: The laws of ``K`` that ``opu-hal tune`` offers.
+RunsLaw = Union[TruncatedNegativeBinomial, PoissonRuns]
 
 
 def tuning_epsilon(orders: Sequence[float], rdp: Sequence[float], delta: float) -> tuple[float, float]:

@@ -82,7 +82,9 @@ def audit_black_box(config: TrainConfig, canaries: int = 1000, confidence: float
     return {
         "method": config.method, "noise_source": config.noise_source,
         "threat_model": "black-box, input canaries scored by the final model's loss", "neighboring": neighboring,
-        "claimed_epsilon": final.get("epsilon", float("inf")), "delta": config.delta, "confidence": confidence,
+        # the guarantee, else a published claim's epsilon (DP-ULR's controller: paper 004's), else none
+        "claimed_epsilon": final.get("epsilon", final.get("claimed_epsilon", float("inf"))), "delta": config.delta,
+        "confidence": confidence,
         **result, **gdp, "canaries": canaries, "steps": final["steps"], "test_accuracy": final["test_accuracy"],
         "time_s": time.perf_counter() - began,
         "scores": {"heads": scores[heads].tolist(), "tails": scores[~heads].tolist()},

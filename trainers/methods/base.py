@@ -67,6 +67,9 @@ class Method(ABC):
     defaults: ClassVar[dict[str, Any]] = {}
     #: Private methods whose noise is chosen for a target: need --target-epsilon or --noise-multiplier.
     needs_noise_choice: ClassVar[bool] = False
+    #: Whose published claim the run's ledger is charged (its events are not guarantees), e.g. "paper
+    #: 004, ..."; ``None`` for a guarantee. The run then plans, stops and reports the claimed epsilon.
+    claim: str | None = None
     #: Methods that train any network by its true gradient: a linear model (no hidden layer) or a
     #: CNN (:mod:`trainers.core.cnn`); the DFA family needs an MLP's hidden layers.
     any_network: ClassVar[bool] = False

@@ -17,8 +17,10 @@ Two modes (``--opt mode=...``):
   (d ~ 1e5 parameters here), so the eq. 7 variance is not there after clipping; (ii) the proxy
   is treated as Gaussian (central limit in K, Appendix A.3) and Theorem B.1 treats an added
   example as a pure translation although it also brings its own noise (covariance); (iii) the
-  other direction of the divergence (eq. 29) is asserted "similar", not shown. The epsilon of
-  this mode is the paper's claim, not a guarantee; the record says so (``privacy.guarantee``).
+  other direction of the divergence (eq. 29) is asserted "similar", not shown. So this mode is
+  charged :class:`opu_hal.privacy.ControllerClaimEvent` (Theorem 3.5's curve, ``is_guarantee =
+  False``): the run plans its noise, stops at a target and reports ``claimed_epsilon`` from the
+  paper's claim, and no guaranteed epsilon exists for it (``Accountant.get_epsilon`` refuses).
 - ``gaussian`` (default; the sound alternative): same proxies, clipped to overall norm ``C`` and
   summed, then Gaussian noise of std ``sigma_0 C`` is added to the sum: a sampled Gaussian
   mechanism whatever the proxies' distribution (the forward noise is data-independent extra
@@ -44,7 +46,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from opu_hal.privacy import Event, PoissonGaussianEvent, SampledWithRejectionGaussianEvent
+from opu_hal.privacy import ControllerClaimEvent, Event, PoissonGaussianEvent, SampledWithRejectionGaussianEvent
 
 from ..core.errors import TrainingConfigError
 from ..core.options import Option, choice, count, parse_options, positive
@@ -109,6 +111,7 @@ class DPULR(Method):
         if self.options["mode"] == "controller" and self.sampling != "rejection":
             raise TrainingConfigError("dp-ulr: --opt mode=controller is paper 004's mechanism and samples "
                                       "with rejection; drop --sampling")
+        self.claim = ControllerClaimEvent.claim_source if self.options["mode"] == "controller" else None
         n = context.dataset_size
         self.sampling_rate = config.batch_size / n
         self.min_batch = (self.options["min_batch"] or default_min_batch(config.batch_size)
@@ -121,10 +124,11 @@ class DPULR(Method):
 
     # -- accounting ------------------------------------------------------------------------------
     def event_for(self, sigma0: float) -> Event:
-        """Theorem 3.5 (SRGM) with ``N-bar = n - 1``, or the Poisson sampled Gaussian."""
+        """Theorem 3.5 (SRGM) with ``N-bar = n - 1`` (the controller's: the same curve, as a claim), or
+        the Poisson sampled Gaussian."""
         if self.sampling == "rejection":
-            return SampledWithRejectionGaussianEvent(self.sampling_rate, sigma0, self.min_batch,
-                                                     self.context.dataset_size - 1)
+            kind = ControllerClaimEvent if self.claim else SampledWithRejectionGaussianEvent
+            return kind(self.sampling_rate, sigma0, self.min_batch, self.context.dataset_size - 1)
         return PoissonGaussianEvent(self.sampling_rate, sigma0)
 
     def set_noise_multiplier(self, z: float) -> None:
@@ -141,8 +145,8 @@ class DPULR(Method):
         moment, the lifted directions from its spectrum) is released uncharged (issue 27)."""
         mode = self.options["mode"]
         guarantee = ("sampled Gaussian mechanism on the clipped sum (sound)" if mode == "gaussian" else
-                     "paper 004's claim (eq. 7 controls the pre-clipping covariance; not a guarantee: "
-                     "see README, DP-ULR)")
+                     "none: the epsilon is paper 004's claim (eq. 7 controls the pre-clipping covariance, "
+                     "not the noise on the released clipped sum; docs/trainers.md, DP-ULR)")
         return {"mode": mode, "guarantee": guarantee, "generator": KEYED_GENERATOR_NAME,
                 "noise_multiplier": self.noise_multiplier,
                 "sigma_0": self.noise_multiplier, "clip_norm": self.context.config.clip_norm,
