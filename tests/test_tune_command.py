@@ -185,3 +185,41 @@ def test_tune_command_with_poisson_k(tmp_path, capsys):
     assert main(["tune", "--method", "dp-sgd", "--dataset", "digits", "--target-epsilon", "1", "--space", "lr=0.1",
                  "--k-distribution", "poisson", "--mean-runs", "0.5"]) != 0
     assert "mu must be in [1" in capsys.readouterr().err
+
+
+# -- --total-epsilon: each run's noise planned for the tuning's total -------------------------------
+def test_noise_for_total_is_the_smallest_noise_whose_tuning_and_final_run_fit():
+    from trainers.tune import noise_for_total, total_epsilon_at
+
+    law = TruncatedNegativeBinomial.with_mean(3, 1.0)
+    config = noise_for_total(base(target_epsilon=None, noise_multiplier=1.0), law, 3.0)
+    assert config.target_epsilon is None and config.noise_multiplier is not None
+    z, q = config.noise_multiplier, 50 / 1294  # digits: 1294 training examples after the validation split
+    steps = 2 * config_steps(config)
+
+    def event(noise: float) -> PoissonGaussianEvent:
+        return PoissonGaussianEvent(q, noise)
+
+    assert total_epsilon_at(event, steps, "add_remove", law, z, 1e-5) <= 3.0
+    assert total_epsilon_at(event, steps, "add_remove", law, z * (1 - 3e-4), 1e-5) > 3.0
+
+
+def config_steps(config: TrainConfig) -> int:
+    from trainers.loop import Trainer
+
+    with Trainer(config, progress=False, log=lambda m: None) as trainer:
+        return trainer.sampler.steps_per_epoch
+
+
+def test_tune_command_with_a_total_epsilon_spends_at_most_it(tmp_path, capsys):
+    from trainers.cli import main
+
+    out = tmp_path / "tune.json"
+    assert main(["tune", "--method", "dp-sgd", "--dataset", "digits", "--epochs", "1", "--batch-size", "50",
+                 "--hidden", "16", "--total-epsilon", "2", "--delta", "1e-5", "--space", "lr=0.1,0.2",
+                 "--mean-runs", "2", "--out", str(out)]) == 0
+    import json
+
+    tuning = json.loads(out.read_text())["tuning"]
+    assert tuning["total_epsilon_target"] == 2.0
+    assert 1.9 < tuning["total_epsilon"] <= 2.0 and tuning["final_run_epsilon"] < 1.5

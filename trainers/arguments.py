@@ -222,5 +222,8 @@ def add_tune_arguments(p: argparse.ArgumentParser) -> None:
                             "default) or Poisson (Theorem 6; K = 0 selects nothing)")
     group.add_argument("--mean-runs", type=float, default=10.0,
                        help="E[K], the mean number of candidate runs (default 10; Poisson: >= 1)")
+    group.add_argument("--total-epsilon", type=float, default=None, metavar="EPSILON",
+                       help="plan each run's noise so that the tuning and the final run together spend at most "
+                            "this epsilon at --delta (instead of --target-epsilon per run)")
     group.add_argument("--eta", type=float, default=1.0,
                        help="shape of the truncated negative binomial, > -1 (1: geometric, default; 0: logarithmic)")

@@ -82,14 +82,23 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     from .core.data import DatasetError
     from .loop import check_output_path, train  # torch-heavy; imported only when training
     from .records import write_json
-    from .tune import parse_space, runs_law, summary, tune
+    from .tune import noise_for_total, parse_space, runs_law, summary, tune
 
     try:
+        if args.total_epsilon is not None:
+            if args.target_epsilon is not None or args.noise_multiplier is not None:
+                raise TrainingConfigError("tune: give --total-epsilon (the tuning and the final run together) or "
+                                          "--target-epsilon / --noise-multiplier (each run), not both")
+            args.target_epsilon = args.total_epsilon  # the planning's start: a run alone at the total
         config = config_from_args(args)
         if args.out is not None:
             check_output_path(args.out, "--out")
-        record = tune(config, parse_space(args.space), runs_law(args.k_distribution, args.mean_runs, args.eta),
-                      lambda c: train(c, progress=False, log=lambda message: None))
+        space, law = parse_space(args.space), runs_law(args.k_distribution, args.mean_runs, args.eta)
+        if args.total_epsilon is not None:
+            config = noise_for_total(config, law, args.total_epsilon)
+        record = tune(config, space, law, lambda c: train(c, progress=False, log=lambda message: None))
+        if args.total_epsilon is not None:
+            record["tuning"]["total_epsilon_target"] = args.total_epsilon
     except DatasetError as exc:
         raise TrainingConfigError(str(exc)) from exc
     print(summary(record))

@@ -24,6 +24,7 @@ candidate has the same per-run RDP curve; each drawn candidate's ledger is check
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import replace
 from typing import Any, Callable
 
@@ -37,10 +38,11 @@ from .config import TrainConfig
 from .core.errors import TrainingConfigError
 from .public_surface import public_record
 
-#: Search-space keys: optimizer settings and method options that leave the ledger unchanged (the
-#: noise multiplier is relative to the clip norm; forward noise and repeats are not privacy noise).
-TUNABLE = {"lr": float, "momentum": float, "clip_norm": float,
-           "opt.forward_std": str, "opt.baseline": str, "opt.repeats": str, "opt.z_lr": str, "opt.z_steps": str}
+#: Search-space keys: optimizer settings, post-processing and method options that leave the ledger
+#: unchanged (the noise multiplier is relative to the clip norm, or to dp-dfa's tau_e / tau_h
+#: sensitivity; forward noise and repeats are not privacy noise). Each candidate's ledger is still checked.
+TUNABLE = {"lr": float, "momentum": float, "clip_norm": float, "tau_e": float, "tau_h": float,
+           "lr_schedule": str, "weight_average": float, "opt.forward_std": str, "opt.baseline": str, "opt.repeats": str, "opt.z_lr": str, "opt.z_steps": str}
 
 
 def parse_space(pairs: list[str]) -> dict[str, list[Any]]:
@@ -94,6 +96,43 @@ def run_ledger(record: dict[str, Any]) -> Accountant:
             f"tune: the run's ledger holds a published claim ({'; '.join(accountant.claims())}), not a "
             "guarantee; Theorem 2 needs a valid per-run RDP bound (e.g. dp-ulr: drop --opt mode=controller)")
     return accountant
+
+
+def total_epsilon_at(event_for: Callable[[float], Any], steps: int, neighboring: str, law: RunsLaw, z: float,
+                     delta: float) -> float:
+    """The epsilon of the tuning (``law``'s theorem) plus the final run, each run ``steps`` events
+    ``event_for(z)``: what the tuning record's ``total_epsilon`` will say for runs at ``z``."""
+    per_run = Accountant(neighboring)  # type: ignore[arg-type]
+    per_run.step(event_for(z), steps)
+    rdp = per_run.rdp
+    return tuning_epsilon(per_run.orders, law.tuning_rdp(per_run.orders, rdp) + rdp, delta)[0]
+
+
+def noise_for_total(base: TrainConfig, law: RunsLaw, total: float, rtol: float = 1e-4, data: Any = None) -> TrainConfig:
+    """``base`` with the smallest noise multiplier (to ``rtol``) whose tuning and final run spend at
+    most ``total`` at ``base.delta`` (``--total-epsilon``): the run's event and step count come from a
+    trainer planned at ``total`` (a lower bound on the noise), then bisection on ``log z``."""
+    from .loop import Trainer  # torch-heavy: only when planning
+
+    if not (math.isfinite(total) and total > 0):
+        raise TrainingConfigError(f"--total-epsilon must be > 0, got {total}")
+    planning = replace(base, target_epsilon=total, noise_multiplier=None)
+    with Trainer(planning, data=data, progress=False, log=lambda message: None) as trainer:
+        method, steps = trainer.method, trainer.planned_steps
+        low = float(method.noise_multiplier)  # type: ignore[attr-defined]
+
+    def fits(z: float) -> bool:
+        return total_epsilon_at(method.event_for, steps, method.neighboring, law, z, base.delta) <= total  # type: ignore[attr-defined]
+
+    high = low * 2
+    while not fits(high):
+        low, high = high, high * 2
+        if high > 1e4:
+            raise TrainingConfigError(f"--total-epsilon {total}: no noise multiplier up to 1e4 fits the tuning")
+    while high / low > 1 + rtol:
+        middle = math.sqrt(low * high)
+        low, high = (low, middle) if fits(middle) else (middle, high)
+    return replace(base, target_epsilon=None, noise_multiplier=high)
 
 
 def runs_law(distribution: str, mean: float, eta: float) -> RunsLaw:
