@@ -223,3 +223,24 @@ def test_tune_command_with_a_total_epsilon_spends_at_most_it(tmp_path, capsys):
     tuning = json.loads(out.read_text())["tuning"]
     assert tuning["total_epsilon_target"] == 2.0
     assert 1.9 < tuning["total_epsilon"] <= 2.0 and tuning["final_run_epsilon"] < 1.5
+
+
+def test_what_the_candidates_print_does_not_depend_on_k(capfd):
+    """Each candidate plans its noise (a line on stderr) and may warn: none of it may leave the
+    process, or counting the lines would publish K."""
+    printed = []
+    for first in (0.01, 0.9):  # K = 1, then K >= 2 (truncated negative binomial, mean 4)
+        k_runs: list[int] = []
+
+        def counted(config: TrainConfig) -> dict[str, Any]:
+            k_runs.append(1)
+            return train(config, progress=True, log=lambda m: print(m, file=__import__("sys").stderr))
+
+        tune(base(epochs=1), parse_space(["lr=0.1"]), LAW, counted, generator=FixedUniforms(first))
+        printed.append((len(k_runs), capfd.readouterr()))
+    (runs_a, out_a), (runs_b, out_b) = printed
+    assert runs_a < runs_b  # the two tunings did train different numbers of candidates
+    # Only the final run speaks (its numbers differ between the two tunings, its lines do not).
+    assert out_a.out == out_b.out == ""
+    assert len(out_a.err.splitlines()) == len(out_b.err.splitlines())
+    assert out_a.err.count("choosing the noise multiplier") == out_b.err.count("choosing the noise multiplier") == 1

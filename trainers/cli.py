@@ -57,8 +57,16 @@ def _cmd_train(args: argparse.Namespace) -> int:
         raise TrainingConfigError(str(exc)) from exc
     if os.environ.get("RANK", "0") != "0":  # a torchrun job: rank 0 reports
         return 0
+    report_run(record)
+    if args.out:
+        print(f"result record: {args.out}")
+    return 0
+
+
+def report_run(record: dict) -> None:
+    """A run's public outcome: accuracy, epsilon, camera time, the mechanism and where its noise came from."""
     final = record["final"]
-    line = (f"{config.method} on {record['profile']['name'] if record['profile'] else 'no device'}: "
+    line = (f"{record['method']} on {record['profile']['name'] if record['profile'] else 'no device'}: "
             f"test accuracy {final['test_accuracy']:.4f} after {final['epochs_completed']} epoch(s), "
             f"{final['wall_time_s']:.1f} s")
     if "epsilon" in final:
@@ -73,9 +81,6 @@ def _cmd_train(args: argparse.Namespace) -> int:
         print(privacy_summary(privacy, record.get("profile")))
     if privacy.get("dataset_size"):
         print(f"training-set size {record['dataset']['train']}: {privacy['dataset_size']}")
-    if args.out:
-        print(f"result record: {args.out}")
-    return 0
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
@@ -102,6 +107,10 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     except DatasetError as exc:
         raise TrainingConfigError(str(exc)) from exc
     print(summary(record))
+    print("final run: ", end="")
+    report_run(record["final_run"])
+    if record["final_run"]["final"].get("camera_frames"):
+        print("the candidate runs' camera time is not published: it would reveal K (Papernot-Steinke)")
     if args.out:
         write_json(args.out, record)
         print(f"tuning record: {args.out}")

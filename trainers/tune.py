@@ -24,9 +24,13 @@ candidate has the same per-run RDP curve; each drawn candidate's ledger is check
 from __future__ import annotations
 
 import argparse
+import io
+import logging
 import math
+import warnings
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -65,6 +69,21 @@ def parse_space(pairs: list[str]) -> dict[str, list[Any]]:
     if not space:
         raise TrainingConfigError("--space: declare at least one KEY=V1,V2,...")
     return space
+
+
+@contextmanager
+def silenced() -> Iterator[None]:
+    """Nothing a candidate run prints or logs leaves the process (stdout, stderr, Python logging,
+    warnings): the number of such lines would publish K."""
+    sink = io.StringIO()
+    previous = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        with redirect_stdout(sink), redirect_stderr(sink), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logging.disable(previous)
 
 
 def candidate(base: TrainConfig, space: dict[str, list[Any]], uniforms: np.ndarray) -> dict[str, Any]:
@@ -157,7 +176,8 @@ def tune(base: TrainConfig, space: dict[str, list[Any]], law: RunsLaw,
     ledger: dict[str, Any] | None = None
     for _ in range(runs):
         settings = candidate(base, space, generator.uniform(len(space)))
-        record = train(configure(base, settings))
+        with silenced():  # a line per candidate on stderr (a plan, a warning) would count K
+            record = train(configure(base, settings))
         entries = run_ledger(record).to_dict()
         if ledger is not None and entries != ledger:
             raise TrainingConfigError("tune: two candidates charged different ledgers; a searched key changes the "
