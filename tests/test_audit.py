@@ -38,7 +38,7 @@ def test_chance_guessing_gives_no_bound_and_delta_only_lowers_it():
 def _config(method="dp-dfa", **kw):
     # Sampling rate 1 (batch = the 200 training examples): every canary joins every step, nothing is
     # secret but the noise and the coins, and the claim (4 steps at z = 5) has no amplification.
-    return TrainConfig.for_method(method, **{"epochs": 4, "batch_size": DATA["n_train"], "hidden": (64, 64),
+    return TrainConfig.for_method(method, features="pixels", **{"epochs": 4, "batch_size": DATA["n_train"], "hidden": (64, 64),
                                              "alignment": False, "noise_multiplier": 5.0, **kw})
 
 
@@ -271,7 +271,7 @@ class NoiselessDPDFA(DPDFA):
 
 
 def _black_box(method="dp-dfa"):
-    config = TrainConfig.for_method(method, noise_multiplier=40.0, epochs=60, batch_size=100, lr=0.01,
+    config = TrainConfig.for_method(method, features="pixels", noise_multiplier=40.0, epochs=60, batch_size=100, lr=0.01,
                                     hidden=(64,), alignment=False)
     return audit_black_box(config, canaries=200, guess_counts=(10, 25, 50), data=clusters(n_train=400, features=40))
 
@@ -298,7 +298,7 @@ def test_sound_dp_dfa_stays_below_its_claim_black_box():
     ("photonic-dp", {}),  # no proven bound: the claim is infinite, the audit still runs
 ])
 def test_every_private_method_black_box_audits_at_or_below_its_claim(method, extra):
-    config = TrainConfig.for_method(method, epochs=4, batch_size=100, hidden=(16, 12), alignment=False, **extra)
+    config = TrainConfig.for_method(method, features="pixels", epochs=4, batch_size=100, hidden=(16, 12), alignment=False, **extra)
     result = audit_black_box(config, canaries=200, guess_counts=(10, 25, 50), data=clusters(n_train=1200))
     assert result["method"] == method and result["steps"] > 0
     assert result["epsilon_lower_bound"] <= result["claimed_epsilon"]

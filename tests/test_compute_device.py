@@ -15,7 +15,7 @@ CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: tor
 
 
 def _run(method: str, compute: str, **kw):
-    config = TrainConfig.for_method(method, epochs=2, batch_size=50, hidden=(32, 32), compute=compute,
+    config = TrainConfig.for_method(method, features="pixels", epochs=2, batch_size=50, hidden=(32, 32), compute=compute,
                                     alignment=False, **kw)
     return train(config, data=clusters(), progress=False, log=lambda m: None)
 

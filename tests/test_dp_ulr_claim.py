@@ -23,7 +23,7 @@ CONTROLLER = {"mode": "controller"}
 
 
 def cfg(**kw) -> TrainConfig:
-    base = dict(epochs=1, batch_size=40, hidden=(16, 12), seed=0, inputs="unit", delta=1e-5)
+    base = dict(epochs=1, batch_size=40, hidden=(16, 12), seed=0, inputs="unit", delta=1e-5, features="pixels")
     base.update(kw)
     return TrainConfig.for_method("dp-ulr", **base)
 

@@ -219,7 +219,7 @@ def test_the_refusals_suggested_path_trains_the_method_on_a_users_tensors(method
     from trainers.loop import train
 
     data = clusters(n_train=256, n_test=64)
-    config = TrainConfig.for_method(method, target_epsilon=8.0, epochs=1, batch_size=64, hidden=(16,),
+    config = TrainConfig.for_method(method, features="pixels", target_epsilon=8.0, epochs=1, batch_size=64, hidden=(16,),
                                     inputs="unit", alignment=False)
     record = train(config, data=data, progress=False, log=lambda message: None)
     assert record["final"]["steps"] > 0 and 0 < record["final"]["epsilon"] <= 8.0

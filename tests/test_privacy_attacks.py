@@ -206,7 +206,7 @@ def test_two_runs_with_the_same_public_settings_release_different_noise(method, 
     from tests.training_helpers import clusters
 
     options = {"noise_multiplier": 1.0, **extra}
-    config = TrainConfig.for_method(method, epochs=1, batch_size=50, hidden=(16, 16), alignment=False, **options)
+    config = TrainConfig.for_method(method, features="pixels", epochs=1, batch_size=50, hidden=(16, 16), alignment=False, **options)
     runs = [train(config, data=clusters(), progress=False, log=lambda m: None) for _ in range(2)]
     assert runs[0]["epochs"][0]["validation_loss"] != runs[1]["epochs"][0]["validation_loss"]
 

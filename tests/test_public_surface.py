@@ -39,7 +39,8 @@ def _published(config: TrainConfig, data: Dataset) -> tuple[dict, list[str]]:
 
 
 def _config(method: str, **kw) -> TrainConfig:
-    base = dict(epochs=2, batch_size=40, hidden=HIDDEN, seed=0, alignment=False, inputs="standardized")
+    base = dict(epochs=2, batch_size=40, hidden=HIDDEN, seed=0, alignment=False, inputs="standardized",
+                features="pixels")
     base.update(kw)
     return TrainConfig.for_method(method, **base)
 

@@ -37,7 +37,7 @@ KEY = "c3" * 32
 
 
 def cfg(method: str, **kw) -> TrainConfig:
-    base = dict(epochs=1, batch_size=40, hidden=HIDDEN, seed=0, inputs="unit", alignment=False)
+    base = dict(epochs=1, batch_size=40, hidden=HIDDEN, seed=0, inputs="unit", alignment=False, features="pixels")
     base.update(kw)
     return TrainConfig.for_method(method, **base)
 
