@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
-
 import pytest
 import torch
 
@@ -14,7 +12,7 @@ from trainers.core.averaging import WeightAverage, make_schedule
 from trainers.core.errors import TrainingConfigError
 from trainers.loop import Trainer, train
 
-from tests.training_helpers import clusters
+from tests.training_helpers import clusters, interrupted_and_uninterrupted
 
 
 def quiet_train(config: TrainConfig, **kw):
@@ -81,15 +79,6 @@ def test_the_record_evaluates_the_averaged_weights():
 
 def test_resume_restores_the_schedule_and_the_average(tmp_path):
     data = clusters(n_train=400)
-    path = tmp_path / "ck.pt"
-    first = Trainer(private_config(checkpoint=str(path)), data=data, progress=False, log=lambda m: None)
-    first.run(max_epochs=1)
-    saved = tmp_path / "saved.pt"
-    saved.write_bytes(path.read_bytes())
-    full = first.run()  # the uninterrupted run, continued in process
-    first.release()
-    path.write_bytes(saved.read_bytes())
-    Path(f"{path}.journal").write_text("".join(f"{i}\n" for i in range(full["final"]["steps"] // 2)))
-    resumed = quiet_train(private_config(checkpoint=str(path), resume=True), data=data)
+    resumed, full = interrupted_and_uninterrupted(private_config, data, tmp_path)
     assert resumed["epochs"][-1]["test_loss"] == pytest.approx(full["epochs"][-1]["test_loss"], rel=1e-9)
     assert resumed["final"]["test_accuracy"] == full["final"]["test_accuracy"]

@@ -3,7 +3,6 @@ sensitivities, budget stop, resume."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import math
 
@@ -16,12 +15,12 @@ from opu_hal.privacy import PoissonGaussianEvent, PrivacyParameterError, Sampled
 from trainers.core import mac, ulr
 from trainers.config import TrainConfig
 from trainers.core.errors import TrainingConfigError
-from trainers.loop import Trainer, train
+from trainers.loop import train
 from trainers.methods import METHODS, MethodContext
 from trainers.core.model import MLP
 from trainers.core.sampling import Sampler
 
-from tests.training_helpers import clusters
+from tests.training_helpers import clusters, interrupted_and_uninterrupted
 
 HIDDEN = (16, 12)
 
@@ -305,16 +304,7 @@ def test_budget_stops_before_crossing_the_target(name):
 def test_resume_equals_uninterrupted(name, extra, tmp_path):
     data = clusters(n_train=400)
     kw = dict(noise_multiplier=4.0 if name == "dp-ulr" else 1.5, epochs=2, extra=extra)
-    path = tmp_path / "ck.pt"
-    first = Trainer(cfg(name, checkpoint=str(path), **kw), data=data, progress=False, log=lambda m: None)
-    first.run(max_epochs=1)
-    saved = tmp_path / "saved.pt"
-    saved.write_bytes(path.read_bytes())
-    full = first.run()  # the uninterrupted run, continued in process
-    first.release()
-    path.write_bytes(saved.read_bytes())
-    Path(f"{path}.journal").write_text("".join(f"{i}\n" for i in range(full["final"]["steps"] // 2)))
-    resumed = quiet_train(cfg(name, checkpoint=str(path), resume=True, **kw), data=data)
+    resumed, full = interrupted_and_uninterrupted(lambda **ck: cfg(name, **ck, **kw), data, tmp_path)
     assert resumed["final"]["test_accuracy"] == full["final"]["test_accuracy"]
     spent = "claimed_epsilon" if extra.get("mode") == "controller" else "epsilon"  # paper 004's claim
     assert resumed["final"][spent] == pytest.approx(full["final"][spent], rel=1e-12)

@@ -32,3 +32,24 @@ def simulated_device(out_features: int = 48, in_features: int = 10, seed: int = 
     profile = validate_profile({"backend": "simulated", "in_features": in_features,
                                 "out_features": out_features, "seed": seed, "mode": "linear"})
     return load_device(profile)
+
+
+def interrupted_and_uninterrupted(make_config, data: Dataset, tmp_path) -> tuple[dict, dict]:
+    """The records of a run stopped after its first epoch and resumed from that checkpoint (its
+    journal saying half the steps drew noise), and of the same run continued in process.
+    ``make_config(**changes)`` builds the run's config with the given checkpoint settings."""
+    from pathlib import Path
+
+    from trainers.loop import Trainer, train
+
+    path = tmp_path / "ck.pt"
+    first = Trainer(make_config(checkpoint=str(path)), data=data, progress=False, log=lambda m: None)
+    first.run(max_epochs=1)
+    saved = tmp_path / "saved.pt"
+    saved.write_bytes(path.read_bytes())
+    full = first.run()  # the uninterrupted run, continued in process
+    first.release()
+    path.write_bytes(saved.read_bytes())
+    Path(f"{path}.journal").write_text("".join(f"{i}\n" for i in range(full["final"]["steps"] // 2)))
+    resumed = train(make_config(checkpoint=str(path), resume=True), data=data, progress=False, log=lambda m: None)
+    return resumed, full
