@@ -157,7 +157,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                       help="where privacy noise comes from: software, or the device's photo-electron counts "
                            "(dp-dfa) ({per_method})")
     priv.add_argument("--sampling", choices=("poisson", "fixed", "rejection"), default=None,
-                      help="minibatch sampling: dp-sgd poisson or fixed, dp-ulr rejection (paper 004) "
+                      help="minibatch sampling: dp-sgd poisson or fixed, dp-dfa fixed (paper 002) or poisson "
+                           "(add/remove, software noise), dp-ulr rejection (paper 004) "
                            "({per_method})")
     priv.add_argument("--public-dataset-size", type=int, default=None, metavar="N",
                       help="add/remove adjacency (dp-sgd poisson, dp-ulr, dp-mac): the training-set size the "
