@@ -100,7 +100,11 @@ def _cmd_tune(args: argparse.Namespace) -> int:
             check_output_path(args.out, "--out")
         space, law = parse_space(args.space), runs_law(args.k_distribution, args.mean_runs, args.eta)
         if args.total_epsilon is not None:
+            print(f"tune: planning each run's noise so that the tuning and the final run spend at most epsilon "
+                  f"{args.total_epsilon} at delta {config.delta}...", file=sys.stderr, flush=True)
             config = noise_for_total(config, law, args.total_epsilon)
+        print(f"tune: training a secret number K of candidates (mean {law.mean:g}), silently (a line or a progress "
+              "bar per candidate would publish K), then the final run", file=sys.stderr, flush=True)
         record = tune(config, space, law, lambda c: train(c, progress=False, log=lambda message: None))
         if args.total_epsilon is not None:
             record["tuning"]["total_epsilon_target"] = args.total_epsilon
