@@ -203,6 +203,7 @@ def test_audit_flags_a_sensitivity_bug_by_the_measured_sensitivity(cls):
 @pytest.mark.parametrize("method, extra", [
     ("dp-dfa", {}),
     ("dp-dfa", {"noise_source": "device"}),  # the default simulated profile, opu-sim-dp
+    ("dp-dfa", {"sampling": "poisson"}),  # add/remove: the halved sensitivity (issue 35)
     ("dp-sgd", {"sampling": "poisson"}),
     ("dp-sgd", {"sampling": "fixed"}),
 ])
