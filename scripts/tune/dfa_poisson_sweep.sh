@@ -2,7 +2,8 @@
 # DP-DFA with Poisson sampling under add/remove adjacency (issue 35; --sampling poisson), software
 # noise, on ScatterNet features: 3969-256-10 tanh, tau_h 5, tau_e 0.05, batch 2048 (expected), Adam,
 # delta 1e-5, at epsilon 8 and 3. Candidates (the same for both epsilons): 15 epochs lr 1.5e-3; 30
-# epochs lr 3e-3; 30 epochs lr 3e-3 with a cosine schedule and a weight average (decay 0.9). The
+# epochs lr 3e-3; 30 epochs lr 3e-3 with a cosine schedule and a weight average (decay 0.9); 20
+# epochs lr 1.5e-3 with the same schedule and average (added after the first three). The
 # pick is made on the validation split (which no run trains on) by trainers.best_by_validation,
 # then run again (REPEAT=1 bash scripts/tune/dfa_poisson_sweep.sh runs only the repeats of the
 # picks, named *-repeat.json). Records in results/tuning/dp-dfa-poisson/.
@@ -14,7 +15,9 @@ run() { name=$1; shift; OMP_NUM_THREADS=1 opu-hal train "${COMMON[@]}" "$@" --ou
         grep -E "test accuracy|rror" | sed "s/^/$name: /"; }
 CANDIDATES=("e15-lr1.5e-3|--epochs 15 --lr 1.5e-3"
             "e30-lr3e-3|--epochs 30 --lr 3e-3"
-            "e30-lr3e-3-cosine-avg|--epochs 30 --lr 3e-3 --lr-schedule cosine --weight-average 0.9")
+            "e30-lr3e-3-cosine-avg|--epochs 30 --lr 3e-3 --lr-schedule cosine --weight-average 0.9"
+            "e20-lr1.5e-3-cosine-avg|--epochs 20 --lr 1.5e-3 --lr-schedule cosine --weight-average 0.9")
+# ONLY=NAME runs that candidate alone (at both epsilons), e.g. one added after the first three.
 if [[ "${REPEAT:-0}" == 1 ]]; then
   for eps in 8 3; do
     pick=$(python -m trainers.best_by_validation --name "$OUT"/eps$eps-*[^t].json)
@@ -25,6 +28,7 @@ if [[ "${REPEAT:-0}" == 1 ]]; then
   wait
 else
   for candidate in "${CANDIDATES[@]}"; do
+    [[ -n "${ONLY:-}" && "${candidate%%|*}" != "$ONLY" ]] && continue
     for eps in 8 3; do
       run "eps$eps-${candidate%%|*}" --target-epsilon "$eps" ${candidate#*|} &
     done
