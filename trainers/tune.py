@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from opu_hal.privacy import Accountant
+from opu_hal.privacy.inverse import bisect_log
 from opu_hal.privacy.tuning import PoissonRuns, RunsLaw, TruncatedNegativeBinomial, tuning_epsilon
 from opu_hal.randomness.secure_random import SecureGenerator
 
@@ -46,7 +47,8 @@ from .public_surface import public_record
 #: unchanged (the noise multiplier is relative to the clip norm, or to dp-dfa's tau_e / tau_h
 #: sensitivity; forward noise and repeats are not privacy noise). Each candidate's ledger is still checked.
 TUNABLE = {"lr": float, "momentum": float, "clip_norm": float, "tau_e": float, "tau_h": float,
-           "lr_schedule": str, "weight_average": float, "opt.forward_std": str, "opt.baseline": str, "opt.repeats": str, "opt.z_lr": str, "opt.z_steps": str}
+           "lr_schedule": str, "weight_average": float,
+           "opt.forward_std": str, "opt.baseline": str, "opt.repeats": str, "opt.z_lr": str, "opt.z_steps": str}
 
 
 def parse_space(pairs: list[str]) -> dict[str, list[Any]]:
@@ -148,10 +150,7 @@ def noise_for_total(base: TrainConfig, law: RunsLaw, total: float, rtol: float =
         low, high = high, high * 2
         if high > 1e4:
             raise TrainingConfigError(f"--total-epsilon {total}: no noise multiplier up to 1e4 fits the tuning")
-    while high / low > 1 + rtol:
-        middle = math.sqrt(low * high)
-        low, high = (low, middle) if fits(middle) else (middle, high)
-    return replace(base, target_epsilon=None, noise_multiplier=high)
+    return replace(base, target_epsilon=None, noise_multiplier=bisect_log(fits, low, high, rtol))
 
 
 def runs_law(distribution: str, mean: float, eta: float) -> RunsLaw:

@@ -52,6 +52,14 @@ def smallest_noise_multiplier(
         )
     if fits(low):
         return low
+    return bisect_log(fits, low, high, rtol, progress)
+
+
+def bisect_log(fits: Callable[[float], bool], low: float, high: float, rtol: float = 1e-4,
+               progress: Callable[[float, float], None] | None = None) -> float:
+    """The upper end of a bracket ``[low, high]`` (``fits(low)`` false, ``fits(high)`` true, ``fits``
+    monotone) narrowed on ``log z`` until ``high / low <= 1 + rtol``; ``progress(low, high)`` after
+    each halving. The returned value always fits."""
     while high / low > 1 + rtol:
         middle = math.sqrt(low * high)
         if fits(middle):

@@ -95,17 +95,7 @@ class TruncatedNegativeBinomial:
 
     def sample(self, uniform: float) -> int:
         """``K`` by inversion of the CDF at ``uniform`` in [0, 1) (from the secure generator)."""
-        if not (is_real(uniform) and 0 <= uniform < 1):
-            raise PrivacyParameterError(f"uniform must be in [0, 1), got {uniform!r}")
-        total, start, block = 0.0, 1, 4096
-        while start <= MAX_RUNS:
-            pmf = np.exp(self.log_pmf(np.arange(start, start + block)))
-            cumulative = total + np.cumsum(pmf)
-            hit = np.nonzero(cumulative > uniform)[0]
-            if hit.size:
-                return int(start + hit[0])
-            total, start = float(cumulative[-1]), start + block
-        return MAX_RUNS  # only for uniform within rounding of 1
+        return sample_by_inversion(self.log_pmf, 1, uniform)
 
 
     def tuning_rdp(self, orders: Sequence[float], rdp: Sequence[float]) -> np.ndarray:
@@ -115,6 +105,21 @@ class TruncatedNegativeBinomial:
     def describe(self) -> dict[str, object]:
         """The law's public parameters, for a tuning record."""
         return {"distribution": "truncated negative binomial (Definition 1)", "eta": self.eta, "gamma": self.gamma}
+
+
+def sample_by_inversion(log_pmf: Callable[[np.ndarray], np.ndarray], first: int, uniform: float) -> int:
+    """The smallest ``k >= first`` whose CDF exceeds ``uniform`` in [0, 1), for a law on the integers
+    from ``first`` given by ``log_pmf`` (summed in blocks of 4096)."""
+    if not (is_real(uniform) and 0 <= uniform < 1):
+        raise PrivacyParameterError(f"uniform must be in [0, 1), got {uniform!r}")
+    total, start, block = 0.0, first, 4096
+    while start <= MAX_RUNS:
+        cumulative = total + np.cumsum(np.exp(log_pmf(np.arange(start, start + block))))
+        hit = np.nonzero(cumulative > uniform)[0]
+        if hit.size:
+            return int(start + hit[0])
+        total, start = float(cumulative[-1]), start + block
+    return MAX_RUNS  # only for uniform within rounding of 1
 
 
 @dataclass(frozen=True)
@@ -142,16 +147,7 @@ class PoissonRuns:
 
     def sample(self, uniform: float) -> int:
         """``K`` by inversion of the CDF at ``uniform`` in [0, 1) (from the secure generator); may be 0."""
-        if not (is_real(uniform) and 0 <= uniform < 1):
-            raise PrivacyParameterError(f"uniform must be in [0, 1), got {uniform!r}")
-        total, start, block = 0.0, 0, 4096
-        while start <= MAX_RUNS:
-            cumulative = total + np.cumsum(np.exp(self.log_pmf(np.arange(start, start + block))))
-            hit = np.nonzero(cumulative > uniform)[0]
-            if hit.size:
-                return int(start + hit[0])
-            total, start = float(cumulative[-1]), start + block
-        return MAX_RUNS  # only for uniform within rounding of 1
+        return sample_by_inversion(self.log_pmf, 0, uniform)
 
     def tuning_rdp(self, orders: Sequence[float], rdp: Sequence[float],
                    delta_hat: Callable[[float], float] | None = None) -> np.ndarray:
