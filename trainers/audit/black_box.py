@@ -20,10 +20,7 @@ from .bounds import best_lower_bound, gdp_epsilon_estimate
 
 def neighboring_of(config: TrainConfig) -> str:
     """The relation the method's claim is made under (dp-sgd and dp-dfa: by their sampling)."""
-    cls = METHODS[config.method]
-    if config.method in ("dp-sgd", "dp-dfa"):
-        return "add_remove" if (config.sampling or cls.sampling) == "poisson" else "replace_one"
-    return getattr(cls, "neighboring", "add_remove")
+    return METHODS[config.method].neighboring_for(config)
 
 
 def input_canaries(count: int, features: int, classes: int, generator: SecureGenerator) -> Split:

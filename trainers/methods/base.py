@@ -75,6 +75,16 @@ class Method(ABC):
     any_network: ClassVar[bool] = False
     #: Methods that train a CNN (:mod:`trainers.core.cnn`): the any-network ones, and DP-DFA's hybrid.
     trains_cnn: ClassVar[bool] = False
+    #: Methods whose relation follows the run's sampling: Poisson batches under add/remove, fixed-size
+    #: batches under replace-one (DP-SGD, DP-DFA); the others keep :attr:`neighboring`.
+    relation_follows_sampling: ClassVar[bool] = False
+
+    @classmethod
+    def neighboring_for(cls, config: RunConfig) -> Neighboring:
+        """The neighbouring relation a run of this method with ``config`` is accounted under."""
+        if not cls.relation_follows_sampling:
+            return cls.neighboring
+        return "add_remove" if (config.sampling or cls.sampling) == "poisson" else "replace_one"
 
     @classmethod
     def profile_for(cls, config: RunConfig) -> str | None:

@@ -165,6 +165,7 @@ class DPDFA(GaussianNoiseMethod):
     single_release = True  # one noisy release per step, through release() (the audit hooks it)
     neighboring = "replace_one"
     sampling = "fixed"
+    relation_follows_sampling = True
     trains_cnn = True  # the hybrid BP/DFA network of section 4
     # Paper 002, section 5: Adam (lr 1e-3), beta = 0.9, tau_e = 0.1; 128-256 sigmoid, batch 128.
     defaults = {"inputs": "unit", "optimizer": "adam", "lr": 1e-3, "hidden": (128, 256),
@@ -183,7 +184,7 @@ class DPDFA(GaussianNoiseMethod):
         if self.sampling not in SAMPLINGS:
             raise TrainingConfigError(f"dp-dfa: --sampling {self.sampling!r}: choose fixed (paper 002, Algorithm 1; "
                                       "replace-one) or poisson (add/remove)")
-        self.neighboring = "replace_one" if self.sampling == "fixed" else "add_remove"
+        self.neighboring = self.neighboring_for(config)
         if self.sampling == "poisson" and config.noise_source == "device":
             raise TrainingConfigError("dp-dfa: --sampling poisson takes software noise; device noise is accounted "
                                       "for fixed-size batches only (WBK Theorem 9): drop --sampling or "

@@ -37,6 +37,7 @@ class DPSGD(GaussianNoiseMethod):
     private = True
     single_release = True  # one noisy release per step, through release() (the audit hooks it)
     sampling = "poisson"
+    relation_follows_sampling = True
     defaults = {"inputs": "unit", "optimizer": "adam", "lr": 1e-3, "hidden": (128, 256),
                 "activation": "sigmoid", "batch_size": 128}
 
@@ -49,7 +50,7 @@ class DPSGD(GaussianNoiseMethod):
                 "mechanism is dp-dfa's)")
         self.sampling = config.sampling or "poisson"
         self.generator = SecureGenerator()
-        self.neighboring = "add_remove" if self.sampling == "poisson" else "replace_one"
+        self.neighboring = self.neighboring_for(config)
         # Noise std per unit of the multiplier: the L2 sensitivity of the clipped sum.
         self.sensitivity = config.clip_norm * (1 if self.sampling == "poisson" else 2)
         self.dimension = sum(p.numel() for p in model.parameters())
