@@ -101,3 +101,27 @@ def test_labels_outside_the_classes_are_refused_at_load(tmp_path):
     write_idx(tmp_path / FILES["train_labels"], np.full(50, 12), compress=True)
     with pytest.raises(DatasetError, match=r"train labels must be in \[0, 9\], found 12..12"):
         load_dataset("fashion-mnist", tmp_path)
+
+
+def test_validation_fraction_zero_trains_on_every_image_and_reports_no_validation(tmp_path):
+    """The final run after a pick made on the validation split may train on all the images."""
+    import json
+
+    from trainers.cli import main
+
+    make_dataset(tmp_path, n_train=60, n_test=20)
+    out = tmp_path / "run.json"
+    assert main(["train", "--method", "dp-sgd", "--dataset", "fashion-mnist", "--data-dir", str(tmp_path),
+                 "--validation-fraction", "0", "--epochs", "1", "--batch-size", "20", "--hidden", "8",
+                 "--target-epsilon", "8", "--delta", "1e-5", "--quiet", "--no-alignment", "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert record["dataset"]["train"] == 60 and record["dataset"]["validation"] == 0
+    assert record["hyperparameters"]["validation_fraction"] == 0.0
+    assert record["final"]["validation_accuracy"] is None or record["final"]["validation_accuracy"] != record["final"]["validation_accuracy"]
+
+
+def test_a_validation_fraction_outside_zero_one_is_refused_naming_the_flag(capsys):
+    from trainers.cli import main
+
+    assert main(["train", "--method", "dp-sgd", "--validation-fraction", "1", "--epochs", "1"]) == 2
+    assert "--validation-fraction must be in [0, 1), got 1.0" in capsys.readouterr().err

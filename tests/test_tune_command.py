@@ -244,3 +244,9 @@ def test_what_the_candidates_print_does_not_depend_on_k(capfd):
     assert out_a.out == out_b.out == ""
     assert len(out_a.err.splitlines()) == len(out_b.err.splitlines())
     assert out_a.err.count("choosing the noise multiplier") == out_b.err.count("choosing the noise multiplier") == 1
+
+
+def test_tune_refuses_a_run_without_a_validation_split():
+    with pytest.raises(TrainingConfigError, match="validation-fraction 0"):
+        tune(base(validation_fraction=0.0), parse_space(["lr=0.05,0.2"]),
+             TruncatedNegativeBinomial.with_mean(2, 1.0), lambda c: pytest.fail("no candidate may run"))

@@ -118,6 +118,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                      help="pixels, or ScatterNet features of them (a fixed wavelet transform, no privacy "
                           "cost; cached under $OPU_HAL_CACHE or ~/.cache/opu-hal; default pixels)")
     run.add_argument("--train-limit", type=int, default=None, help="use only the first N training examples")
+    run.add_argument("--validation-fraction", type=float, default=None, metavar="F",
+                     help="hold out this fraction of the training images for validation, in [0, 1) (default 0.1); "
+                          "0 trains a final run on all of them once settings are picked")
     run.add_argument("--no-alignment", dest="alignment", action="store_false", default=None,
                      help="skip the per-epoch gradient alignment")
     run.add_argument("--out", default=None, help="write the result record (JSON) here")

@@ -156,6 +156,8 @@ class TrainConfig:
              f"--weight-average must be 0 (off) or in (0, 1), got {self.weight_average}")
         need(self.optimizer in ("sgd", "adam"), f"--optimizer {self.optimizer!r}: choose sgd or adam")
         need(0 <= self.threshold < 1, f"--threshold must be in [0, 1), got {self.threshold}")
+        need(0 <= self.validation_fraction < 1,
+             f"--validation-fraction must be in [0, 1), got {self.validation_fraction}")
         need(self.train_limit is None or self.train_limit >= self.batch_size,
              f"--train-limit must be >= --batch-size ({self.batch_size}), got {self.train_limit}")
         need(self.model in ("mlp", "cnn"), f"--model {self.model!r}: choose mlp or cnn")

@@ -169,6 +169,9 @@ def tune(base: TrainConfig, space: dict[str, list[Any]], law: RunsLaw,
     """Algorithm 1 with ``K ~ law``, then the final run; returns the public tuning record."""
     if base.target_epsilon is None and base.noise_multiplier is None:
         raise TrainingConfigError("tune: give --target-epsilon (each run's budget) or --noise-multiplier")
+    if base.validation_fraction <= 0:
+        raise TrainingConfigError("tune: --validation-fraction 0 leaves no validation split to score the candidates "
+                                  "on; keep one (default 0.1)")
     generator = generator or SecureGenerator()
     runs = law.sample(float(generator.uniform(1)[0]))
     best: tuple[float, dict[str, Any]] | None = None

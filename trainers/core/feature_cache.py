@@ -21,7 +21,7 @@ from tqdm import tqdm
 from .data import Dataset, Split
 from .scattering import scatter_dataset
 
-SCATTER_VERSION = "scatter-j2-l8-gn27-v2"
+SCATTER_VERSION = "scatter-j2-l8-gn27-v3"  # v3: kymatio's low-pass and padding
 
 
 def cache_dir() -> Path:
