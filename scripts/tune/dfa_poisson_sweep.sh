@@ -11,8 +11,6 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/sweep_setup.sh" results/tuning/dp-dfa-poisson
 COMMON=(--method dp-dfa --sampling poisson --noise-source software --features scatter --hidden 256
         --activation tanh --tau-h 5 --tau-e 0.05 --batch-size 2048 --optimizer adam --delta 1e-5 --quiet)
-run() { name=$1; shift; OMP_NUM_THREADS=1 opu-hal train "${COMMON[@]}" "$@" --out "$OUT/$name.json" 2>&1 |
-        grep -E "test accuracy|rror" | sed "s/^/$name: /"; }
 CANDIDATES=("e15-lr1.5e-3|--epochs 15 --lr 1.5e-3"
             "e30-lr3e-3|--epochs 30 --lr 3e-3"
             "e30-lr3e-3-cosine-avg|--epochs 30 --lr 3e-3 --lr-schedule cosine --weight-average 0.9"
@@ -22,7 +20,7 @@ if [[ "${REPEAT:-0}" == 1 ]]; then
   for eps in 8 3; do
     pick=$(python -m trainers.best_by_validation --name "$OUT"/eps$eps-*[^t].json)
     for candidate in "${CANDIDATES[@]}"; do
-      [[ "${candidate%%|*}" == "${pick#eps$eps-}" ]] && run "eps$eps-${candidate%%|*}-repeat" --target-epsilon "$eps" ${candidate#*|} &
+      [[ "${candidate%%|*}" == "${pick#eps$eps-}" ]] && run_candidate "eps$eps-${candidate%%|*}-repeat" --target-epsilon "$eps" ${candidate#*|} &
     done
   done
   wait
@@ -30,7 +28,7 @@ else
   for candidate in "${CANDIDATES[@]}"; do
     [[ -n "${ONLY:-}" && "${candidate%%|*}" != "$ONLY" ]] && continue
     for eps in 8 3; do
-      run "eps$eps-${candidate%%|*}" --target-epsilon "$eps" ${candidate#*|} &
+      run_candidate "eps$eps-${candidate%%|*}" --target-epsilon "$eps" ${candidate#*|} &
     done
     wait
   done

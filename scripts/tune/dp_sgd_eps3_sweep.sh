@@ -10,22 +10,20 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/sweep_setup.sh" results/tuning/dp-sgd-eps3-v3
 COMMON=(--method dp-sgd --features scatter --hidden "" --clip-norm 0.1 --batch-size 8192 --optimizer sgd
         --momentum 0.9 --weight-average 0.9 --inputs unit --target-epsilon 3 --delta 1e-5 --quiet)
-run() { name=$1; shift; OMP_NUM_THREADS=1 opu-hal train "${COMMON[@]}" "$@" --out "$OUT/$name.json" 2>&1 |
-        grep -E "test accuracy|rror" | sed "s/^/$name: /"; }
 CANDIDATES=("e50-lr16|--epochs 50 --lr 16"
             "e50-lr8|--epochs 50 --lr 8"
             "e80-lr8|--epochs 80 --lr 8"
             "e30-lr16|--epochs 30 --lr 16")
 for i in 0 2; do
-  for candidate in "${CANDIDATES[@]:$i:2}"; do run "${candidate%%|*}" ${candidate#*|} & done
+  for candidate in "${CANDIDATES[@]:$i:2}"; do run_candidate "${candidate%%|*}" ${candidate#*|} & done
   wait
 done
 python -m trainers.best_by_validation "$OUT"/e*[0-9].json
 pick=$(python -m trainers.best_by_validation --name "$OUT"/e*[0-9].json)
 for candidate in "${CANDIDATES[@]}"; do
   if [[ "${candidate%%|*}" == "$pick" ]]; then
-    run "$pick-repeat" ${candidate#*|} &
-    run "$pick-final-60k" ${candidate#*|} --validation-fraction 0 & wait
-    run "$pick-final-60k-repeat" ${candidate#*|} --validation-fraction 0
+    run_candidate "$pick-repeat" ${candidate#*|} &
+    run_candidate "$pick-final-60k" ${candidate#*|} --validation-fraction 0 & wait
+    run_candidate "$pick-final-60k-repeat" ${candidate#*|} --validation-fraction 0
   fi
 done
