@@ -3,7 +3,7 @@ score, one per-run ledger, the published record, and the total epsilon recompute
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pytest
@@ -38,6 +38,14 @@ def fake_record(config: TrainConfig, noise: float = 2.0) -> dict[str, Any]:
             "final": {"delta": config.delta, "validation_accuracy": config.lr, "test_accuracy": 0.5}}
 
 
+def recording(configs: list[TrainConfig]) -> Callable[[TrainConfig], dict[str, Any]]:
+    """A fake trainer that appends each config it is given to ``configs``."""
+    def fake(config: TrainConfig) -> dict[str, Any]:
+        configs.append(config)
+        return fake_record(config)
+    return fake
+
+
 def base(**kw: Any) -> TrainConfig:
     settings = dict(dataset="digits", epochs=2, batch_size=50, hidden=(16,), target_epsilon=2.0, delta=1e-5)
     settings.update(kw)
@@ -46,10 +54,7 @@ def base(**kw: Any) -> TrainConfig:
 
 def test_k_runs_plus_the_final_one_are_trained_and_the_best_validation_score_is_selected():
     configs: list[TrainConfig] = []
-
-    def fake(config: TrainConfig) -> dict[str, Any]:
-        configs.append(config)
-        return fake_record(config)
+    fake = recording(configs)
 
     record = tune(base(), parse_space(["lr=0.1,0.3,0.2"]), LAW, fake, generator=FixedUniforms(0.9))
     runs = LAW.sample(0.9)
@@ -132,10 +137,7 @@ def test_poisson_k_zero_selects_nothing_and_the_final_run_takes_the_command_line
     """K = 0 (the first uniform below e^-mu): no candidate runs, Algorithm 1 outputs nothing; the
     tuning is still charged Theorem 6 on the final run's per-run curve."""
     configs: list[TrainConfig] = []
-
-    def fake(config: TrainConfig) -> dict[str, Any]:
-        configs.append(config)
-        return fake_record(config)
+    fake = recording(configs)
 
     assert POISSON.sample(0.01) == 0
     record = tune(base(lr=0.07), parse_space(["lr=0.1,0.3"]), POISSON, fake, generator=FixedUniforms(0.01))
@@ -152,10 +154,7 @@ def test_poisson_k_zero_selects_nothing_and_the_final_run_takes_the_command_line
 
 def test_poisson_k_runs_select_the_best_and_charge_theorem_6():
     configs: list[TrainConfig] = []
-
-    def fake(config: TrainConfig) -> dict[str, Any]:
-        configs.append(config)
-        return fake_record(config)
+    fake = recording(configs)
 
     record = tune(base(), parse_space(["lr=0.1,0.3,0.2"]), POISSON, fake, generator=FixedUniforms(0.95))
     runs = POISSON.sample(0.95)
