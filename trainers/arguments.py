@@ -117,6 +117,12 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     run.add_argument("--features", choices=("pixels", "scatter"), default=None,
                      help="pixels, or ScatterNet features of them (a fixed wavelet transform, no privacy "
                           "cost; cached under $OPU_HAL_CACHE or ~/.cache/opu-hal; default pixels)")
+    run.add_argument("--center-features", action="store_true", default=None,
+                     help="subtract the training features' mean (--features scatter); a private run releases "
+                          "it by the Gaussian mechanism and charges it to the ledger before training")
+    run.add_argument("--centering-noise", type=float, default=None, metavar="Z",
+                     help="noise multiplier of that release, in [1, 10000] (default 20: about 1%% of an "
+                          "epsilon-3 budget)")
     run.add_argument("--train-limit", type=int, default=None, help="use only the first N training examples")
     run.add_argument("--validation-fraction", type=float, default=None, metavar="F",
                      help="hold out this fraction of the training images for validation, in [0, 1) (default 0.1); "

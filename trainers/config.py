@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from .core.averaging import SCHEDULES
+from .core.centering import DEFAULT_CENTERING_NOISE
 from .core.errors import TrainingConfigError
 from .methods import METHODS, get_method
 
@@ -56,6 +57,10 @@ class TrainConfig:
     validation_fraction: float = 0.1
     inputs: str = "standardized"
     features: str = "pixels"
+    # subtract the training features' mean (trainers.core.centering): in a private run a Gaussian
+    # release of it, noise multiplier centering_noise, charged to the ledger before training
+    center_features: bool = False
+    centering_noise: float = DEFAULT_CENTERING_NOISE
     # the network: an MLP of --hidden widths, or a CNN whose --hidden are 3x3 conv channels (trainers.core.cnn)
     model: str = "mlp"
     # --model cnn: one stride per conv block (empty: stride 1 and 2x2 pooling), the head's hidden widths
@@ -174,6 +179,11 @@ class TrainConfig:
         need(all(1 <= w <= MAX_WIDTH for w in self.head_hidden),
              f"--head-hidden needs widths in [1, {MAX_WIDTH}], got {list(self.head_hidden)}")
         need(self.features in FEATURES, f"--features {self.features!r}: choose one of {', '.join(FEATURES)}")
+        need(not self.center_features or self.features == "scatter",
+             "--center-features applies to --features scatter (their L2 norm is bounded, which bounds "
+             f"the mean's sensitivity), got --features {self.features}")
+        need(math.isfinite(self.centering_noise) and 1 <= self.centering_noise <= 1e4,
+             f"--centering-noise must be in [1, 10000], got {self.centering_noise}")
         need(self.inputs in INPUT_SCALINGS, f"--inputs {self.inputs!r}: choose one of {', '.join(INPUT_SCALINGS)}")
         need(self.noise_source in ("software", "device"),
              f"--noise-source {self.noise_source!r}: choose software or device")

@@ -9,6 +9,7 @@ loss and accuracy, gradient alignment, epsilon, the noise reports seen, and ``fi
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 import sys
 import time
 from typing import Any, Callable, Sequence
@@ -24,6 +25,7 @@ from .distributed.setup import (broadcast_model, check_method, describe, rank_pr
                                 shared_stream)
 from .journal import RunJournal, budget_allows, charge_planned
 from .config import TrainConfig
+from .core.centering import Centering, centered, exact_mean, feature_radius, private_mean
 from .core.data import Dataset, load_dataset, scale_inputs, scaling_reference
 from .core.cnn import CNN
 from .core.feature_cache import cached_scatter_features
@@ -95,6 +97,37 @@ class Trainer:
         reference = scaling_reference(raw, raw_train, METHODS[config.method].private)
         self.data = scale_inputs(raw, config.inputs, reference=reference)
         self.train_split = _limit(self.data.train, config.train_limit)
+        self.centering = self._center() if config.center_features else None
+
+    def _center(self) -> Centering:
+        """Centre every split on the training features' mean: exact in a non-private run, a charged
+        Gaussian release in a private one (:mod:`trainers.core.centering`; charged in
+        :meth:`_build_privacy`)."""
+        config, cls, train = self.config, METHODS[self.config.method], self.train_split
+        centering = None
+        if self.ranks.is_main:  # one release, which every rank of a torchrun job then uses
+            if cls.private:
+                centering = private_mean(train.x, feature_radius(self.data.n_features), config.centering_noise,
+                                         public_size(config, len(train)), cls.neighboring_for(config))
+            else:
+                centering = exact_mean(train.x)
+        centering = self.ranks.broadcast_object(centering, what="the released feature mean")
+        self.data = centered(self.data, centering.mean)
+        self.train_split = _limit(self.data.train, config.train_limit)
+        if centering.event is None:
+            self.log("features: centred on the training features' mean (a non-private run)")
+        else:
+            self.log(f"features: centred on a Gaussian release of the training features' mean (radius "
+                     f"{centering.radius:.4g}, noise multiplier {centering.noise_multiplier:g}), charged to the ledger")
+        return centering
+
+    def recenter(self, mean: torch.Tensor) -> None:
+        """Move the data onto a checkpoint's released mean instead of this process's own draw (a
+        resumed run trains on the features its ledger paid for; the discarded draw is never published)."""
+        assert self.centering is not None
+        self.data = centered(self.data, mean - self.centering.mean)
+        self.train_split = _limit(self.data.train, self.config.train_limit)
+        self.centering = replace(self.centering, mean=mean.clone())
 
     def _open_device(self) -> Device | None:
         """Load the config's device when the run needs one; the trainer then owns it."""
@@ -154,9 +187,11 @@ class Trainer:
         self.stopped_by_budget = False
         if self.method.private:
             self.accountant = Accountant(self.method.neighboring)
+            if self.centering is not None and self.centering.event is not None:
+                self.accountant.step(self.centering.event)
             if config.target_epsilon is not None:  # on the claimed epsilon for a method charged a claim
                 self.budget = PrivacyBudget(config.target_epsilon, config.delta, claimed=self.method.claim is not None)
-            plan_noise(self.method, self.planned_steps, config, self.log)
+            plan_noise(self.method, self.planned_steps, config, self.log, spent=self.accountant)
             route_releases(self.ranks, config, self.method)
 
     def _build_checkpointing(self) -> None:

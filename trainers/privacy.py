@@ -14,9 +14,11 @@ from .methods.base import GaussianNoiseMethod, Method
 SHORTFALL = 0.95
 
 
-def plan_noise(method: Method, steps: int, config: TrainConfig, log: Callable[[str], None]) -> None:
-    """Give ``method`` the smallest noise multiplier whose planned run fits the target (inverse
-    accounting), unless the user fixed ``--noise-multiplier``. The log states the epsilon the plan
+def plan_noise(method: Method, steps: int, config: TrainConfig, log: Callable[[str], None],
+               spent: Accountant | None = None) -> None:
+    """Give ``method`` the smallest noise multiplier whose planned run, after what the ledger
+    ``spent`` already holds (a released feature mean), fits the target (inverse accounting), unless
+    the user fixed ``--noise-multiplier``. The log states the epsilon the plan
     actually spends, and why, when the event's valid range floors the noise above what the target
     needs (e.g. Theorem 3.5's ``sigma_0 >= 4``): the run then cannot spend its target."""
     if not (isinstance(method, GaussianNoiseMethod)
@@ -39,12 +41,13 @@ def plan_noise(method: Method, steps: int, config: TrainConfig, log: Callable[[s
             print(f"\r  noise multiplier in [{low:.5g}, {high:.5g}]", end="", file=sys.stderr, flush=True)
 
     z = smallest_noise_multiplier(event_for, steps, config.target_epsilon, config.delta,
-                                  method.neighboring, progress=progress, claimed=claimed)  # type: ignore[arg-type]
+                                  method.neighboring, progress=progress, claimed=claimed,  # type: ignore[arg-type]
+                                  spent=spent if spent is not None and spent.steps else None)
     if live:
         print(file=sys.stderr, flush=True)
     method.set_noise_multiplier(z)
     planned = planned_epsilon(event_for, z, steps, config.delta, method.neighboring,  # type: ignore[arg-type]
-                              claimed=claimed)
+                              claimed=claimed, spent=spent if spent is not None and spent.steps else None)
     log(f"{method.name}: noise multiplier {z:.4f} plans {what} {planned:.4g} (target {config.target_epsilon}) "
         f"at delta {config.delta} after the planned {steps} steps")
     if planned < SHORTFALL * config.target_epsilon:

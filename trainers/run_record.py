@@ -61,6 +61,8 @@ def run_record(trainer: Trainer) -> dict[str, Any]:
                    "stopped_by_budget": trainer.stopped_by_budget,
                    "target_epsilon": trainer.config.target_epsilon,
                    "lost_steps_charged": trainer.run_journal.lost_steps_charged, **trainer.method.describe()}
+        if trainer.centering is not None:
+            privacy["centering"] = trainer.centering.describe()
     device = trainer.device
     record = {
         "method": trainer.config.method,

@@ -32,6 +32,7 @@ def trainer_state(trainer: Trainer) -> dict[str, Any]:
         "average": trainer.average.state_dict() if trainer.average is not None else None,
         "method": trainer.method.state_dict(),
         "accountant": trainer.accountant.state_dict() if trainer.accountant else None,
+        "centering": trainer.centering.mean if trainer.centering is not None else None,
         "sampler": trainer.sampler.state_dict(),
         "progress": {"position": list(trainer.position), "global_step": trainer.global_step,
                      "epochs": trainer.epochs, "noise_log": trainer.noise_log.to_list(), "elapsed": trainer.elapsed},
@@ -62,6 +63,8 @@ def restore(trainer: Trainer, state: dict[str, Any]) -> None:
     trainer.method.load_state_dict(state["method"])
     if state["accountant"] is not None and trainer.accountant is not None:
         trainer.accountant.load_state_dict(state["accountant"])
+    if state.get("centering") is not None:  # the mean the ledger paid for, not this process's draw
+        trainer.recenter(state["centering"])
     trainer.sampler = trainer.sampler.with_state(state["sampler"])
     progress = state["progress"]
     trainer.position = (int(progress["position"][0]), int(progress["position"][1]))

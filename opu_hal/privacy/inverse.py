@@ -14,10 +14,12 @@ EventForNoise = Callable[[float], Event]
 def planned_epsilon(
     event_for: EventForNoise, noise_multiplier: float, steps: int, delta: float,
     neighboring: Neighboring, orders: Sequence[float] = DEFAULT_ORDERS, *, claimed: bool = False,
+    spent: Accountant | None = None,
 ) -> float:
-    """Epsilon of ``steps`` occurrences of ``event_for(noise_multiplier)``; ``claimed=True`` admits an
-    event that is a published claim (its claimed epsilon, never a guarantee)."""
-    accountant = Accountant(neighboring, orders)
+    """Epsilon of ``steps`` occurrences of ``event_for(noise_multiplier)``, after what ``spent`` (a
+    ledger already charged, e.g. a released feature mean) holds; ``claimed=True`` admits an event
+    that is a published claim (its claimed epsilon, never a guarantee)."""
+    accountant = spent.copy() if spent is not None else Accountant(neighboring, orders)
     accountant.step(event_for(noise_multiplier), steps)
     return accountant.paper_claim_epsilon(delta) if claimed else accountant.get_epsilon(delta)
 
@@ -26,9 +28,10 @@ def smallest_noise_multiplier(
     event_for: EventForNoise, steps: int, target_epsilon: float, delta: float,
     neighboring: Neighboring, *, low: float = 1e-2, high: float = 1e3, rtol: float = 1e-4,
     orders: Sequence[float] = DEFAULT_ORDERS, progress: Callable[[float, float], None] | None = None,
-    claimed: bool = False,
+    claimed: bool = False, spent: Accountant | None = None,
 ) -> float:
-    """Smallest noise multiplier ``z`` (within ``rtol``) whose planned run has epsilon <= target.
+    """Smallest noise multiplier ``z`` (within ``rtol``) whose planned run, after what the ledger
+    ``spent`` already holds, has epsilon <= target.
 
     Bisection on ``log z``; epsilon falls as ``z`` grows. The returned ``z`` always satisfies the
     target (it is the upper end of the final bracket). ``progress(low, high)`` is called with the
@@ -42,7 +45,8 @@ def smallest_noise_multiplier(
 
     def fits(z: float) -> bool:
         try:
-            return planned_epsilon(event_for, z, steps, delta, neighboring, orders, claimed=claimed) <= target_epsilon
+            return planned_epsilon(event_for, z, steps, delta, neighboring, orders, claimed=claimed,
+                                   spent=spent) <= target_epsilon
         except PrivacyParameterError:
             return False
 
