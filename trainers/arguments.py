@@ -162,6 +162,10 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     priv.add_argument("--delta", type=float, default=None, help="target delta ({per_method})")
     priv.add_argument("--noise-multiplier", type=float, default=None,
                       help="fix the noise multiplier z instead of choosing it for --target-epsilon")
+    priv.add_argument("--accounting", choices=("rdp", "pld"), default=None,
+                      help="how the ledger becomes (epsilon, delta): rdp (default), or pld: also dp-accounting's "
+                           "privacy-loss distribution, the smaller epsilon (Poisson-sampled Gaussian runs; about "
+                           "7%% less noise for dp-sgd at epsilon 3)")
     priv.add_argument("--noise-source", choices=("software", "device"), default=None,
                       help="where privacy noise comes from: software, or the device's photo-electron counts "
                            "(dp-dfa) ({per_method})")

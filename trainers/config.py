@@ -72,6 +72,9 @@ class TrainConfig:
     target_epsilon: float | None = None
     delta: float = 1e-5
     noise_multiplier: float | None = None
+    # how the ledger becomes (epsilon, delta): RDP, or also the PLD (the smaller; Poisson-sampled
+    # and plain Gaussian events only); planning, budget checks and reports all use it
+    accounting: str = "rdp"
     noise_source: str = "software"
     sampling: str | None = None
     # add/remove adjacency: the training-set size the run's shape and accounting use, declared public
@@ -185,6 +188,9 @@ class TrainConfig:
         need(math.isfinite(self.centering_noise) and 1 <= self.centering_noise <= 1e4,
              f"--centering-noise must be in [1, 10000], got {self.centering_noise}")
         need(self.inputs in INPUT_SCALINGS, f"--inputs {self.inputs!r}: choose one of {', '.join(INPUT_SCALINGS)}")
+        need(self.accounting in ("rdp", "pld"), f"--accounting {self.accounting!r}: choose rdp or pld")
+        need(self.accounting == "rdp" or method.private,
+             f"--accounting pld applies to private methods; {self.method!r} is not private")
         need(self.noise_source in ("software", "device"),
              f"--noise-source {self.noise_source!r}: choose software or device")
         need(self.sampling in (None, "poisson", "fixed", "rejection"),

@@ -35,7 +35,7 @@ from .core.evaluation import evaluate
 from .alignment import gradient_alignment
 from .methods import METHODS
 from .core.model import MLP
-from .privacy import claim_statement, plan_noise, spent_epsilon
+from .privacy import check_accounting, claim_statement, plan_noise, spent_epsilon
 from .run_record import epoch_line, run_record
 from .run_setup import (_limit, _to, build_method, check_model_memory, check_output_path, make_optimizer, public_size,
                         resolve_compute)
@@ -186,7 +186,8 @@ class Trainer:
         self.budget: PrivacyBudget | None = None
         self.stopped_by_budget = False
         if self.method.private:
-            self.accountant = Accountant(self.method.neighboring)
+            self.accountant = Accountant(self.method.neighboring, conversion=config.accounting)
+            check_accounting(self.accountant, self.method)
             if self.centering is not None and self.centering.event is not None:
                 self.accountant.step(self.centering.event)
             if config.target_epsilon is not None:  # on the claimed epsilon for a method charged a claim

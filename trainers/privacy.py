@@ -8,6 +8,7 @@ from typing import Any, Callable
 from opu_hal.privacy import Accountant, PrivacyParameterError, planned_epsilon, smallest_noise_multiplier
 
 from .config import TrainConfig
+from .core.errors import TrainingConfigError
 from .methods.base import GaussianNoiseMethod, Method
 
 #: A plan that spends less than this share of the target says so, with the reason (issue 35).
@@ -42,17 +43,31 @@ def plan_noise(method: Method, steps: int, config: TrainConfig, log: Callable[[s
 
     z = smallest_noise_multiplier(event_for, steps, config.target_epsilon, config.delta,
                                   method.neighboring, progress=progress, claimed=claimed,  # type: ignore[arg-type]
-                                  spent=spent if spent is not None and spent.steps else None)
+                                  spent=spent)
     if live:
         print(file=sys.stderr, flush=True)
     method.set_noise_multiplier(z)
     planned = planned_epsilon(event_for, z, steps, config.delta, method.neighboring,  # type: ignore[arg-type]
-                              claimed=claimed, spent=spent if spent is not None and spent.steps else None)
+                              claimed=claimed, spent=spent)
     log(f"{method.name}: noise multiplier {z:.4f} plans {what} {planned:.4g} (target {config.target_epsilon}) "
         f"at delta {config.delta} after the planned {steps} steps")
     if planned < SHORTFALL * config.target_epsilon:
         log(f"{method.name}: the plan spends only {planned:.3g} of {what} {config.target_epsilon}: "
             f"{floor_reason(event_for, z)}")
+
+
+def check_accounting(accountant: Accountant, method: Method) -> None:
+    """Refuse ``--accounting pld`` for a method whose events dp-accounting's PLD does not cover,
+    before any noise is planned (the planner would otherwise find no noise that fits)."""
+    if accountant.conversion != "pld":
+        return
+    event_for = getattr(method, "event_for", None)
+    try:
+        if event_for is None:
+            raise PrivacyParameterError(f"{method.name} charges events chosen at run time")
+        accountant.curve(event_for(1.0))
+    except PrivacyParameterError as error:
+        raise TrainingConfigError(f"--accounting pld: {error}") from None
 
 
 def floor_reason(event_for: Callable[[float], object], z: float) -> str:

@@ -41,14 +41,27 @@ class LedgerEntry:
     count: int
 
 
-class Accountant:
-    """RDP accountant over a fixed grid of orders and one neighbouring relation."""
+#: How the ledger is converted to (epsilon, delta): RDP alone, or also dp-accounting's PLD
+#: (Koskela et al. 2020; Doroshenko et al. 2022, "Connect the dots"), taking the smaller epsilon.
+CONVERSIONS = ("rdp", "pld")
 
-    def __init__(self, neighboring: Neighboring = "add_remove", orders: Sequence[float] = DEFAULT_ORDERS):
+
+class Accountant:
+    """RDP accountant over a fixed grid of orders and one neighbouring relation.
+
+    ``conversion="pld"`` also composes the ledger's privacy-loss distributions (every event must be
+    one dp-accounting's PLD covers, and none may carry a coupling cost) and reports the smaller of
+    the two epsilons, each a valid bound: about 7 % less noise for DP-SGD's shapes at epsilon 3."""
+
+    def __init__(self, neighboring: Neighboring = "add_remove", orders: Sequence[float] = DEFAULT_ORDERS,
+                 conversion: str = "rdp"):
         if neighboring not in _LIBRARY_RELATION:
             raise PrivacyParameterError(
                 f"neighboring must be 'add_remove' or 'replace_one', got {neighboring!r}"
             )
+        if conversion not in CONVERSIONS:
+            raise PrivacyParameterError(f"conversion must be 'rdp' or 'pld', got {conversion!r}")
+        self.conversion = conversion
         self.neighboring: Neighboring = neighboring
         self.orders = _check_orders(orders)
         self._rdp = np.zeros_like(self.orders)
@@ -68,6 +81,8 @@ class Accountant:
                     f"{type(event).__name__} is stated for {stated} adjacency; "
                     f"this accountant uses {self.neighboring!r}"
                 )
+            if self.conversion == "pld":
+                self._check_pld_event(event)
             curve = np.asarray(event.rdp(self.orders, self.neighboring), dtype=np.float64)
             if curve.shape != self.orders.shape or np.isnan(curve).any() or (curve < 0).any():
                 raise PrivacyParameterError(f"{type(event).__name__} gave an invalid RDP curve (NaN or negative)")
@@ -115,8 +130,18 @@ class Accountant:
         return self.get_epsilon_and_order(delta)[0]
 
     def get_epsilon_and_order(self, delta: float) -> tuple[float, float]:
+        """Epsilon and the RDP order that gives it (``nan`` when the PLD's epsilon is the smaller)."""
         self._refuse_claims()
-        return self._epsilon_and_order(self._rdp, delta, self._coupling(self._totals))
+        return self._converted(self._totals, delta)
+
+    def _converted(self, totals: dict[Event, int], delta: float) -> tuple[float, float]:
+        """(epsilon, order) of per-event ``totals`` under this accountant's conversion."""
+        epsilon, order = self._epsilon_and_order(self._compose(totals), delta, self._coupling(totals))
+        if self.conversion == "pld" and totals:
+            by_pld = self._pld_epsilon(totals, delta, self._pld_interval(self._compose(totals)))
+            if by_pld < epsilon:
+                return by_pld, math.nan
+        return epsilon, order
 
     @staticmethod
     def _coupling(totals: dict[Event, int]) -> float:
@@ -169,6 +194,8 @@ class Accountant:
         self._refuse_claims()
         coupling = self._coupling(self._totals)
         delta = float(rdp_lib.compute_delta(self.orders, self._rdp, epsilon)[0])
+        if self.conversion == "pld" and self._totals:
+            delta = min(delta, float(self._pld(self._totals, self.pld_interval()).get_delta(epsilon)))
         return min(1.0, delta + (1 + math.exp(min(epsilon, 700.0))) * coupling)
 
     def epsilon_after(self, event: Event, count: int, delta: float, *, claimed: bool = False) -> float:
@@ -180,7 +207,9 @@ class Accountant:
         self.curve(event)
         totals = dict(self._totals)
         totals[event] = totals.get(event, 0) + count
-        return self._epsilon_and_order(self._compose(totals), delta, self._coupling(totals))[0]
+        if claimed:
+            return self._epsilon_and_order(self._compose(totals), delta, self._coupling(totals))[0]
+        return self._converted(totals, delta)[0]
 
     def fits(self, event: Event, count: int, delta: float, target_epsilon: float, *, claimed: bool = False) -> bool:
         """``epsilon_after(event, count, delta, claimed=claimed) <= target_epsilon``, the same answer,
@@ -234,8 +263,12 @@ class Accountant:
         Up to tail mass ``tau = 1e-15``, the composed privacy loss lies in ``[-log(1/tau), U]``: below,
         ``P(L < -t) <= e^-t``; above, the Chernoff bound of the RDP curve,
         ``U = min_alpha rdp(alpha) + log(1/tau) / (alpha - 1)``."""
+        return self._pld_interval(self._rdp, finest, max_points)
+
+    def _pld_interval(self, rdp: np.ndarray, finest: float = PLD_FINEST_INTERVAL,
+                      max_points: int = PLD_MAX_POINTS) -> float:
         log_tail = math.log(1 / PLD_TAIL_MASS)
-        upper = float(np.min(self._rdp + log_tail / (self.orders - 1)))
+        upper = float(np.min(rdp + log_tail / (self.orders - 1)))
         if not math.isfinite(upper):
             raise PrivacyParameterError("the RDP curve is infinite at every order: there is no PLD to compute")
         return max(finest, (upper + log_tail) / max_points)
@@ -247,14 +280,8 @@ class Accountant:
         The interval defaults to :meth:`pld_interval` (1e-4 unless the grid would exceed
         ``max_points``); an explicit interval whose grid would exceed ``max_points`` is refused."""
         _check_delta(delta)
-        composed = []
         for entry in self._ledger:
-            library = entry.event.pld_event(self.neighboring)
-            if library is None or not entry.event.pld_supported:
-                raise PrivacyParameterError(
-                    f"the PLD accountant does not cover {type(entry.event).__name__}; use get_epsilon"
-                )
-            composed.append(dp_accounting.SelfComposedDpEvent(library, entry.count))
+            self._check_pld_event(entry.event)
         needed = self.pld_interval(max_points=max_points)
         if value_discretization_interval is None:
             value_discretization_interval = needed
@@ -262,12 +289,26 @@ class Accountant:
             raise PrivacyParameterError(
                 f"value_discretization_interval {value_discretization_interval!r} would need more than "
                 f"{max_points} grid points for this ledger; use >= {needed:.3g} (or raise max_points)")
-        pld = dp_accounting.pld.PLDAccountant(
-            _LIBRARY_RELATION[self.neighboring],
-            value_discretization_interval=float(value_discretization_interval),
-        )
+        return self._pld_epsilon(self._totals, delta, float(value_discretization_interval))
+
+    def _check_pld_event(self, event: Event) -> None:
+        if not event.pld_supported or event.pld_event(self.neighboring) is None or event.total_variation() > 0:
+            raise PrivacyParameterError(
+                f"the PLD accountant does not cover {type(event).__name__}; account this run with RDP "
+                "(conversion 'rdp', --accounting rdp)")
+
+    def _pld(self, totals: dict[Event, int], interval: float) -> dp_accounting.pld.PLDAccountant:
+        """dp-accounting's PLD accountant holding per-event ``totals`` on a loss grid of ``interval``
+        (pessimistic: the discretized PLD dominates the true one)."""
+        composed = [dp_accounting.SelfComposedDpEvent(event.pld_event(self.neighboring), count)
+                    for event, count in totals.items() if count]
+        pld = dp_accounting.pld.PLDAccountant(_LIBRARY_RELATION[self.neighboring],
+                                              value_discretization_interval=interval)
         pld.compose(dp_accounting.ComposedDpEvent(composed))
-        return float(pld.get_epsilon(delta))
+        return pld
+
+    def _pld_epsilon(self, totals: dict[Event, int], delta: float, interval: float) -> float:
+        return float(self._pld(totals, interval).get_epsilon(delta))
 
     # -- ledger ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -275,6 +316,7 @@ class Accountant:
             "version": LEDGER_VERSION,
             "neighboring": self.neighboring,
             "orders": self.orders.tolist(),
+            **({"conversion": self.conversion} if self.conversion != "rdp" else {}),
             "entries": [{"event": e.event.to_dict(), "count": e.count} for e in self._ledger],
         }
 
@@ -285,7 +327,7 @@ class Accountant:
     def from_dict(cls, data: dict[str, Any]) -> "Accountant":
         if data.get("version") != LEDGER_VERSION:
             raise PrivacyParameterError(f"unknown ledger version {data.get('version')!r}")
-        accountant = cls(data["neighboring"], data["orders"])
+        accountant = cls(data["neighboring"], data["orders"], data.get("conversion", "rdp"))
         for entry in data["entries"]:
             accountant.step(event_from_dict(entry["event"]), _check_count(entry["count"]))
         return accountant
