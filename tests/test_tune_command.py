@@ -3,6 +3,8 @@ score, one per-run ledger, the published record, and the total epsilon recompute
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from typing import Any, Callable
 
 import numpy as np
@@ -201,6 +203,16 @@ def test_noise_for_total_is_the_smallest_noise_whose_tuning_and_final_run_fit():
 
     assert total_epsilon_at(event, steps, "add_remove", law, z, 1e-5) <= 3.0
     assert total_epsilon_at(event, steps, "add_remove", law, z * (1 - 3e-4), 1e-5) > 3.0
+
+
+def test_noise_for_total_pays_for_a_released_feature_mean(tmp_path, monkeypatch):
+    from trainers.tune import noise_for_total
+
+    monkeypatch.setenv("OPU_HAL_CACHE", str(tmp_path))
+    law = TruncatedNegativeBinomial.with_mean(3, 1.0)
+    plain = base(target_epsilon=None, noise_multiplier=1.0, features="scatter", hidden=(), inputs="unit")
+    centred = replace(plain, center_features=True, centering_noise=8.0)
+    assert noise_for_total(centred, law, 3.0).noise_multiplier > 1.01 * noise_for_total(plain, law, 3.0).noise_multiplier
 
 
 def config_steps(config: TrainConfig) -> int:

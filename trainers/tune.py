@@ -120,10 +120,11 @@ def run_ledger(record: dict[str, Any]) -> Accountant:
 
 
 def total_epsilon_at(event_for: Callable[[float], Any], steps: int, neighboring: str, law: RunsLaw, z: float,
-                     delta: float) -> float:
-    """The epsilon of the tuning (``law``'s theorem) plus the final run, each run ``steps`` events
+                     delta: float, spent: Accountant | None = None) -> float:
+    """The epsilon of the tuning (``law``'s theorem) plus the final run, each run the events of
+    ``spent`` (charged before its steps: a released feature mean) and ``steps`` events
     ``event_for(z)``: what the tuning record's ``total_epsilon`` will say for runs at ``z``."""
-    per_run = Accountant(neighboring)  # type: ignore[arg-type]
+    per_run = spent.copy() if spent is not None else Accountant(neighboring)  # type: ignore[arg-type]
     per_run.step(event_for(z), steps)
     rdp = per_run.rdp
     return tuning_epsilon(per_run.orders, law.tuning_rdp(per_run.orders, rdp) + rdp, delta)[0]
@@ -139,11 +140,12 @@ def noise_for_total(base: TrainConfig, law: RunsLaw, total: float, rtol: float =
         raise TrainingConfigError(f"--total-epsilon must be > 0, got {total}")
     planning = replace(base, target_epsilon=total, noise_multiplier=None)
     with Trainer(planning, data=data, progress=False, log=lambda message: None) as trainer:
-        method, steps = trainer.method, trainer.planned_steps
+        method, steps, spent = trainer.method, trainer.planned_steps, trainer.accountant
         low = float(method.noise_multiplier)  # type: ignore[attr-defined]
 
     def fits(z: float) -> bool:
-        return total_epsilon_at(method.event_for, steps, method.neighboring, law, z, base.delta) <= total  # type: ignore[attr-defined]
+        return total_epsilon_at(method.event_for, steps, method.neighboring, law, z, base.delta,  # type: ignore[attr-defined]
+                                spent) <= total
 
     high = low * 2
     while not fits(high):
