@@ -9,9 +9,9 @@ loss and accuracy, gradient alignment, epsilon, the noise reports seen, and ``fi
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 import sys
 import time
+from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 import torch
