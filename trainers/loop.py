@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 import torch
@@ -25,7 +24,7 @@ from .distributed.setup import (broadcast_model, check_method, describe, rank_pr
                                 shared_stream)
 from .journal import RunJournal, budget_allows, charge_planned
 from .config import TrainConfig
-from .core.centering import Centering, centered, exact_mean, feature_radius, private_mean
+from .core.centering import Centering, centered, release_for_run
 from .core.data import Dataset, load_dataset, scale_inputs, scaling_reference
 from .core.cnn import CNN
 from .core.feature_cache import cached_scatter_features
@@ -100,34 +99,16 @@ class Trainer:
         self.centering = self._center() if config.center_features else None
 
     def _center(self) -> Centering:
-        """Centre every split on the training features' mean: exact in a non-private run, a charged
-        Gaussian release in a private one (:mod:`trainers.core.centering`; charged in
-        :meth:`_build_privacy`)."""
+        """Centre every split on the training features' mean (:mod:`trainers.core.centering`): exact in a
+        non-private run, else a Gaussian release, charged in :meth:`_build_privacy`, made once by rank 0."""
         config, cls, train = self.config, METHODS[self.config.method], self.train_split
-        centering = None
-        if self.ranks.is_main:  # one release, which every rank of a torchrun job then uses
-            if cls.private:
-                centering = private_mean(train.x, feature_radius(self.data.n_features), config.centering_noise,
-                                         public_size(config, len(train)), cls.neighboring_for(config))
-            else:
-                centering = exact_mean(train.x)
+        centering = release_for_run(train.x, cls.private, config.centering_noise, public_size(config, len(train)),
+                                    cls.neighboring_for(config)) if self.ranks.is_main else None
         centering = self.ranks.broadcast_object(centering, what="the released feature mean")
         self.data = centered(self.data, centering.mean)
         self.train_split = _limit(self.data.train, config.train_limit)
-        if centering.event is None:
-            self.log("features: centred on the training features' mean (a non-private run)")
-        else:
-            self.log(f"features: centred on a Gaussian release of the training features' mean (radius "
-                     f"{centering.radius:.4g}, noise multiplier {centering.noise_multiplier:g}), charged to the ledger")
+        self.log(centering.log_line)
         return centering
-
-    def recenter(self, mean: torch.Tensor) -> None:
-        """Move the data onto a checkpoint's released mean instead of this process's own draw (a
-        resumed run trains on the features its ledger paid for; the discarded draw is never published)."""
-        assert self.centering is not None
-        self.data = centered(self.data, mean - self.centering.mean)
-        self.train_split = _limit(self.data.train, self.config.train_limit)
-        self.centering = replace(self.centering, mean=mean.clone())
 
     def _open_device(self) -> Device | None:
         """Load the config's device when the run needs one; the trainer then owns it."""

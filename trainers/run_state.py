@@ -8,12 +8,17 @@ rank loads that same checkpoint, so all ranks hold one ledger.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+import torch
+
+from .core.centering import centered
 from .core.errors import TrainingConfigError
 from .distributed.setup import fresh_generator
 from .journal import load_checkpoint
 from .records import NoiseLog
+from .run_setup import _limit
 
 #: A :class:`trainers.loop.Trainer` (read by attribute: the loop imports this module).
 Trainer = Any
@@ -63,8 +68,8 @@ def restore(trainer: Trainer, state: dict[str, Any]) -> None:
     trainer.method.load_state_dict(state["method"])
     if state["accountant"] is not None and trainer.accountant is not None:
         trainer.accountant.load_state_dict(state["accountant"])
-    if state.get("centering") is not None:  # the mean the ledger paid for, not this process's draw
-        trainer.recenter(state["centering"])
+    if state.get("centering") is not None:
+        recenter(trainer, state["centering"])
     trainer.sampler = trainer.sampler.with_state(state["sampler"])
     progress = state["progress"]
     trainer.position = (int(progress["position"][0]), int(progress["position"][1]))
@@ -74,6 +79,14 @@ def restore(trainer: Trainer, state: dict[str, Any]) -> None:
     trainer.elapsed = float(progress["elapsed"])
     if trainer.ranks.distributed and trainer.config.distributed_noise == "shares":
         fresh_generator(trainer.method)  # each rank's noise shares stay its own secret
+
+
+def recenter(trainer: Trainer, mean: torch.Tensor) -> None:
+    """Move the data onto a checkpoint's released mean instead of this process's own draw: a resumed
+    run trains on the features its ledger paid for (the discarded draw is never published)."""
+    trainer.data = centered(trainer.data, mean - trainer.centering.mean)
+    trainer.train_split = _limit(trainer.data.train, trainer.config.train_limit)
+    trainer.centering = replace(trainer.centering, mean=mean.clone())
 
 
 def replayable(trainer: Trainer, state: dict[str, Any]) -> bool:

@@ -14,7 +14,6 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-import dp_accounting
 import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 
@@ -28,11 +27,9 @@ from .events import (
     is_count,
     is_real,
 )
+from .pld_conversion import PLD_FINEST_INTERVAL, PLD_MAX_POINTS, check_pld_event, composed_pld, grid_interval
 
 LEDGER_VERSION = 1
-PLD_FINEST_INTERVAL = 1e-4  # the PLD's default loss discretization
-PLD_MAX_POINTS = 1_000_000  # grid points of the composed PLD: a few hundred MB at most, seconds
-PLD_TAIL_MASS = 1e-15
 
 
 @dataclass
@@ -82,7 +79,7 @@ class Accountant:
                     f"this accountant uses {self.neighboring!r}"
                 )
             if self.conversion == "pld":
-                self._check_pld_event(event)
+                check_pld_event(event, self.neighboring)
             curve = np.asarray(event.rdp(self.orders, self.neighboring), dtype=np.float64)
             if curve.shape != self.orders.shape or np.isnan(curve).any() or (curve < 0).any():
                 raise PrivacyParameterError(f"{type(event).__name__} gave an invalid RDP curve (NaN or negative)")
@@ -138,7 +135,7 @@ class Accountant:
         """(epsilon, order) of per-event ``totals`` under this accountant's conversion."""
         epsilon, order = self._epsilon_and_order(self._compose(totals), delta, self._coupling(totals))
         if self.conversion == "pld" and totals:
-            by_pld = self._pld_epsilon(totals, delta, self._pld_interval(self._compose(totals)))
+            by_pld = self._pld_epsilon(totals, delta, grid_interval(self._compose(totals), self.orders))
             if by_pld < epsilon:
                 return by_pld, math.nan
         return epsilon, order
@@ -195,7 +192,8 @@ class Accountant:
         coupling = self._coupling(self._totals)
         delta = float(rdp_lib.compute_delta(self.orders, self._rdp, epsilon)[0])
         if self.conversion == "pld" and self._totals:
-            delta = min(delta, float(self._pld(self._totals, self.pld_interval()).get_delta(epsilon)))
+            pld = composed_pld(self._totals, self.neighboring, self.pld_interval())
+            delta = min(delta, float(pld.get_delta(epsilon)))
         return min(1.0, delta + (1 + math.exp(min(epsilon, 700.0))) * coupling)
 
     def epsilon_after(self, event: Event, count: int, delta: float, *, claimed: bool = False) -> float:
@@ -257,21 +255,9 @@ class Accountant:
         return low
 
     def pld_interval(self, finest: float = PLD_FINEST_INTERVAL, max_points: int = PLD_MAX_POINTS) -> float:
-        """The finest discretization interval (``>= finest``) whose PLD grid has at most ``max_points``
-        points, so memory and time stay bounded (a coarser grid is still a pessimistic PLD).
-
-        Up to tail mass ``tau = 1e-15``, the composed privacy loss lies in ``[-log(1/tau), U]``: below,
-        ``P(L < -t) <= e^-t``; above, the Chernoff bound of the RDP curve,
-        ``U = min_alpha rdp(alpha) + log(1/tau) / (alpha - 1)``."""
-        return self._pld_interval(self._rdp, finest, max_points)
-
-    def _pld_interval(self, rdp: np.ndarray, finest: float = PLD_FINEST_INTERVAL,
-                      max_points: int = PLD_MAX_POINTS) -> float:
-        log_tail = math.log(1 / PLD_TAIL_MASS)
-        upper = float(np.min(rdp + log_tail / (self.orders - 1)))
-        if not math.isfinite(upper):
-            raise PrivacyParameterError("the RDP curve is infinite at every order: there is no PLD to compute")
-        return max(finest, (upper + log_tail) / max_points)
+        """The finest PLD loss grid (``>= finest``) of at most ``max_points`` points for this ledger
+        (:func:`~opu_hal.privacy.pld_conversion.grid_interval`)."""
+        return grid_interval(self._rdp, self.orders, finest, max_points)
 
     def get_epsilon_pld(self, delta: float, value_discretization_interval: float | None = None,
                         max_points: int = PLD_MAX_POINTS) -> float:
@@ -281,7 +267,7 @@ class Accountant:
         ``max_points``); an explicit interval whose grid would exceed ``max_points`` is refused."""
         _check_delta(delta)
         for entry in self._ledger:
-            self._check_pld_event(entry.event)
+            check_pld_event(entry.event, self.neighboring)
         needed = self.pld_interval(max_points=max_points)
         if value_discretization_interval is None:
             value_discretization_interval = needed
@@ -291,24 +277,8 @@ class Accountant:
                 f"{max_points} grid points for this ledger; use >= {needed:.3g} (or raise max_points)")
         return self._pld_epsilon(self._totals, delta, float(value_discretization_interval))
 
-    def _check_pld_event(self, event: Event) -> None:
-        if not event.pld_supported or event.pld_event(self.neighboring) is None or event.total_variation() > 0:
-            raise PrivacyParameterError(
-                f"the PLD accountant does not cover {type(event).__name__}; account this run with RDP "
-                "(conversion 'rdp', --accounting rdp)")
-
-    def _pld(self, totals: dict[Event, int], interval: float) -> dp_accounting.pld.PLDAccountant:
-        """dp-accounting's PLD accountant holding per-event ``totals`` on a loss grid of ``interval``
-        (pessimistic: the discretized PLD dominates the true one)."""
-        composed = [dp_accounting.SelfComposedDpEvent(event.pld_event(self.neighboring), count)
-                    for event, count in totals.items() if count]
-        pld = dp_accounting.pld.PLDAccountant(_LIBRARY_RELATION[self.neighboring],
-                                              value_discretization_interval=interval)
-        pld.compose(dp_accounting.ComposedDpEvent(composed))
-        return pld
-
     def _pld_epsilon(self, totals: dict[Event, int], delta: float, interval: float) -> float:
-        return float(self._pld(totals, interval).get_epsilon(delta))
+        return float(composed_pld(totals, self.neighboring, interval).get_epsilon(delta))
 
     # -- ledger ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

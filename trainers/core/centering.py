@@ -55,6 +55,13 @@ class Centering:
                 "noise_multiplier": self.noise_multiplier, "noise_std_on_sum": self.noise_std,
                 "generator": self.generator}
 
+    @property
+    def log_line(self) -> str:
+        if self.event is None:
+            return "features: centred on the training features' mean (a non-private run)"
+        return (f"features: centred on a Gaussian release of the training features' mean (radius {self.radius:.4g}, "
+                f"noise multiplier {self.noise_multiplier:g}), charged to the ledger")
+
 
 def feature_radius(n_features: int) -> float:
     """The L2 radius of group-normalised ScatterNet features: every group of channels is
@@ -79,6 +86,14 @@ def private_mean(x: torch.Tensor, radius: float, noise_multiplier: float, public
     noisy_sum = clipped_sum(x.cpu(), radius) + std * noise
     mean = (noisy_sum / public_size).to(x.dtype)
     return Centering(mean, radius, noise_multiplier, std, GaussianEvent(noise_multiplier), generator.name)
+
+
+def release_for_run(x: torch.Tensor, private: bool, noise_multiplier: float, public_size: int,
+                    neighboring: Neighboring) -> Centering:
+    """The mean a run centres on: a Gaussian release of ``x``'s in a private run, else the exact mean."""
+    if not private:
+        return exact_mean(x)
+    return private_mean(x, feature_radius(x.shape[1]), noise_multiplier, public_size, neighboring)
 
 
 def exact_mean(x: torch.Tensor) -> Centering:
