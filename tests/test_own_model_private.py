@@ -232,3 +232,37 @@ def test_dp_dfa_refuses_a_conv_prefix_naming_the_conv_and_the_path_that_trains_i
         PrivacyEngine().make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
                                      data_loader=(x, y), batch_size=16, noise_multiplier=1.0, max_grad_norm=1.0,
                                      method="dp-dfa")
+
+
+def test_a_pld_engine_accounts_like_a_pld_ledger_and_plans_less_noise():
+    x, y = _data()
+    loader = DataLoader(TensorDataset(x, y), batch_size=20)
+    engine = PrivacyEngine(accountant="pld")
+    model = _mlp()
+    model, optimizer, loader = engine.make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+                                                   data_loader=loader, noise_multiplier=1.3, max_grad_norm=1.0)
+    _train(loader, model, optimizer, epochs=2)
+    reference = Accountant("add_remove", conversion="pld")
+    reference.step(PoissonGaussianEvent(20 / 200, 1.3), 20)
+    assert engine.get_epsilon(1e-5) == pytest.approx(reference.get_epsilon(1e-5), rel=1e-12)
+    planned = {}
+    for kind in ("rdp", "pld"):
+        model = _mlp()
+        engine = PrivacyEngine(accountant=kind)
+        engine.make_private_with_epsilon(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+                                         data_loader=DataLoader(TensorDataset(x, y), batch_size=20),
+                                         target_epsilon=2.0, target_delta=1e-5, epochs=2, max_grad_norm=1.0)
+        planned[kind] = engine.noise_multiplier
+    assert planned["pld"] < 0.97 * planned["rdp"]
+
+
+def test_a_pld_engine_refuses_events_the_pld_does_not_cover():
+    x, y = _data()
+    model = _mlp()
+    with pytest.raises(TrainingConfigError, match="accountant='pld'.*--accounting rdp"):
+        PrivacyEngine(accountant="pld").make_private(
+            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+            data_loader=DataLoader(TensorDataset(x, y), batch_size=20), noise_multiplier=1.0, max_grad_norm=1.0,
+            method="dp-dfa")
+    with pytest.raises(TrainingConfigError, match="choose 'rdp' or 'pld'"):
+        PrivacyEngine(accountant="prv")

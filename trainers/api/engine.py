@@ -27,7 +27,8 @@ import torch
 from torch import nn
 
 from opu_hal import Device, load_device
-from opu_hal.privacy import Accountant, PrivacyBudget, smallest_noise_multiplier
+from opu_hal.privacy import Accountant, PrivacyBudget, PrivacyParameterError, smallest_noise_multiplier
+from opu_hal.privacy.accountant import CONVERSIONS
 from opu_hal.randomness.secure_random import SecureGenerator
 
 from ..core.errors import TrainingConfigError
@@ -57,13 +58,15 @@ REFUSED = {
 class PrivacyEngine:
     """Makes a module, optimizer and data private; holds the accountant of the run.
 
-    ``accountant``: ``"rdp"`` (the project's :class:`opu_hal.privacy.Accountant`, the only one).
+    ``accountant``: ``"rdp"``, or ``"pld"`` (the project's :class:`opu_hal.privacy.Accountant` with
+    ``conversion="pld"``: the smaller of the RDP and PLD epsilons; dp-sgd's Poisson-sampled events).
     ``secure_mode`` is always on: sampling keys from OS entropy, noise from the secure generator.
     """
 
     def __init__(self, accountant: str = "rdp") -> None:
-        if accountant != "rdp":
-            raise TrainingConfigError(f"accountant {accountant!r}: this engine accounts in RDP ('rdp')")
+        if accountant not in CONVERSIONS:
+            raise TrainingConfigError(f"accountant {accountant!r}: choose 'rdp' or 'pld'")
+        self.conversion = accountant
         self.accountant: Accountant | None = None
         self.optimizer: DPOptimizer | None = None
         self.data_loader: PrivateDataLoader | None = None
@@ -130,7 +133,11 @@ class PrivacyEngine:
         mechanism = dp_dfa_release(noise_multiplier, update.sensitivity, lattice, opened, generator)
         self.event_for = lambda z: update.event(z, lattice)
         event = self.event_for(noise_multiplier)
-        self.accountant = Accountant(update.neighboring)  # type: ignore[arg-type]
+        self.accountant = Accountant(update.neighboring, conversion=self.conversion)  # type: ignore[arg-type]
+        try:
+            self.accountant.curve(event)
+        except PrivacyParameterError as error:
+            raise TrainingConfigError(f"PrivacyEngine(accountant={self.conversion!r}): {error}") from None
         budget = PrivacyBudget(target_epsilon, target_delta) if target_epsilon is not None else None
         self.optimizer = DPOptimizer(optimizer, update, mechanism, event, self.accountant, budget)
         self.data_loader, self.noise_multiplier, self.method = loader, float(noise_multiplier), method
@@ -142,13 +149,14 @@ class PrivacyEngine:
         """:meth:`make_private` with the smallest noise multiplier whose ``epochs`` epochs reach
         ``target_epsilon`` at ``target_delta`` (inverse accounting, as ``--target-epsilon``); the
         budget stop is set to the same target."""
-        probe = PrivacyEngine()
+        probe = PrivacyEngine(self.conversion)
         wrapped = probe.make_private(module=module, optimizer=optimizer, data_loader=data_loader,
                                      noise_multiplier=1.0, max_grad_norm=max_grad_norm, **kwargs)
         steps = epochs * len(wrapped[2])
         neighboring = probe.accountant.neighboring  # type: ignore[union-attr]
         probe.detach()
-        z = smallest_noise_multiplier(probe.event_for, steps, target_epsilon, target_delta, neighboring)
+        z = smallest_noise_multiplier(probe.event_for, steps, target_epsilon, target_delta, neighboring,
+                                      spent=Accountant(neighboring, conversion=self.conversion))
         return self.make_private(module=module, optimizer=optimizer, data_loader=data_loader, noise_multiplier=z,
                                  max_grad_norm=max_grad_norm, target_epsilon=target_epsilon,
                                  target_delta=target_delta, **kwargs)
