@@ -168,7 +168,7 @@ class Trainer:
         self.stopped_by_budget = False
         if self.method.private:
             self.accountant = Accountant(self.method.neighboring, conversion=config.accounting)
-            check_accounting(self.accountant, self.method)
+            check_accounting(self.accountant, getattr(self.method, "event_for", None))
             if self.centering is not None and self.centering.event is not None:
                 self.accountant.step(self.centering.event)
             if config.target_epsilon is not None:  # on the claimed epsilon for a method charged a claim

@@ -56,18 +56,19 @@ def plan_noise(method: Method, steps: int, config: TrainConfig, log: Callable[[s
             f"{floor_reason(event_for, z)}")
 
 
-def check_accounting(accountant: Accountant, method: Method) -> None:
-    """Refuse ``--accounting pld`` for a method whose events dp-accounting's PLD does not cover,
-    before any noise is planned (the planner would otherwise find no noise that fits)."""
+def check_accounting(accountant: Accountant, event_for: Callable[[float], Any] | None,
+                     option: str = "--accounting pld") -> None:
+    """Refuse a PLD conversion for a run whose events (``event_for(z)``; ``None``: chosen at run
+    time) dp-accounting's PLD does not cover, before any noise is planned or drawn (the planner
+    would otherwise find no noise that fits). ``option`` names the setting in the error."""
     if accountant.conversion != "pld":
         return
-    event_for = getattr(method, "event_for", None)
     try:
         if event_for is None:
-            raise PrivacyParameterError(f"{method.name} charges events chosen at run time")
+            raise PrivacyParameterError("the method charges events chosen at run time")
         accountant.curve(event_for(1.0))
     except PrivacyParameterError as error:
-        raise TrainingConfigError(f"--accounting pld: {error}") from None
+        raise TrainingConfigError(f"{option}: {error}") from None
 
 
 def floor_reason(event_for: Callable[[float], object], z: float) -> str:

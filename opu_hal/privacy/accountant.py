@@ -129,13 +129,14 @@ class Accountant:
     def get_epsilon_and_order(self, delta: float) -> tuple[float, float]:
         """Epsilon and the RDP order that gives it (``nan`` when the PLD's epsilon is the smaller)."""
         self._refuse_claims()
-        return self._converted(self._totals, delta)
+        return self._converted(self._totals, self._rdp, delta)
 
-    def _converted(self, totals: dict[Event, int], delta: float) -> tuple[float, float]:
-        """(epsilon, order) of per-event ``totals`` under this accountant's conversion."""
-        epsilon, order = self._epsilon_and_order(self._compose(totals), delta, self._coupling(totals))
+    def _converted(self, totals: dict[Event, int], rdp: np.ndarray, delta: float) -> tuple[float, float]:
+        """(epsilon, order) of per-event ``totals`` (whose composed RDP curve is ``rdp``) under this
+        accountant's conversion."""
+        epsilon, order = self._epsilon_and_order(rdp, delta, self._coupling(totals))
         if self.conversion == "pld" and totals:
-            by_pld = self._pld_epsilon(totals, delta, grid_interval(self._compose(totals), self.orders))
+            by_pld = self._pld_epsilon(totals, delta, grid_interval(rdp, self.orders))
             if by_pld < epsilon:
                 return by_pld, math.nan
         return epsilon, order
@@ -205,9 +206,10 @@ class Accountant:
         self.curve(event)
         totals = dict(self._totals)
         totals[event] = totals.get(event, 0) + count
+        rdp = self._compose(totals)
         if claimed:
-            return self._epsilon_and_order(self._compose(totals), delta, self._coupling(totals))[0]
-        return self._converted(totals, delta)[0]
+            return self._epsilon_and_order(rdp, delta, self._coupling(totals))[0]
+        return self._converted(totals, rdp, delta)[0]
 
     def fits(self, event: Event, count: int, delta: float, target_epsilon: float, *, claimed: bool = False) -> bool:
         """``epsilon_after(event, count, delta, claimed=claimed) <= target_epsilon``, the same answer,

@@ -27,12 +27,13 @@ import torch
 from torch import nn
 
 from opu_hal import Device, load_device
-from opu_hal.privacy import Accountant, PrivacyBudget, PrivacyParameterError, smallest_noise_multiplier
+from opu_hal.privacy import Accountant, PrivacyBudget, smallest_noise_multiplier
 from opu_hal.privacy.accountant import CONVERSIONS
 from opu_hal.randomness.secure_random import SecureGenerator
 
 from ..core.errors import TrainingConfigError
 from ..methods.dp_dfa import device_lattice, dp_dfa_release
+from ..privacy import check_accounting
 from .data import Data, PrivateDataLoader, as_dataset
 from .optimizer import DPOptimizer
 from .updates import DFAClipping, PerExampleClipping
@@ -134,10 +135,7 @@ class PrivacyEngine:
         self.event_for = lambda z: update.event(z, lattice)
         event = self.event_for(noise_multiplier)
         self.accountant = Accountant(update.neighboring, conversion=self.conversion)  # type: ignore[arg-type]
-        try:
-            self.accountant.curve(event)
-        except PrivacyParameterError as error:
-            raise TrainingConfigError(f"PrivacyEngine(accountant={self.conversion!r}): {error}") from None
+        check_accounting(self.accountant, self.event_for, f"PrivacyEngine(accountant={self.conversion!r})")
         budget = PrivacyBudget(target_epsilon, target_delta) if target_epsilon is not None else None
         self.optimizer = DPOptimizer(optimizer, update, mechanism, event, self.accountant, budget)
         self.data_loader, self.noise_multiplier, self.method = loader, float(noise_multiplier), method
