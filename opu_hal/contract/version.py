@@ -1,3 +1,3 @@
 """The package's version, in the lowest layer so that any module may record it."""
 
-__version__ = "0.1.0"
+__version__ = "0.4.0"
