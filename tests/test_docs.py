@@ -109,3 +109,43 @@ def test_license_and_changelog_ship_with_the_project():
     from opu_hal import __version__
 
     assert f"## [{__version__}]" in changelog, "CHANGELOG.md has no section for the current version"
+
+
+@pytest.fixture(scope="module")
+def roles():
+    """docs/hooks/sphinx_roles.py and a griffe loader holding opu_hal, as mkdocstrings loads it."""
+    griffe = pytest.importorskip("griffe")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sphinx_roles", ROOT / "docs" / "hooks" / "sphinx_roles.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    loader = griffe.GriffeLoader(search_paths=[str(ROOT)])
+    loader.load("opu_hal")
+    return module, loader
+
+
+def test_sphinx_roles_resolve_like_sphinx(roles):
+    module, loader = roles
+    package = loader.modules_collection["opu_hal"]
+    camera = loader.modules_collection["opu_hal.kernels.compiled.camera"]
+    # a bare name through the package's imports, to where it is defined
+    assert 'identifier="opu_hal.loader.load_device" optional><code>load_device()</code>' in \
+        module.rewrite(":func:`load_device`", loader, package)
+    # ~ shows the last component; the link keeps the full path
+    assert 'identifier="opu_hal.contract.noise.Projection" optional><code>Projection</code>' in \
+        module.rewrite(":class:`~opu_hal.contract.noise.Projection`", loader, package)
+    # a leading dot is relative to the module, then its parent packages
+    assert 'identifier="opu_hal.kernels.compiled.poisson.flat_frame_counts"' in \
+        module.rewrite(":func:`.poisson.flat_frame_counts`", loader, camera)
+    # an explicit title
+    assert ">the device</code>" in module.rewrite(":class:`the device <opu_hal.contract.device.Device>`",
+                                                  loader, package)
+
+
+def test_sphinx_roles_outside_the_project_stay_plain_code(roles):
+    module, loader = roles
+    package = loader.modules_collection["opu_hal"]
+    assert module.rewrite("keys from :func:`os.urandom`.", loader, package) == "keys from `os.urandom()`."
+    assert module.rewrite(":class:`opu_hal.no_such_thing`", loader, package) == "`opu_hal.no_such_thing`"
+    assert module.rewrite("no roles: ``:func:`` is text", loader, package) == "no roles: ``:func:`` is text"

@@ -115,7 +115,7 @@ def rewrite(text: str, loader: griffe.GriffeLoader, obj: griffe.Object) -> str:
 class SphinxRoles(griffe.Extension):
     """Rewrite the Sphinx roles of every docstring once the whole package is loaded."""
 
-    def on_package_loaded(self, *, pkg: griffe.Module, loader: griffe.GriffeLoader, **kwargs: Any) -> None:
+    def on_package(self, *, pkg: griffe.Module, loader: griffe.GriffeLoader, **kwargs: Any) -> None:
         """Walk ``pkg`` (aliases skipped: their targets are walked where defined)."""
         stack: list[griffe.Object] = [pkg]
         while stack:
@@ -123,3 +123,6 @@ class SphinxRoles(griffe.Extension):
             if obj.docstring is not None and ":" in obj.docstring.value:
                 obj.docstring.value = rewrite(obj.docstring.value, loader, obj)
             stack.extend(member for member in obj.members.values() if not member.is_alias)
+
+    #: griffe before 1.12 calls the same hook ``on_package_loaded``; a second pass finds no role left.
+    on_package_loaded = on_package
