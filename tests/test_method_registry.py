@@ -9,9 +9,9 @@ import torch
 
 from opu_hal.randomness.seeding import derive_seed, stream_seed
 from trainers import cli
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 from trainers.core.errors import TrainingConfigError
-from trainers.loop import train
+from trainers.run.loop import train
 from trainers.methods import Method, StepOutput, register_method, unregister_method
 from trainers.methods.base import forward_and_error
 from trainers.core.sampling import step_generator

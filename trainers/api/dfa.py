@@ -136,7 +136,7 @@ def attach_dfa(model: nn.Module, method: str = "dfa", device: Device | str | Non
 def dfa_alignment(handle: DFAHandle, x: torch.Tensor, y: torch.Tensor,
                   loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = F.cross_entropy) -> dict[str, float]:
     """Cosine, per Linear weight, between the DFA update and backprop's gradient on ``(x, y)``
-    (paper 000, Figure 2; :mod:`trainers.alignment` for the built-in methods), and per weight of a
+    (paper 000, Figure 2; :mod:`trainers.run.alignment` for the built-in methods), and per weight of a
     conv prefix. Leaves ``.grad`` as it found it. The output layer's cosine is 1: DFA and BP give it the same update."""
     chain = handle.chain
     named = [(n, m.weight) for n, m in chain.prefix if getattr(m, "weight", None) is not None]

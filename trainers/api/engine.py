@@ -33,7 +33,7 @@ from opu_hal.randomness.secure_random import SecureGenerator
 
 from ..core.errors import TrainingConfigError
 from ..methods.dp_dfa import device_lattice, dp_dfa_release
-from ..privacy import check_accounting
+from ..run.privacy import check_accounting
 from .data import Data, PrivateDataLoader, as_dataset
 from .optimizer import DPOptimizer
 from .updates import DFAClipping, PerExampleClipping
@@ -42,7 +42,7 @@ SAMPLING = {"dp-sgd": "poisson", "dp-dfa": "fixed"}
 
 #: Methods of the package that do not fit ``make_private``'s shape (the user's loop computes one
 #: forward pass and one ``loss.backward()``, the wrapped optimizer releases a clipped function of
-#: it), and why. Both train the built-in MLP on a user's tensors through ``trainers.loop.train``.
+#: it), and why. Both train the built-in MLP on a user's tensors through ``trainers.run.loop.train``.
 REFUSED = {
     "dp-ulr": "its update is not a function of the user's backward pass: the likelihood-ratio proxies "
               "(paper 004, eq. 4) need K extra forward passes per layer with secret noise injected at that "
@@ -101,7 +101,7 @@ class PrivacyEngine:
         if method in REFUSED:
             raise TrainingConfigError(
                 f"method {method!r} is not offered by make_private: {REFUSED[method]}. Train it on your own tensors "
-                f"with trainers.loop.train(TrainConfig.for_method({method!r}, ...), data=trainers.core.data.Dataset(...)) "
+                f"with trainers.run.loop.train(TrainConfig.for_method({method!r}, ...), data=trainers.core.data.Dataset(...)) "
                 f"or `opu-hal train --method {method}` (the built-in MLP)")
         if method not in SAMPLING:
             raise TrainingConfigError(f"method {method!r}: choose one of {', '.join(SAMPLING)}")

@@ -10,10 +10,10 @@ import torch
 
 from opu_hal.randomness.secure_random import SecureGenerator
 
-from ..config import TrainConfig
+from ..run.config import TrainConfig
 from ..core.data import Dataset, Split, load_dataset, scale_inputs, scaling_reference
 from ..core.errors import TrainingConfigError
-from ..loop import Trainer
+from ..run.loop import Trainer
 from ..methods import METHODS
 from .bounds import best_lower_bound, gdp_epsilon_estimate
 

@@ -12,9 +12,9 @@ import torch
 
 from opu_hal.randomness.secure_random import SecureGenerator
 
-from ..config import TrainConfig
+from ..run.config import TrainConfig
 from ..core.errors import TrainingConfigError
-from ..loop import Trainer
+from ..run.loop import Trainer
 from ..methods import METHODS
 from .bounds import (GUESS_COUNTS, SCORE_KINDS, best_over_kinds, gdp_epsilon, gdp_epsilon_estimate,
                      gdp_mu_lower_bound, multi_run_lower_bound)

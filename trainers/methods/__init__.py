@@ -25,7 +25,7 @@ METHODS: dict[str, type[Method]] = {
 
 
 def register_method(cls: type[Method], *, replace: bool = False) -> type[Method]:
-    """Make ``cls`` trainable under ``cls.name`` (CLI, config, :func:`trainers.loop.train`);
+    """Make ``cls`` trainable under ``cls.name`` (CLI, config, :func:`trainers.run.loop.train`);
     usable as a class decorator."""
     if not (isinstance(cls, type) and issubclass(cls, Method) and cls.name):
         raise TrainingConfigError(f"register_method needs a Method subclass with a name, got {cls!r}")
