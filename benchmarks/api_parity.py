@@ -7,7 +7,7 @@ The settings of ``scripts/main.sh``: DP-DFA with device noise (the lattice Skell
 hidden layer of 256 tanh units, epsilon 8 at delta 1e-5 over ``--epochs`` epochs, batch 2048 (fixed
 size), Adam lr 1.5e-3, tau_h 5, tau_e 0.05, lattice resolution 23, feedback and weights from seed 0.
 
-The loop side is :class:`trainers.loop.Trainer` (what ``train()`` and ``opu-hal train`` run), driven
+The loop side is :class:`trainers.run.loop.Trainer` (what ``train()`` and ``opu-hal train`` run), driven
 one epoch at a time with ``run(max_epochs=1)``; the API side is a plain torch loop over
 ``make_private_with_epsilon``'s loader on an ``nn.Sequential`` holding the loop's initial weights,
 trained on the loop's prepared features (the user's data). Epochs alternate between the two (which
@@ -30,10 +30,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainers.api import PrivacyEngine, calibrate, calibrated_device
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 from trainers.core.evaluation import evaluate
 from trainers.core.model import MLP
-from trainers.loop import Trainer
+from trainers.run.loop import Trainer
 
 #: scripts/main.sh's training settings (its calibration: temperature 25 C, exposure 400 us).
 MAIN = dict(method="dp-dfa", noise_source="device", features="scatter", hidden=(256,), target_epsilon=8.0,

@@ -20,8 +20,8 @@ from torch.profiler import ProfilerActivity, profile
 from benchmarks.data import fashion_or_random
 from benchmarks.gpu_training import RUNS
 from benchmarks.timing import synchronize
-from trainers.config import TrainConfig
-from trainers.loop import train
+from trainers.run.config import TrainConfig
+from trainers.run.loop import train
 
 
 def profile_run(name: str, data, steps: int, compute: str, out: Path) -> float:

@@ -15,8 +15,8 @@ import statistics
 import torch
 
 from benchmarks.data import fashion_or_random
-from trainers.config import TrainConfig
-from trainers.loop import train
+from trainers.run.config import TrainConfig
+from trainers.run.loop import train
 
 RUNS = {
     "bp": {},

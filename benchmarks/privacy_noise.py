@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 import opu_hal
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 from trainers.methods import METHODS, MethodContext
 from trainers.core.model import MLP
 

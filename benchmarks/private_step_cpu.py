@@ -24,8 +24,8 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from benchmarks.data import fashion_or_random
 from benchmarks.private_vs_opacus import BATCH, DELTA, HIDDEN, LR, torch_mlp
-from trainers.config import TrainConfig
-from trainers.loop import Callback, train
+from trainers.run.config import TrainConfig
+from trainers.run.loop import Callback, train
 
 METHODS = ("dp-sgd", "dp-dfa")
 

@@ -29,9 +29,9 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from benchmarks.data import fashion_or_random
 from opu_hal.privacy import PoissonGaussianEvent, smallest_noise_multiplier
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 from trainers.core.evaluation import evaluate
-from trainers.loop import train
+from trainers.run.loop import train
 
 HIDDEN, BATCH, LR, CLIP, DELTA = (512, 512), 256, 1e-3, 1.0, 1e-5
 

@@ -17,8 +17,8 @@ import statistics
 import torch
 
 from benchmarks.data import fashion_or_random
-from trainers.config import TrainConfig
-from trainers.loop import train
+from trainers.run.config import TrainConfig
+from trainers.run.loop import train
 
 # issue 16: pdfa <= 4x dfa on the 2-core CPU (<= 2x on an H100: benchmarks.gpu_training)
 GOALS = {("dfa", "bp"): 1.1, ("pdfa", "dfa"): 4.0}

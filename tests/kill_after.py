@@ -1,7 +1,7 @@
 """Test helper: ``python -m tests.kill_after N TRAIN-ARGS...`` runs ``opu-hal train TRAIN-ARGS`` and
 SIGKILLs its own process once global step N has run (to exercise ``--resume``).
 
-The hook is a :class:`trainers.loop.Callback` installed here, not code in the production loop.
+The hook is a :class:`trainers.run.loop.Callback` installed here, not code in the production loop.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import signal
 import sys
 
 from trainers import cli
-from trainers.loop import Callback, Trainer, train
+from trainers.run.loop import Callback, Trainer, train
 
 
 class KillAfterStep(Callback):

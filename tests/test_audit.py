@@ -12,12 +12,12 @@ import torch
 from trainers.audit import (audit_black_box, audit_multi_run, audit_white_box, best_lower_bound, epsilon_lower_bound,
                             gdp_epsilon, gdp_epsilon_estimate, measure_sensitivity, p_value)
 from trainers.core.clipping import clip_norm
-from trainers.loop import Trainer
+from trainers.run.loop import Trainer
 from trainers.core.per_example import clip_scale
 from trainers.methods import register_method, unregister_method
 from trainers.methods.dp_dfa import DPDFA
 from trainers.methods.dp_sgd import DPSGD
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 
 from tests.training_helpers import clusters
 

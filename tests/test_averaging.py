@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 from trainers.core.averaging import WeightAverage, make_schedule
 from trainers.core.errors import TrainingConfigError
-from trainers.loop import Trainer, train
+from trainers.run.loop import Trainer, train
 
 from tests.training_helpers import clusters, interrupted_and_uninterrupted
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainers.best_by_validation import best_by_validation, markdown
+from trainers.cli.best_by_validation import best_by_validation, markdown
 
 
 def _record(val: float, test: float, **hyper: object) -> dict:

@@ -338,9 +338,9 @@ def test_lattice_skellam_plan_is_the_smallest_poisson_mean_meeting_the_target():
 
 
 def test_training_with_calibration_plans_its_privacy_counts_with_it_and_says_so(tmp_path):
-    from trainers.config import TrainConfig
+    from trainers.run.config import TrainConfig
     from trainers.core.errors import TrainingConfigError
-    from trainers.loop import train
+    from trainers.run.loop import train
 
     from tests.training_helpers import clusters
 

@@ -12,11 +12,11 @@ from opu_hal.privacy import Accountant, GaussianEvent
 from opu_hal.randomness.secure_random import SecureGenerator
 from tests.test_privacy_attacks import DELTA, empirical_epsilon
 from tests.test_scattering import tiny_images_dataset
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 from trainers.core import centering
 from trainers.core.centering import clipped_sum, feature_radius, private_mean
 from trainers.core.errors import TrainingConfigError
-from trainers.loop import Trainer, train
+from trainers.run.loop import Trainer, train
 
 
 def quiet(message: str) -> None:

@@ -9,9 +9,9 @@ from torch.func import functional_call, grad, vmap
 
 from tests.test_scattering import tiny_images_dataset
 from trainers.core.cnn import CNN, image_shape
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 from trainers.core.errors import TrainingConfigError
-from trainers.loop import train
+from trainers.run.loop import train
 from trainers.methods.base import MethodContext
 from trainers.methods.dp_dfa import DPDFA
 from trainers.methods.dp_sgd import DPSGD

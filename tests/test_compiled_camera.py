@@ -175,7 +175,7 @@ def test_camera_read_refuses_a_dark_map_of_the_wrong_width():
 @pytest.mark.parametrize("read_noise_e, temperature_c, field", [(6.0, 25.0, 9.0), (0.0, 25.0, 9.0), (6.0, 85.0, 9.0),
                                                                  (6.0, 25.0, 40.0)])
 def test_fused_linear_frames_equal_three_separate_reads(read_noise_e, temperature_c, field):
-    from opu_hal.backends.simulated.dark_map import dark_signal_map
+    from opu_hal.camera.pixel_maps import dark_signal_map
 
     dark_map = dark_signal_map(0, 300, 0.1, 0.01, 20.0)  # DSNU and hot pixels: at 85 C some dark means pass 10
     sensor = _sensor(read_noise_e=read_noise_e, temperature_c=temperature_c, exposure_us=4000.0, dark_map=dark_map)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 from trainers.core.errors import TrainingConfigError
-from trainers.loop import train
+from trainers.run.loop import train
 
 from tests.training_helpers import clusters
 

@@ -76,8 +76,8 @@ def test_digitized_counts_are_not_the_profile_seeded_camera_stream() -> None:
 
 def test_two_dp_dfa_runs_with_the_same_public_settings_release_different_noise() -> None:
     from tests.training_helpers import clusters
-    from trainers.config import TrainConfig
-    from trainers.loop import train
+    from trainers.run.config import TrainConfig
+    from trainers.run.loop import train
 
     config = TrainConfig.for_method("dp-dfa", epochs=1, batch_size=50, hidden=(16,), alignment=False,
                                     noise_source="device", profile="opu-sim-8bit", noise_multiplier=1.0)

@@ -19,11 +19,11 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 from trainers.core.errors import TrainingConfigError
 from trainers.distributed.context import DistributedError, SingleProcess, rank_context
-from trainers.journal import StepJournal
-from trainers.loop import Callback, Trainer
+from trainers.run.journal import StepJournal
+from trainers.run.loop import Callback, Trainer
 
 QUIET = dict(progress=False, log=lambda message: None)
 

@@ -12,10 +12,10 @@ import pytest
 from opu_hal.privacy import (Accountant, ControllerClaimEvent, PrivacyBudget, PrivacyParameterError,
                              SampledWithRejectionGaussianEvent, event_from_dict)
 from opu_hal.privacy.tuning import TruncatedNegativeBinomial
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 from trainers.core.errors import TrainingConfigError
-from trainers.loop import train
-from trainers.tune import parse_space, run_ledger, tune
+from trainers.run.loop import train
+from trainers.cli.tune import parse_space, run_ledger, tune
 
 from tests.training_helpers import clusters
 

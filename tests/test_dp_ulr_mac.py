@@ -13,9 +13,9 @@ from scipy import stats
 
 from opu_hal.privacy import PoissonGaussianEvent, PrivacyParameterError, SampledWithRejectionGaussianEvent
 from trainers.core import mac, ulr
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 from trainers.core.errors import TrainingConfigError
-from trainers.loop import train
+from trainers.run.loop import train
 from trainers.methods import METHODS, MethodContext
 from trainers.core.model import MLP
 from trainers.core.sampling import Sampler

@@ -98,6 +98,14 @@ def test_a_backend_never_imports_another_backend():
                 assert not any(i == o or i.startswith(o + ".") for i in imports for o in others), path
 
 
+@pytest.mark.parametrize("layer", ["calibration", "privacy", "contract"])
+def test_calibration_privacy_and_contract_never_import_a_backend(layer):
+    """They consume numbers and the device contract; a backend is chosen by a profile at run time."""
+    found = [f"{path.relative_to(ROOT)} -> {m}" for path in (ROOT / "opu_hal" / layer).rglob("*.py")
+             for m in sorted(_module_level_imports(path)) if m == "opu_hal.backends" or m.startswith("opu_hal.backends.")]
+    assert not found, "\n".join(found)
+
+
 def test_profile_reader_does_not_import_any_backend():
     imports = _module_level_imports(ROOT / "opu_hal" / "profiles" / "catalogue.py")
     assert not any(m.startswith("opu_hal.backends") for m in imports)

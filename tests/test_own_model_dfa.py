@@ -9,7 +9,7 @@ from torch import nn
 
 from tests.training_helpers import clusters, simulated_device, torch_device
 from trainers.api import UnsupportedModelError, attach_dfa, dfa_alignment
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 from trainers.methods import DFA, PhotonicDFA, TernarizedDFA
 from trainers.methods.base import MethodContext
 from trainers.core.model import MLP

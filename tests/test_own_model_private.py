@@ -14,7 +14,7 @@ from opu_hal.privacy.mechanisms import GaussianRelease
 from opu_hal.privacy import Accountant, FixedSizeGaussianEvent, PoissonGaussianEvent
 from tests.training_helpers import clusters
 from trainers.api import PrivacyBudgetExhausted, PrivacyEngine, UnsupportedModelError
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 from trainers.core.errors import TrainingConfigError
 from trainers.methods import DPDFA
 from trainers.methods.base import MethodContext
@@ -216,7 +216,7 @@ def test_dp_ulr_and_dp_mac_are_refused_by_make_private_with_the_reason(method, r
 
 @pytest.mark.parametrize("method", ["dp-ulr", "dp-mac"])
 def test_the_refusals_suggested_path_trains_the_method_on_a_users_tensors(method):
-    from trainers.loop import train
+    from trainers.run.loop import train
 
     data = clusters(n_train=256, n_test=64)
     config = TrainConfig.for_method(method, features="pixels", target_epsilon=8.0, epochs=1, batch_size=64, hidden=(16,),

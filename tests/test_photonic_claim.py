@@ -17,7 +17,7 @@ from opu_hal.privacy import (
     PrivacyParameterError,
     UnboundedEvent,
 )
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 from trainers.methods import METHODS, MethodContext
 from trainers.core.model import MLP
 

@@ -11,9 +11,9 @@ import pytest
 from opu_hal.privacy import Accountant, FixedSizeGaussianEvent, GaussianEvent, PoissonGaussianEvent
 from opu_hal.privacy.events import PrivacyParameterError
 from tests.test_privacy_attacks import DELTA, LRT_TRIALS, empirical_epsilon
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 from trainers.core.errors import TrainingConfigError
-from trainers.loop import Trainer, train
+from trainers.run.loop import Trainer, train
 
 from tests.training_helpers import clusters
 

@@ -200,8 +200,8 @@ def test_likelihood_ratio_test_on_gaussian_noise_flags_only_the_broken_variant(n
 def test_two_runs_with_the_same_public_settings_release_different_noise(method, extra):
     """Everything public (config, seeds, profile) is identical, so equal models would mean the noise
     (or the batches) can be rebuilt from what the record publishes."""
-    from trainers.config import TrainConfig
-    from trainers.loop import train
+    from trainers.run.config import TrainConfig
+    from trainers.run.loop import train
 
     from tests.training_helpers import clusters
 
@@ -212,8 +212,8 @@ def test_two_runs_with_the_same_public_settings_release_different_noise(method, 
 
 
 def test_non_private_training_is_reproducible_from_its_seed():
-    from trainers.config import TrainConfig
-    from trainers.loop import train
+    from trainers.run.config import TrainConfig
+    from trainers.run.loop import train
 
     from tests.training_helpers import clusters
 

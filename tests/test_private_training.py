@@ -15,11 +15,11 @@ import torch.nn.functional as F
 from scipy import stats
 
 from opu_hal.privacy import Accountant, FixedSizeGaussianEvent, PoissonGaussianEvent
-from trainers.journal import load_checkpoint
-from trainers.config import TrainConfig
+from trainers.run.journal import load_checkpoint
+from trainers.run.config import TrainConfig
 from opu_hal import load_device, validate_profile
 from trainers.core.errors import CheckpointError, TrainingConfigError
-from trainers.loop import Trainer, train
+from trainers.run.loop import Trainer, train
 from trainers.methods import METHODS, MethodContext
 from trainers.core.model import MLP
 
@@ -428,7 +428,7 @@ def _damaged_last_lines(text: str):
 
 
 def test_a_damaged_last_journal_line_is_charged_or_refused_never_dropped(tmp_path):
-    from trainers.journal import StepJournal
+    from trainers.run.journal import StepJournal
 
     journal = StepJournal(tmp_path / "j")
     for step in (40, 41, 42):

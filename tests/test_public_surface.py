@@ -8,12 +8,12 @@ import json
 import pytest
 import torch
 
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 from trainers.core.data import Dataset, Split
-from trainers.loop import Trainer, train
+from trainers.run.loop import Trainer, train
 from trainers.methods import register_method, unregister_method
 from trainers.methods.dp_dfa import DPDFA
-from trainers.public_surface import epoch_summary, invariant_part, public_record
+from trainers.run.public_surface import epoch_summary, invariant_part, public_record
 
 from tests.training_helpers import clusters
 

@@ -10,9 +10,9 @@ import os
 
 import pytest
 
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 from trainers.core.data import DatasetError, load_dataset
-from trainers.loop import train
+from trainers.run.loop import train
 
 
 @pytest.fixture(scope="module")

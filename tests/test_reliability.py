@@ -108,7 +108,7 @@ def test_audit_refuses_bad_confidence_and_plot_before_training(extra, named, cap
 
 def test_train_out_in_proc_is_refused_before_training():
     from trainers.core.errors import TrainingConfigError
-    from trainers.loop import check_output_path
+    from trainers.run.loop import check_output_path
 
     with pytest.raises(TrainingConfigError, match=r"--out /proc/nope/r.json: /proc is not a writable folder"):
         check_output_path("/proc/nope/r.json", "--out")

@@ -10,10 +10,10 @@ import torch
 
 from tests.training_helpers import clusters
 from trainers.core import feature_cache, scattering
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 from trainers.core.data import Dataset, DatasetError, Split
 from trainers.core.errors import TrainingConfigError
-from trainers.loop import train
+from trainers.run.loop import train
 from trainers.core.scattering import Scattering2D, _gabor, group_normalize, scatter_dataset
 
 

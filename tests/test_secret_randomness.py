@@ -22,8 +22,8 @@ from opu_hal.randomness.secure_random import (bernoulli_indices, keyed_generator
                                    sample_without_replacement, stream_key)
 from opu_hal.randomness.seeding import derive_seed
 from trainers.core import mac
-from trainers.config import TrainConfig
-from trainers.loop import Trainer, train
+from trainers.run.config import TrainConfig
+from trainers.run.loop import Trainer, train
 from trainers.methods import METHODS, MethodContext
 from trainers.methods.dp_mac import DPMAC
 from trainers.methods.dp_ulr import DPULR

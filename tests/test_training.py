@@ -9,14 +9,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from trainers.alignment import gradient_alignment
-from trainers.config import TrainConfig
+from trainers.run.alignment import gradient_alignment
+from trainers.run.config import TrainConfig
 from trainers.core.errors import TrainingConfigError
 from trainers.core.feedback import ternarize
-from trainers.loop import train
+from trainers.run.loop import train
 from trainers.methods import METHODS, MethodContext
 from trainers.core.model import ACTIVATIONS, MLP
-from trainers.plot import plot_records
+from trainers.cli.plot import plot_records
 
 from tests.training_helpers import clusters, simulated_device, torch_device
 
@@ -150,7 +150,7 @@ def test_plot_writes_a_png(tmp_path):
 
 @pytest.mark.parametrize("option", [{"target_epsilon": 3.0}, {"noise_multiplier": 1.0}, {"noise_source": "device"}])
 def test_privacy_options_on_a_non_private_method_are_refused(option):
-    from trainers.config import TrainConfig
+    from trainers.run.config import TrainConfig
     from trainers.core.errors import TrainingConfigError
 
     with pytest.raises(TrainingConfigError, match="not private"):
@@ -158,7 +158,7 @@ def test_privacy_options_on_a_non_private_method_are_refused(option):
 
 
 def test_trainer_closes_the_device_it_opened_and_leaves_a_given_one_open():
-    from trainers.loop import Trainer
+    from trainers.run.loop import Trainer
 
     quiet = dict(data=clusters(), progress=False, log=lambda m: None)
     with Trainer(config("dfa", epochs=1, profile="torch-cpu", alignment=False), **quiet) as trainer:
@@ -173,7 +173,7 @@ def test_trainer_closes_the_device_it_opened_and_leaves_a_given_one_open():
 
 
 def test_callbacks_see_every_step_after_it_is_accounted():
-    from trainers.loop import Callback
+    from trainers.run.loop import Callback
 
     class Spy(Callback):
         seen: list[tuple[int, int]] = []

@@ -1,4 +1,4 @@
-"""``opu-hal tune`` (trainers/tune.py): K from the secure generator, selection on the validation
+"""``opu-hal tune`` (trainers/cli/tune.py): K from the secure generator, selection on the validation
 score, one per-run ledger, the published record, and the total epsilon recomputed independently."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import pytest
 from opu_hal.privacy import Accountant, PoissonGaussianEvent
 from opu_hal.privacy.tuning import PoissonRuns, TruncatedNegativeBinomial, poisson_tuning_rdp, tnb_tuning_rdp
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 from trainers.core.errors import TrainingConfigError
-from trainers.loop import train
-from trainers.tune import parse_space, summary, tune
+from trainers.run.loop import train
+from trainers.cli.tune import parse_space, summary, tune
 
 LAW = TruncatedNegativeBinomial.with_mean(4, 1.0)
 
@@ -190,7 +190,7 @@ def test_tune_command_with_poisson_k(tmp_path, capsys):
 
 # -- --total-epsilon: each run's noise planned for the tuning's total -------------------------------
 def test_noise_for_total_is_the_smallest_noise_whose_tuning_and_final_run_fit():
-    from trainers.tune import noise_for_total, total_epsilon_at
+    from trainers.cli.tune import noise_for_total, total_epsilon_at
 
     law = TruncatedNegativeBinomial.with_mean(3, 1.0)
     config = noise_for_total(base(target_epsilon=None, noise_multiplier=1.0), law, 3.0)
@@ -206,7 +206,7 @@ def test_noise_for_total_is_the_smallest_noise_whose_tuning_and_final_run_fit():
 
 
 def test_noise_for_total_pays_for_a_released_feature_mean(tmp_path, monkeypatch):
-    from trainers.tune import noise_for_total
+    from trainers.cli.tune import noise_for_total
 
     monkeypatch.setenv("OPU_HAL_CACHE", str(tmp_path))
     law = TruncatedNegativeBinomial.with_mean(3, 1.0)
@@ -216,7 +216,7 @@ def test_noise_for_total_pays_for_a_released_feature_mean(tmp_path, monkeypatch)
 
 
 def config_steps(config: TrainConfig) -> int:
-    from trainers.loop import Trainer
+    from trainers.run.loop import Trainer
 
     with Trainer(config, progress=False, log=lambda m: None) as trainer:
         return trainer.sampler.steps_per_epoch

@@ -40,7 +40,7 @@ def interrupted_and_uninterrupted(make_config, data: Dataset, tmp_path) -> tuple
     ``make_config(**changes)`` builds the run's config with the given checkpoint settings."""
     from pathlib import Path
 
-    from trainers.loop import Trainer, train
+    from trainers.run.loop import Trainer, train
 
     path = tmp_path / "ck.pt"
     first = Trainer(make_config(checkpoint=str(path)), data=data, progress=False, log=lambda m: None)

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backends.simulated.profile import SimulatedProfile
+from ..camera.pixel_maps import dark_signal_map
+from ..contract.profile_base import BaseProfile
 from ..profiles.catalogue import validate_profile
 
 PARAMETERS = ("gain_e_per_dn", "read_noise_e", "dark_fom_na_per_cm2", "quantum_efficiency", "full_well_e")
@@ -23,7 +24,7 @@ DARK_EXPOSURES = (100_000.0, 1_000_000.0)
 
 @dataclass(frozen=True)
 class Truth:
-    profile: SimulatedProfile
+    profile: BaseProfile  # a simulated profile (backend = "simulated"): the hidden camera
     values: dict[str, float]
 
 
@@ -53,7 +54,6 @@ def draw_camera(seed: int, pixels: int = 1024) -> Truth:
 def typical_dark_multiplier(profile) -> float:
     """Mean dark-current multiplier of the pixels that are not hot (the law describes those): the
     true dark map with the estimator's own rule (photon_transfer.hot_pixel_mask) applied to it."""
-    from ..backends.simulated.dark_map import dark_signal_map
     from .photon_transfer import HOT_PIXEL_MADS
 
     dark_map = dark_signal_map(profile.seed, profile.out_features, profile.dsnu_rms,

@@ -104,7 +104,7 @@ class SensorPhysics:
     adc_bits: int
     black_level_dn: int
     full_well_e: float
-    dark_map: torch.Tensor | None = field(default=None, compare=False)  # per-pixel DSNU (dark_map.py)
+    dark_map: torch.Tensor | None = field(default=None, compare=False)  # per-pixel DSNU (pixel_maps.py)
     dark_activation_ev: float | None = None  # None: Konnik-Welsh (half the Varshni band gap)
 
     @property

@@ -21,8 +21,8 @@ import torch
 
 from trainers.core.clipping import clip_norm
 from trainers.core.cnn import CNN
-from trainers.config import TrainConfig
-from trainers.loop import Trainer
+from trainers.run.config import TrainConfig
+from trainers.run.loop import Trainer
 from trainers.methods.base import output_error
 from trainers.core.per_example import conv_patches, conv_squared_norms
 

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 import opu_hal
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 from trainers.methods import METHODS, MethodContext
 from trainers.core.model import MLP
 

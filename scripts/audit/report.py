@@ -24,7 +24,7 @@ from typing import Any
 
 from tests.training_helpers import clusters
 from trainers.audit import audit_black_box, audit_white_box
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 
 WHITE_BOX = [("dp-dfa", {}), ("dp-dfa", {"noise_source": "device"}), ("dp-sgd", {})]
 BLACK_BOX = [("photonic-dp", {}), ("dp-ulr", {"target_epsilon": 2.0}), ("dp-mac", {"target_epsilon": 2.0})]

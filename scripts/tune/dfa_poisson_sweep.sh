@@ -4,7 +4,7 @@
 # delta 1e-5, at epsilon 8 and 3. Candidates (the same for both epsilons): 15 epochs lr 1.5e-3; 30
 # epochs lr 3e-3; 30 epochs lr 3e-3 with a cosine schedule and a weight average (decay 0.9); 20
 # epochs lr 1.5e-3 with the same schedule and average (added after the first three). The
-# pick is made on the validation split (which no run trains on) by trainers.best_by_validation,
+# pick is made on the validation split (which no run trains on) by trainers.cli.best_by_validation,
 # then run again (REPEAT=1 bash scripts/tune/dfa_poisson_sweep.sh runs only the repeats of the
 # picks, named *-repeat.json). Records in results/tuning/dp-dfa-poisson/.
 set -euo pipefail
@@ -18,7 +18,7 @@ CANDIDATES=("e15-lr1.5e-3|--epochs 15 --lr 1.5e-3"
 # ONLY=NAME runs that candidate alone (at both epsilons), e.g. one added after the first three.
 if [[ "${REPEAT:-0}" == 1 ]]; then
   for eps in 8 3; do
-    pick=$(python -m trainers.best_by_validation --name "$OUT"/eps$eps-*[^t].json)
+    pick=$(python -m trainers.cli.best_by_validation --name "$OUT"/eps$eps-*[^t].json)
     for candidate in "${CANDIDATES[@]}"; do
       [[ "${candidate%%|*}" == "${pick#eps$eps-}" ]] && run_candidate "eps$eps-${candidate%%|*}-repeat" --target-epsilon "$eps" ${candidate#*|} &
     done
@@ -33,4 +33,4 @@ else
     wait
   done
 fi
-python -m trainers.best_by_validation "$OUT"/*[^t].json  # the candidates; the repeats are *-repeat.json
+python -m trainers.cli.best_by_validation "$OUT"/*[^t].json  # the candidates; the repeats are *-repeat.json

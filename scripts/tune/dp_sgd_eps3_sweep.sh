@@ -5,7 +5,7 @@
 # Poisson sampling, batch 8192 (expected), SGD 16 with momentum 0.9, weight average (issue 35).
 # ACCOUNTING=pld (default) plans and reports with --accounting pld, ACCOUNTING=rdp with RDP alone.
 # Four candidates, run on the training split (54 000 images); the pick is made on the validation
-# split (6 000 images, which no candidate trains on) by trainers.best_by_validation and run again.
+# split (6 000 images, which no candidate trains on) by trainers.cli.best_by_validation and run again.
 # Then the final run: the pick's settings with --validation-fraction 0, on all 60 000 images (its
 # validation figures are empty), twice. Records in results/tuning/dp-sgd-eps3-centered-$ACCOUNTING/;
 # about 12 min on 2 cores.
@@ -22,8 +22,8 @@ for i in 0 2; do
   for candidate in "${CANDIDATES[@]:$i:2}"; do run_candidate "${candidate%%|*}" ${candidate#*|} & done
   wait
 done
-python -m trainers.best_by_validation "$OUT"/[eb]*[0-9].json
-pick=$(python -m trainers.best_by_validation --name "$OUT"/[eb]*[0-9].json)
+python -m trainers.cli.best_by_validation "$OUT"/[eb]*[0-9].json
+pick=$(python -m trainers.cli.best_by_validation --name "$OUT"/[eb]*[0-9].json)
 for candidate in "${CANDIDATES[@]}"; do
   if [[ "${candidate%%|*}" == "$pick" ]]; then
     run_candidate "$pick-repeat" ${candidate#*|} &

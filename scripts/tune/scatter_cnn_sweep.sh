@@ -4,7 +4,7 @@
 # hidden layer, then 10; --conv-strides 2,1 --head-hidden 32) and its wider variant (32, 64),
 # clip 0.1, batch 8192, Adam (one run SGD with momentum 0.9, as theirs). Two runs at a time on
 # the 2-core machine; the pick is made on the validation split (python -m
-# trainers.best_by_validation), which no run trains on. Eight runs, about 45 min. Records in
+# trainers.cli.best_by_validation), which no run trains on. Eight runs, about 45 min. Records in
 # $SWEEP_OUT (default results/tuning/scatter-tb-cnn/).
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/sweep_setup.sh" results/tuning/scatter-tb-cnn
@@ -21,4 +21,4 @@ run tb32-64-e60-lr8e-3 32,64 60 8e-3 & run tb16-32-e100-lr8e-3 16,32 100 8e-3 & 
 # second round, after the first showed the lower learning rate ahead
 run tb16-32-e60-lr2e-3 16,32 60 2e-3 & run tb16-32-e40-lr4e-3 16,32 40 4e-3 & wait
 run tb16-32-e60-sgd1 16,32 60 1 sgd & run tb32-64-e60-lr4e-3 32,64 60 4e-3 & wait
-python -m trainers.best_by_validation "$OUT"/*.json
+python -m trainers.cli.best_by_validation "$OUT"/*.json

@@ -21,4 +21,4 @@ for eps in 1 2 4 8; do
   done
   wait
 done
-python -m trainers.best_by_validation "$OUT"/*.json
+python -m trainers.cli.best_by_validation "$OUT"/*.json

@@ -31,20 +31,28 @@ from torch import nn
 from opu_hal import Device, NoiseReport, load_device
 
 from ..core.feedback import DeviceFeedback
-from ..methods.pdfa import PhotonicDFA
-from ..methods.tdfa import TernarizedDFA
+from ..methods import SPECS, MethodSpec
 from .layers import LinearChain, UnsupportedModelError, linear_chain
 from .tap import OutputTap, Record
 
-#: The profile each method opens when the caller names no device.
-DEFAULT_PROFILES = {"dfa": "torch-cpu", "tdfa": "torch-cpu", "pdfa": "opu-sim"}
+def attachable() -> dict[str, MethodSpec]:
+    """The registered methods ``attach_dfa`` offers (``MethodSpec.attach_profile`` set)."""
+    return {name: spec for name, spec in SPECS.items() if spec.attach_profile is not None}
+
+
+def attached_spec(method: str) -> MethodSpec:
+    """The registration of ``method`` if ``attach_dfa`` offers it; else an error listing those it does."""
+    offered = attachable()
+    if method not in offered:
+        raise UnsupportedModelError(f"method {method!r}: choose one of {', '.join(offered)}")
+    return offered[method]
 
 
 def open_device(device: Device | str | None, method: str) -> Device:
     """``device`` itself, the device a profile name or path describes, or the method's default."""
     if isinstance(device, Device):
         return device
-    return load_device(device if device is not None else DEFAULT_PROFILES[method])
+    return load_device(device if device is not None else attached_spec(method).attach_profile)
 
 
 def chain_grads(deltas: list[torch.Tensor], inputs: list[torch.Tensor], chain: LinearChain) -> list[torch.Tensor]:
@@ -72,17 +80,14 @@ class DFAHandle:
     """DFA attached to a model: :meth:`detach` restores backprop, :meth:`disabled` suspends DFA."""
 
     def __init__(self, model: nn.Module, method: str, device: Device, threshold: float, loss_reduction: str) -> None:
-        if method not in DEFAULT_PROFILES:
-            raise UnsupportedModelError(f"method {method!r}: choose one of {', '.join(DEFAULT_PROFILES)}")
+        trainer = attached_spec(method).trainer
         self.model = model
         self.method = method
         self.chain = linear_chain(model, conv_prefix=True)
         self.device = device
-        checks = {"tdfa": TernarizedDFA.check_device, "pdfa": PhotonicDFA.check_device}
-        if method in checks:
-            checks[method](None, SimpleNamespace(device=device))  # type: ignore[arg-type]
+        trainer.check_device(None, SimpleNamespace(device=device))  # type: ignore[arg-type]
         self.feedback = DeviceFeedback(device, self.chain.n_classes, self.chain.hidden_widths,
-                                       ternary=method != "dfa", threshold=threshold)
+                                       ternary=trainer.ternary, threshold=threshold)
         self.loss_reduction = loss_reduction
         #: The device's noise report of the last feedback projection.
         self.last_noise: NoiseReport | None = None
@@ -136,7 +141,7 @@ def attach_dfa(model: nn.Module, method: str = "dfa", device: Device | str | Non
 def dfa_alignment(handle: DFAHandle, x: torch.Tensor, y: torch.Tensor,
                   loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = F.cross_entropy) -> dict[str, float]:
     """Cosine, per Linear weight, between the DFA update and backprop's gradient on ``(x, y)``
-    (paper 000, Figure 2; :mod:`trainers.alignment` for the built-in methods), and per weight of a
+    (paper 000, Figure 2; :mod:`trainers.run.alignment` for the built-in methods), and per weight of a
     conv prefix. Leaves ``.grad`` as it found it. The output layer's cosine is 1: DFA and BP give it the same update."""
     chain = handle.chain
     named = [(n, m.weight) for n, m in chain.prefix if getattr(m, "weight", None) is not None]

@@ -14,8 +14,9 @@ Methods: ``"dp-sgd"`` (Abadi et al. 2016; Poisson sampling, per-example clipping
 fixed-size batches, DFA signals, noise ``z Delta`` on the average, software Gaussian or the device's
 Skellam counts with ``noise_source="device"``). Batches are sampled with a secret 256-bit key,
 noise comes from the secure generator (or the device), and the accountant is charged with the same
-events the built-in trainers charge. ``"dp-ulr"`` and ``"dp-mac"`` are refused with the reason
-(:data:`REFUSED`): their updates are not a function of one forward pass and ``loss.backward()``.
+events the built-in trainers charge. The methods offered, and the reasons others are refused
+(``"dp-ulr"``, ``"dp-mac"``: their updates are not a function of one forward pass and
+``loss.backward()``), are their registrations' (:mod:`trainers.methods.registry`).
 """
 
 from __future__ import annotations
@@ -32,28 +33,34 @@ from opu_hal.privacy.accountant import CONVERSIONS
 from opu_hal.randomness.secure_random import SecureGenerator
 
 from ..core.errors import TrainingConfigError
+from ..methods import SPECS, MethodSpec
 from ..methods.dp_dfa import device_lattice, dp_dfa_release
-from ..privacy import check_accounting
+from ..run.privacy import check_accounting
 from .data import Data, PrivateDataLoader, as_dataset
 from .optimizer import DPOptimizer
 from .updates import DFAClipping, PerExampleClipping
 
-SAMPLING = {"dp-sgd": "poisson", "dp-dfa": "fixed"}
 
-#: Methods of the package that do not fit ``make_private``'s shape (the user's loop computes one
-#: forward pass and one ``loss.backward()``, the wrapped optimizer releases a clipped function of
-#: it), and why. Both train the built-in MLP on a user's tensors through ``trainers.loop.train``.
-REFUSED = {
-    "dp-ulr": "its update is not a function of the user's backward pass: the likelihood-ratio proxies "
-              "(paper 004, eq. 4) need K extra forward passes per layer with secret noise injected at that "
-              "layer and the per-example loss evaluated on each, i.e. the loss as a function and a re-entrant "
-              "forward from any layer, which a user's loss.backward() does not give",
-    "dp-mac": "its update is not a gradient of the user's loss: each step optimizes per-example auxiliary "
-              "coordinates (the Z-step, paper 003 section 2.1), releases per-layer Taylor coefficients of "
-              "the layer-wise objectives, projects each weight column to norm T_w after the step, and with "
-              "histogram bounds pre-trains before the first step (section 2.4); none of that is reachable "
-              "from one forward pass and loss.backward()",
-}
+def user_update(spec: MethodSpec, module: nn.Module, max_grad_norm: float, loss_reduction: str, size: int,
+                n: int, tau_h: float, beta: float, feedback_seed: int) -> PerExampleClipping | DFAClipping:
+    """The registered update of ``spec`` (``MethodSpec.user_update``) on the user's ``module``."""
+    if spec.user_update == "per-example-clipping":
+        return PerExampleClipping(module, max_grad_norm, loss_reduction, size, n)
+    return DFAClipping(module, max_grad_norm, tau_h, beta, loss_reduction, size, n, feedback_seed)
+
+
+def offered_spec(method: str) -> MethodSpec:
+    """The registration of ``method`` if ``make_private`` offers it; else an error naming why not."""
+    offered = [spec.name for spec in SPECS.values() if spec.user_update is not None]
+    spec = SPECS.get(method)
+    if spec is not None and spec.user_update is None and spec.api_refusal is not None:
+        raise TrainingConfigError(
+            f"method {method!r} is not offered by make_private: {spec.api_refusal}. Train it on your own tensors "
+            f"with trainers.run.loop.train(TrainConfig.for_method({method!r}, ...), data=trainers.core.data.Dataset(...)) "
+            f"or `opu-hal train --method {method}` (the built-in MLP)")
+    if spec is None or spec.user_update is None:
+        raise TrainingConfigError(f"method {method!r}: choose one of {', '.join(offered)}")
+    return spec
 
 
 class PrivacyEngine:
@@ -98,31 +105,24 @@ class PrivacyEngine:
         and the steps per epoch instead (as ``--public-dataset-size``). The module is returned
         itself, with hooks.
         """
-        if method in REFUSED:
-            raise TrainingConfigError(
-                f"method {method!r} is not offered by make_private: {REFUSED[method]}. Train it on your own tensors "
-                f"with trainers.loop.train(TrainConfig.for_method({method!r}, ...), data=trainers.core.data.Dataset(...)) "
-                f"or `opu-hal train --method {method}` (the built-in MLP)")
-        if method not in SAMPLING:
-            raise TrainingConfigError(f"method {method!r}: choose one of {', '.join(SAMPLING)}")
+        spec = offered_spec(method)
+        sampling = spec.trainer.sampling
         dataset, loader_batch, collate = as_dataset(data_loader)
         size = batch_size or loader_batch
         if size is None:
             raise TrainingConfigError("batch_size is required when data_loader is a Dataset or tensors")
         if not (math.isfinite(noise_multiplier) and noise_multiplier > 0):
             raise TrainingConfigError(f"noise_multiplier must be a finite number > 0, got {noise_multiplier}")
-        if public_dataset_size is not None and method != "dp-sgd":
-            raise TrainingConfigError("public_dataset_size is for add/remove adjacency (dp-sgd); under dp-dfa's "
-                                      "replace-one adjacency the dataset size is public already")
-        loader = PrivateDataLoader(dataset, size, SAMPLING[method], collate, self._should_stop, public_dataset_size)
+        if public_dataset_size is not None and sampling != "poisson":
+            raise TrainingConfigError(f"public_dataset_size is for add/remove adjacency (Poisson sampling); under "
+                                      f"{method}'s replace-one adjacency the dataset size is public already")
+        if noise_source in ("software", "device") and noise_source not in spec.noise_sources:
+            raise TrainingConfigError(f"{method} adds {' or '.join(spec.noise_sources)} noise only; "
+                                      f"noise_source={noise_source!r} is not one of its sources")
+        loader = PrivateDataLoader(dataset, size, sampling, collate, self._should_stop, public_dataset_size)
         n = loader.dataset_size
         generator = SecureGenerator()
-        if method == "dp-sgd":
-            if noise_source != "software":
-                raise TrainingConfigError("dp-sgd adds software Gaussian noise only; noise_source='device' is dp-dfa's")
-            update: PerExampleClipping | DFAClipping = PerExampleClipping(module, max_grad_norm, loss_reduction, size, n)
-        else:
-            update = DFAClipping(module, max_grad_norm, tau_h, beta, loss_reduction, size, n, feedback_seed)
+        update = user_update(spec, module, max_grad_norm, loss_reduction, size, n, tau_h, beta, feedback_seed)
         lattice, opened = None, None
         if noise_source == "device":
             opened = device if isinstance(device, Device) else load_device(device or "opu-sim-dp")

@@ -68,7 +68,7 @@ _EXPORTS = {
     "multi_run_lower_bound": ".bounds", "p_value": ".bounds",
     "plot_audit": ".plot",
     "measure_sensitivity": ".sensitivity",
-    "WHITE_BOX_METHODS": ".white_box", "DiracCanaries": ".white_box", "audit_multi_run": ".white_box",
+    "white_box_methods": ".white_box", "DiracCanaries": ".white_box", "audit_multi_run": ".white_box",
     "audit_white_box": ".white_box",
 }
 __all__ = sorted(_EXPORTS)

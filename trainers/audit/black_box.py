@@ -10,11 +10,11 @@ import torch
 
 from opu_hal.randomness.secure_random import SecureGenerator
 
-from ..config import TrainConfig
+from ..run.config import TrainConfig
 from ..core.data import Dataset, Split, load_dataset, scale_inputs, scaling_reference
 from ..core.errors import TrainingConfigError
-from ..loop import Trainer
-from ..methods import METHODS
+from ..run.loop import Trainer
+from ..methods import METHODS, get_spec
 from .bounds import best_lower_bound, gdp_epsilon_estimate
 
 
@@ -30,6 +30,12 @@ def input_canaries(count: int, features: int, classes: int, generator: SecureGen
     return Split(torch.from_numpy(x).float(), torch.from_numpy(y))
 
 
+def check_claim(method: str) -> None:
+    """Refuse a method whose registration has no black-box audit (not private: no claim to audit)."""
+    if "black-box" not in get_spec(method).audits:
+        raise TrainingConfigError(f"method {method!r} is not private; there is no claim to audit")
+
+
 def audit_black_box(config: TrainConfig, canaries: int = 1000, confidence: float = 0.95,
                     guess_counts: tuple[int, ...] = (10, 25, 50, 100, 200, 400), data: Dataset | None = None,
                     log: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -41,8 +47,7 @@ def audit_black_box(config: TrainConfig, canaries: int = 1000, confidence: float
     datasets are neighbours either way. The training goes through the public trainer unchanged;
     the auditor sees only the final model and scores ``-loss(x_i, y_i)`` (high: guessed included),
     then the bound is :func:`best_lower_bound`'s."""
-    if not METHODS[config.method].private:
-        raise TrainingConfigError(f"method {config.method!r} is not private; there is no claim to audit")
+    check_claim(config.method)
     if canaries < 2:
         raise TrainingConfigError(f"--canaries must be >= 2, got {canaries}")
     began = time.perf_counter()

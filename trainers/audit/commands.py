@@ -7,7 +7,7 @@ import argparse
 import math
 import sys
 
-from ..arguments import add_train_arguments
+from ..cli.arguments import add_train_arguments
 from ..core.errors import TrainingConfigError
 
 
@@ -16,7 +16,7 @@ def check_audit_arguments(args: argparse.Namespace) -> None:
     not be written afterwards (an unwritable path, a plot extension matplotlib cannot write)."""
     from opu_hal.runtime.paths import plot_format_reason, same_file
 
-    from ..loop import check_output_path
+    from ..run.loop import check_output_path
 
     if not (math.isfinite(args.confidence) and 0 < args.confidence < 1):
         raise TrainingConfigError(f"--confidence must be in (0, 1) (exclusive), got {args.confidence}")
@@ -33,7 +33,7 @@ def check_audit_arguments(args: argparse.Namespace) -> None:
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     from ..cli import config_from_args
-    from ..records import write_json
+    from ..run.output import write_json
     from .black_box import audit_black_box
     from .plot import plot_audit
     from .white_box import audit_multi_run, audit_white_box

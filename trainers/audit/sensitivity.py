@@ -10,7 +10,7 @@ import torch
 from opu_hal.randomness.secure_random import SecureGenerator
 
 from ..core.data import Split
-from ..loop import Trainer
+from ..run.loop import Trainer
 
 
 def probe_inputs(train: Split, n_real: int, n_random: int, scales: tuple[float, ...],

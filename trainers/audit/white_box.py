@@ -12,10 +12,10 @@ import torch
 
 from opu_hal.randomness.secure_random import SecureGenerator
 
-from ..config import TrainConfig
+from ..run.config import TrainConfig
 from ..core.errors import TrainingConfigError
-from ..loop import Trainer
-from ..methods import METHODS
+from ..run.loop import Trainer
+from ..methods import SPECS, get_spec
 from .bounds import (GUESS_COUNTS, SCORE_KINDS, best_over_kinds, gdp_epsilon, gdp_epsilon_estimate,
                      gdp_mu_lower_bound, multi_run_lower_bound)
 from .sensitivity import measure_sensitivity
@@ -75,18 +75,19 @@ class DiracCanaries:
         self.steps += 1
 
 
-#: Methods with one noisy release per step (``Method.single_release``), which the audit intercepts.
-WHITE_BOX_METHODS = tuple(name for name, cls in METHODS.items() if cls.single_release)
+def white_box_methods() -> tuple[str, ...]:
+    """Registered methods with one noisy release per step (``MethodSpec.audits``), which the audit intercepts."""
+    return tuple(name for name, spec in SPECS.items() if "white-box" in spec.audits)
 
 
 Release = Callable[[torch.Tensor], torch.Tensor]
 
 
 def _check_white_box(config: TrainConfig) -> None:
-    if not METHODS[config.method].single_release:
+    if "white-box" not in get_spec(config.method).audits:
         raise TrainingConfigError(
             f"the white-box audit covers the methods with one noisy release per step "
-            f"({', '.join(WHITE_BOX_METHODS)}); got --method {config.method}")
+            f"({', '.join(white_box_methods())}); got --method {config.method}")
 
 
 def _train_with(trainer: Trainer, planted: DiracCanaries, wrap_release: Callable[[Release], Release] | None,

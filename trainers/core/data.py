@@ -180,7 +180,7 @@ def load_dataset(
 
 def scaling_reference(data: Dataset, train: Split, private: bool) -> Split:
     """The split whose statistics ``standardized`` uses: the training split, or in a private run
-    the held-out test split, which the run declares public (trainers.public_surface; issue 27)."""
+    the held-out test split, which the run declares public (trainers.run.public_surface; issue 27)."""
     return data.test if private else train
 
 

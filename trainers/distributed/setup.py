@@ -2,7 +2,8 @@
 share the sampler's secret, make the model identical everywhere, and route private releases.
 
 Supported: bp, dfa, tdfa, pdfa (gradients averaged), dp-dfa and dp-sgd (one noisy release per
-step, :mod:`.aggregation`). :data:`REFUSED` names why the others are not.
+step, :mod:`.aggregation`). Each other method's registration names why it is not
+(``MethodSpec.distributed_refusal``, :mod:`trainers.methods.registry`).
 """
 
 from __future__ import annotations
@@ -16,19 +17,9 @@ from opu_hal.randomness.secure_random import SecureGenerator, new_secret_key
 from ..core.errors import TrainingConfigError
 from ..core.sampling import default_stream
 from ..methods.base import Method
+from ..methods.registry import get_spec
 from .aggregation import GaussianShareRelease, NoiseAdderRelease, SkellamShareRelease, honest_ranks
 from .context import SingleProcess
-
-#: Methods a distributed run refuses, and why.
-REFUSED = {
-    "photonic-dp": "its privacy noise is the OPU's noise on the projection of the batch's error (paper 000, "
-                   "Ohana et al. bound); with W ranks every shard is projected by a different device with its own "
-                   "noise, a mechanism that bound does not cover",
-    "dp-ulr": "its rejection-sampled batches and repeated forward passes with noise on the loss (paper 004) are "
-              "accounted for one process that sees the whole batch; the split release is not analysed",
-    "dp-mac": "its private pre-training and noisy histogram (prepare) run once on one process before training; "
-              "splitting them across ranks is not analysed",
-}
 
 #: ``--distributed-noise``: ``single`` (rank 0 adds the noise once) or ``shares`` (every rank a share).
 NOISE_MODES = ("single", "shares")
@@ -36,9 +27,10 @@ NOISE_MODES = ("single", "shares")
 
 def check_method(name: str, ranks: SingleProcess) -> None:
     """Refuse, naming why, a method this package does not distribute."""
-    if ranks.distributed and name in REFUSED:
+    refusal = get_spec(name).distributed_refusal
+    if ranks.distributed and refusal is not None:
         raise TrainingConfigError(
-            f"method {name!r} cannot run on {ranks.world_size} ranks: {REFUSED[name]}. Run it in one process "
+            f"method {name!r} cannot run on {ranks.world_size} ranks: {refusal}. Run it in one process "
             "(plain python -m opu_hal train, or torchrun --nproc_per_node=1)")
 
 

@@ -1,55 +1,37 @@
 """Training methods, one module each, named as in the papers (``shared/papers/README.md``).
 
-:data:`METHODS` is the one list of method names: the CLI's ``--method`` choices, config
-validation and the trainer all read it, so a method added with :func:`register_method` is
-trainable everywhere.
+Each method is registered once below (:func:`register_method`, :mod:`.registry`): the CLI's
+``--method`` choices, config validation, the trainer, ``make_private``/``attach_dfa``, torchrun and
+the audit all read the registry, so a method added with :func:`register_method` is offered
+everywhere it fits.
 """
 
 from __future__ import annotations
 
-from ..core.errors import TrainingConfigError
+from . import dp_mac, dp_ulr, photonic_dp
 from .base import GaussianNoiseMethod, Method, MethodContext, StepOutput
 from .bp import Backprop
-from .dp_dfa import DPDFA
-from .dp_sgd import DPSGD
-from .dp_mac import DPMAC
-from .dp_ulr import DPULR
 from .dfa import DFA
+from .dp_dfa import DPDFA
+from .dp_mac import DPMAC
+from .dp_sgd import DPSGD
+from .dp_ulr import DPULR
 from .pdfa import PhotonicDFA
 from .photonic_dp import PhotonicDP
+from .registry import METHODS, SPECS, MethodSpec, get_method, get_spec, method_names, register_method, unregister_method
 from .tdfa import TernarizedDFA
 
-METHODS: dict[str, type[Method]] = {
-    cls.name: cls for cls in (Backprop, DFA, TernarizedDFA, PhotonicDFA, PhotonicDP, DPDFA, DPSGD, DPULR, DPMAC)
-}
+register_method(Backprop)
+register_method(DFA, attach_profile="torch-cpu")
+register_method(TernarizedDFA, attach_profile="torch-cpu")
+register_method(PhotonicDFA, attach_profile="opu-sim")
+register_method(PhotonicDP, noise_sources=("device",), distributed_refusal=photonic_dp.DISTRIBUTED_REFUSAL)
+register_method(DPDFA, noise_sources=("software", "device"), user_update="dfa-clipping")
+register_method(DPSGD, noise_sources=("software",), user_update="per-example-clipping")
+register_method(DPULR, noise_sources=("software",), api_refusal=dp_ulr.API_REFUSAL,
+                distributed_refusal=dp_ulr.DISTRIBUTED_REFUSAL)
+register_method(DPMAC, noise_sources=("software",), api_refusal=dp_mac.API_REFUSAL,
+                distributed_refusal=dp_mac.DISTRIBUTED_REFUSAL)
 
-
-def register_method(cls: type[Method], *, replace: bool = False) -> type[Method]:
-    """Make ``cls`` trainable under ``cls.name`` (CLI, config, :func:`trainers.loop.train`);
-    usable as a class decorator."""
-    if not (isinstance(cls, type) and issubclass(cls, Method) and cls.name):
-        raise TrainingConfigError(f"register_method needs a Method subclass with a name, got {cls!r}")
-    if cls.name in METHODS and METHODS[cls.name] is not cls and not replace:
-        raise TrainingConfigError(f"method {cls.name!r} is already registered; pass replace=True")
-    METHODS[cls.name] = cls
-    return cls
-
-
-def unregister_method(name: str) -> None:
-    """Remove a method added with :func:`register_method`."""
-    METHODS.pop(name, None)
-
-
-def method_names() -> tuple[str, ...]:
-    return tuple(METHODS)
-
-
-def get_method(name: str) -> type[Method]:
-    """The method registered as ``name``; :class:`TrainingConfigError` lists the others."""
-    if name not in METHODS:
-        raise TrainingConfigError(f"--method {name!r}: choose one of {', '.join(METHODS)}")
-    return METHODS[name]
-
-
-__all__ = ["GaussianNoiseMethod", "METHODS", "Method", "MethodContext", "StepOutput", "get_method",
-           "method_names", "register_method", "unregister_method"]
+__all__ = ["GaussianNoiseMethod", "METHODS", "Method", "MethodContext", "MethodSpec", "SPECS", "StepOutput",
+           "get_method", "get_spec", "method_names", "register_method", "unregister_method"]

@@ -17,7 +17,7 @@ from ..core.model import MLP, Trace
 
 
 
-#: A :class:`trainers.config.TrainConfig`. Not imported: the config validates against this
+#: A :class:`trainers.run.config.TrainConfig`. Not imported: the config validates against this
 #: package's registry, so the methods read it by attribute and never import it.
 RunConfig = Any
 

@@ -82,6 +82,17 @@ def default_min_batch(expected: float) -> int:
     return max(1, int(math.floor(expected - 2 * math.sqrt(expected))))
 
 
+#: Why make_private and a torchrun run refuse dp-ulr (read through its registration).
+API_REFUSAL = (
+    "its update is not a function of the user's backward pass: the likelihood-ratio proxies "
+    "(paper 004, eq. 4) need K extra forward passes per layer with secret noise injected at that "
+    "layer and the per-example loss evaluated on each, i.e. the loss as a function and a re-entrant "
+    "forward from any layer, which a user's loss.backward() does not give")
+DISTRIBUTED_REFUSAL = (
+    "its rejection-sampled batches and repeated forward passes with noise on the loss (paper 004) are "
+    "accounted for one process that sees the whole batch; the split release is not analysed")
+
+
 class DPULR(Method):
     cuda_ready = False  # CPU only for now: its estimator draws on CPU generators
     name = "dp-ulr"

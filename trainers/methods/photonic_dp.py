@@ -39,6 +39,13 @@ from .base import Method, MethodContext, StepOutput, forward_and_error, set_line
 NO_BOUND = PHOTONIC_DP_UNBOUNDED_REASON  # why the charge is infinite (opu_hal.privacy.UnboundedEvent)
 
 
+#: Why a torchrun run refuses photonic-dp (read through its registration, trainers.methods.registry).
+DISTRIBUTED_REFUSAL = (
+    "its privacy noise is the OPU's noise on the projection of the batch's error (paper 000, "
+    "Ohana et al. bound); with W ranks every shard is projected by a different device with its own "
+    "noise, a mechanism that bound does not cover")
+
+
 class PhotonicDP(Method):
     name = "photonic-dp"
     uses_device = True

@@ -55,7 +55,7 @@ from .profile import SimulatedProfile
 from ...randomness.seeding import stream_seed
 from .camera import Sensor
 from ...camera.physics import output_variance
-from .dark_map import dark_signal_map, light_response_map
+from ...camera.pixel_maps import dark_signal_map, light_response_map
 from .optics import TransmissionMatrix
 from ...runtime.compute import compiled_ready, resolve_torch_device, triton_ready
 from .photons import electrons_per_pixel
@@ -180,7 +180,7 @@ class SimulatedDevice(Device[SimulatedProfile]):
     # -- privacy noise (opu_hal.privacy.skellam; see privacy_noise.py) -------------------------
     def _anchor_reads_e(self) -> torch.Tensor | float:
         """Mean electrons of one anchor-only read at each pixel: ``A^2 w_j + D_j`` (``w_j``: PRNU
-        times the anchor's profile, :func:`.dark_map.light_response_map`)."""
+        times the anchor's profile, :func:`opu_hal.camera.pixel_maps.light_response_map`)."""
         light = self.anchor_e
         for factor in (self._prnu, self._anchor_profile):
             if factor is not None:

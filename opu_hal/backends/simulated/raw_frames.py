@@ -32,7 +32,7 @@ def raw_frames(
 ) -> RawFrames:
     """``n_frames`` frames of ``illumination`` through ``sensor`` (at its temperature) and ``exposure_us``;
     ``optics`` makes a pattern's speckle, ``generator`` draws the frames; ``prnu`` multiplies every
-    pixel's photo-electrons, ``anchor_profile`` the anchor's (:func:`.dark_map.light_response_map`)."""
+    pixel's photo-electrons, ``anchor_profile`` the anchor's (:func:`opu_hal.camera.pixel_maps.light_response_map`)."""
     if illumination not in ILLUMINATIONS:
         raise InputError(f"illumination {illumination!r}; allowed: {', '.join(ILLUMINATIONS)}")
     if not (isinstance(n_frames, int) and n_frames >= 1):

@@ -23,8 +23,8 @@ def _integers(text: str) -> tuple[int, ...]:
 def per_method_defaults(dest: str) -> str:
     """``dest``'s default for each method, grouped by value: ``default per method: 256 (bp, dfa); 128
     (dp-sgd)``, or ``default 15`` when every method has the same."""
-    from .config import TrainConfig
-    from .methods import METHODS
+    from ..run.config import TrainConfig
+    from ..methods import METHODS
 
     base = {f.name: f.default for f in fields(TrainConfig) if f.default is not MISSING}
     groups: dict[str, list[str]] = {}
@@ -39,7 +39,7 @@ def per_method_defaults(dest: str) -> str:
 
 
 def _method_names() -> str:
-    from .methods import method_names
+    from ..methods import method_names
 
     return ", ".join(method_names())
 
@@ -69,7 +69,7 @@ class MethodChoice(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: Any,
                  option_string: str | None = None) -> None:
-        from .methods import method_names
+        from ..methods import method_names
 
         if value not in method_names():
             parser.error(f"argument --method: invalid choice: {value!r} (choose from {', '.join(method_names())})")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .methods.base import Method
+from ..methods.base import Method
 
 
 def _weight_grads(method: Method) -> list[torch.Tensor]:

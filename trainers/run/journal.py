@@ -30,8 +30,8 @@ import torch
 
 from opu_hal.privacy import Accountant, Event, PrivacyBudget
 
-from .core.errors import CheckpointError
-from .records import write_atomic
+from ..core.errors import CheckpointError
+from .output import write_atomic
 
 FORMAT = 4  # 3: every part saved by its state_dict (the accountant's ledger as data); 4: + lr schedule, weight average
 MAGIC = b"OPU-HAL CHECKPOINT 3\n"

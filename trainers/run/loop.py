@@ -18,29 +18,29 @@ from tqdm import tqdm
 
 from opu_hal import Device, load_device
 from opu_hal.privacy import Accountant, PrivacyBudget
-from .distributed.aggregation import synchronize_step
-from .distributed.context import SingleProcess, rank_context
-from .distributed.setup import (broadcast_model, check_method, describe, rank_profile, route_releases, shared_secret,
+from ..distributed.aggregation import synchronize_step
+from ..distributed.context import SingleProcess, rank_context
+from ..distributed.setup import (broadcast_model, check_method, describe, rank_profile, route_releases, shared_secret,
                                 shared_stream)
 from .journal import RunJournal, budget_allows, charge_planned
 from .config import TrainConfig
-from .core.centering import Centering, centered, release_for_run
-from .core.data import Dataset, load_dataset, scale_inputs, scaling_reference
-from .core.cnn import CNN
-from .core.feature_cache import cached_scatter_features
-from .core.errors import TrainingConfigError
-from .core.averaging import WeightAverage, evaluated_weights, make_schedule
-from .core.evaluation import evaluate
+from ..core.centering import Centering, centered, release_for_run
+from ..core.data import Dataset, load_dataset, scale_inputs, scaling_reference
+from ..core.cnn import CNN
+from ..core.feature_cache import cached_scatter_features
+from ..core.errors import TrainingConfigError
+from ..core.averaging import WeightAverage, evaluated_weights, make_schedule
+from ..core.evaluation import evaluate
 from .alignment import gradient_alignment
-from .methods import METHODS
-from .core.model import MLP
+from ..methods import METHODS
+from ..core.model import MLP
 from .privacy import check_accounting, claim_statement, plan_noise, spent_epsilon
-from .run_record import epoch_line, run_record
-from .run_setup import (_limit, _to, build_method, check_model_memory, check_output_path, make_optimizer, public_size,
+from .record import epoch_line, run_record
+from .setup import (_limit, _to, build_method, check_model_memory, check_output_path, make_optimizer, public_size,
                         resolve_compute)
-from .records import NoiseLog, write_json
-from .run_state import resume, trainer_state
-from .core.sampling import Sampler, default_stream
+from .output import NoiseLog, write_json
+from .state import resume, trainer_state
+from ..core.sampling import Sampler, default_stream
 
 
 class Callback:
@@ -205,7 +205,7 @@ class Trainer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- checkpoints (trainers.journal, trainers.run_state) -----------------------------------------
+    # -- checkpoints (trainers.run.journal, trainers.run.state) -----------------------------------------
     def checkpoint(self) -> None:
         """One consistent checkpoint: every rank has finished the step, then rank 0 writes it."""
         self.ranks.barrier("the checkpoint barrier")

@@ -11,10 +11,10 @@ import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from .core.averaging import SCHEDULES
-from .core.centering import DEFAULT_CENTERING_NOISE
-from .core.errors import TrainingConfigError
-from .methods import METHODS, get_method
+from ..core.averaging import SCHEDULES
+from ..core.centering import DEFAULT_CENTERING_NOISE
+from ..core.errors import TrainingConfigError
+from ..methods import METHODS, get_method
 
 # How pixels in [0, 1] reach the network: as they are, centred to [-1, 1], or standardized with
 # two scalars, a mean and a std: of the training split in non-private runs, of the held-out test

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Sequence
 from opu_hal import cli as hal_cli
 
 from .arguments import add_train_arguments, add_tune_arguments
-from .core.errors import TrainingConfigError
+from ..core.errors import TrainingConfigError
 
 if TYPE_CHECKING:
-    from .config import TrainConfig
+    from ..run.config import TrainConfig
 
 
 OPTION_NAMES = ("profile", "dataset", "data_dir", "epochs", "batch_size", "hidden", "activation", "optimizer",
@@ -39,17 +39,17 @@ def _extra(pairs: list[str] | None) -> dict[str, str] | None:
 
 
 def config_from_args(args: argparse.Namespace) -> "TrainConfig":
-    """The run's :class:`~trainers.config.TrainConfig` from the parsed options (the method's defaults
+    """The run's :class:`~trainers.run.config.TrainConfig` from the parsed options (the method's defaults
     fill what was not given)."""
-    from .config import TrainConfig
+    from ..run.config import TrainConfig
 
     return TrainConfig.for_method(args.method, extra=_extra(getattr(args, "extra", None)),
                                   **{name: getattr(args, name) for name in OPTION_NAMES})
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from .core.data import DatasetError
-    from .loop import train  # torch-heavy; imported only when training
+    from ..core.data import DatasetError
+    from ..run.loop import train  # torch-heavy; imported only when training
 
     try:
         config = config_from_args(args)
@@ -85,9 +85,9 @@ def report_run(record: dict) -> None:
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
-    from .core.data import DatasetError
-    from .loop import check_output_path, train  # torch-heavy; imported only when training
-    from .records import write_json
+    from ..core.data import DatasetError
+    from ..run.loop import check_output_path, train  # torch-heavy; imported only when training
+    from ..run.output import write_json
     from .tune import noise_for_total, parse_space, runs_law, summary, tune
 
     try:
@@ -148,7 +148,7 @@ def privacy_summary(privacy: dict, profile: dict | None) -> str:
 def _cmd_plot(args: argparse.Namespace) -> int:
     from opu_hal.runtime.paths import plot_format_reason
 
-    from .loop import check_output_path
+    from ..run.loop import check_output_path
     from .plot import plot_records
 
     if args.out is not None:

@@ -1,4 +1,4 @@
-"""A trainer's checkpointed state and its resume, across ranks (the files are trainers.journal's).
+"""A trainer's checkpointed state and its resume, across ranks (the files are trainers.run.journal's).
 
 Only rank 0 holds the lock and journal and writes checkpoints (after a barrier, so the checkpoint
 is one consistent step of every rank). On resume, rank 0 restores and reconciles the journal
@@ -13,14 +13,14 @@ from typing import Any
 
 import torch
 
-from .core.centering import centered
-from .core.errors import TrainingConfigError
-from .distributed.setup import fresh_generator
+from ..core.centering import centered
+from ..core.errors import TrainingConfigError
+from ..distributed.setup import fresh_generator
 from .journal import load_checkpoint
-from .records import NoiseLog
-from .run_setup import _limit
+from .output import NoiseLog
+from .setup import _limit
 
-#: A :class:`trainers.loop.Trainer` (read by attribute: the loop imports this module).
+#: A :class:`trainers.run.loop.Trainer` (read by attribute: the loop imports this module).
 Trainer = Any
 
 # Settings a resumed run may change: none affects privacy, data or the model.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from ...randomness.seeding import stream_seed
+from ..randomness.seeding import stream_seed
 
 
 def dark_signal_map(

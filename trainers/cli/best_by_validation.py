@@ -1,7 +1,7 @@
 """The best run per (method, target epsilon) picked on validation accuracy, as a markdown table.
 
-    python -m trainers.best_by_validation RECORD.json [...]
-    python -m trainers.best_by_validation --name RECORD.json [...]   # the best record's file stem
+    python -m trainers.cli.best_by_validation RECORD.json [...]
+    python -m trainers.cli.best_by_validation --name RECORD.json [...]   # the best record's file stem
 
 The pick reads only the validation split (never the test split), so the test accuracy printed is
 not selected on; the validation split is held out of every run's training data.

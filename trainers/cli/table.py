@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from .core.errors import TrainingConfigError
+from ..core.errors import TrainingConfigError
 
 COLUMNS = ("run", "method", "profile", "sigma / z", "epsilon", "test acc (%)", "epochs", "wall (s)")
 

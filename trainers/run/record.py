@@ -1,5 +1,5 @@
 """The result record of a run and its per-epoch log line; a private run publishes only its
-declared public surface (:mod:`trainers.public_surface`)."""
+declared public surface (:mod:`trainers.run.public_surface`)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from typing import Any
 
 import torch
 
-from .distributed.setup import describe
+from ..distributed.setup import describe
 from .privacy import claim_statement, spent_epsilon
 from .public_surface import epoch_summary, public_record
-from .run_setup import dataset_size_statement, public_size
+from .setup import dataset_size_statement, public_size
 
-#: A :class:`trainers.loop.Trainer` (read by attribute: the loop imports this module).
+#: A :class:`trainers.run.loop.Trainer` (read by attribute: the loop imports this module).
 Trainer = Any
 
 

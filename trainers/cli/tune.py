@@ -39,9 +39,9 @@ from opu_hal.privacy.inverse import bisect_log
 from opu_hal.privacy.tuning import PoissonRuns, RunsLaw, TruncatedNegativeBinomial, tuning_epsilon
 from opu_hal.randomness.secure_random import SecureGenerator
 
-from .config import TrainConfig
-from .core.errors import TrainingConfigError
-from .public_surface import public_record
+from ..run.config import TrainConfig
+from ..core.errors import TrainingConfigError
+from ..run.public_surface import public_record
 
 #: Search-space keys: optimizer settings, post-processing and method options that leave the ledger
 #: unchanged (the noise multiplier is relative to the clip norm, or to dp-dfa's tau_e / tau_h
@@ -134,7 +134,7 @@ def noise_for_total(base: TrainConfig, law: RunsLaw, total: float, rtol: float =
     """``base`` with the smallest noise multiplier (to ``rtol``) whose tuning and final run spend at
     most ``total`` at ``base.delta`` (``--total-epsilon``): the run's event and step count come from a
     trainer planned at ``total`` (a lower bound on the noise), then bisection on ``log z``."""
-    from .loop import Trainer  # torch-heavy: only when planning
+    from ..run.loop import Trainer  # torch-heavy: only when planning
 
     if not (math.isfinite(total) and total > 0):
         raise TrainingConfigError(f"--total-epsilon must be > 0, got {total}")

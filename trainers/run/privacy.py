@@ -8,8 +8,8 @@ from typing import Any, Callable
 from opu_hal.privacy import Accountant, PrivacyParameterError, planned_epsilon, smallest_noise_multiplier
 
 from .config import TrainConfig
-from .core.errors import TrainingConfigError
-from .methods.base import GaussianNoiseMethod, Method
+from ..core.errors import TrainingConfigError
+from ..methods.base import GaussianNoiseMethod, Method
 
 #: A plan that spends less than this share of the target says so, with the reason (issue 35).
 SHORTFALL = 0.95

@@ -11,10 +11,10 @@ from opu_hal import Device
 from opu_hal.runtime.memory import available_bytes, gib
 
 from .config import TrainConfig
-from .core.data import Dataset, Split
-from .core.errors import TrainingConfigError
-from .core.model import MLP
-from .methods import METHODS, Method, MethodContext
+from ..core.data import Dataset, Split
+from ..core.errors import TrainingConfigError
+from ..core.model import MLP
+from ..methods import METHODS, Method, MethodContext
 
 
 def make_optimizer(config: TrainConfig, model: torch.nn.Module) -> torch.optim.Optimizer:
@@ -41,7 +41,7 @@ def build_method(config: TrainConfig, model: MLP, device: Device | None, data: D
 def public_size(config: TrainConfig, actual: int) -> int:
     """The training-set size a run's shape and accounting use: the declared public size under
     add/remove (``--public-dataset-size``: the true ``n`` then stays private), else ``n`` itself,
-    which the record then declares public (:mod:`trainers.public_surface`)."""
+    which the record then declares public (:mod:`trainers.run.public_surface`)."""
     return actual if config.public_dataset_size is None else config.public_dataset_size
 
 
