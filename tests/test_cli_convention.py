@@ -197,7 +197,8 @@ def test_plot_into_a_missing_folder_is_refused(tmp_path, capsys):
 @pytest.mark.parametrize("argv", [["devices", "--jsn"], ["train", "--method", "bp", "--epocs", "1"],
                                   ["calibrate", "opu-sim", "--out", "c.json", "--frame-count", "4"]],
                          ids=["devices", "train", "calibrate"])
-def test_an_unknown_option_shows_the_commands_usage(argv, capsys):
+def test_an_unknown_option_shows_the_commands_usage(argv, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # were the option taken, nothing lands in the repository
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     err = capsys.readouterr().err
