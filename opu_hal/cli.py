@@ -109,7 +109,8 @@ def add_json_option(p: argparse.ArgumentParser, help: str = "print the result as
 
 def _register_device_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("devices", help="list the profiles with backend and sizes")
-    p.add_argument("--dir", default=None, help="profile folder (default: $OPU_HAL_PROFILE_DIR when set, else the packaged profiles)")
+    p.add_argument("--dir", default=None,
+                   help="profile folder (default: $OPU_HAL_PROFILE_DIR when set, else the packaged profiles)")
     add_json_option(p)
     p.set_defaults(func=_cmd_devices)
 

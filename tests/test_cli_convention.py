@@ -121,11 +121,11 @@ def test_table_json_has_the_markdown_columns(tmp_path, capsys):
     assert row["method"] == "bp" and row["test acc (%)"] == "50.00"
 
 
-
 # -- issue 50: --json, --quiet, output folders, unknown options, profile names, a closed pipe -----
 #: A profile whose calibration takes a second (one temperature, 64 pixels, 4 frames per series).
 POINT_PROFILE = ('backend = "simulated"\nin_features = 4\nout_features = 64\ngain_e_per_dn = 1.0\n'
                  'adc_bits = 12\nanchor_power_uw = 2.0\ntemperature_min_c = 25.0\ntemperature_max_c = 25.0\n')
+TORCH_PROFILE = 'backend = "torch"\nin_features = 4\nout_features = 8\n'
 #: The smallest run of each training command (the digits shipped with scikit-learn).
 SMALL_RUN = ["--dataset", "digits", "--train-limit", "100", "--batch-size", "100", "--epochs", "1", "--hidden", "16",
              "--quiet"]
@@ -211,8 +211,8 @@ def test_an_unknown_option_shows_the_commands_usage(argv, tmp_path, monkeypatch,
 def _local_profiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A working folder whose ./device_profiles holds an opu-sim that is not the packaged one."""
     (tmp_path / "device_profiles").mkdir()
-    (tmp_path / "device_profiles" / "opu-sim.toml").write_text('backend = "torch"\nin_features = 4\nout_features = 8\n')
-    (tmp_path / "device_profiles" / "only-here.toml").write_text('backend = "torch"\nin_features = 4\nout_features = 8\n')
+    for name in ("opu-sim", "only-here"):
+        (tmp_path / "device_profiles" / f"{name}.toml").write_text(TORCH_PROFILE)
     monkeypatch.chdir(tmp_path)
 
 
@@ -249,7 +249,7 @@ def test_profile_dir_variable_and_the_repository_link_still_resolve_names(tmp_pa
     monkeypatch.chdir(ROOT)  # device_profiles/ here links to the packaged profiles: no note
     assert load_profile("opu-sim").source.resolve() == (ROOT / "device_profiles" / "opu-sim.toml").resolve()
     assert load_profile("device_profiles/opu-sim.toml").backend == "simulated"
-    (tmp_path / "mine.toml").write_text('backend = "torch"\nin_features = 4\nout_features = 8\n')
+    (tmp_path / "mine.toml").write_text(TORCH_PROFILE)
     monkeypatch.setenv(PROFILE_DIR_ENV, str(tmp_path))
     assert load_profile("mine").source == tmp_path / "mine.toml"
     assert capsys.readouterr().err == ""
