@@ -11,8 +11,10 @@ work lives in another module, imported by a small handler here when that command
 ``opu-hal --help`` answers at once.
 
 The convention every command follows (``tests/test_cli_convention.py`` walks the parser): every
-option has help text; ``--json`` prints data as JSON wherever a command prints data; ``--out``
-names a data file to write, ``--plot`` a picture.
+option has help text; ``--json`` prints data as one JSON document on stdout (nothing else there;
+progress and logs go to stderr) wherever a command prints data; ``--out`` names a data file to
+write, ``--plot`` a picture, each in a folder that exists; an unknown option is refused by its
+command's parser; a reader of stdout that goes away ends the command quietly.
 """
 
 from __future__ import annotations
@@ -99,19 +101,22 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 # -- parsers ------------------------------------------------------------------------------------
-def _json(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+def add_json_option(p: argparse.ArgumentParser, help: str = "print the result as JSON") -> None:
+    """``--json``: the command prints one JSON document on stdout (:func:`opu_hal.runtime.output.print_json`)
+    and nothing else there."""
+    p.add_argument("--json", action="store_true", help=help)
 
 
 def _register_device_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("devices", help="list the profiles with backend and sizes")
-    p.add_argument("--dir", default=None, help="profile folder (default: ./device_profiles, then the packaged profiles)")
-    _json(p)
+    p.add_argument("--dir", default=None,
+                   help="profile folder (default: $OPU_HAL_PROFILE_DIR when set, else the packaged profiles)")
+    add_json_option(p)
     p.set_defaults(func=_cmd_devices)
 
     p = sub.add_parser("info", help="print one validated profile and the device's capabilities")
     p.add_argument("profile", help="profile path or name")
-    _json(p)
+    add_json_option(p)
     p.set_defaults(func=_cmd_info)
 
     p = sub.add_parser("noise", help="noise report against sensor temperature")
@@ -119,7 +124,7 @@ def _register_device_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--min", type=float, default=None, help="lowest temperature, C (default: the profile's)")
     p.add_argument("--max", type=float, default=None, help="highest temperature, C (default: the profile's)")
     p.add_argument("--points", type=int, default=9, help="temperatures in the sweep, 1 to 1000 (default 9)")
-    _json(p)
+    add_json_option(p)
     p.set_defaults(func=_cmd_noise)
 
     p = sub.add_parser("project", help="project a random batch and print the noise report")
@@ -128,14 +133,14 @@ def _register_device_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the random batch, in [0, 2^63 - 1] (default 0)")
     p.add_argument("--max-seconds", type=float, default=60.0,
                    help="refuse a device whose matrix would take longer to generate, s (default 60)")
-    _json(p)
+    add_json_option(p)
     p.set_defaults(func=_cmd_project)
 
     p = sub.add_parser("check", help="run the device conformance suite (opu_hal.testing) on a profile")
     p.add_argument("profile", help="profile path or name (a plugin's profile included)")
     p.add_argument("--only", action="append", default=None, metavar="CHECK",
                    help="run only this check, repeatable (default: all; names as printed)")
-    _json(p)
+    add_json_option(p)
     p.set_defaults(func=_cmd_check)
 
 
@@ -149,7 +154,7 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     length.add_argument("--epochs", type=float, help="epochs (steps = ceil(epochs * N / m))")
     p.add_argument("--min-batch", type=int, default=None, help="rejection threshold N_B (rejection sampling only)")
     p.add_argument("--delta", type=float, default=1e-5, help="target delta (default 1e-5)")
-    _json(p)
+    add_json_option(p)
 
 
 def _register_privacy_commands(sub: argparse._SubParsersAction) -> None:
@@ -198,7 +203,8 @@ def _register_calibration_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--frames", type=int, default=32, help="frames per series (default 32)")
     p.add_argument("--out", required=True, help="calibration JSON to write (relative to the working directory)")
     p.add_argument("--plot", default=None, help="PNG to write (default: --out with .png)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors (and the JSON with --json)")
+    add_json_option(p, "print the calibration summary and the files written as JSON")
     run = p.add_argument_group("described run (adds an epsilon panel to the plot)")
     run.add_argument("--sampling", choices=SAMPLINGS, default="poisson",
                      help="minibatch sampling of the described run (default poisson)")
@@ -251,14 +257,61 @@ def apply_registration(sub: argparse._SubParsersAction, register: Register) -> b
     return False
 
 
-def main(argv: Sequence[str] | None = None, extra: Sequence[Register] = ()) -> int:
-    """Run a command; an :class:`OpuHalError` is printed (no traceback) and exits 2."""
-    args = build_parser(extra).parse_args(argv)
+def command_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The subparser of ``command`` on the ``opu-hal`` parser."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[command]
+
+
+def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse ``argv``; an unknown or misspelled option is refused by its command's parser (that
+    command's usage and error, exit 2), not by the top-level one."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
+def output_folder_problem(command: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
+    """Why the command cannot start: an output file (``--out``, ``--plot``) in a missing folder."""
+    from .runtime.output import OUTPUT_OPTIONS, missing_folder_problem
+
+    for option in OUTPUT_OPTIONS:
+        action = command._option_string_actions.get(option)
+        value = getattr(args, action.dest, None) if action is not None else None
+        if isinstance(value, str):
+            problem = missing_folder_problem(option, value)
+            if problem is not None:
+                return problem
+    return None
+
+
+def run_command(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
+    """Parse and run a command; an :class:`OpuHalError` is printed (no traceback) and exits 2."""
+    args = parse_command_line(parser, argv)
+    problem = output_folder_problem(command_parser(parser, args.command), args)
+    if problem is not None:
+        print(f"opu-hal {args.command}: error: {problem}", file=sys.stderr)
+        return 2
     try:
         return int(args.func(args) or 0)
     except OpuHalError as exc:
         print(f"opu-hal {args.command}: error: {exc}", file=sys.stderr)
         return 2
+
+
+def main(argv: Sequence[str] | None = None, extra: Sequence[Register] = ()) -> int:
+    """Run a command (:func:`run_command`). A reader of stdout that goes away (``opu-hal devices
+    --json | head``) ends it quietly with the status of a process killed by SIGPIPE (141)."""
+    from .runtime.output import silence_stdout
+
+    try:
+        try:
+            return run_command(build_parser(extra), argv)
+        finally:  # within the try: a pipe closed before the last write is caught too (help included)
+            sys.stdout.flush()
+    except BrokenPipeError:
+        return silence_stdout()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,7 +4,6 @@ that names them is :mod:`opu_hal.cli`, which imports this module only when one o
 from __future__ import annotations
 
 import argparse
-import json
 import math
 
 import torch
@@ -14,6 +13,7 @@ from .loader import load_device
 from .privacy.events import PrivacyParameterError
 from .profiles.catalogue import list_profiles, load_profile, looks_like_profile
 from .runtime.memory import available_bytes, batch_limit, gib, row_bytes
+from .runtime.output import print_json
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
@@ -21,7 +21,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
     with a ``backend`` or ``schema`` key, or a file that does not parse) with backend and sizes."""
     paths = [p for p in list_profiles(args.dir) if looks_like_profile(p)]
     if not paths:
-        raise ProfileError(f"--dir {args.dir or 'device_profiles/'}: no profiles (*.toml with a 'backend' key) found there")
+        raise ProfileError(f"--dir {args.dir or 'the packaged profiles'}: no profiles (*.toml with a 'backend' key) found there")
     rows = []
     for path in paths:
         try:
@@ -33,7 +33,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
             rows.append({"profile": path.stem, "path": str(path), "backend": None, "valid": False,
                          "in_features": None, "out_features": None, "description": str(exc).splitlines()[0]})
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print_json(rows)
         return 0
     table = [(r["profile"], r["backend"] or "INVALID",
               f"{r['in_features']}->{r['out_features']}" if r["valid"] else "", r["description"]) for r in rows]
@@ -58,7 +58,7 @@ def describe_device(profile_source: str) -> dict[str, object]:
 def cmd_info(args: argparse.Namespace) -> int:
     info = describe_device(args.profile)
     if args.json:
-        print(json.dumps(info, indent=2))
+        print_json(info)
         return 0
     for section, content in info.items():
         print(f"[{section}]")
@@ -125,7 +125,7 @@ def cmd_project(args: argparse.Namespace) -> int:
             "noise": projection.noise.to_dict(),
         }
     if args.json:
-        print(json.dumps(result, indent=2))
+        print_json(result)
     else:
         print(f"profile {result['profile']} (backend {result['backend']})")
         print(f"input  {tuple(shape)} {kind}")
@@ -142,7 +142,10 @@ def cmd_noise(args: argparse.Namespace) -> int:
         raise InputError(f"--points must be in [1, {MAX_NOISE_POINTS}], got {args.points}")
     device = load_device(args.profile)
     if not device.capabilities.temperature_settable:
-        print(json.dumps(device.noise_report().to_dict()) if args.json else device.noise_report())
+        if args.json:
+            print_json(device.noise_report().to_dict())
+        else:
+            print(device.noise_report())
         return 0
     profile = device.profile
     low = profile.temperature_min_c if args.min is None else args.min
@@ -155,7 +158,7 @@ def cmd_noise(args: argparse.Namespace) -> int:
         rows.append({"temperature_c": celsius, "std": report.std, "std_lower": report.std_lower,
                      "dark_e": report.details.get("dark_e")})
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print_json(rows)
         return 0
     print(f"{profile.label}: noise of an input with half the mirrors on (output units)")
     print(f"{'T (C)':>7} {'dark (e-)':>10} {'std':>8} {'std_lower':>10}")
@@ -172,9 +175,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     outcomes = run_checks(args.profile, only=args.only)
     failed = [name for name, (status, _) in outcomes.items() if status == "failed"]
     if args.json:
-        print(json.dumps({"profile": args.profile, "checks": {name: {"status": status, "detail": detail}
-                                                                 for name, (status, detail) in outcomes.items()},
-                          "passed": not failed}, indent=2))
+        print_json({"profile": args.profile, "checks": {name: {"status": status, "detail": detail}
+                                                     for name, (status, detail) in outcomes.items()},
+                    "passed": not failed})
     else:
         for name, (status, detail) in outcomes.items():
             print(f"{status:<15} {name}" + (f": {detail}" if detail else ""))

@@ -15,7 +15,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$ROOT"
 PROFILE="${OPU_HAL_PROFILE:-opu-sim-dp}"
 CALIBRATION="results/calibration/main-$(basename "$PROFILE" .toml).json"
-opu-hal calibrate "$PROFILE" --temperatures 25 --exposures 400 --out "$CALIBRATION" --quiet | tail -n 3
+opu-hal calibrate "$PROFILE" --temperatures 25 --exposures 400 --out "$CALIBRATION" | tail -n 3
 exec opu-hal tune --method dp-dfa --noise-source device --profile "$PROFILE" --calibration "$CALIBRATION" \
   --features scatter --hidden 256 --total-epsilon 8 --delta 1e-5 --epochs 20 --batch-size 2048 \
   --optimizer adam --activation tanh --tau-h 5 --tau-e 0.05 --lattice-resolution 23 \

@@ -298,7 +298,7 @@ def test_cli_calibrate_writes_the_file_and_the_plot_and_plan_uses_them(tmp_path,
     profile.write_text("\n".join(lines) + "\n")
     out = tmp_path / "cal.json"
     assert main(["calibrate", str(profile), "--temperatures", "20", "60", "--dark-exposures", "1000000",
-                 "--frames", "8", "--out", str(out), "--quiet", "--dataset-size", "60000",
+                 "--frames", "8", "--out", str(out), "--dataset-size", "60000",
                  "--batch-size", "256", "--epochs", "1", "--sensitivity", "0.01"]) == 0
     printed = capsys.readouterr().out
     assert "gain" in printed and "doubling at 25 C" in printed

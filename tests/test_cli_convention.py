@@ -17,7 +17,8 @@ from trainers.cli import register_train_commands
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Commands whose output is data: each must offer --json.
-DATA_COMMANDS = {"devices", "info", "noise", "project", "check", "account", "plan", "table"}
+DATA_COMMANDS = {"devices", "info", "noise", "project", "check", "account", "plan", "table",
+                 "train", "tune", "audit", "calibrate"}
 
 
 def _commands() -> dict[str, argparse.ArgumentParser]:
@@ -118,3 +119,161 @@ def test_table_json_has_the_markdown_columns(tmp_path, capsys):
     assert trainers_main(["table", str(tmp_path / "r.json"), "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert row["method"] == "bp" and row["test acc (%)"] == "50.00"
+
+
+# -- issue 50: --json, --quiet, output folders, unknown options, profile names, a closed pipe -----
+#: A profile whose calibration takes a second (one temperature, 64 pixels, 4 frames per series).
+POINT_PROFILE = ('backend = "simulated"\nin_features = 4\nout_features = 64\ngain_e_per_dn = 1.0\n'
+                 'adc_bits = 12\nanchor_power_uw = 2.0\ntemperature_min_c = 25.0\ntemperature_max_c = 25.0\n')
+TORCH_PROFILE = 'backend = "torch"\nin_features = 4\nout_features = 8\n'
+#: The smallest run of each training command (the digits shipped with scikit-learn).
+SMALL_RUN = ["--dataset", "digits", "--train-limit", "100", "--batch-size", "100", "--epochs", "1", "--hidden", "16",
+             "--quiet"]
+JSON_RUNS = {
+    "train": ["train", "--method", "bp", *SMALL_RUN],
+    "tune": ["tune", "--method", "dp-sgd", *SMALL_RUN, "--target-epsilon", "1",
+             "--space", "lr=0.1,0.2", "--mean-runs", "1", "--k-distribution", "poisson"],
+    "audit": ["audit", "--method", "dp-sgd", *SMALL_RUN, "--noise-multiplier", "5", "--threat-model", "black-box",
+              "--canaries", "10"],
+}
+
+
+def _calibrate(tmp_path: Path, *extra: str) -> list[str]:
+    (tmp_path / "point.toml").write_text(POINT_PROFILE)
+    return ["calibrate", str(tmp_path / "point.toml"), "--frames", "4", "--out", str(tmp_path / "c.json"), *extra]
+
+
+@pytest.mark.parametrize("command", sorted(JSON_RUNS))
+def test_json_prints_one_document_and_nothing_else_on_stdout(command, capsys):
+    assert main([*JSON_RUNS[command], "--json"]) == 0
+    out = capsys.readouterr().out
+    document = json.loads(out)  # the whole of stdout: one JSON document
+    assert document["method" if command != "tune" else "final_run"]
+
+
+def test_calibrate_json_prints_the_summary_and_the_files_written(tmp_path, capsys):
+    assert main(_calibrate(tmp_path, "--json")) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["calibration"] == str(tmp_path / "c.json") and document["plot"] == str(tmp_path / "c.png")
+    assert document["summary"]["temperatures_c"] == [25.0] and document["summary"]["gain_e_per_dn"]["value"] > 0
+
+
+def test_calibrate_quiet_prints_nothing(tmp_path, capsys):
+    assert main(_calibrate(tmp_path, "--quiet")) == 0
+    printed = capsys.readouterr()
+    assert printed.out == "" and printed.err == ""
+    assert (tmp_path / "c.json").is_file()
+
+
+#: One valid command line per command that takes --out, the --out path left to fill.
+OUT_COMMANDS = {
+    "train": ["train", "--method", "bp", *SMALL_RUN],
+    "tune": JSON_RUNS["tune"],
+    "audit": JSON_RUNS["audit"],
+    "calibrate": ["calibrate", "opu-sim", "--frames", "4"],
+    "plot": ["plot", "r.json"],
+}
+
+
+def test_every_command_with_out_is_checked_for_a_missing_folder():
+    assert {c for c, p in _commands().items() if "--out" in p._option_string_actions} == set(OUT_COMMANDS)
+
+
+@pytest.mark.parametrize("command", sorted(OUT_COMMANDS))
+def test_out_into_a_missing_folder_is_refused_before_any_work(command, tmp_path, capsys):
+    folder = tmp_path / "missing" / "runs"
+    assert main([*OUT_COMMANDS[command], "--out", str(folder / "r.json")]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {folder / 'r.json'}: the folder {folder} does not exist" in err and f"mkdir -p {folder}" in err
+    assert not (tmp_path / "missing").exists()
+
+
+def test_plot_into_a_missing_folder_is_refused(tmp_path, capsys):
+    folder = tmp_path / "missing"
+    assert main(["plot", "r.json", "--plot", str(folder / "p.png")]) == 2
+    assert f"the folder {folder} does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["devices", "--jsn"], ["train", "--method", "bp", "--epocs", "1"],
+                                  ["calibrate", "opu-sim", "--out", "c.json", "--frame-count", "4"]],
+                         ids=["devices", "train", "calibrate"])
+def test_an_unknown_option_shows_the_commands_usage(argv, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # were the option taken, nothing lands in the repository
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err
+    unknown = " ".join(argv[argv.index(next(a for a in argv if a in ("--jsn", "--epocs", "--frame-count"))):])
+    assert exit_.value.code == 2
+    assert err.startswith(f"usage: opu-hal {argv[0]} ")
+    assert f"opu-hal {argv[0]}: error: unrecognized arguments: {unknown}" in err
+
+
+def _local_profiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A working folder whose ./device_profiles holds an opu-sim that is not the packaged one."""
+    (tmp_path / "device_profiles").mkdir()
+    for name in ("opu-sim", "only-here"):
+        (tmp_path / "device_profiles" / f"{name}.toml").write_text(TORCH_PROFILE)
+    monkeypatch.chdir(tmp_path)
+
+
+def test_a_name_is_the_packaged_profile_with_a_note_when_the_working_folder_has_one(tmp_path, monkeypatch, capsys):
+    _local_profiles(tmp_path, monkeypatch)
+    assert main(["info", "opu-sim", "--json"]) == 0
+    printed = capsys.readouterr()
+    source = Path(json.loads(printed.out)["profile"]["source"])
+    assert source == ROOT / "opu_hal" / "device_profiles" / "opu-sim.toml"
+    (note,) = printed.err.splitlines()
+    assert note.startswith("note: profile 'opu-sim' is ") and "device_profiles/opu-sim.toml is not used" in note
+
+
+def test_a_local_profile_is_used_when_given_as_a_path(tmp_path, monkeypatch):
+    from opu_hal.profiles.catalogue import load_profile
+
+    _local_profiles(tmp_path, monkeypatch)
+    assert load_profile("device_profiles/opu-sim.toml").backend == "torch"
+    assert load_profile("./device_profiles/only-here.toml").backend == "torch"
+
+
+def test_a_name_only_in_the_working_folder_is_refused_with_its_path(tmp_path, monkeypatch):
+    from opu_hal.contract.errors import ProfileError
+    from opu_hal.profiles.catalogue import load_profile
+
+    _local_profiles(tmp_path, monkeypatch)
+    with pytest.raises(ProfileError, match=r"device_profiles/only-here\.toml exists: give that path"):
+        load_profile("only-here")
+
+
+def test_profile_dir_variable_and_the_repository_link_still_resolve_names(tmp_path, monkeypatch, capsys):
+    from opu_hal.profiles.catalogue import PROFILE_DIR_ENV, load_profile
+
+    monkeypatch.chdir(ROOT)  # device_profiles/ here links to the packaged profiles: no note
+    assert load_profile("opu-sim").source.resolve() == (ROOT / "device_profiles" / "opu-sim.toml").resolve()
+    assert load_profile("device_profiles/opu-sim.toml").backend == "simulated"
+    (tmp_path / "mine.toml").write_text(TORCH_PROFILE)
+    monkeypatch.setenv(PROFILE_DIR_ENV, str(tmp_path))
+    assert load_profile("mine").source == tmp_path / "mine.toml"
+    assert capsys.readouterr().err == ""
+
+
+class _ClosedPipe:
+    """A stdout whose reader went away."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_closed_stdout_ends_the_command_with_the_sigpipe_status(monkeypatch):
+    monkeypatch.setattr(sys, "stdout", _ClosedPipe())
+    assert main(["devices", "--json"]) == 141
+
+
+def test_a_pipe_whose_reader_went_away_leaves_no_traceback():
+    process = subprocess.Popen([sys.executable, "-m", "opu_hal", "devices", "--json"], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process.stdout.close()  # like `| head` that has exited before the first write
+    err = process.stderr.read()
+    assert process.wait(timeout=120) in (0, 141)
+    assert "Traceback" not in err and "BrokenPipe" not in err, err

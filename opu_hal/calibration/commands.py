@@ -4,13 +4,13 @@ their parsers are in :mod:`opu_hal.cli`."""
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
 from pathlib import Path
 
 from ..contract.errors import CalibrationError
+from ..runtime.output import print_json
 from ..runtime.paths import plot_format_reason, same_file, unwritable_reason
 from ..privacy.events import PrivacyParameterError
 from ..privacy.inverse import smallest_noise_multiplier
@@ -127,8 +127,12 @@ def _calibrate(args: argparse.Namespace) -> int:
     out = write_calibration(calibration, args.out)
     shape = _shape(args) if args.dataset_size else None
     plot_calibration(calibration, profile, plot, shape, args.delta)
-    print(summary(calibration, elapsed))
-    print(f"wrote {out} and {plot}")
+    if args.json:
+        print_json({"calibration": str(out), "plot": str(plot), "elapsed_s": elapsed,
+                    "summary": calibration.model_dump(mode="json")})
+    elif not args.quiet:
+        print(summary(calibration, elapsed))
+        print(f"wrote {out} and {plot}")
     return 0
 
 
@@ -233,9 +237,9 @@ def run_plan(args: argparse.Namespace) -> int:
         plans = plan_gaussian(calibration, profile, args.target_epsilon, args.delta, shape, gaussian_noise_multiplier)
     reaching = [p for p in plans if p.reaches_target]
     if args.json:
-        print(json.dumps({"mechanism": args.mechanism, "target_epsilon": args.target_epsilon, "delta": args.delta,
-                          "steps": shape.steps, "plans": [p.to_dict() for p in plans],
-                          "none_reaches": None if reaching else what_would(plans, calibration)}, indent=2))
+        print_json({"mechanism": args.mechanism, "target_epsilon": args.target_epsilon, "delta": args.delta,
+                    "steps": shape.steps, "plans": [p.to_dict() for p in plans],
+                    "none_reaches": None if reaching else what_would(plans, calibration)})
         return 0 if reaching else 1
     print(f"{profile.label}: {args.mechanism} mechanism, target epsilon {args.target_epsilon:g} at delta "
           f"{args.delta:g}, {shape.steps} steps of {shape.batch_size} ({shape.sampling})")

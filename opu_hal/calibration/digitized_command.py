@@ -11,13 +11,13 @@ camera-seconds; or the refusal, with the anchor level or the nearest camera that
 from __future__ import annotations
 
 import argparse
-import json
 import math
 
 from ..contract.errors import DeviceUnavailable
 from ..privacy.digitized_lattice import DigitizedLattice, fewest_box_reads
 from ..privacy.digitized_plan import CameraFacts, DigitizedPlanRefused, RunShape as PlanShape, plan
 from ..privacy.skellam import SkellamLattice
+from ..runtime.output import print_json
 from .plan import RunShape
 
 
@@ -55,7 +55,7 @@ def run_digitized_plan(args: argparse.Namespace, profile, calibration_path, shap
     else:
         result["refused"] = _what_would(law, shape, args)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print_json(result)
     else:
         print(f"{profile.label}: digitized mechanism, target epsilon {args.target_epsilon:g} at delta {args.delta:g}, "
               f"{shape.steps} steps of {shape.batch_size} of {shape.dataset_size} (fixed), d = {dimension}, k = {k:g}")

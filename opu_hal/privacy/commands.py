@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import math
 from typing import Callable
 
+from ..runtime.output import print_json
 from .accountant import Accountant
 from .events import PrivacyParameterError
 from .inverse import noise_std_for, smallest_noise_multiplier
@@ -66,7 +66,7 @@ def _cmd_account(args: argparse.Namespace) -> int:
         result["epsilon_pld"] = accountant.get_epsilon_pld(args.delta, interval)
         result["pld_interval"] = interval
     if args.json:
-        print(json.dumps(result, indent=2))
+        print_json(result)
         return 0
     if "epsilon_pld" in result:
         print(f"epsilon (PLD) = {result['epsilon_pld']:.6g} (loss grid {result['pld_interval']:.3g}, pessimistic)")
@@ -93,7 +93,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         result["sensitivity_relation"] = neighboring
         result["noise_std"] = noise_std_for(z, args.sensitivity)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print_json(result)
         return 0
     print(f"smallest noise multiplier: {z:.6g} ({steps} steps, {neighboring}); "
           f"epsilon = {result['epsilon_rdp']:.6g} <= {args.target_epsilon:g} at delta = {args.delta:g}")

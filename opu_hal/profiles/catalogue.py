@@ -63,12 +63,13 @@ def plugin_profile_dirs() -> list[Path]:
 
 
 def profile_search_dirs() -> list[Path]:
-    """Where profile names (without a path) are looked up, in order: ``$OPU_HAL_PROFILE_DIR``,
-    ``./device_profiles``, the packaged profiles, then the folders plugins ship."""
+    """Where profile names (without a path) are looked up, in order: ``$OPU_HAL_PROFILE_DIR``, the
+    packaged profiles, then the folders plugins ship. The working folder is not searched: a local
+    file is used when given as a path (:func:`is_profile_path`)."""
     dirs = []
     if os.environ.get(PROFILE_DIR_ENV):
         dirs.append(Path(os.environ[PROFILE_DIR_ENV]))
-    dirs += [Path.cwd() / "device_profiles", _PACKAGED_PROFILE_DIR, *plugin_profile_dirs()]
+    dirs += [_PACKAGED_PROFILE_DIR, *plugin_profile_dirs()]
     unique: list[Path] = []
     for d in dirs:
         if d.resolve() not in [u.resolve() for u in unique]:
@@ -76,25 +77,61 @@ def profile_search_dirs() -> list[Path]:
     return unique
 
 
+#: A folder of that name in the working folder is not searched; a profile there that a name would
+#: have picked before is named in a note (:func:`_note_local_profile`).
+LOCAL_PROFILE_DIR = "device_profiles"
+_NOTED: set[Path] = set()
+
+
+def is_profile_path(source: str | os.PathLike[str]) -> bool:
+    """Whether ``source`` names a file rather than a profile: a path object, or text holding a
+    slash or ending in ``.toml``."""
+    if not isinstance(source, str):
+        return True
+    return "/" in source or os.sep in source or source.lower().endswith(".toml")
+
+
+def _note_local_profile(name: str, used: Path) -> None:
+    """Say once on stderr which file a name resolved to when ``./device_profiles`` holds another of
+    that name (it used to take precedence, silently)."""
+    local = Path(LOCAL_PROFILE_DIR) / f"{name}.toml"
+    if local.is_file() and local.resolve() != used.resolve() and local.resolve() not in _NOTED:
+        _NOTED.add(local.resolve())
+        print(f"note: profile {name!r} is {used}; {local} is not used (give its path to use it)", file=sys.stderr)
+
+
+def _named_profile(name: str) -> Path | None:
+    """The file of profile ``name`` in :func:`profile_search_dirs`, or None."""
+    for directory in profile_search_dirs():
+        candidate = directory / f"{name}.toml"
+        if candidate.is_file():
+            _note_local_profile(name, candidate)
+            return candidate
+    return None
+
+
 def resolve_profile_path(source: str | os.PathLike[str]) -> Path:
-    """A profile file from a path, or from a bare name looked up in :func:`profile_search_dirs`."""
+    """A profile file from a path (:func:`is_profile_path`), or from a bare name looked up in
+    :func:`profile_search_dirs`; ``name.toml`` that is not a file here is the profile ``name``."""
     path = Path(source)
-    if path.is_file():
+    if is_profile_path(source) and path.is_file():
         return path
-    if path.parent == Path(".") and path.suffix in ("", ".toml"):
-        for directory in profile_search_dirs():
-            candidate = directory / f"{path.stem}.toml"
-            if candidate.is_file():
-                return candidate
+    if path.parent == Path(".") and path.suffix.lower() in ("", ".toml"):
+        found = _named_profile(path.stem)
+        if found is not None:
+            return found
     known = sorted(p.stem for d in profile_search_dirs() if d.is_dir() for p in d.glob("*.toml"))
+    local = Path(LOCAL_PROFILE_DIR) / f"{path.stem}.toml"
+    hint = f" ({local} exists: give that path to use it)" if path.parent == Path(".") and local.is_file() else ""
     raise ProfileError(
-        f"{source}: no such profile file. Give a path to a .toml profile or one of the names "
+        f"{source}: no such profile file{hint}. Give a path to a .toml profile or one of the names "
         f"found in {', '.join(str(d) for d in profile_search_dirs())}: {', '.join(known) or 'none'}"
     )
 
 
 def list_profiles(directory: str | os.PathLike[str] | None = None) -> list[Path]:
-    """The profile files of a folder (default: the first search folder that exists)."""
+    """The profile files of a folder (default: the first search folder that exists, ``$OPU_HAL_PROFILE_DIR``
+    or the packaged profiles)."""
     if directory is not None:
         return sorted(Path(directory).glob("*.toml"))
     for d in profile_search_dirs():

@@ -7,6 +7,9 @@ import argparse
 import math
 import sys
 
+from opu_hal.cli import add_json_option
+from opu_hal.runtime.output import print_json
+
 from ..cli.arguments import add_train_arguments
 from ..core.errors import TrainingConfigError
 
@@ -50,6 +53,19 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         audit = audit_black_box if args.threat_model == "black-box" else audit_white_box
         result = audit(config, canaries=args.canaries, confidence=args.confidence, log=log)
         detail = f"{result['correct']}/{result['guesses']} guesses right, {result['canaries']} canaries"
+    if args.out:
+        write_json(args.out, result)
+    if args.plot:
+        plot_audit(result, args.plot)
+    if args.json:
+        print_json(result)
+    else:
+        report_audit(result, detail, args)
+    return 0
+
+
+def report_audit(result: dict, detail: str, args: argparse.Namespace) -> None:
+    """The audit's outcome in words: claimed epsilon against the empirical lower bound, and findings."""
     print(f"audit of {result['method']} ({result['noise_source']} noise, {result['threat_model']}): claimed epsilon "
           f"{result['claimed_epsilon']:.4g} at delta {result['delta']:g}; empirical lower bound "
           f"{result['epsilon_lower_bound']:.4g} at {result['confidence']:.0%} confidence "
@@ -62,12 +78,9 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     if result.get("findings"):
         print(f"FLAGGED: {'; '.join(result['findings'])}")
     if args.out:
-        write_json(args.out, result)
         print(f"audit record: {args.out}")
     if args.plot:
-        plot_audit(result, args.plot)
         print(f"plot: {args.plot}")
-    return 0
 
 
 def register_audit_commands(sub: argparse._SubParsersAction) -> None:
@@ -83,5 +96,6 @@ def register_audit_commands(sub: argparse._SubParsersAction) -> None:
                    help="multi-run audit instead: this many trainings with one canary (small models)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the bound (default 0.95)")
     p.add_argument("--plot", default=None, help="PNG of the canaries' scores")
+    add_json_option(parser, "print the audit report as JSON (progress and logs go to stderr)")
     parser.set_defaults(func=_cmd_audit)
 

@@ -10,6 +10,7 @@ import sys
 from typing import TYPE_CHECKING, Sequence
 
 from opu_hal import cli as hal_cli
+from opu_hal.runtime.output import print_json
 
 from .arguments import add_train_arguments, add_tune_arguments
 from ..core.errors import TrainingConfigError
@@ -57,6 +58,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
     except DatasetError as exc:
         raise TrainingConfigError(str(exc)) from exc
     if os.environ.get("RANK", "0") != "0":  # a torchrun job: rank 0 reports
+        return 0
+    if args.json:
+        print_json(record)
         return 0
     report_run(record)
     if args.out:
@@ -111,13 +115,17 @@ def _cmd_tune(args: argparse.Namespace) -> int:
             record["tuning"]["total_epsilon_target"] = args.total_epsilon
     except DatasetError as exc:
         raise TrainingConfigError(str(exc)) from exc
+    if args.out:
+        write_json(args.out, record)
+    if args.json:
+        print_json(record)
+        return 0
     print(summary(record))
     print("final run: ", end="")
     report_run(record["final_run"])
     if record["final_run"]["final"].get("camera_frames"):
         print("the candidate runs' camera time is not published: it would reveal K (Papernot-Steinke)")
     if args.out:
-        write_json(args.out, record)
         print(f"tuning record: {args.out}")
     return 0
 
@@ -171,9 +179,7 @@ def _cmd_table(args: argparse.Namespace) -> int:
     from .table import markdown_table, table_rows
 
     if args.json:
-        import json
-
-        print(json.dumps(table_rows(args.records), indent=2))
+        print_json(table_rows(args.records))
     else:
         print(markdown_table(args.records))
     return 0
@@ -182,12 +188,14 @@ def _cmd_table(args: argparse.Namespace) -> int:
 def register_train_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train a model with a DFA-family or private method")
     add_train_arguments(p)
+    hal_cli.add_json_option(p, "print the result record as JSON (progress and logs go to stderr)")
     p.set_defaults(func=_cmd_train)
 
     p = sub.add_parser("tune", help="private hyperparameter selection, best of a random number of runs "
                                     "(Papernot-Steinke 2022), then a final run; prints the total epsilon")
     add_train_arguments(p)
     add_tune_arguments(p)
+    hal_cli.add_json_option(p, "print the tuning record as JSON (progress and logs go to stderr)")
     p.set_defaults(func=_cmd_tune)
 
     p = sub.add_parser("plot", help="accuracy curves (PNG) from result records")
@@ -201,7 +209,7 @@ def register_train_commands(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("table", help="markdown table of result records")
     p.add_argument("records", nargs="+", help="result JSON files")
-    p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a markdown table")
+    hal_cli.add_json_option(p, "print the rows as JSON instead of a markdown table")
     p.set_defaults(func=_cmd_table)
 
 
