@@ -4,6 +4,7 @@ temperature with its fitted law (:mod:`.temperature`). Artists that tests look f
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any, Sequence
 
 import numpy as np
@@ -13,6 +14,15 @@ from .schema import Calibration, PhotonTransferPoint, TemperatureLaw
 from .temperature import law_rate
 
 PTC_AXES, PTC_FIT, DARK_AXES, DARK_LAW, DARK_BAND = "ptc", "ptc-fit", "dark-current", "dark-law", "dark-law-band"
+
+
+def plain_ticks(axis: Any) -> None:
+    """Tick labels as plain numbers (0.5, 20, 1000), not as powers like 6x10^-1."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
 
 
 def ptc_line(cal: Calibration, signal_dn: np.ndarray) -> np.ndarray:
@@ -111,11 +121,14 @@ def draw_dark_current_law(ax: Any, cal: Calibration) -> None:
                                label=f"{fom.level:.0%} band: FOM" + (" and E_a" if law.activation_energy_ev else "")
                                      + " over their intervals")
         band.set_gid(DARK_BAND)
+        lines = [note.split(";")[0] for note in law.notes if note.startswith(("lack of fit", "left out"))]
         if law.doubling_temperature_k is not None:
             td = law.doubling_temperature_k
-            ax.text(0.03, 0.97, f"doubles every {td.value:.3g} K [{td.lower:.3g}, {td.upper:.3g}] at "
-                                f"{law.doubling_reference_c:g} C", transform=ax.transAxes, va="top", fontsize=7.5)
+            lines.insert(0, f"doubles every {td.value:.3g} K [{td.lower:.3g}, {td.upper:.3g}] at {law.doubling_reference_c:g} C")
+        ax.text(0.03, 0.97, "\n".join(textwrap.fill(line, 60) for line in lines), transform=ax.transAxes, va="top",
+                fontsize=7)
     ax.set_yscale("log")
+    plain_ticks(ax.yaxis)
     ax.set_xlabel("sensor temperature (C)")
     ax.set_ylabel("dark current (e-/s per pixel)")
     ax.legend(fontsize=6.5, loc="lower right")

@@ -7,16 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from ..privacy.run_shape import RunShape, run_description
+from .figure_panels import plain_ticks as _plain_ticks
 from .schema import Calibration
-
-
-def _plain_ticks(axis: Any) -> None:
-    """Tick labels as plain numbers (0.5, 20, 1000), not as powers like 6x10^-1."""
-    from matplotlib.ticker import FuncFormatter, LogLocator
-
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
 
 
 def epsilons(reports: list, shape: RunShape, delta: float) -> tuple[list[float], int]:
@@ -39,6 +31,9 @@ def _noise_panel(ax: Any, cal: Calibration, temps: list[float], reports: list) -
             label="std, typical input (half the mirrors on)")
     ax.plot(temps, [r.std_lower for r in reports], "s--", color="C1", markersize=4,
             label=f"std_lower, any input ({level:.0%} lower bound; accounting)")
+    if len(temps) == 1:
+        for value, color in ((reports[0].std, "C0"), (reports[0].std_lower, "C1")):
+            ax.annotate(f"{value:.4g}", (temps[0], value), textcoords="offset points", xytext=(8, -3), color=color)
     ax.set_xlabel("sensor temperature (C)")
     exposure = cal.exposures_us[0]
     shown = f"{exposure / 1e6:g} s" if exposure >= 1e5 else f"{exposure:g} us"

@@ -56,9 +56,9 @@ def _supplied_panel(ax: Any, plans: Sequence[OperatingPlan], mechanism: str) -> 
         ax.set_ylim(bottom=0)
         ax.set_title("accounted noise per projection", fontsize=10)
     else:
-        ax.set_ylabel(f"anchor reads per count (Poisson mean {plans[0].needed:.4g} e- needed)")
-        ax.set_yscale("log")
-        ax.set_title("reads per count at each point (circled: reaches)", fontsize=10)
+        ax.set_ylabel("anchor-only reads per count")
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"reads for a Poisson mean of {plans[0].needed:.4g} e- per count (circled: reaches)", fontsize=9)
     ax.set_xlabel("sensor temperature (C)")
     ax.legend(fontsize=7.5)
 
@@ -97,6 +97,10 @@ def plot_digitized(trace: Sequence[tuple[int, float]], target_epsilon: float, de
                 label=f"fewest reads: {found[0]} (epsilon {found[1]:.4g})")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    from matplotlib.ticker import FuncFormatter
+
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
     ax.set_xlabel("reads per count")
     ax.set_ylabel(f"epsilon at delta = {delta:g}")
     ax.legend(fontsize=7.5)
