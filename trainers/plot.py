@@ -85,19 +85,19 @@ def plot_records(paths: Sequence[str], out: str, *, metric: str = "test_accuracy
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    records = [(path, read_record(Path(path))) for path in paths]
-    private = [(path, record) for path, record in records if per_epoch(record, "epsilon")[0]]
+    records = [(path, read_record(Path(path)), f"C{i % 10}") for i, path in enumerate(paths)]  # one colour a run
+    private = [(record, color) for _, record, color in records if per_epoch(record, "epsilon")[0]]
     fig, axes = plt.subplots(2 if private else 1, 1, figsize=(7, 7 if private else 4.5), sharex=True, squeeze=False,
                              gridspec_kw={"height_ratios": [2, 1]} if private else None)
     ax = axes[0, 0]
     scale = 100.0 if is_accuracy(metric) else 1.0
     classes = set()
-    for path, record in records:
+    for path, record, color in records:
         xs, ys = per_epoch(record, metric)
         if not xs:
             epochs = record.get("epochs", [])
             raise TrainingConfigError(f"{path}: no per-epoch {metric!r} values (keys: {sorted(epochs[0]) if epochs else []})")
-        ax.plot(xs, [scale * y for y in ys], marker="o", label=_label(record))
+        ax.plot(xs, [scale * y for y in ys], marker="o", color=color, label=_label(record))
         if is_accuracy(metric):
             classes.add(n_classes or record_classes(record, path))
     if is_accuracy(metric):
@@ -108,6 +108,9 @@ def plot_records(paths: Sequence[str], out: str, *, metric: str = "test_accuracy
     ax.legend(fontsize=8)
     if private:
         _epsilon_panel(axes[1, 0], private)
+    from matplotlib.ticker import MaxNLocator
+
+    axes[-1, 0].xaxis.set_major_locator(MaxNLocator(integer=True))  # whole epochs
     axes[-1, 0].set_xlabel("epoch")
     if title:
         ax.set_title(title)
@@ -119,13 +122,13 @@ def plot_records(paths: Sequence[str], out: str, *, metric: str = "test_accuracy
     return target
 
 
-def _epsilon_panel(ax: Any, records: list[tuple[str, dict]]) -> None:
-    """Epsilon spent at the end of each epoch, one line per private record."""
+def _epsilon_panel(ax: Any, records: list[tuple[dict, str]]) -> None:
+    """Epsilon spent at the end of each epoch, one line per private record (in its accuracy's colour)."""
     ax.set_gid(EPSILON_AXES_GID)
-    for _, record in records:
+    for record, color in records:
         xs, ys = per_epoch(record, "epsilon")
         delta = (record.get("final") or {}).get("delta")
-        ax.plot(xs, ys, marker="o", label=_label(record) + (f", delta {delta:g}" if delta else ""))
+        ax.plot(xs, ys, marker="o", color=color, label=_label(record) + (f", delta {delta:g}" if delta else ""))
     ax.set_ylabel(LABELS["epsilon"])
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)

@@ -18,7 +18,7 @@ from ..privacy.run_shape import RunShape, as_flags, run_description, steps_for
 from ..profiles.registry import get_backend
 from ..privacy.skellam import required_poisson_mean
 from ..profiles.catalogue import load_profile
-from .camera_plan import camera_summary, plot_trade_off, print_trade_off, profile_trade_off
+from .camera_plan import CameraTradeOff, camera_summary, plot_trade_off, print_trade_off, profile_trade_off
 from .frames import check_frames_fit
 from .plan import OperatingPlan, plan_gaussian, plan_skellam, what_would
 from .figures import plot_calibration
@@ -220,7 +220,8 @@ def _plan_calibration(args: argparse.Namespace, profile) -> Calibration:
     return calibration
 
 
-def _plan_figure(args: argparse.Namespace, profile, plans: list[OperatingPlan], shape: RunShape) -> list | None:
+def _plan_figure(args: argparse.Namespace, profile, plans: list[OperatingPlan],
+                 shape: RunShape) -> list[CameraTradeOff] | None:
     """Write ``--plot`` for every mechanism, reaching or not: the lattice trade-off over the resolution
     (skellam, per-coordinate, with a point that reaches; its rows are returned), else the operating points."""
     reaching = [p for p in plans if p.reaches_target]
