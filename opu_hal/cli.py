@@ -186,8 +186,10 @@ def _register_privacy_commands(sub: argparse._SubParsersAction) -> None:
     device.add_argument("--rounding-analysis", choices=("per-coordinate", "worst-case"), default="per-coordinate",
                         help="skellam: how randomized rounding is accounted (default per-coordinate)")
     device.add_argument("--plot", default=None,
-                        help="skellam, per-coordinate: also print camera time against noise over the lattice "
-                             "resolution, and draw it to this PNG")
+                        help="picture (PNG) of the plan, any mechanism, written whether or not a point reaches the "
+                             "target: supplied noise against needed and camera time per operating point; digitized: "
+                             "epsilon against reads per count; skellam per-coordinate: also print camera time against "
+                             "noise over the lattice resolution and draw that")
     p.set_defaults(func=_cmd_plan, device_plan=_device_plan)
 
 

@@ -142,7 +142,7 @@ def test_bad_settings_name_the_option():
 def test_plot_writes_a_png(tmp_path):
     out = tmp_path / "run.json"
     quiet_train(config("bp", epochs=2), data=clusters(), out=out)
-    png = plot_records([str(out)], str(tmp_path / "curves.png"))
+    png = plot_records([str(out)], str(tmp_path / "curves.png"), n_classes=10)  # clusters: no named class count
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(TrainingConfigError, match="no per-epoch"):
         plot_records([str(out)], str(tmp_path / "x.png"), metric="nothing")

@@ -85,16 +85,17 @@ def plot_trade_off(rows: list[CameraTradeOff], path: str | Path) -> None:
     plt.close(figure)
 
 
-def print_trade_off(best: OperatingPlan, shape: RunShape, target_epsilon: float, delta: float, profile,
-                    plot: str | None = None) -> None:
-    """Camera time against noise over the lattice resolution at the cheapest point (and its plot)."""
+def profile_trade_off(best: OperatingPlan, shape: RunShape, target_epsilon: float, delta: float,
+                      profile) -> list[CameraTradeOff]:
+    """The trade-off at the cheapest point, at ``profile``'s sensor size and frame time."""
     frame_s = best.camera_seconds_per_step / best.frames_per_step if best.frames_per_step else 0.0
-    rows = trade_off(best, shape, target_epsilon, delta, required_poisson_mean, profile.sensor_pixels, frame_s)
+    return trade_off(best, shape, target_epsilon, delta, required_poisson_mean, profile.sensor_pixels, frame_s)
+
+
+def print_trade_off(best: OperatingPlan, rows: list[CameraTradeOff]) -> None:
+    """Camera time against noise over the lattice resolution at the cheapest point, as a table."""
     print(f"trade-off at {best.temperature_c:g} C, {best.exposure_us:g} us (k relative to the resolution one read supplies):")
     print(format_trade_off(rows))
-    if plot:
-        plot_trade_off(rows, plot)
-        print(f"wrote {plot}")
 
 
 def camera_summary(best: OperatingPlan, shape: RunShape) -> str:

@@ -18,7 +18,7 @@ from ..privacy.run_shape import RunShape, as_flags, run_description, steps_for
 from ..profiles.registry import get_backend
 from ..privacy.skellam import required_poisson_mean
 from ..profiles.catalogue import load_profile
-from .camera_plan import camera_summary, print_trade_off
+from .camera_plan import CameraTradeOff, camera_summary, plot_trade_off, print_trade_off, profile_trade_off
 from .frames import check_frames_fit
 from .plan import OperatingPlan, plan_gaussian, plan_skellam, what_would
 from .figures import plot_calibration
@@ -208,19 +208,10 @@ def _check_plan_plot(path: str | None) -> None:
         raise CalibrationError(f"--plot {path}: {reason}")
 
 
-def run_plan(args: argparse.Namespace) -> int:
-    """``opu-hal plan --profile P [--calibration CAL] ...``: operating points for the target."""
-    _check_plan_plot(getattr(args, "plot", None))
-    profile = load_profile(args.profile)
-    require_camera_profile(profile, "plan --profile")
+def _plan_calibration(args: argparse.Namespace, profile) -> Calibration:
+    """The calibration ``plan --profile`` reads (``--calibration``, else the profile's, relative to it),
+    checked against the profile as train's device checks it."""
     cal_path = args.calibration or profile.calibration
-    if args.mechanism == "digitized":
-        from .digitized_command import run_digitized_plan
-
-        if cal_path is not None and args.calibration is None and profile.source is not None \
-                and not Path(cal_path).is_absolute():
-            cal_path = Path(profile.source).parent / cal_path
-        return run_digitized_plan(args, profile, cal_path, _shape(args))
     if cal_path is None:
         raise CalibrationError(f"profile {profile.label!r} names no calibration: pass --calibration CAL "
                                "(written by `opu-hal calibrate`)")
@@ -229,13 +220,48 @@ def run_plan(args: argparse.Namespace) -> int:
     calibration = read_calibration(cal_path)
     from .calibrated import check_profile
 
-    check_profile(calibration, profile, Path(cal_path))  # the check train's device makes
+    check_profile(calibration, profile, Path(cal_path))
+    return calibration
+
+
+def _plan_figure(args: argparse.Namespace, profile, plans: list[OperatingPlan],
+                 shape: RunShape) -> list[CameraTradeOff] | None:
+    """Write ``--plot`` for every mechanism, reaching or not: the lattice trade-off over the resolution
+    (skellam, per-coordinate, with a point that reaches; its rows are returned), else the operating points."""
+    reaching = [p for p in plans if p.reaches_target]
+    if args.mechanism == "skellam" and shape.rounding_analysis == "per-coordinate" and reaching:
+        rows = profile_trade_off(reaching[0], shape, args.target_epsilon, args.delta, profile)
+        plot_trade_off(rows, args.plot)
+        return rows
+    from .plan_figures import plot_operating_points
+
+    plot_operating_points(plans, args.mechanism, f"{profile.label}: {args.mechanism} mechanism, target epsilon "
+                          f"{args.target_epsilon:g} at delta {args.delta:g}, {shape.steps} steps of {shape.batch_size} "
+                          f"({shape.sampling})", args.plot)
+    return None
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    """``opu-hal plan --profile P [--calibration CAL] ...``: operating points for the target (and ``--plot``)."""
+    _check_plan_plot(getattr(args, "plot", None))
+    profile = load_profile(args.profile)
+    require_camera_profile(profile, "plan --profile")
+    if args.mechanism == "digitized":
+        from .digitized_command import run_digitized_plan
+
+        cal_path = args.calibration or profile.calibration
+        if cal_path is not None and args.calibration is None and profile.source is not None \
+                and not Path(cal_path).is_absolute():
+            cal_path = Path(profile.source).parent / cal_path
+        return run_digitized_plan(args, profile, cal_path, _shape(args))
+    calibration = _plan_calibration(args, profile)
     shape = _shape(args)
     if args.mechanism == "skellam":
         plans = plan_skellam(calibration, profile, args.target_epsilon, args.delta, shape, required_poisson_mean)
     else:
         plans = plan_gaussian(calibration, profile, args.target_epsilon, args.delta, shape, gaussian_noise_multiplier)
     reaching = [p for p in plans if p.reaches_target]
+    rows = _plan_figure(args, profile, plans, shape) if getattr(args, "plot", None) else None
     if args.json:
         print_json({"mechanism": args.mechanism, "target_epsilon": args.target_epsilon, "delta": args.delta,
                     "steps": shape.steps, "plans": [p.to_dict() for p in plans],
@@ -251,11 +277,10 @@ def run_plan(args: argparse.Namespace) -> int:
               f"{p.time_s:9.4g} {p.noise_std:9.4g}")
     if not reaching:
         print(what_would(plans, calibration))
-        return 1
-    if args.mechanism == "skellam":
+    elif args.mechanism == "skellam":
         print(camera_summary(reaching[0], shape))
-        if shape.rounding_analysis == "per-coordinate" and getattr(args, "plot", None):
-            print_trade_off(reaching[0], shape, args.target_epsilon, args.delta, profile, getattr(args, "plot", None))
-    return 0
-
-
+        if rows is not None:
+            print_trade_off(reaching[0], rows)
+    if getattr(args, "plot", None):
+        print(f"wrote {args.plot}")
+    return 0 if reaching else 1

@@ -33,13 +33,21 @@ def run_digitized_plan(args: argparse.Namespace, profile, calibration_path, shap
     try:
         law = device.digitized_read_law()
     except DeviceUnavailable as exc:
-        print(f"{profile.label}: refused: {exc}")
+        print(f"{profile.label}: refused: {exc}" + (f" (--plot {args.plot} not written: no read law to draw)"
+                                                   if getattr(args, "plot", None) else ""))
         return 1
     dimension, k = shape.dimension, shape.lattice_resolution
     lattice = DigitizedLattice(SkellamLattice(dimension, 1.0, float(k), "per-coordinate"), law,
                                max_reads=args.max_reads)
+    trace: list[tuple[int, float]] = []
     found = fewest_box_reads(lattice, shape.dataset_size, shape.batch_size, shape.steps, args.target_epsilon,
-                             args.delta)
+                             args.delta, trace)
+    if getattr(args, "plot", None):
+        from .plan_figures import plot_digitized
+
+        plot_digitized(trace, args.target_epsilon, args.delta, found,
+                       f"{profile.label}: digitized reads, d = {dimension}, k = {k:g}, {shape.steps} steps of "
+                       f"{shape.batch_size} of {shape.dataset_size} (fixed)", args.plot)
     box = (f"read mean {law.mean_e[0]:.4g}..{law.mean_e[1]:.4g} e-, read noise {law.read_noise_e[0]:.4g}.."
            f"{law.read_noise_e[1]:.4g} e-, {law.adc_bits}-bit at {law.gain_e_per_dn:g} e-/DN, black "
            f"{law.black_level_dn} DN ({law.source}; {len(lattice.cameras)} grid camera(s))")
@@ -66,6 +74,8 @@ def run_digitized_plan(args: argparse.Namespace, profile, calibration_path, shap
             print(f"  {result['reads_per_count']} reads per count: epsilon {result['epsilon']:.4g}; "
                   f"{result['frames_per_step']} anchor-only frame(s) per step, {result['camera_seconds_per_step']:.4g} s "
                   f"per step, {result['camera_seconds']:.4g} s for the run")
+        if getattr(args, "plot", None):
+            print(f"wrote {args.plot}")
     return 0 if found is not None else 1
 
 

@@ -30,7 +30,7 @@ pixels, times the lower gain bound.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats
@@ -38,7 +38,7 @@ from scipy import stats
 from ..contract.errors import CalibrationError
 from .emva import defect_pixels, linearity, saturation_index, uniformity, zero_exposure_read_noise
 from .frames import Acquisition, SeriesStats, on_plateau
-from .schema import DefectPixels, Estimate, Linearity, Uniformity
+from .schema import DefectPixels, Estimate, Linearity, PhotonTransferPoint, Uniformity
 
 LEVEL = 0.95
 FIT_FRACTION = 0.7  # EMVA 1288: photon-transfer fit on 0-70 % of saturation
@@ -69,6 +69,7 @@ class PhotonTransfer:
     uniformity: Uniformity | None = None
     defects: DefectPixels | None = None
     levels: int = 0
+    curve: list[PhotonTransferPoint] = field(default_factory=list)
 
 
 def percentile_estimate(value: float, draws: np.ndarray, alpha: float, unit: str, method: str = BOOTSTRAP) -> Estimate:
@@ -233,7 +234,17 @@ def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400
                           saturation=saturation, saturation_limited_by=limited, quantum_efficiency=qe,
                           fit_levels=int(fit.size), hot_pixels=hot, index=index, alpha=alpha,
                           dark_noise_dn=math.sqrt(var_dn), saturation_point=point, linearity=lin,
-                          uniformity=uniform, defects=defect_pixels(hot, highpass), levels=len(acq.ptc))
+                          uniformity=uniform, defects=defect_pixels(hot, highpass), levels=len(acq.ptc),
+                          curve=sweep_points(acq, x, fit))
+
+
+def sweep_points(acq: Acquisition, signal_dn: np.ndarray, fit: np.ndarray) -> list[PhotonTransferPoint]:
+    """The sweep's levels as the calibration file keeps them (pixel means; what the figure draws)."""
+    used = set(fit.tolist())
+    return [PhotonTransferPoint(exposure_us=s.exposure_us, anchor_power_uw=s.anchor_power_uw,
+                                signal_dn=float(signal_dn[i]), variance_dn2=float(s.var.mean()),
+                                dark_variance_dn2=float(d.var.mean()), in_fit=i in used)
+            for i, (s, d) in enumerate(zip(acq.ptc, acq.level_darks()))]
 
 
 def clip_level(acq: Acquisition, plateau: float, dark_dn: float, black: float, black_draws: np.ndarray, k: float,

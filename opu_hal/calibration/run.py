@@ -152,7 +152,8 @@ def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposur
         uniformity=pt.uniformity, defect_pixels=pt.defects,
         quantum_efficiency=pt.quantum_efficiency, photons_per_pixel_per_uw=photons_per_uw,
         laser_power_uw=getattr(profile, "laser_power_uw", None), anchor_power_uw=getattr(profile, "anchor_power_uw", None),
-        dark_current=dark_points, temperature_law=law, operating_points=points, notes=notes,
+        dark_current=dark_points, temperature_law=law, operating_points=points,
+        photon_transfer_curve=pt.curve or None, notes=notes,
     )
 
 

@@ -4,7 +4,9 @@ Every estimate carries its interval, level and method. Privacy uses the side of 
 gives *less* noise (:mod:`.calibrated`). ``schema_version`` changes whenever a field's meaning does;
 a reader refuses versions it does not know. Version 2 (issue 36) adds the EMVA 1288 (Release 4.0)
 quantities (linearity, PRNU, DSNU, defect pixels, the saturation point beside the clip level),
-per-pixel extreme anchor bounds and the local temperature law; version 1 files are refused.
+per-pixel extreme anchor bounds and the local temperature law; version 1 files are refused. The
+optional ``photon_transfer_curve`` (issue 50: the measured points the calibration figure draws) adds
+data without changing a field's meaning: files without it still read, their figure has no points.
 """
 
 from __future__ import annotations
@@ -127,6 +129,18 @@ class Uniformity(_Model):
     level_fraction: float = Field(gt=0.0, le=1.0)
 
 
+class PhotonTransferPoint(_Model):
+    """One level of the photon-transfer sweep, pixel means: the signal above the level's dark (DN), the
+    temporal variance of the lit and of the dark series (DN^2), and whether the gain fit used it."""
+
+    exposure_us: float = Field(ge=0.0)
+    anchor_power_uw: Optional[float] = Field(None, ge=0.0)
+    signal_dn: float
+    variance_dn2: float = Field(ge=0.0)
+    dark_variance_dn2: float = Field(ge=0.0)
+    in_fit: bool
+
+
 class Calibration(_Model):
     """A device calibration: identity, operating points covered, frames used, every estimate."""
 
@@ -159,6 +173,8 @@ class Calibration(_Model):
     dark_current: list[DarkCurrentPoint] = Field(default_factory=list)
     temperature_law: Optional[TemperatureLaw] = None
     operating_points: list[OperatingPointCalibration] = Field(min_length=1)
+    photon_transfer_curve: Optional[list[PhotonTransferPoint]] = Field(
+        None, description="the sweep's levels (opu_hal.calibration.photon_transfer.estimate); drawn, not used to account")
     notes: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")

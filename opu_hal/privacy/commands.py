@@ -81,6 +81,9 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         if getattr(args, "device_plan", None) is None:
             raise PrivacyParameterError("--profile: no device planner is installed (opu_hal.calibration registers it)")
         return args.device_plan(args)
+    if getattr(args, "plot", None):
+        raise PrivacyParameterError(f"--plot {args.plot}: plan draws a device's operating points, so --plot needs "
+                                    "--profile P (without it, plan prints a noise multiplier and draws nothing)")
     event_for, neighboring, steps = run_description(shape_from_args(args))
     z = smallest_noise_multiplier(event_for, steps, args.target_epsilon, args.delta, neighboring)
     accountant = Accountant(neighboring)

@@ -98,16 +98,20 @@ class DigitizedLattice:
 
 
 def fewest_box_reads(lattice: DigitizedLattice, dataset_size: int, batch_size: int, steps: int,
-                     target_epsilon: float, delta: float) -> tuple[int, float] | None:
+                     target_epsilon: float, delta: float,
+                     trace: list[tuple[int, float]] | None = None) -> tuple[int, float] | None:
     """Fewest reads per count whose run of ``steps`` box events reaches ``(target_epsilon, delta)``, and
     its epsilon (bisection: epsilon falls with the reads; the answer is re-checked); None if
-    ``lattice.max_reads`` does not."""
+    ``lattice.max_reads`` does not. Each (reads, epsilon) evaluated is appended to ``trace``."""
     from .accountant import Accountant
 
     def epsilon(reads: int) -> float:
         accountant = Accountant("replace_one")
         accountant.step(lattice.event_for_reads(dataset_size, batch_size, reads), steps)
-        return accountant.get_epsilon(delta)
+        found = accountant.get_epsilon(delta)
+        if trace is not None:
+            trace.append((reads, found))
+        return found
 
     if epsilon(lattice.max_reads) > target_epsilon:
         return None

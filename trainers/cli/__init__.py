@@ -170,7 +170,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     reason = plot_format_reason(target)
     if reason is not None:
         raise TrainingConfigError(f"{option} {target}: {reason}")
-    path = plot_records(args.records, target, metric=args.metric, title=args.title)
+    path = plot_records(args.records, target, metric=args.metric, title=args.title, n_classes=args.classes)
     print(f"wrote {path}")
     return 0
 
@@ -205,6 +205,8 @@ def register_train_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metric", default="test_accuracy",
                    help="per-epoch key to plot (test_accuracy, validation_accuracy, train_loss, epsilon, ...)")
     p.add_argument("--title", default=None, help="figure title (default: none)")
+    p.add_argument("--classes", type=int, default=None,
+                   help="classes of the dataset, >= 2, for the chance line of an accuracy (default: from the record)")
     p.set_defaults(func=_cmd_plot)
 
     p = sub.add_parser("table", help="markdown table of result records")
