@@ -25,7 +25,7 @@ from opu_hal.calibration.figure_panels import (  # noqa: E402
 from opu_hal.calibration.schema import read_calibration  # noqa: E402
 from opu_hal.calibration.temperature import law_rate  # noqa: E402
 from opu_hal.cli import build_parser, main  # noqa: E402
-from trainers.plot import CHANCE_GID, EPSILON_AXES_GID, plot_records  # noqa: E402
+from trainers.cli.plot import CHANCE_GID, EPSILON_AXES_GID, plot_records  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "plots"
 PROFILE, CALIBRATION = DATA / "opu-unity.toml", DATA / "opu-unity-cal.json"
