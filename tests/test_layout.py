@@ -151,3 +151,30 @@ def test_no_module_over_350_lines_outside_tests():
     long = [f"{p.relative_to(ROOT)}: {n}" for d in ("opu_hal", "trainers", "benchmarks", "scripts", "examples")
             for p in (ROOT / d).rglob("*.py") if (n := len(p.read_text(encoding="utf-8").splitlines())) > 350]
     assert not long, long
+
+
+#: Functions allowed over 80 lines, and why. The ChaCha20 Triton kernel keeps the sixteen state words
+#: of every lane in registers: split into @triton.jit helpers, each would take and return all
+#: sixteen tensors, and the split could not be checked here (its RFC 8439 test needs CUDA or
+#: Triton's interpreter, neither of which the CPU CI has).
+LONG_FUNCTIONS = {"opu_hal/kernels/triton_chacha.py:_chacha_kernel": 81}
+
+
+def _function_lengths() -> dict[str, int]:
+    found: dict[str, int] = {}
+    for package in ("opu_hal", "trainers"):
+        for path in (ROOT / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    key = f"{path.relative_to(ROOT).as_posix()}:{node.name}"
+                    length = node.end_lineno - node.lineno + 1  # type: ignore[operator]
+                    found[key] = max(length, found.get(key, 0))
+    return found
+
+
+def test_no_function_over_80_lines_outside_the_allowed_list():
+    lengths = _function_lengths()
+    long = {name: n for name, n in lengths.items() if n > LONG_FUNCTIONS.get(name, 80)}
+    assert not long, long
+    stale = {name: lengths.get(name) for name in LONG_FUNCTIONS if lengths.get(name, 0) <= 80}
+    assert not stale, f"no longer over 80 lines, drop from LONG_FUNCTIONS: {stale}"

@@ -189,7 +189,7 @@ def test_every_registered_method_is_reachable_from_each_surface(name, capsys):
             check_method(name, TWO_RANKS)
     else:
         check_method(name, TWO_RANKS)
-    if spec.private:
+    if spec.trainer.private:
         check_claim(name)
     else:
         with pytest.raises(TrainingConfigError, match="not private"):

@@ -145,25 +145,27 @@ def test_budget_stop_ends_training_before_the_target_is_crossed():
         optimizer.step()
 
 
-def test_make_private_with_epsilon_spends_about_the_target_in_the_planned_epochs():
+def _wrap(engine: PrivacyEngine, how: str, **options):
+    """``engine.<how>`` (make_private or make_private_with_epsilon) of a fresh MLP on :func:`_data`, batches of 20."""
     x, y = _data()
     model = _mlp()
+    return getattr(engine, how)(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+                                data_loader=(x, y), batch_size=20, **options)
+
+
+def test_make_private_with_epsilon_spends_about_the_target_in_the_planned_epochs():
     engine = PrivacyEngine()
-    model, optimizer, loader = engine.make_private_with_epsilon(
-        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), data_loader=(x, y), batch_size=20,
-        target_epsilon=3.0, target_delta=1e-5, epochs=3, max_grad_norm=1.0, method="dp-dfa")
+    model, optimizer, loader = _wrap(engine, "make_private_with_epsilon", target_epsilon=3.0, target_delta=1e-5,
+                                     epochs=3, max_grad_norm=1.0, method="dp-dfa")
     assert _train(loader, model, optimizer, epochs=3) == 30
     assert 2.9 < engine.get_epsilon(1e-5) <= 3.0
     assert not engine.stopped_by_budget
 
 
 def test_state_dict_round_trips_accountant_sampling_and_noise():
-    x, y = _data()
-    model = _mlp()
+    x, y = _data()  # the same tensors _wrap trains on (clusters() is seeded)
     engine = PrivacyEngine()
-    model, optimizer, loader = engine.make_private(
-        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), data_loader=(x, y), batch_size=20,
-        noise_multiplier=1.0, max_grad_norm=1.0)
+    model, optimizer, loader = _wrap(engine, "make_private", noise_multiplier=1.0, max_grad_norm=1.0)
     _train(loader, model, optimizer)
     state, model_state = engine.state_dict(), copy.deepcopy(model.state_dict())
     opt_state = copy.deepcopy(optimizer.state_dict())

@@ -356,6 +356,13 @@ def test_a_registration_replacing_a_command_without_argparse_noticing_is_undone(
     assert parser.parse_args(["info", "torch-cpu"]).func.__name__ == "_cmd_info"
 
 
+def _info_of_plugged_profile(spec: str, install, tmp_path, capsys):
+    """``opu-hal info`` of a profile whose backend is a plugin declaring ``spec``: (code, stderr, warnings)."""
+    install("opu_hal.backends", "plugged", "rel_plugin:SPEC", PLUGGED.format(spec=spec))
+    (tmp_path / "p.toml").write_text('backend = "plugged"\nin_features = 4\nout_features = 2\n')
+    return info_with_warnings(["info", str(tmp_path / "p.toml")], capsys)
+
+
 @pytest.mark.parametrize("spec, named", [
     ('SPEC = BackendSpec("plugged", PluggedProfile, "rel_plugin:MISSING")', "failed for profile 'p': AttributeError"),
     ('SPEC = BackendSpec("plugged", PluggedProfile, "no_such_module:Device")',
@@ -364,9 +371,7 @@ def test_a_registration_replacing_a_command_without_argparse_noticing_is_undone(
     ("SPEC = BackendSpec('plugged', PluggedProfile, lambda profile: None)", "returned NoneType, not an opu_hal Device"),
 ])
 def test_info_of_a_plugin_profile_whose_factory_fails_is_a_clear_error(spec, named, install, tmp_path, capsys):
-    install("opu_hal.backends", "plugged", "rel_plugin:SPEC", PLUGGED.format(spec=spec))
-    (tmp_path / "p.toml").write_text('backend = "plugged"\nin_features = 4\nout_features = 2\n')
-    code, err, _ = info_with_warnings(["info", str(tmp_path / "p.toml")], capsys)
+    code, err, _ = _info_of_plugged_profile(spec, install, tmp_path, capsys)
     assert code == 2 and "backend 'plugged'" in err and named in err
 
 
@@ -375,9 +380,7 @@ def test_info_of_a_plugin_profile_whose_factory_fails_is_a_clear_error(spec, nam
     ("SPEC = BackendSpec('plugged', PluggedProfile, None)", "factory None is neither callable"),
 ])
 def test_a_plugin_spec_with_no_profile_model_or_factory_is_ignored(spec, named, install, tmp_path, capsys):
-    install("opu_hal.backends", "plugged", "rel_plugin:SPEC", PLUGGED.format(spec=spec))
-    (tmp_path / "p.toml").write_text('backend = "plugged"\nin_features = 4\nout_features = 2\n')
-    code, err, warned = info_with_warnings(["info", str(tmp_path / "p.toml")], capsys)
+    code, err, warned = _info_of_plugged_profile(spec, install, tmp_path, capsys)
     assert code == 2 and "key 'backend' is 'plugged'; allowed: " in err and named in warned
     code, _, _ = info_with_warnings(["info", "torch-cpu", "--json"], capsys)
     assert code == 0

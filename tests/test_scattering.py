@@ -112,11 +112,17 @@ def test_non_square_or_misfit_inputs_are_refused():
         Scattering2D(30)
 
 
-def test_features_are_cached_and_recomputed_when_the_data_change(tmp_path, monkeypatch):
+def _count_computations(tmp_path, monkeypatch) -> list[int]:
+    """Cache features under ``tmp_path``; the returned list grows by one per computation."""
     monkeypatch.setenv("OPU_HAL_CACHE", str(tmp_path))
-    calls = []
+    calls: list[int] = []
     real = feature_cache.scatter_dataset
     monkeypatch.setattr(feature_cache, "scatter_dataset", lambda data, progress=None: calls.append(1) or real(data, progress))
+    return calls
+
+
+def test_features_are_cached_and_recomputed_when_the_data_change(tmp_path, monkeypatch):
+    calls = _count_computations(tmp_path, monkeypatch)
     data = tiny_images_dataset()
     first = feature_cache.cached_scatter_features(data, log=lambda m: None, progress=False)
     second = feature_cache.cached_scatter_features(data, log=lambda m: None, progress=False)
@@ -156,10 +162,7 @@ def test_only_methods_without_hidden_layer_updates_may_drop_the_hidden_layers():
 
 
 def test_a_cache_file_with_one_flipped_byte_is_recomputed_not_loaded(tmp_path, monkeypatch):
-    monkeypatch.setenv("OPU_HAL_CACHE", str(tmp_path))
-    calls = []
-    real = feature_cache.scatter_dataset
-    monkeypatch.setattr(feature_cache, "scatter_dataset", lambda data, progress=None: calls.append(1) or real(data, progress))
+    calls = _count_computations(tmp_path, monkeypatch)
     data = tiny_images_dataset()
     first = feature_cache.cached_scatter_features(data, log=lambda m: None, progress=False)
     (path,) = [p for p in tmp_path.iterdir() if p.suffix == ".pt"]

@@ -153,6 +153,38 @@ def hot_pixel_mask(darks: list[SeriesStats], ceiling_dn: float) -> np.ndarray:
     return hot | ~measured
 
 
+def _read_noise(acq: Acquisition, index: np.ndarray, ceiling: float, hot: np.ndarray, k: float, k_draws: np.ndarray,
+                alpha: float) -> tuple[Estimate, float]:
+    """Read noise (e-) from the quietest dark series (coldest, shortest), hot pixels left out, and
+    that series' pooled variance (DN^2): chi-square on the variance x pixel bootstrap of the gain,
+    Bonferroni; Sheppard's 1/12 DN^2; EMVA's zero-exposure estimate when every level has a dark."""
+    quiet = min(acq.dark, key=lambda s: (s.temperature_c, s.exposure_us))
+    same_t = [s for s in acq.dark if s.temperature_c == quiet.temperature_c]
+    b_quiet, _, _, _ = dark_line(same_t, index, ceiling)
+    good = ~hot
+    var_dn = float(quiet.var[good].mean())
+    df = int(good.sum()) * (quiet.frames - 1)
+    var_low = var_dn * df / stats.chi2.ppf(1 - alpha / 4, df)
+    var_high = var_dn * df / stats.chi2.ppf(alpha / 4, df)
+    g_low, g_high = np.quantile(1 / k_draws, [alpha / 4, 1 - alpha / 4])
+    dark_dn = max(float(quiet.mean[good].mean()) - b_quiet, 0.0)
+
+    def read_noise(g: float, variance: float) -> float:
+        return math.sqrt(max(g * g * (variance - 1 / 12) - dark_dn * g, 0.0))
+
+    undersampled = var_dn < 0.25 + 1 / 12  # dark noise below half a DN: Sheppard's correction fails
+    if acq.ptc_darks is not None:  # a dark per level: EMVA's zero-exposure read noise
+        read = zero_exposure_read_noise(same_t, ~hot, 1 / k, 1 / k_draws, index, alpha)
+    else:
+        read = Estimate(
+            value=read_noise(1 / k, var_dn), lower=0.0 if undersampled else read_noise(g_low, var_low),
+            upper=max(read_noise(g_high, var_high), math.sqrt(max(var_high, 0.0)) * g_high if undersampled else 0.0),
+            level=1 - alpha, unit="e-",
+            method="chi-square (pooled dark variance) x pixel bootstrap (gain), Bonferroni; Sheppard 1/12 DN^2",
+        )
+    return read, var_dn
+
+
 def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400, seed: int = 0) -> PhotonTransfer:
     """Gain, read noise, black level, saturation and quantum efficiency from ``acq``."""
     pixels = acq.pixels
@@ -182,31 +214,7 @@ def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400
     black_value, _, black_draws, _ = dark_line(at_reference, index, ceiling)
     black = percentile_estimate(black_value, black_draws, alpha, "DN")
 
-    # read noise: the quietest dark series (coldest, shortest), hot pixels left out
-    quiet = min(acq.dark, key=lambda s: (s.temperature_c, s.exposure_us))
-    same_t = [s for s in acq.dark if s.temperature_c == quiet.temperature_c]
-    b_quiet, _, _, _ = dark_line(same_t, index, ceiling)
-    good = ~hot
-    var_dn = float(quiet.var[good].mean())
-    df = int(good.sum()) * (quiet.frames - 1)
-    var_low = var_dn * df / stats.chi2.ppf(1 - alpha / 4, df)
-    var_high = var_dn * df / stats.chi2.ppf(alpha / 4, df)
-    g_low, g_high = np.quantile(1 / k_draws, [alpha / 4, 1 - alpha / 4])
-    dark_dn = max(float(quiet.mean[good].mean()) - b_quiet, 0.0)
-
-    def read_noise(g: float, variance: float) -> float:
-        return math.sqrt(max(g * g * (variance - 1 / 12) - dark_dn * g, 0.0))
-
-    undersampled = var_dn < 0.25 + 1 / 12  # dark noise below half a DN: Sheppard's correction fails
-    if acq.ptc_darks is not None:  # a dark per level: EMVA's zero-exposure read noise
-        read = zero_exposure_read_noise(same_t, ~hot, 1 / k, 1 / k_draws, index, alpha)
-    else:
-        read = Estimate(
-            value=read_noise(1 / k, var_dn), lower=0.0 if undersampled else read_noise(g_low, var_low),
-            upper=max(read_noise(g_high, var_high), math.sqrt(max(var_high, 0.0)) * g_high if undersampled else 0.0),
-            level=1 - alpha, unit="e-",
-            method="chi-square (pooled dark variance) x pixel bootstrap (gain), Bonferroni; Sheppard 1/12 DN^2",
-        )
+    read, var_dn = _read_noise(acq, index, ceiling, hot, k, k_draws, alpha)
 
     saturation, limited = clip_level(acq, plateau, float(darks[-1].mean.mean()), black_value, black_draws, k,
                                      k_draws, index, alpha)

@@ -92,25 +92,7 @@ def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposur
             temperature_c=celsius, rate_e_per_s=percentile_estimate(rate, draws, alpha, "e-/s"),
             hot_pixels=int(pt.hot_pixels.sum())))
         for exposure in exposures:
-            dark = next(s for s in darks if s.exposure_us == float(exposure))
-            anchor = next(s for s in acq.anchor if s.temperature_c == celsius and s.exposure_us == float(exposure))
-            dark_e = (dark.mean.mean() - black) * g
-            dark_draws = (dark.mean[index].mean(1) - black_draws) * g_draws
-            anchor_e = (anchor.mean - dark.mean).mean() * g
-            anchor_draws = (anchor.mean - dark.mean)[index].mean(1) * g_draws
-            points.append(OperatingPointCalibration(
-                temperature_c=celsius, exposure_us=float(exposure), frames=dark.frames,
-                dark_e=percentile_estimate(dark_e, dark_draws, alpha, "e-"),
-                dark_e_min_pixel_lower=worst_pixel_lower(dark.mean - black, dark.var, dark.frames, g_low, alpha),
-                anchor_e=percentile_estimate(anchor_e, anchor_draws, alpha, "e-"),
-                anchor_read_e_min_pixel_lower=worst_pixel_lower(
-                    anchor.mean - black, anchor.var, anchor.frames, g_low, alpha),
-                anchor_e_min_pixel_lower=worst_pixel_lower(
-                    anchor.mean - dark.mean, anchor.var + dark.var, anchor.frames, g_low, alpha),
-                anchor_e_max_pixel_upper=worst_pixel_upper(
-                    anchor.mean - dark.mean, anchor.var + dark.var, anchor.frames, g_high, alpha),
-                anchor_power_uw=float(anchor.anchor_power_uw or 0.0), clipped_reads=anchor.clipped + dark.clipped,
-            ))
+            points.append(_operating_point(acq, darks, celsius, float(exposure), pt, black, black_draws, g_low, g_high))
     profile = device.profile
     pitch = getattr(profile, "pixel_pitch_um", None)
     law = None
@@ -120,6 +102,50 @@ def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposur
     reference = acq.ptc[0]
     photons_per_uw = (reference.photons_per_pixel / reference.anchor_power_uw
                       if reference.photons_per_pixel and reference.anchor_power_uw else None)
+    notes = _notes(pt, acq, temps)
+    return Calibration(
+        device=device_identity(device), created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        software_version=_software_version(), frames_per_series=acq.ptc_dark.frames, frames_total=acq.frames_total,
+        pixels=acq.pixels, temperatures_c=temps, exposures_us=[float(e) for e in exposures],
+        dark_exposures_us=[float(e) for e in dark_exposures], gain_e_per_dn=pt.gain, read_noise_e=pt.read_noise,
+        black_level_dn=pt.black, saturation_e=pt.saturation, saturation_limited_by=pt.saturation_limited_by,
+        saturation_point_e=pt.saturation_point, illumination_levels=pt.levels, linearity=pt.linearity,
+        uniformity=pt.uniformity, defect_pixels=pt.defects,
+        quantum_efficiency=pt.quantum_efficiency, photons_per_pixel_per_uw=photons_per_uw,
+        laser_power_uw=getattr(profile, "laser_power_uw", None), anchor_power_uw=getattr(profile, "anchor_power_uw", None),
+        dark_current=dark_points, temperature_law=law, operating_points=points,
+        photon_transfer_curve=pt.curve or None, notes=notes,
+    )
+
+
+def _operating_point(acq: Acquisition, darks: list, celsius: float, exposure: float, pt: PhotonTransfer,
+                     black: float, black_draws: np.ndarray, g_low: float, g_high: float) -> OperatingPointCalibration:
+    """Dark and anchor signal at one operating point: means with bootstrap intervals, and the
+    worst-pixel bounds (over every pixel) at the gain's interval ends."""
+    alpha, index, g, g_draws = pt.alpha, pt.index, pt.gain.value, pt.gain_draws
+    dark = next(s for s in darks if s.exposure_us == exposure)
+    anchor = next(s for s in acq.anchor if s.temperature_c == celsius and s.exposure_us == exposure)
+    dark_e = (dark.mean.mean() - black) * g
+    dark_draws = (dark.mean[index].mean(1) - black_draws) * g_draws
+    anchor_e = (anchor.mean - dark.mean).mean() * g
+    anchor_draws = (anchor.mean - dark.mean)[index].mean(1) * g_draws
+    return OperatingPointCalibration(
+        temperature_c=celsius, exposure_us=exposure, frames=dark.frames,
+        dark_e=percentile_estimate(dark_e, dark_draws, alpha, "e-"),
+        dark_e_min_pixel_lower=worst_pixel_lower(dark.mean - black, dark.var, dark.frames, g_low, alpha),
+        anchor_e=percentile_estimate(anchor_e, anchor_draws, alpha, "e-"),
+        anchor_read_e_min_pixel_lower=worst_pixel_lower(
+            anchor.mean - black, anchor.var, anchor.frames, g_low, alpha),
+        anchor_e_min_pixel_lower=worst_pixel_lower(
+            anchor.mean - dark.mean, anchor.var + dark.var, anchor.frames, g_low, alpha),
+        anchor_e_max_pixel_upper=worst_pixel_upper(
+            anchor.mean - dark.mean, anchor.var + dark.var, anchor.frames, g_high, alpha),
+        anchor_power_uw=float(anchor.anchor_power_uw or 0.0), clipped_reads=anchor.clipped + dark.clipped,
+    )
+
+
+def _notes(pt: PhotonTransfer, acq: Acquisition, temps: list[float]) -> list[str]:
+    """What the calibration file says about what was identifiable, assumed or biased."""
     notes = [
         "gain, read noise, dark signal, saturation: identifiable from frames alone (photon transfer)",
         "quantum efficiency: identifiable only because the device knows the power at the sensor; it "
@@ -142,19 +168,7 @@ def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposur
     clipped = sum(s.clipped for s in acq.dark)
     if clipped:
         notes.append(f"{clipped} dark reads clipped (hot pixels or long exposures): dark fit biased low")
-    return Calibration(
-        device=device_identity(device), created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        software_version=_software_version(), frames_per_series=acq.ptc_dark.frames, frames_total=acq.frames_total,
-        pixels=acq.pixels, temperatures_c=temps, exposures_us=[float(e) for e in exposures],
-        dark_exposures_us=[float(e) for e in dark_exposures], gain_e_per_dn=pt.gain, read_noise_e=pt.read_noise,
-        black_level_dn=pt.black, saturation_e=pt.saturation, saturation_limited_by=pt.saturation_limited_by,
-        saturation_point_e=pt.saturation_point, illumination_levels=pt.levels, linearity=pt.linearity,
-        uniformity=pt.uniformity, defect_pixels=pt.defects,
-        quantum_efficiency=pt.quantum_efficiency, photons_per_pixel_per_uw=photons_per_uw,
-        laser_power_uw=getattr(profile, "laser_power_uw", None), anchor_power_uw=getattr(profile, "anchor_power_uw", None),
-        dark_current=dark_points, temperature_law=law, operating_points=points,
-        photon_transfer_curve=pt.curve or None, notes=notes,
-    )
+    return notes
 
 
 def _software_version() -> str:

@@ -33,7 +33,7 @@ from scipy import stats
 
 from ..camera.physics import BOLTZMANN_EV_PER_K, FOM_REFERENCE_K, KELVIN_OFFSET, dark_current_rate
 from .photon_transfer import percentile_estimate
-from .schema import TemperatureLaw
+from .schema import Estimate, TemperatureLaw
 
 METHOD = "quadratic ln(D/T^1.5) in 1/kT, pixel bootstrap of the rates, percentile (widened on lack of fit; union with the straight line's)"
 LACK_OF_FIT_QUANTILE = 0.99
@@ -58,6 +58,81 @@ def _fit(x: np.ndarray, logs: np.ndarray, weights: np.ndarray, degree: int) -> n
     return (logs * np.sqrt(weights)) @ solve.T
 
 
+def _usable(temperatures_c: np.ndarray, rates: np.ndarray, rate_draws: np.ndarray, alpha: float,
+            censored: np.ndarray | None) -> tuple[np.ndarray, list[str]]:
+    """Temperatures whose rate is resolved above 0 and not censored, and the censored ones left out."""
+    low = np.quantile(rate_draws, alpha / 2, axis=0)
+    usable = (low > 0) & (rates > 0)
+    dropped: list[str] = []
+    if censored is not None:
+        dropped = [f"{t:g} C ({c:.1%})" for t, c, u in zip(temperatures_c, censored, usable) if u and c > MAX_CENSORED]
+        usable &= censored <= MAX_CENSORED
+    return usable, dropped
+
+
+def _shape_only_law(temperatures_c: np.ndarray, rates: np.ndarray, rate_draws: np.ndarray, usable: np.ndarray,
+                    pixel_area_cm2: float, alpha: float, reference_c: float) -> TemperatureLaw:
+    """No slope: the Konnik-Welsh shape, one parameter, through the origin."""
+    shape = law_shape(temperatures_c, pixel_area_cm2)
+    weights = 1 / np.maximum(rate_draws.std(axis=0), 1e-12 * max(float(np.abs(rates).max()), 1e-30)) ** 2
+    fom = float((weights * rates * shape).sum() / (weights * shape * shape).sum())
+    fom_draws = (rate_draws * weights * shape).sum(-1) / (weights * shape * shape).sum()
+    return TemperatureLaw(
+        dark_fom_na_per_cm2=percentile_estimate(fom, fom_draws, alpha, "nA/cm^2", "Konnik-Welsh shape; " + METHOD),
+        pixel_area_cm2=pixel_area_cm2, doubling_reference_c=reference_c,
+        notes=[f"{int(usable.sum())} temperature(s) with a dark rate resolved above 0: the Konnik-Welsh shape "
+               "is assumed (its activation energy is not checked; model mismatch is not in the interval)"])
+
+
+def _lack_of_fit(xc: np.ndarray, logs: np.ndarray, weights: np.ndarray, coef: np.ndarray, degree: int,
+                 notes: list[str]) -> float:
+    """The factor that widens the intervals (``sqrt(chi2 / dof)`` when the weighted residual
+    chi-square exceeds its :data:`LACK_OF_FIT_QUANTILE`, else 1); appends what was checked to ``notes``."""
+    dof = len(xc) - degree - 1
+    if dof > 0:
+        residual = logs - np.stack([xc**p for p in range(degree + 1)], -1) @ coef
+        chi2 = float((weights * residual**2).sum())
+        if chi2 > stats.chi2.ppf(LACK_OF_FIT_QUANTILE, dof):
+            notes.append(f"lack of fit: weighted chi-square {chi2:.3g} on {dof} dof is above its "
+                         f"{LACK_OF_FIT_QUANTILE:.0%} quantile; intervals widened x{math.sqrt(chi2 / dof):.3g}: "
+                         "the law does not fit")
+            return math.sqrt(chi2 / dof)
+    elif degree == 1:
+        notes.append("two usable temperatures: linear in 1/kT, model mismatch is not in the intervals")
+    else:
+        notes.append("three usable temperatures: the quadratic is exactly determined, no lack-of-fit check")
+    return 1.0
+
+
+def _at(celsius: float, c: np.ndarray, x0: float, degree: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ln(D/T^1.5), local activation energy) at ``celsius`` from coefficients ``c`` centred at ``x0``."""
+    xr = 1 / (BOLTZMANN_EV_PER_K * (celsius + KELVIN_OFFSET)) - x0
+    value = sum(c[..., p] * xr**p for p in range(degree + 1))
+    slope = sum(p * c[..., p] * xr ** (p - 1) for p in range(1, degree + 1))
+    return value, -slope
+
+
+def _widened(value: float, draws: np.ndarray, unit: str, alpha: float, inflate: float,
+             of_line: np.ndarray | None = None) -> Estimate:
+    """Percentile interval of ``draws`` widened by ``inflate``; with ``of_line``, its union with the
+    straight line's interval (neither shape is privileged by a fit that cannot tell them apart)."""
+    draws = value + inflate * (draws - value)
+    estimate = percentile_estimate(value, draws, alpha, unit, METHOD)
+    if of_line is None:
+        return estimate
+    low, high = np.quantile(of_line, [alpha / 2, 1 - alpha / 2])
+    return estimate.model_copy(update={"lower": float(min(estimate.lower, low)),
+                                       "upper": float(max(estimate.upper, high))})
+
+
+def _fom_and_activation(c: np.ndarray, x0: float, degree: int, shape_300: float,
+                        reference_c: float) -> tuple[np.ndarray, np.ndarray]:
+    """Figure of merit (the law's rate at 300 K over the Konnik-Welsh shape there) and the local
+    activation energy at ``reference_c``, from coefficients ``c``."""
+    fom = np.exp(_at(FOM_REFERENCE_K - KELVIN_OFFSET, c, x0, degree)[0]) * FOM_REFERENCE_K**1.5 / shape_300
+    return fom, _at(reference_c, c, x0, degree)[1]
+
+
 def fit_temperature_law(
     temperatures_c: np.ndarray, rates: np.ndarray, rate_draws: np.ndarray, pixel_area_cm2: float,
     alpha: float, reference_c: float = 25.0, censored: np.ndarray | None = None,
@@ -67,22 +142,9 @@ def fit_temperature_law(
     below the clip ceiling (no line: their rate is not measured, the mean is biased): over :data:`MAX_CENSORED`, the
     temperature is left out of the law, and the file says so."""
     temperatures_c = np.asarray(temperatures_c, dtype=float)
-    low = np.quantile(rate_draws, alpha / 2, axis=0)
-    usable = (low > 0) & (rates > 0)
-    dropped = []
-    if censored is not None:
-        dropped = [f"{t:g} C ({c:.1%})" for t, c, u in zip(temperatures_c, censored, usable) if u and c > MAX_CENSORED]
-        usable &= censored <= MAX_CENSORED
-    if usable.sum() < 2:  # no slope: the Konnik-Welsh shape, one parameter, through the origin
-        shape = law_shape(temperatures_c, pixel_area_cm2)
-        weights = 1 / np.maximum(rate_draws.std(axis=0), 1e-12 * max(float(np.abs(rates).max()), 1e-30)) ** 2
-        fom = float((weights * rates * shape).sum() / (weights * shape * shape).sum())
-        fom_draws = (rate_draws * weights * shape).sum(-1) / (weights * shape * shape).sum()
-        return TemperatureLaw(
-            dark_fom_na_per_cm2=percentile_estimate(fom, fom_draws, alpha, "nA/cm^2", "Konnik-Welsh shape; " + METHOD),
-            pixel_area_cm2=pixel_area_cm2, doubling_reference_c=reference_c,
-            notes=[f"{int(usable.sum())} temperature(s) with a dark rate resolved above 0: the Konnik-Welsh shape "
-                   "is assumed (its activation energy is not checked; model mismatch is not in the interval)"])
+    usable, dropped = _usable(temperatures_c, rates, rate_draws, alpha, censored)
+    if usable.sum() < 2:
+        return _shape_only_law(temperatures_c, rates, rate_draws, usable, pixel_area_cm2, alpha, reference_c)
     t_k = temperatures_c[usable] + KELVIN_OFFSET
     x = 1 / (BOLTZMANN_EV_PER_K * t_k)
     x0 = x.mean()
@@ -92,59 +154,25 @@ def fit_temperature_law(
     degree = 2 if usable.sum() >= 3 else 1
     coef = _fit(x - x0, logs, weights, degree)
     coef_draws = _fit(x - x0, log_draws, weights, degree)
-    dof = int(usable.sum()) - degree - 1
     notes = ([f"left out of the law, typical pixels with fewer than two unclipped dark exposures: {', '.join(dropped)}"]
              if dropped else [])
-    inflate = 1.0
-    if dof > 0:
-        residual = logs - np.stack([(x - x0) ** p for p in range(degree + 1)], -1) @ coef
-        chi2 = float((weights * residual**2).sum())
-        if chi2 > stats.chi2.ppf(LACK_OF_FIT_QUANTILE, dof):
-            inflate = math.sqrt(chi2 / dof)
-            notes.append(f"lack of fit: weighted chi-square {chi2:.3g} on {dof} dof is above its "
-                         f"{LACK_OF_FIT_QUANTILE:.0%} quantile; intervals widened x{inflate:.3g}: the law does not fit")
-    elif degree == 1:
-        notes.append("two usable temperatures: linear in 1/kT, model mismatch is not in the intervals")
-    else:
-        notes.append("three usable temperatures: the quadratic is exactly determined, no lack-of-fit check")
-
-    def at(celsius: float, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(ln(D/T^1.5), local activation energy) at ``celsius`` from coefficients ``c``."""
-        xr = 1 / (BOLTZMANN_EV_PER_K * (celsius + KELVIN_OFFSET)) - x0
-        value = sum(c[..., p] * xr**p for p in range(degree + 1))
-        slope = sum(p * c[..., p] * xr ** (p - 1) for p in range(1, degree + 1))
-        return value, -slope
-
-    # model choice in the interval: with a quadratic, the straight line's draws join it (a union of
-    # the two percentile intervals): neither shape is privileged by a fit that cannot tell them apart
-    line_draws = _fit(x - x0, log_draws, weights, 1) if degree == 2 else None
-
-    def widened(value: float, draws: np.ndarray, unit: str, of_line=None):
-        draws = value + inflate * (draws - value)
-        estimate = percentile_estimate(value, draws, alpha, unit, METHOD)
-        if of_line is None:
-            return estimate
-        low, high = np.quantile(of_line, [alpha / 2, 1 - alpha / 2])
-        return estimate.model_copy(update={"lower": float(min(estimate.lower, low)),
-                                           "upper": float(max(estimate.upper, high))})
-
-    ref_300 = FOM_REFERENCE_K - KELVIN_OFFSET
-    shape_300 = law_shape(np.array([ref_300]), pixel_area_cm2)[0]
-    t300 = FOM_REFERENCE_K
-    fom = float(np.exp(at(ref_300, coef)[0]) * t300**1.5 / shape_300)
-    fom_draws = np.exp(at(ref_300, coef_draws)[0]) * t300**1.5 / shape_300
-    ea = float(at(reference_c, coef)[1])
-    ea_draws = at(reference_c, coef_draws)[1]
-    line = {}
-    if line_draws is not None:
+    inflate = _lack_of_fit(x - x0, logs, weights, coef, degree, notes)
+    shape_300 = law_shape(np.array([FOM_REFERENCE_K - KELVIN_OFFSET]), pixel_area_cm2)[0]
+    fom, ea = (float(v) for v in _fom_and_activation(coef, x0, degree, shape_300, reference_c))
+    fom_draws, ea_draws = _fom_and_activation(coef_draws, x0, degree, shape_300, reference_c)
+    line: dict[str, np.ndarray] = {}
+    if degree == 2:  # model choice in the interval: the straight line's draws join the quadratic's
+        line_draws = _fit(x - x0, log_draws, weights, 1)
         padded = np.concatenate([line_draws, np.zeros((line_draws.shape[0], 1))], axis=-1)
-        line = {"fom": np.exp(at(ref_300, padded)[0]) * t300**1.5 / shape_300, "ea": at(reference_c, padded)[1]}
+        line["fom"], line["ea"] = _fom_and_activation(padded, x0, degree, shape_300, reference_c)
         line["td"] = np.asarray(doubling_temperature_k(line["ea"], reference_c))
     return TemperatureLaw(
-        dark_fom_na_per_cm2=widened(fom, fom_draws, "nA/cm^2", line.get("fom")), pixel_area_cm2=pixel_area_cm2,
-        doubling_reference_c=reference_c, activation_energy_ev=widened(ea, ea_draws, "eV", line.get("ea")),
-        doubling_temperature_k=widened(float(doubling_temperature_k(ea, reference_c)),
-                                       np.asarray(doubling_temperature_k(ea_draws, reference_c)), "K", line.get("td")),
+        dark_fom_na_per_cm2=_widened(fom, fom_draws, "nA/cm^2", alpha, inflate, line.get("fom")),
+        pixel_area_cm2=pixel_area_cm2, doubling_reference_c=reference_c,
+        activation_energy_ev=_widened(ea, ea_draws, "eV", alpha, inflate, line.get("ea")),
+        doubling_temperature_k=_widened(float(doubling_temperature_k(ea, reference_c)),
+                                        np.asarray(doubling_temperature_k(ea_draws, reference_c)), "K", alpha,
+                                        inflate, line.get("td")),
         coefficients=[float(c) for c in coef], x_center_per_ev=float(x0), notes=notes,
     )
 

@@ -51,7 +51,7 @@ def user_update(spec: MethodSpec, module: nn.Module, max_grad_norm: float, loss_
 
 def offered_spec(method: str) -> MethodSpec:
     """The registration of ``method`` if ``make_private`` offers it; else an error naming why not."""
-    offered = [spec.name for spec in SPECS.values() if spec.user_update is not None]
+    offered = [name for name, spec in SPECS.items() if spec.user_update is not None]
     spec = SPECS.get(method)
     if spec is not None and spec.user_update is None and spec.api_refusal is not None:
         raise TrainingConfigError(

@@ -92,6 +92,13 @@ class DeprecatedAlias(argparse.Action):
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
     """The run options, in groups: run, model, device, privacy and one group per private method."""
     p.formatter_class = MethodHelpFormatter
+    for add_group in (_add_run_arguments, _add_model_arguments, _add_device_arguments, _add_privacy_arguments,
+                      _add_method_arguments, _add_distributed_arguments, _add_checkpoint_arguments):
+        add_group(p)
+
+
+def _add_run_arguments(p: argparse.ArgumentParser) -> None:
+    """Options every method reads: method, data, optimization, inputs, output."""
     run = p.add_argument_group("run (every method)")
     run.add_argument("--method", required=True, action=MethodChoice, metavar="METHOD",
                      help="training method: {methods}")
@@ -132,6 +139,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     run.add_argument("--out", default=None, help="write the result record (JSON) here")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
 
+
+def _add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """The network: MLP or CNN, widths, activation."""
     model = p.add_argument_group("model")
     model.add_argument("--model", choices=("mlp", "cnn"), default=None,
                        help="mlp (default), or cnn: --hidden are 3x3 conv channels, 2x2 pooling, a linear head "
@@ -145,6 +155,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     model.add_argument("--head-hidden", type=_integers, default=None,
                        help="--model cnn: hidden widths of the linear head, e.g. 32 (default none)")
 
+
+def _add_device_arguments(p: argparse.ArgumentParser) -> None:
+    """The device: profile, calibration, operating point, compute device."""
     device = p.add_argument_group("device")
     device.add_argument("--profile", default=None, help="device profile name or path ({per_method})")
     device.add_argument("--calibration", default=None,
@@ -156,6 +169,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     device.add_argument("--compute", choices=("auto", "cpu", "cuda"), default=None,
                         help="where model, data, feedback and noise live: auto = CUDA when present (default)")
 
+
+def _add_privacy_arguments(p: argparse.ArgumentParser) -> None:
+    """Options every private method reads: target, noise, accounting, sampling, public size."""
     priv = p.add_argument_group("privacy (photonic-dp, dp-dfa, dp-sgd, dp-ulr, dp-mac)")
     priv.add_argument("--target-epsilon", type=float, default=None,
                       help="stop before this epsilon; the noise is planned for it (inverse accounting)")
@@ -178,6 +194,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                            "sampling rate, steps and record use, declared public; the true size is then not "
                            "published (default: the true size, published and stated as public)")
 
+
+def _add_method_arguments(p: argparse.ArgumentParser) -> None:
+    """One group per private method: its clips, noise and options."""
     sgd = p.add_argument_group("dp-sgd")
     sgd.add_argument("--clip-norm", type=float, default=None, help="per-example clip C ({per_method})")
 
@@ -213,6 +232,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                               "remediation; dp-mac: bounds, t_b, t_b_max, t_z, t_w, z_steps, z_lr, sigma_hist, "
                               "bins, pretrain_epochs)")
 
+
+def _add_distributed_arguments(p: argparse.ArgumentParser) -> None:
+    """torchrun runs: how the noise is added across ranks."""
     dd = p.add_argument_group("distributed (torchrun --nproc_per_node=W -m opu_hal train ...)")
     dd.add_argument("--distributed-noise", choices=("single", "shares"), default=None,
                     help="private methods on W ranks: rank 0 adds the noise once (single, default; every rank "
@@ -220,6 +242,10 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     dd.add_argument("--colluders", type=int, default=None, metavar="T",
                     help="--distributed-noise shares: ranks that may collude; the W - T honest shares alone carry "
                          "the accounted noise (default 0)")
+
+
+def _add_checkpoint_arguments(p: argparse.ArgumentParser) -> None:
+    """Checkpoints and resume."""
     ck = p.add_argument_group("checkpoints")
     ck.add_argument("--checkpoint", default=None, help="checkpoint path (written atomically; secret)")
     ck.add_argument("--checkpoint-every", type=int, default=None, help="steps between checkpoints (default 50)")

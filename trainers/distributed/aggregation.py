@@ -87,16 +87,21 @@ def honest_ranks(world_size: int, colluders: int) -> int:
     return world_size - colluders
 
 
-class SkellamShareRelease:
-    """Each rank: ``R(gamma u_r) + K_r`` with ``K_r`` Skellam counts of mean ``lambda / (W - t)``
-    from its own device; the shares are summed and scaled back by ``1 / gamma``. The method (dp-dfa
-    with device noise) is read at each call: its lattice, accounted mean, device and secure generator."""
+class ShareRelease:
+    """Noise added as shares by every rank, the ``W - t`` honest ones (``t`` colluders) carrying the
+    accounted noise together."""
 
     mode = "shares"
 
     def __init__(self, ranks: SingleProcess, method: Any, colluders: int) -> None:
         self.ranks, self.method = ranks, method
         self.honest = honest_ranks(ranks.world_size, colluders)
+
+
+class SkellamShareRelease(ShareRelease):
+    """Each rank: ``R(gamma u_r) + K_r`` with ``K_r`` Skellam counts of mean ``lambda / (W - t)``
+    from its own device; the shares are summed and scaled back by ``1 / gamma``. The method (dp-dfa
+    with device noise) is read at each call: its lattice, accounted mean, device and secure generator."""
 
     @property
     def share_mean(self) -> float:
@@ -113,15 +118,9 @@ class SkellamShareRelease:
         return as_release(total.numpy(), lattice.gamma, u)
 
 
-class GaussianShareRelease:
+class GaussianShareRelease(ShareRelease):
     """Each rank adds Gaussian noise of variance ``sigma^2 / (W - t)`` (``sigma`` the method's
     ``noise_std``) from its own secure generator; the shares are summed."""
-
-    mode = "shares"
-
-    def __init__(self, ranks: SingleProcess, method: Any, colluders: int) -> None:
-        self.ranks, self.method = ranks, method
-        self.honest = honest_ranks(ranks.world_size, colluders)
 
     @property
     def share_std(self) -> float:

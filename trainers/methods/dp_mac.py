@@ -55,17 +55,16 @@ OPTIONS = {
     "pretrain_epochs": count(1),
 }
 
-
-#: Why make_private and a torchrun run refuse dp-mac (read through its registration).
+#: Why a torchrun run and make_private refuse dp-mac (read through its registration).
+DISTRIBUTED_REFUSAL = (
+    "its private pre-training and noisy histogram (prepare) run once on one process before training; "
+    "splitting them across ranks is not analysed")
 API_REFUSAL = (
     "its update is not a gradient of the user's loss: each step optimizes per-example auxiliary "
     "coordinates (the Z-step, paper 003 section 2.1), releases per-layer Taylor coefficients of "
     "the layer-wise objectives, projects each weight column to norm T_w after the step, and with "
     "histogram bounds pre-trains before the first step (section 2.4); none of that is reachable "
     "from one forward pass and loss.backward()")
-DISTRIBUTED_REFUSAL = (
-    "its private pre-training and noisy histogram (prepare) run once on one process before training; "
-    "splitting them across ranks is not analysed")
 
 
 class DPMAC(Method):

@@ -76,12 +76,6 @@ DEVICE_REFUSAL = (
     "noise would have to be secret lattice noise; use the default software forward noise"
 )
 
-
-def default_min_batch(expected: float) -> int:
-    """``N_B`` slightly below the mean batch ``q N`` (section 4.1): two binomial stds below."""
-    return max(1, int(math.floor(expected - 2 * math.sqrt(expected))))
-
-
 #: Why make_private and a torchrun run refuse dp-ulr (read through its registration).
 API_REFUSAL = (
     "its update is not a function of the user's backward pass: the likelihood-ratio proxies "
@@ -91,6 +85,11 @@ API_REFUSAL = (
 DISTRIBUTED_REFUSAL = (
     "its rejection-sampled batches and repeated forward passes with noise on the loss (paper 004) are "
     "accounted for one process that sees the whole batch; the split release is not analysed")
+
+
+def default_min_batch(expected: float) -> int:
+    """``N_B`` slightly below the mean batch ``q N`` (section 4.1): two binomial stds below."""
+    return max(1, int(math.floor(expected - 2 * math.sqrt(expected))))
 
 
 class DPULR(Method):

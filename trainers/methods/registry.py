@@ -60,18 +60,10 @@ class MethodSpec:
                                       "with ternary and check_device, as trainers.methods.dfa.DFA)")
 
     @property
-    def name(self) -> str:
-        return self.trainer.name
-
-    @property
-    def private(self) -> bool:
-        return self.trainer.private
-
-    @property
     def audits(self) -> tuple[str, ...]:
         """The audits that cover the method: black-box for every private one, white-box (and
         multi-run) for those with one noisy release per step."""
-        if not self.private:
+        if not self.trainer.private:
             return ()
         return ("black-box", "white-box") if self.trainer.single_release else ("black-box",)
 
@@ -88,10 +80,10 @@ def register_method(cls: type[Method], *, noise_sources: tuple[str, ...] = (), u
     """Make ``cls`` a method of every surface under ``cls.name`` (CLI, config,
     :func:`trainers.run.loop.train`, ``make_private``/``attach_dfa``, torchrun, audit)."""
     spec = MethodSpec(cls, tuple(noise_sources), user_update, api_refusal, attach_profile, distributed_refusal)
-    if spec.name in SPECS and SPECS[spec.name] != spec and not replace:
-        raise TrainingConfigError(f"method {spec.name!r} is already registered; pass replace=True")
-    SPECS[spec.name] = spec
-    METHODS[spec.name] = cls
+    if spec.trainer.name in SPECS and SPECS[spec.trainer.name] != spec and not replace:
+        raise TrainingConfigError(f"method {spec.trainer.name!r} is already registered; pass replace=True")
+    SPECS[spec.trainer.name] = spec
+    METHODS[spec.trainer.name] = cls
     return cls
 
 

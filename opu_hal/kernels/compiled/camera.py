@@ -34,14 +34,20 @@ def adc_electrons(count, normal, has_noise, well, sigma, gain, black, top):
     return (dn - black) * gain, hit
 
 
+@njit(inline="always", cache=True)
+def adc_settings(dark, normals, full_well, read_noise, gain, black, max_dn):
+    """What :func:`adc_electrons` takes, in float32 (full well, read noise, gain, black level, top
+    code), after the row width (``dark``'s length) and whether read noise is drawn (``normals`` not empty)."""
+    return (dark.shape[0], normals.shape[0] > 0, np.float32(full_well), np.float32(read_noise),
+            np.float32(gain), np.float32(black), np.float32(max_dn))
+
+
 @njit(parallel=True, cache=True)
 def digitize(counts, normals, dark, full_well, read_noise, gain, black, max_dn, out):
     """``Sensor._digitize`` in float32, row by row (``dark`` per column; no read noise when
     ``normals`` is empty); returns the number of clipped pixels."""
-    columns = dark.shape[0]
-    has_noise = normals.shape[0] > 0
-    gain32, black32, top = np.float32(gain), np.float32(black), np.float32(max_dn)
-    well, sigma = np.float32(full_well), np.float32(read_noise)
+    columns, has_noise, well, sigma, gain32, black32, top = adc_settings(
+        dark, normals, full_well, read_noise, gain, black, max_dn)
     clipped = 0
     for row in prange(counts.shape[0] // columns):
         for column in range(columns):

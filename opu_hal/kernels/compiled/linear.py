@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
-from .camera import adc_electrons, dark_columns, frame_size
+from .camera import adc_electrons, adc_settings, dark_columns, frame_size
 from .normal import standard_normals
 from .philox import WORKSPACE, compute_threads, key_words
 from .poisson import flat_frame_counts, poisson_counts
@@ -48,11 +48,9 @@ def _digitize_difference(anchor_counts, signal_counts, flat_counts_, anchor_norm
                          flat_normals, dark, full_well, read_noise, gain, black, max_dn, out):
     """``e_1 - e_2 - e_3`` with each frame digitized and dark-subtracted as ``Sensor._digitize``;
     returns the clipped reads of the three frames."""
-    columns = dark.shape[0]
-    has_noise = anchor_normals.shape[0] > 0
-    gain32, black32, top = np.float32(gain), np.float32(black), np.float32(max_dn)
-    well, sigma = np.float32(full_well), np.float32(read_noise)
     clipped = 0
+    columns, has_noise, well, sigma, gain32, black32, top = adc_settings(
+        dark, anchor_normals, full_well, read_noise, gain, black, max_dn)
     for row in prange(anchor_counts.shape[0] // columns):
         for column in range(columns):
             i = row * columns + column

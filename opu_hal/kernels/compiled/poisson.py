@@ -36,20 +36,22 @@ RECIPROCALS = 1.0 / np.maximum(np.arange(256.0), 1.0)  # 1 / k: the inversion mu
 LOG_FACTORIALS = np.array([math.lgamma(k + 1.0) for k in range(1 << 15)])  # log k!, k < 32768
 
 
+#: numpy's ``random_loggam`` series in ``1 / x^2``, highest order first (Horner); the Triton kernel
+#: (:func:`opu_hal.kernels.triton_camera.loggam`) writes the same ten out.
+STIRLING_COEFFICIENTS = (
+    -1.39243221690590e00, 1.796443723688307e-01, -2.955065359477124e-02, 6.410256410256410e-03,
+    -1.917526917526918e-03, 8.417508417508418e-04, -5.952380952380952e-04, 7.936507936507937e-04,
+    -2.777777777777778e-03, 8.333333333333333e-02,
+)
+
+
 @njit(inline="always", cache=True)
 def _stirling_series(x):
     """``log Gamma(x) - (x - 1/2) log x + x`` by numpy's ``random_loggam`` series (x >= 7)."""
     x2 = 1.0 / (x * x)
-    gl0 = -1.39243221690590e00
-    gl0 = gl0 * x2 + 1.796443723688307e-01
-    gl0 = gl0 * x2 - 2.955065359477124e-02
-    gl0 = gl0 * x2 + 6.410256410256410e-03
-    gl0 = gl0 * x2 - 1.917526917526918e-03
-    gl0 = gl0 * x2 + 8.417508417508418e-04
-    gl0 = gl0 * x2 - 5.952380952380952e-04
-    gl0 = gl0 * x2 + 7.936507936507937e-04
-    gl0 = gl0 * x2 - 2.777777777777778e-03
-    gl0 = gl0 * x2 + 8.333333333333333e-02
+    gl0 = STIRLING_COEFFICIENTS[0]
+    for i in range(1, len(STIRLING_COEFFICIENTS)):
+        gl0 = gl0 * x2 + STIRLING_COEFFICIENTS[i]
     return gl0 / x + 0.5 * 1.8378770664093453e00
 
 
