@@ -151,7 +151,7 @@ ZOO = [
     ("Gaussian noise rounded to multiples of its std", _rounded_noise, "dp-dfa", {}, "software Gaussian", "distinct"),
     ("Poisson sampling claimed, every example in every batch", _every_example_in_every_batch, "dp-sgd",
      {"batch_size": 50}, "sampler (poisson)", "inclusion rate"),
-    ("batch-sum clipping under add/remove", _batch_sum_clipping, "dp-sgd", {}, "update release", "sensitivity"),
+    ("batch-sum clipping under add/remove", _batch_sum_clipping, "dp-sgd", {}, "update release", "per-example terms"),
     ("Rademacher noise of the right std", _rademacher_noise, "dp-dfa", {}, "software Gaussian", "law"),
     # of our own
     ("noise reused across steps", _noise_reused_across_steps, "dp-dfa", {}, "software Gaussian", "across steps"),
@@ -203,3 +203,15 @@ def test_the_report_serialises_to_json_with_its_verdicts():
     record = json.loads(json.dumps(_inspect().to_dict()))
     assert record["flagged"] is False and record["findings"] == []
     assert {"mechanism", "measured", "charged", "flagged"} <= set(record["rows"][0])
+
+
+def test_cli_audit_inspect_prints_the_table_and_writes_the_record(tmp_path, capsys):
+    from opu_hal.cli import main
+
+    out = tmp_path / "inspection.json"
+    main(["audit", "--inspect", "--method", "dp-sgd", "--dataset", "digits", "--train-limit", "200",
+          "--batch-size", "50", "--epochs", "1", "--hidden", "32", "--noise-multiplier", "5", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert "no mechanism flagged" in printed and "sampler (poisson)" in printed
+    record = json.loads(out.read_text())
+    assert record["method"] == "dp-sgd" and record["flagged"] is False
