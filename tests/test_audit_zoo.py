@@ -179,7 +179,8 @@ def test_centring_without_noise_is_flagged(monkeypatch, tmp_path):
 
 # -- sound runs -----------------------------------------------------------------------------------------
 SOUND = [
-    ("dp-dfa", {}), ("dp-dfa", {"noise_source": "device"}), ("dp-dfa", {"sampling": "poisson", "batch_size": 50}),
+    ("dp-dfa", {}), ("dp-dfa", {"noise_source": "device"}), ("dp-dfa", {"noise_source": "device", "profile": "opu-sim-8bit"}),
+    ("dp-dfa", {"sampling": "poisson", "batch_size": 50}),
     ("dp-dfa", {"batch_size": 50}), ("dp-sgd", {}), ("dp-sgd", {"batch_size": 50}),
     ("dp-mac", {"batch_size": 50}), ("dp-ulr", {"batch_size": 50}),
 ]
@@ -190,6 +191,12 @@ def test_a_sound_run_is_never_flagged(method, changes):
     report = _inspect(method, **changes)
     assert not report.flagged, report.table()
     assert len(report.rows) >= 5
+
+
+def test_a_run_charged_an_unbounded_event_says_what_was_not_inspected():
+    report = _inspect("photonic-dp", batch_size=50)
+    assert not report.flagged
+    assert any("unbounded" in reason for reason in report.not_inspected)
 
 
 def test_a_sound_centred_run_is_not_flagged_and_its_centring_is_inspected(monkeypatch, tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from typing import Any, Callable
 
 from ..arguments import add_train_arguments
 from ..core.errors import TrainingConfigError
@@ -72,7 +73,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _inspect(args: argparse.Namespace, config, log) -> int:
+def _inspect(args: argparse.Namespace, config: Any, log: Callable[[str], None]) -> int:
     """``--inspect``: the mechanism inspector's table (:mod:`trainers.audit.inspector`)."""
     from ..records import write_json
     from .inspector import inspect
