@@ -53,7 +53,9 @@ stated with every result.
 
 Modules: :mod:`.bounds` (the statistics), :mod:`.sensitivity` (the measured sensitivity),
 :mod:`.white_box` (Dirac canaries, one run or many), :mod:`.black_box` (input canaries),
-:mod:`.plot` (the scores' picture).
+:mod:`.plot` (the scores' picture), :mod:`.inspector` (the mechanism inspector: each mechanism's
+measured noise law, rate and sensitivity against what the ledger charges; :mod:`.noise_probes`,
+:mod:`.noise_checks`, :mod:`.sampler_check`, :mod:`.release_checks`).
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ _EXPORTS = {
     "measure_sensitivity": ".sensitivity",
     "white_box_methods": ".white_box", "DiracCanaries": ".white_box", "audit_multi_run": ".white_box",
     "audit_white_box": ".white_box",
+    "inspect": ".inspector", "InspectionReport": ".inspector", "InspectionRow": ".inspector",
 }
 __all__ = sorted(_EXPORTS)
 

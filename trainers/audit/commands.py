@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from typing import Any, Callable
 
 from opu_hal.cli import add_json_option
 from opu_hal.runtime.output import print_json
@@ -44,6 +45,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     check_audit_arguments(args)
     config = config_from_args(args)
     log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+    if args.inspect:
+        return _inspect(args, config, log)
     if args.runs is not None:
         if args.threat_model != "white-box":
             raise TrainingConfigError("--runs (the multi-run audit) is white-box; drop --threat-model black-box")
@@ -83,6 +86,28 @@ def report_audit(result: dict, detail: str, args: argparse.Namespace) -> None:
         print(f"plot: {args.plot}")
 
 
+def _inspect(args: argparse.Namespace, config: Any, log: Callable[[str], None]) -> int:
+    """``--inspect``: the mechanism inspector's table (:mod:`trainers.audit.inspector`)."""
+    from ..run.output import write_json
+    from .inspector import inspect
+
+    report = inspect(config, log=log)
+    if args.out:
+        write_json(args.out, report.to_dict())
+    if args.json:
+        print_json(report.to_dict())
+        return 0
+    print(f"inspection of {report.method} ({report.noise_source} noise): {len(report.rows)} checks, family-wise "
+          f"false-alarm rate {report.alpha:g} (each test at {report.per_test_level:.2g}), {report.time_s:.0f} s")
+    print(report.table())
+    for reason in report.not_inspected:
+        print(f"not inspected: {reason}")
+    print(f"FLAGGED: {'; '.join(report.to_dict()['findings'])}" if report.flagged else "no mechanism flagged")
+    if args.out:
+        print(f"inspection record: {args.out}")
+    return 0
+
+
 def register_audit_commands(sub: argparse._SubParsersAction) -> None:
     p = parser = sub.add_parser("audit", help="empirical lower bound on epsilon: one-run audit (white-box: dp-dfa, dp-sgd; "
                                      "black-box: every private method)")
@@ -96,6 +121,9 @@ def register_audit_commands(sub: argparse._SubParsersAction) -> None:
                    help="multi-run audit instead: this many trainings with one canary (small models)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the bound (default 0.95)")
     p.add_argument("--plot", default=None, help="PNG of the canaries' scores")
+    p.add_argument("--inspect", action="store_true",
+                   help="instead: the mechanism inspector, measuring each mechanism's noise law, sampling rate, "
+                        "sensitivity and draws against what the ledger charges")
     add_json_option(parser, "print the audit report as JSON (progress and logs go to stderr)")
     parser.set_defaults(func=_cmd_audit)
 
