@@ -124,6 +124,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                      help="noise multiplier of that release, in [1, 10000] (default 20: about 1%% of an "
                           "epsilon-3 budget)")
     run.add_argument("--train-limit", type=int, default=None, help="use only the first N training examples")
+    run.add_argument("--n-classes", type=int, default=None, metavar="C",
+                     help="the model's output width, public (default: the dataset's declared number of classes; "
+                          "never read from the private training labels); labels outside [0, C) are refused")
     run.add_argument("--validation-fraction", type=float, default=None, metavar="F",
                      help="hold out this fraction of the training images for validation, in [0, 1) (default 0.1); "
                           "0 trains a final run on all of them once settings are picked")

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 OPTION_NAMES = ("profile", "dataset", "data_dir", "epochs", "batch_size", "hidden", "activation", "optimizer",
                 "lr", "momentum", "lr_schedule", "weight_average", "seed", "threshold", "ternarize", "clip_pixels", "inputs", "features",
-                "center_features", "centering_noise", "model", "conv_strides", "head_hidden", "validation_fraction", "train_limit", "alignment", "target_epsilon", "delta",
+                "center_features", "centering_noise", "model", "conv_strides", "head_hidden", "validation_fraction", "train_limit", "n_classes", "alignment", "target_epsilon", "delta",
                 "noise_multiplier", "accounting", "noise_source", "sampling", "public_dataset_size", "clip_norm", "beta", "tau_e", "tau_h",
                 "tau_h_min", "tau_h_max", "tau_b", "software_noise_std", "temperature_c", "calibration", "lattice_resolution", "rounding_analysis", "compute", "distributed_noise", "colluders", "checkpoint", "checkpoint_every",
                 "resume")
