@@ -242,5 +242,8 @@ def add_tune_arguments(p: argparse.ArgumentParser) -> None:
     group.add_argument("--total-epsilon", type=float, default=None, metavar="EPSILON",
                        help="plan each run's noise so that the tuning and the final run together spend at most "
                             "this epsilon at --delta (instead of --target-epsilon per run)")
+    group.add_argument("--slots", type=int, default=None, metavar="M",
+                       help="candidate runs trained whatever K is (K is drawn conditioned on K <= M, so the "
+                            "tuning's duration does not tell K); default: the fewest whose truncation fits --delta")
     group.add_argument("--eta", type=float, default=1.0,
                        help="shape of the truncated negative binomial, > -1 (1: geometric, default; 0: logarithmic)")

@@ -104,9 +104,11 @@ def _cmd_tune(args: argparse.Namespace) -> int:
             print(f"tune: planning each run's noise so that the tuning and the final run spend at most epsilon "
                   f"{args.total_epsilon} at delta {config.delta}...", file=sys.stderr, flush=True)
             config = noise_for_total(config, law, args.total_epsilon)
-        print(f"tune: training a secret number K of candidates (mean {law.mean:g}), silently (a line or a progress "
-              "bar per candidate would publish K), then the final run", file=sys.stderr, flush=True)
-        record = tune(config, space, law, lambda c: train(c, progress=False, log=lambda message: None))
+        print(f"tune: training a fixed number of candidate slots (a secret K of them, mean {law.mean:g}, may be "
+              "selected), silently (a line or a progress bar per candidate would publish K), then the final run",
+              file=sys.stderr, flush=True)
+        record = tune(config, space, law, lambda c: train(c, progress=False, log=lambda message: None),
+                      slots=args.slots)
         if args.total_epsilon is not None:
             record["tuning"]["total_epsilon_target"] = args.total_epsilon
     except DatasetError as exc:
