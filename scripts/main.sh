@@ -3,7 +3,9 @@
 # photo-electron counts drawn from the simulated OPU (the lattice Skellam mechanism, issue 12),
 # with its settings chosen privately by `opu-hal tune` (Papernot and Steinke 2022: the best of a
 # secret random number K of runs on the validation split, K geometric with mean 2), the tuning and
-# the final run together within (epsilon 8, delta 1e-5) (issue 35). Prints the selected settings,
+# the final run together within (epsilon 8, delta 1e-5) (issue 35). K is conditioned on K <= 32 and
+# all 32 candidate slots train whatever K is, so the job's duration does not tell K (issue 44): 33
+# runs in all. Prints the selected settings,
 # the final run's test accuracy, the epsilon of one run, of the tuning and in total, the mechanism,
 # the noise source, the calibration and the generator, and writes results/main.json. First it
 # calibrates the device (photon transfer, a few seconds): the privacy counts are then planned with

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from opu_hal.privacy import Accountant, PoissonGaussianEvent
-from opu_hal.privacy.tuning import PoissonRuns, TruncatedNegativeBinomial, poisson_tuning_rdp, tnb_tuning_rdp
+from opu_hal.privacy.tuning import (PoissonRuns, TruncatedNegativeBinomial, poisson_tuning_rdp, sample_within,
+                                    tnb_tuning_rdp, truncation_delta)
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 from trainers.run.config import TrainConfig
 from trainers.core.errors import TrainingConfigError
@@ -54,14 +55,15 @@ def base(**kw: Any) -> TrainConfig:
     return TrainConfig.for_method("dp-sgd", **settings)
 
 
-def test_k_runs_plus_the_final_one_are_trained_and_the_best_validation_score_is_selected():
+def test_all_slots_plus_the_final_one_are_trained_and_the_best_of_the_first_k_is_selected():
     configs: list[TrainConfig] = []
     fake = recording(configs)
 
     record = tune(base(), parse_space(["lr=0.1,0.3,0.2"]), LAW, fake, generator=FixedUniforms(0.9))
-    runs = LAW.sample(0.9)
-    assert runs > 1 and len(configs) == runs + 1
-    tried = [c.lr for c in configs[:-1]]
+    slots = record["tuning"]["slots"]
+    runs = sample_within(LAW, slots, 0.9)
+    assert 1 < runs < slots and len(configs) == slots + 1
+    tried = [c.lr for c in configs[:runs]]
     assert record["tuning"]["selected"] == {"lr": max(tried)} and configs[-1].lr == max(tried)
     assert record["tuning"]["selected_validation_accuracy"] == max(tried)
 
@@ -72,17 +74,20 @@ def test_the_record_publishes_neither_k_nor_the_other_candidates():
     assert set(record["tuning"]) == {
         "procedure", "distribution", "eta", "gamma", "mean_runs", "search_space", "selected",
         "selected_validation_accuracy", "score", "per_run_epsilon", "tuning_epsilon", "final_run_epsilon",
-        "total_epsilon", "delta", "secret"}
+        "total_epsilon", "delta", "secret", "slots", "truncation_tail", "delta_conversion", "timing"}
     assert set(record) == {"method", "tuning", "final_run"}
 
 
-def test_total_epsilon_is_theorem_2_composed_with_the_final_run():
+def test_total_epsilon_is_theorem_2_composed_with_the_final_run_and_delta_pays_the_truncation():
     record = tune(base(), parse_space(["lr=0.1"]), LAW, fake_record)
     run = Accountant("add_remove")
     run.step(PoissonGaussianEvent(0.01, 2.0), 100)
     total = tnb_tuning_rdp(run.orders, run.rdp, LAW) + run.rdp
-    expected = rdp_lib.compute_epsilon(run.orders, total, 1e-5)[0]
+    expected = rdp_lib.compute_epsilon(run.orders, total, 0.9e-5)[0]  # the conversion's share of delta
     assert record["tuning"]["total_epsilon"] == pytest.approx(expected, rel=1e-12)
+    slots = record["tuning"]["slots"]
+    assert record["tuning"]["delta"] == truncation_delta(LAW, slots, expected, 0.9e-5) <= 1e-5
+    assert truncation_delta(LAW, slots - 1, expected, 0.9e-5) > 1e-5
     assert record["tuning"]["per_run_epsilon"] < record["tuning"]["tuning_epsilon"] < record["tuning"]["total_epsilon"]
 
 
@@ -106,14 +111,19 @@ def test_a_ledger_holding_a_claim_is_refused():
         tune(base(), parse_space(["lr=0.1"]), LAW, lambda c: record)
 
 
+def test_explicit_slots_below_what_delta_allows_are_refused():
+    with pytest.raises(TrainingConfigError, match="--slots 2"):
+        tune(base(), parse_space(["lr=0.1"]), LAW, fake_record, slots=2)
+
+
 def test_tune_end_to_end_on_digits_with_secure_k():
-    record = tune(base(), parse_space(["lr=0.05,0.2", "clip_norm=1"]), TruncatedNegativeBinomial.with_mean(2, 1.0),
-                  lambda c: train(c, progress=False, log=lambda m: None))
+    record = tune(base(train_limit=100), parse_space(["lr=0.05,0.2", "clip_norm=1"]),
+                  TruncatedNegativeBinomial.with_mean(1.1, 1.0), lambda c: train(c, progress=False, log=lambda m: None))
     tuning = record["tuning"]
     assert tuning["final_run_epsilon"] <= 2.0 and tuning["total_epsilon"] > tuning["final_run_epsilon"]
     assert tuning["selected"]["lr"] in (0.05, 0.2)
     assert "train_loss" not in record["final_run"]["epochs"][-1]  # the final run's record is the public one
-    assert record["final_run"]["final"]["test_accuracy"] > 0.3  # chance is 0.1 on digits
+    assert tuning["slots"] >= 2 and tuning["delta"] <= 1e-5 < tuning["delta"] / 0.9
 
 
 def test_tune_command_prints_and_records_the_total_epsilon(tmp_path, capsys):
@@ -122,7 +132,7 @@ def test_tune_command_prints_and_records_the_total_epsilon(tmp_path, capsys):
     out = tmp_path / "tune.json"
     assert main(["tune", "--method", "dp-sgd", "--dataset", "digits", "--epochs", "1", "--batch-size", "50",
                  "--hidden", "16", "--target-epsilon", "1", "--delta", "1e-5", "--space", "lr=0.1,0.2",
-                 "--mean-runs", "2", "--out", str(out)]) == 0
+                 "--train-limit", "100", "--mean-runs", "1.1", "--out", str(out)]) == 0
     import json
 
     saved = json.loads(out.read_text())
@@ -141,16 +151,17 @@ def test_poisson_k_zero_selects_nothing_and_the_final_run_takes_the_command_line
     configs: list[TrainConfig] = []
     fake = recording(configs)
 
-    assert POISSON.sample(0.01) == 0
     record = tune(base(lr=0.07), parse_space(["lr=0.1,0.3"]), POISSON, fake, generator=FixedUniforms(0.01))
-    assert len(configs) == 1 and configs[0].lr == 0.07
+    slots = record["tuning"]["slots"]
+    assert sample_within(POISSON, slots, 0.01) == 0
+    assert len(configs) == slots + 1 and configs[-1].lr == 0.07  # every slot trains, none is selected
     tuning = record["tuning"]
     assert tuning["selected"] is None and tuning["selected_validation_accuracy"] is None
     assert tuning["distribution"].startswith("Poisson") and tuning["mu"] == 3.0 and "eta" not in tuning
     run = Accountant("add_remove")
     run.step(PoissonGaussianEvent(0.01, 2.0), 100)
     total = poisson_tuning_rdp(run.orders, run.rdp, POISSON) + run.rdp
-    assert tuning["total_epsilon"] == pytest.approx(rdp_lib.compute_epsilon(run.orders, total, 1e-5)[0], rel=1e-12)
+    assert tuning["total_epsilon"] == pytest.approx(rdp_lib.compute_epsilon(run.orders, total, 0.9e-5)[0], rel=1e-12)
     assert "selected nothing (K = 0" in summary(record)
 
 
@@ -159,13 +170,14 @@ def test_poisson_k_runs_select_the_best_and_charge_theorem_6():
     fake = recording(configs)
 
     record = tune(base(), parse_space(["lr=0.1,0.3,0.2"]), POISSON, fake, generator=FixedUniforms(0.95))
-    runs = POISSON.sample(0.95)
-    assert runs >= 5 and len(configs) == runs + 1
-    assert record["tuning"]["selected"] == {"lr": max(c.lr for c in configs[:-1])}
+    slots = record["tuning"]["slots"]
+    runs = sample_within(POISSON, slots, 0.95)
+    assert runs >= 5 and len(configs) == slots + 1
+    assert record["tuning"]["selected"] == {"lr": max(c.lr for c in configs[:runs])}
     run = Accountant("add_remove")
     run.step(PoissonGaussianEvent(0.01, 2.0), 100)
     total = rdp_lib._compute_rdp_repeat_and_select(run.orders, run.rdp, 3.0, np.inf) + run.rdp  # independent code
-    assert record["tuning"]["total_epsilon"] == pytest.approx(rdp_lib.compute_epsilon(run.orders, total, 1e-5)[0],
+    assert record["tuning"]["total_epsilon"] == pytest.approx(rdp_lib.compute_epsilon(run.orders, total, 0.9e-5)[0],
                                                               rel=1e-9)
     assert "K ~ Poisson, mean 3" in summary(record)
 
@@ -176,7 +188,7 @@ def test_tune_command_with_poisson_k(tmp_path, capsys):
     out = tmp_path / "tune.json"
     assert main(["tune", "--method", "dp-sgd", "--dataset", "digits", "--epochs", "1", "--batch-size", "50",
                  "--hidden", "16", "--target-epsilon", "1", "--delta", "1e-5", "--space", "lr=0.1,0.2",
-                 "--k-distribution", "poisson", "--mean-runs", "1", "--out", str(out)]) == 0
+                 "--train-limit", "100", "--k-distribution", "poisson", "--mean-runs", "1", "--out", str(out)]) == 0
     import json
 
     saved = json.loads(out.read_text())["tuning"]
@@ -190,7 +202,7 @@ def test_tune_command_with_poisson_k(tmp_path, capsys):
 
 # -- --total-epsilon: each run's noise planned for the tuning's total -------------------------------
 def test_noise_for_total_is_the_smallest_noise_whose_tuning_and_final_run_fit():
-    from trainers.cli.tune import noise_for_total, total_epsilon_at
+    from trainers.cli.tune import conversion_delta, noise_for_total, total_epsilon_at
 
     law = TruncatedNegativeBinomial.with_mean(3, 1.0)
     config = noise_for_total(base(target_epsilon=None, noise_multiplier=1.0), law, 3.0)
@@ -201,8 +213,9 @@ def test_noise_for_total_is_the_smallest_noise_whose_tuning_and_final_run_fit():
     def event(noise: float) -> PoissonGaussianEvent:
         return PoissonGaussianEvent(q, noise)
 
-    assert total_epsilon_at(event, steps, "add_remove", law, z, 1e-5) <= 3.0
-    assert total_epsilon_at(event, steps, "add_remove", law, z * (1 - 3e-4), 1e-5) > 3.0
+    delta = conversion_delta(1e-5)
+    assert total_epsilon_at(event, steps, "add_remove", law, z, delta) <= 3.0
+    assert total_epsilon_at(event, steps, "add_remove", law, z * (1 - 3e-4), delta) > 3.0
 
 
 def test_noise_for_total_pays_for_a_released_feature_mean(tmp_path, monkeypatch):
@@ -228,29 +241,31 @@ def test_tune_command_with_a_total_epsilon_spends_at_most_it(tmp_path, capsys):
     out = tmp_path / "tune.json"
     assert main(["tune", "--method", "dp-sgd", "--dataset", "digits", "--epochs", "1", "--batch-size", "50",
                  "--hidden", "16", "--total-epsilon", "2", "--delta", "1e-5", "--space", "lr=0.1,0.2",
-                 "--mean-runs", "2", "--out", str(out)]) == 0
+                 "--train-limit", "100", "--mean-runs", "1.1", "--out", str(out)]) == 0
     import json
 
     tuning = json.loads(out.read_text())["tuning"]
     assert tuning["total_epsilon_target"] == 2.0
-    assert 1.9 < tuning["total_epsilon"] <= 2.0 and tuning["final_run_epsilon"] < 1.5
+    assert 1.9 < tuning["total_epsilon"] <= 2.0 and tuning["final_run_epsilon"] < 1.5 and tuning["delta"] <= 1e-5
 
 
 def test_what_the_candidates_print_does_not_depend_on_k(capfd):
     """Each candidate plans its noise (a line on stderr) and may warn: none of it may leave the
     process, or counting the lines would publish K."""
     printed = []
-    for first in (0.01, 0.9):  # K = 1, then K >= 2 (truncated negative binomial, mean 4)
+    law = TruncatedNegativeBinomial.with_mean(1.1, 1.0)
+    for first in (0.0, 1 - 1e-12):  # K = 1, then K = slots
         k_runs: list[int] = []
 
         def counted(config: TrainConfig) -> dict[str, Any]:
             k_runs.append(1)
             return train(config, progress=True, log=lambda m: print(m, file=__import__("sys").stderr))
 
-        tune(base(epochs=1), parse_space(["lr=0.1"]), LAW, counted, generator=FixedUniforms(first))
-        printed.append((len(k_runs), capfd.readouterr()))
-    (runs_a, out_a), (runs_b, out_b) = printed
-    assert runs_a < runs_b  # the two tunings did train different numbers of candidates
+        record = tune(base(epochs=1, train_limit=100), parse_space(["lr=0.1"]), law, counted,
+                      generator=FixedUniforms(first))
+        printed.append((len(k_runs), sample_within(law, record["tuning"]["slots"], first), capfd.readouterr()))
+    (runs_a, k_a, out_a), (runs_b, k_b, out_b) = printed
+    assert k_a == 1 < k_b and runs_a == runs_b  # different K, the same candidate slots trained
     # Only the final run speaks (its numbers differ between the two tunings, its lines do not).
     assert out_a.out == out_b.out == ""
     assert len(out_a.err.splitlines()) == len(out_b.err.splitlines())

@@ -216,3 +216,57 @@ def tuning_epsilon(orders: Sequence[float], rdp: Sequence[float], delta: float) 
     if math.isnan(epsilon):
         raise PrivacyParameterError("epsilon came out NaN")
     return float(epsilon), float(order)
+
+
+def runs_tail(law: RunsLaw, slots: int) -> float:
+    """``P[K > slots]`` under ``law``, summed from the tail's own terms (no ``1 - CDF`` cancellation)."""
+    if not (isinstance(slots, int) and 1 <= slots < MAX_RUNS):
+        raise PrivacyParameterError(f"slots must be an integer in [1, {MAX_RUNS}), got {slots!r}")
+    total, start, block = 0.0, slots + 1, 4096
+    while start <= MAX_RUNS:
+        terms = np.exp(law.log_pmf(np.arange(start, start + block)))
+        total += float(terms.sum())
+        if terms[-1] <= 1e-300 or terms[-1] < 1e-18 * total:
+            break
+        start += block
+    return min(total, 1.0)
+
+
+def sample_within(law: RunsLaw, slots: int, uniform: float) -> int:
+    """``K ~ law`` conditioned on ``K <= slots``, by inversion at ``uniform * P[K <= slots]``."""
+    tail = runs_tail(law, slots)
+    return min(law.sample(uniform * (1 - tail)), slots)
+
+
+def truncation_delta(law: RunsLaw, slots: int, epsilon: float, delta: float) -> float:
+    """The delta of Algorithm 1 with ``K`` conditioned on ``K <= slots`` (issue 44, item 2), when
+    Algorithm 1 with ``K ~ law`` is ``(epsilon, delta)``-DP: ``(delta + e^epsilon t) / (1 - t)`` with
+    ``t = P[K > slots]``. Proof: the conditioned output law is ``P_m = P[. , K <= m] / (1 - t)``, so
+    ``P_m(S) <= P(S) / (1 - t) <= (e^eps Q(S) + delta) / (1 - t)`` and ``Q(S) <= Q[S, K <= m] + t =
+    (1 - t) Q_m(S) + t``; the same holds for the final run composed after it (its randomness is
+    independent of ``K``). Epsilon is unchanged."""
+    if not (is_real(delta) and 0 <= delta < 1) or not (is_real(epsilon) and epsilon >= 0):
+        raise PrivacyParameterError(f"need epsilon >= 0 and delta in [0, 1), got {epsilon!r}, {delta!r}")
+    tail = runs_tail(law, slots)
+    if tail >= 1:
+        return 1.0
+    return min(1.0, (delta + math.exp(min(epsilon, 700.0)) * tail) / (1 - tail))
+
+
+def slots_for(law: RunsLaw, epsilon: float, delta: float, conversion_delta: float) -> int:
+    """The fewest slots whose truncation keeps Algorithm 1 (with the final run), ``(epsilon,
+    conversion_delta)``-DP untruncated, within ``delta`` (:func:`truncation_delta`)."""
+    if not conversion_delta < delta:
+        raise PrivacyParameterError(f"conversion_delta {conversion_delta!r} must be below delta {delta!r}")
+    low, high = 1, 1
+    while truncation_delta(law, high, epsilon, conversion_delta) > delta:
+        low, high = high + 1, high * 2
+        if high >= MAX_RUNS:
+            raise PrivacyParameterError(f"no number of slots below {MAX_RUNS} truncates K within delta {delta!r}")
+    while low < high:
+        middle = (low + high) // 2
+        if truncation_delta(law, middle, epsilon, conversion_delta) <= delta:
+            high = middle
+        else:
+            low = middle + 1
+    return high

@@ -11,7 +11,7 @@ import torch
 from opu_hal.randomness.secure_random import SecureGenerator
 
 from ..run.config import TrainConfig
-from ..core.data import Dataset, Split, load_dataset, scale_inputs, scaling_reference
+from ..core.data import Dataset, Split, load_dataset, scale_inputs, scaling_reference, with_public_classes
 from ..core.errors import TrainingConfigError
 from ..run.loop import Trainer
 from ..methods import METHODS, get_spec
@@ -52,6 +52,7 @@ def audit_black_box(config: TrainConfig, canaries: int = 1000, confidence: float
         raise TrainingConfigError(f"--canaries must be >= 2, got {canaries}")
     began = time.perf_counter()
     raw = data or load_dataset(config.dataset, config.data_dir, config.validation_fraction, config.seed)
+    raw = with_public_classes(raw, config.n_classes)  # the canaries' labels: a public count (issue 44)
     real = raw.train if config.train_limit is None else Split(raw.train.x[:config.train_limit],
                                                                raw.train.y[:config.train_limit])
     generator = SecureGenerator()
@@ -65,14 +66,14 @@ def audit_black_box(config: TrainConfig, canaries: int = 1000, confidence: float
     else:
         slots = Split(probes.x[included], probes.y[included])
     train = Split(torch.cat([real.x, slots.x]), torch.cat([real.y, slots.y]))
-    audited = Dataset(raw.name, train, raw.validation, raw.test)
+    audited = raw.with_splits(train, raw.validation, raw.test)
     trainer = Trainer(config.with_(train_limit=None), data=audited, progress=False, log=log or (lambda m: None))
     try:
         record = trainer.run()
     finally:
         trainer.close()
     reference = scaling_reference(raw, train, private=True)  # as the trainer scaled the audited run
-    scaled = scale_inputs(Dataset(raw.name, probes, probes, probes), config.inputs, reference=reference).train
+    scaled = scale_inputs(raw.with_splits(probes, probes, probes), config.inputs, reference=reference).train
     with torch.no_grad():
         model_device = next(trainer.model.parameters()).device
         logits = trainer.model(scaled.x.to(model_device)).cpu()

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 OPTION_NAMES = ("profile", "dataset", "data_dir", "epochs", "batch_size", "hidden", "activation", "optimizer",
                 "lr", "momentum", "lr_schedule", "weight_average", "seed", "threshold", "ternarize", "clip_pixels", "inputs", "features",
-                "center_features", "centering_noise", "model", "conv_strides", "head_hidden", "validation_fraction", "train_limit", "alignment", "target_epsilon", "delta",
+                "center_features", "centering_noise", "model", "conv_strides", "head_hidden", "validation_fraction", "train_limit", "n_classes", "alignment", "target_epsilon", "delta",
                 "noise_multiplier", "accounting", "noise_source", "sampling", "public_dataset_size", "clip_norm", "beta", "tau_e", "tau_h",
                 "tau_h_min", "tau_h_max", "tau_b", "software_noise_std", "temperature_c", "calibration", "lattice_resolution", "rounding_analysis", "compute", "distributed_noise", "colluders", "checkpoint", "checkpoint_every",
                 "resume")
@@ -108,9 +108,11 @@ def _cmd_tune(args: argparse.Namespace) -> int:
             print(f"tune: planning each run's noise so that the tuning and the final run spend at most epsilon "
                   f"{args.total_epsilon} at delta {config.delta}...", file=sys.stderr, flush=True)
             config = noise_for_total(config, law, args.total_epsilon)
-        print(f"tune: training a secret number K of candidates (mean {law.mean:g}), silently (a line or a progress "
-              "bar per candidate would publish K), then the final run", file=sys.stderr, flush=True)
-        record = tune(config, space, law, lambda c: train(c, progress=False, log=lambda message: None))
+        print(f"tune: training a fixed number of candidate slots (a secret K of them, mean {law.mean:g}, may be "
+              "selected), silently (a line or a progress bar per candidate would publish K), then the final run",
+              file=sys.stderr, flush=True)
+        record = tune(config, space, law, lambda c: train(c, progress=False, log=lambda message: None),
+                      slots=args.slots)
         if args.total_epsilon is not None:
             record["tuning"]["total_epsilon_target"] = args.total_epsilon
     except DatasetError as exc:

@@ -131,6 +131,9 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
                      help="noise multiplier of that release, in [1, 10000] (default 20: about 1%% of an "
                           "epsilon-3 budget)")
     run.add_argument("--train-limit", type=int, default=None, help="use only the first N training examples")
+    run.add_argument("--n-classes", type=int, default=None, metavar="C",
+                     help="the model's output width, public (default: the dataset's declared number of classes; "
+                          "never read from the private training labels); labels outside [0, C) are refused")
     run.add_argument("--validation-fraction", type=float, default=None, metavar="F",
                      help="hold out this fraction of the training images for validation, in [0, 1) (default 0.1); "
                           "0 trains a final run on all of them once settings are picked")
@@ -265,5 +268,8 @@ def add_tune_arguments(p: argparse.ArgumentParser) -> None:
     group.add_argument("--total-epsilon", type=float, default=None, metavar="EPSILON",
                        help="plan each run's noise so that the tuning and the final run together spend at most "
                             "this epsilon at --delta (instead of --target-epsilon per run)")
+    group.add_argument("--slots", type=int, default=None, metavar="M",
+                       help="candidate runs trained whatever K is (K is drawn conditioned on K <= M, so the "
+                            "tuning's duration does not tell K); default: the fewest whose truncation fits --delta")
     group.add_argument("--eta", type=float, default=1.0,
                        help="shape of the truncated negative binomial, > -1 (1: geometric, default; 0: logarithmic)")

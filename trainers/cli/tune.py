@@ -12,7 +12,12 @@ Steinke 2022, Algorithm 1 with Theorem 2 or Theorem 6), then a final run with th
    the epsilons mean"), so a score is post-processing of a released model.
 3. Only the best candidate (its settings and score) leaves the tuning: ``K``, the other candidates
    and their scores are secret (publishing ``K`` would void Theorem 2), so nothing is logged per
-   candidate and no tuning wall time is recorded.
+   candidate and no file is written per candidate (``--checkpoint`` is refused).
+   The tuning's duration is public and tells nothing about ``K`` (issue 44, item 2): ``K`` is
+   conditioned on ``K <= slots`` and every one of the ``slots`` candidate slots trains a drawn
+   candidate; only the first ``K`` may be selected, the others are discarded. Conditioning costs
+   ``delta`` (:func:`opu_hal.privacy.tuning.truncation_delta`): the RDP conversion gets
+   ``(1 - TRUNCATION_SHARE) delta`` and ``slots`` is the fewest whose truncation fits ``delta``.
 4. A final run trains with the selected settings; the total RDP (the theorem's curve plus the final
    run's ledger) is converted to (epsilon, delta) by the accountant's conversion. The per-run curve is
    the candidates' ledger, which the final run's must equal (with ``K = 0``, the final run's).
@@ -36,7 +41,8 @@ import numpy as np
 
 from opu_hal.privacy import Accountant
 from opu_hal.privacy.inverse import bisect_log
-from opu_hal.privacy.tuning import PoissonRuns, RunsLaw, TruncatedNegativeBinomial, tuning_epsilon
+from opu_hal.privacy.tuning import (PoissonRuns, RunsLaw, TruncatedNegativeBinomial, runs_tail, sample_within, slots_for,
+                                    truncation_delta, tuning_epsilon)
 from opu_hal.randomness.secure_random import SecureGenerator
 
 from ..run.config import TrainConfig
@@ -49,6 +55,9 @@ from ..run.public_surface import public_record
 TUNABLE = {"lr": float, "momentum": float, "clip_norm": float, "tau_e": float, "tau_h": float,
            "lr_schedule": str, "weight_average": float,
            "opt.forward_std": str, "opt.baseline": str, "opt.repeats": str, "opt.z_lr": str, "opt.z_steps": str}
+
+#: The share of ``--delta`` that pays for conditioning ``K`` on ``K <= slots`` (:func:`conversion_delta`).
+TRUNCATION_SHARE = 0.1
 
 
 def parse_space(pairs: list[str]) -> dict[str, list[Any]]:
@@ -132,7 +141,7 @@ def total_epsilon_at(event_for: Callable[[float], Any], steps: int, neighboring:
 
 def noise_for_total(base: TrainConfig, law: RunsLaw, total: float, rtol: float = 1e-4, data: Any = None) -> TrainConfig:
     """``base`` with the smallest noise multiplier (to ``rtol``) whose tuning and final run spend at
-    most ``total`` at ``base.delta`` (``--total-epsilon``): the run's event and step count come from a
+    most ``total`` at ``base.delta`` (``--total-epsilon``; the conversion gets :func:`conversion_delta`): the run's event and step count come from a
     trainer planned at ``total`` (a lower bound on the noise), then bisection on ``log z``."""
     from ..run.loop import Trainer  # torch-heavy: only when planning
 
@@ -144,7 +153,8 @@ def noise_for_total(base: TrainConfig, law: RunsLaw, total: float, rtol: float =
         low = float(method.noise_multiplier)  # type: ignore[attr-defined]
 
     def fits(z: float) -> bool:
-        return total_epsilon_at(method.event_for, steps, method.neighboring, law, z, base.delta,  # type: ignore[attr-defined]
+        return total_epsilon_at(method.event_for, steps, method.neighboring, law, z,  # type: ignore[attr-defined]
+                                conversion_delta(base.delta),
                                 spent) <= total
 
     high = low * 2
@@ -165,55 +175,109 @@ def runs_law(distribution: str, mean: float, eta: float) -> RunsLaw:
     raise TrainingConfigError(f"--k-distribution {distribution!r}: choose negative-binomial or poisson")
 
 
-def tune(base: TrainConfig, space: dict[str, list[Any]], law: RunsLaw,
-         train: Callable[[TrainConfig], dict[str, Any]],
-         generator: SecureGenerator | None = None) -> dict[str, Any]:
-    """Algorithm 1 with ``K ~ law``, then the final run; returns the public tuning record."""
+def conversion_delta(delta: float) -> float:
+    """The part of ``--delta`` the RDP conversion gets; the rest pays for truncating ``K`` to the slots."""
+    return (1 - TRUNCATION_SHARE) * delta
+
+
+def check_tunable(base: TrainConfig) -> None:
+    """Refuse settings the tuning cannot run privately (before any candidate trains)."""
     if base.target_epsilon is None and base.noise_multiplier is None:
         raise TrainingConfigError("tune: give --target-epsilon (each run's budget) or --noise-multiplier")
     if base.validation_fraction <= 0:
         raise TrainingConfigError("tune: --validation-fraction 0 leaves no validation split to score the candidates "
                                   "on; keep one (default 0.1)")
-    generator = generator or SecureGenerator()
-    runs = law.sample(float(generator.uniform(1)[0]))
-    best: tuple[float, dict[str, Any]] | None = None
-    ledger: dict[str, Any] | None = None
-    for _ in range(runs):
-        settings = candidate(base, space, generator.uniform(len(space)))
+    if base.checkpoint is not None or base.resume:
+        raise TrainingConfigError("tune: --checkpoint / --resume: a candidate's checkpoint file would date the "
+                                  "candidates, and so tell K; tune without checkpoints")
+
+
+class Slots:
+    """The candidate slots of one tuning: every slot trains a candidate drawn from the space and is
+    checked and scored the same way, whether it is one of the ``K`` real candidates or not, so the
+    tuning's duration and its work do not depend on ``K`` (issue 44, item 2)."""
+
+    def __init__(self, base: TrainConfig, space: dict[str, list[Any]], generator: SecureGenerator,
+                 train: Callable[[TrainConfig], dict[str, Any]]) -> None:
+        self.base, self.space, self.generator, self.train = base, space, generator, train
+        self.ledger: dict[str, Any] | None = None
+        self.results: list[tuple[float, dict[str, Any]]] = []
+
+    def run_one(self) -> None:
+        settings = candidate(self.base, self.space, self.generator.uniform(len(self.space)))
         with silenced():  # a line per candidate on stderr (a plan, a warning) would count K
-            record = train(configure(base, settings))
+            record = self.train(configure(self.base, settings))
         entries = run_ledger(record).to_dict()
-        if ledger is not None and entries != ledger:
+        if self.ledger is not None and entries != self.ledger:
             raise TrainingConfigError("tune: two candidates charged different ledgers; a searched key changes the "
                                       "privacy of a run, which the theorems' single per-run curve does not allow")
-        ledger = entries
-        score = float(record["final"]["validation_accuracy"])
-        if best is None or score > best[0]:  # ties keep the earlier candidate
-            best = (score, settings)
+        self.ledger = entries
+        self.results.append((float(record["final"]["validation_accuracy"]), settings))
+
+    def best(self, runs: int) -> tuple[float, dict[str, Any]] | None:
+        """The best of the first ``runs`` slots (ties keep the earlier); the others are discarded."""
+        best: tuple[float, dict[str, Any]] | None = None
+        for score, settings in self.results[:runs]:
+            if best is None or score > best[0]:
+                best = (score, settings)
+        return best
+
+
+def tuned_epsilon(per_run: Accountant, final: Accountant, law: RunsLaw, delta: float) -> tuple[np.ndarray, float]:
+    """The tuning's RDP curve (``law``'s theorem on ``per_run``) and the epsilon at ``delta`` of it
+    composed with ``final``'s ledger."""
+    tuning_rdp = law.tuning_rdp(per_run.orders, per_run.rdp)
+    return tuning_rdp, tuning_epsilon(per_run.orders, tuning_rdp + final.rdp, delta)[0]
+
+
+def tune(base: TrainConfig, space: dict[str, list[Any]], law: RunsLaw,
+         train: Callable[[TrainConfig], dict[str, Any]],
+         generator: SecureGenerator | None = None, slots: int | None = None) -> dict[str, Any]:
+    """Algorithm 1 with ``K ~ law`` conditioned on ``K <= slots``, then the final run; returns the
+    public tuning record. All ``slots`` candidates train whatever ``K`` is; only the first ``K`` may
+    be selected. ``slots=None``: the fewest whose truncation fits ``base.delta``
+    (:func:`~opu_hal.privacy.tuning.slots_for`), fixed by the first slot's ledger (public)."""
+    check_tunable(base)
+    generator = generator or SecureGenerator()
+    uniform = float(generator.uniform(1)[0])  # K's draw, first (the tests' hook fixes it)
+    delta, delta_conversion = base.delta, conversion_delta(base.delta)
+    work = Slots(base, space, generator, train)
+    work.run_one()
+    per_run = Accountant.from_dict(work.ledger)  # type: ignore[arg-type]
+    planned = tuned_epsilon(per_run, per_run, law, delta_conversion)[1]
+    needed = slots_for(law, planned, delta, delta_conversion)
+    if slots is None:
+        slots = needed
+    elif slots < needed:
+        raise TrainingConfigError(f"tune: --slots {slots}: truncating K to {slots} runs costs more than --delta "
+                                  f"{delta:g} at epsilon {planned:.4g}; use --slots >= {needed}")
+    runs = sample_within(law, slots, uniform)
+    while len(work.results) < slots:
+        work.run_one()
+    best = work.best(runs)
     # K = 0 (Poisson only): Algorithm 1 outputs nothing; the final run takes the command line's settings.
     final_record = train(configure(base, best[1] if best is not None else {}))
     final = run_ledger(final_record)
-    if ledger is not None and final.to_dict() != ledger:
+    if final.to_dict() != work.ledger:
         raise TrainingConfigError("tune: the final run charged another ledger than the candidates")
-    per_run = Accountant.from_dict(ledger) if ledger is not None else final
-    tuning_rdp = law.tuning_rdp(per_run.orders, per_run.rdp)
-    delta = base.delta
+    tuning_rdp, total = tuned_epsilon(per_run, final, law, delta_conversion)
+    total_delta = truncation_delta(law, slots, total, delta_conversion)
     theorem = "Theorem 6" if isinstance(law, PoissonRuns) else "Theorem 2"
     return {
         "method": base.method,
         "tuning": {
-            "procedure": f"Papernot and Steinke 2022, Algorithm 1: best of K runs; RDP by {theorem}, composed "
-                         "with the final run's ledger",
-            **law.describe(), "mean_runs": law.mean,
+            "procedure": f"Papernot and Steinke 2022, Algorithm 1: best of K runs, K conditioned on K <= slots; RDP "
+                         f"by {theorem}, composed with the final run's ledger; the truncation paid in delta",
+            **law.describe(), "mean_runs": law.mean, "slots": slots, "truncation_tail": runs_tail(law, slots),
             "search_space": space, "selected": None if best is None else best[1],
             "selected_validation_accuracy": None if best is None else best[0],
             "score": "validation accuracy (held-out split, not part of the private dataset)",
             "per_run_epsilon": per_run.get_epsilon(delta),
-            "tuning_epsilon": tuning_epsilon(per_run.orders, tuning_rdp, delta)[0],
+            "tuning_epsilon": tuning_epsilon(per_run.orders, tuning_rdp, delta_conversion)[0],
             "final_run_epsilon": final.get_epsilon(delta),
-            "total_epsilon": tuning_epsilon(per_run.orders, tuning_rdp + final.rdp, delta)[0],
-            "delta": delta,
-            "secret": "K, the other candidates and their scores, the tuning's wall time",
+            "total_epsilon": total, "delta": total_delta, "delta_conversion": delta_conversion,
+            "secret": "K, the other candidates and their scores",
+            "timing": f"public: {slots} candidate runs and the final run, whatever K is",
         },
         "final_run": public_record(final_record),
     }
@@ -229,4 +293,4 @@ def summary(record: dict[str, Any]) -> str:
     return (f"tune {record['method']}: selected {selected}; "
             f"final run test accuracy {final['test_accuracy']:.4f}; epsilon per run {t['per_run_epsilon']:.4g}, "
             f"tuning {t['tuning_epsilon']:.4g}, total with the final run {t['total_epsilon']:.4g} at delta {t['delta']:g} "
-            f"(K ~ {law})")
+            f"(K ~ {law}, conditioned on K <= {t['slots']}: {t['slots']} candidate runs trained whatever K is)")

@@ -97,10 +97,14 @@ class Split:
 
 @dataclass(frozen=True)
 class Dataset:
+    """Three splits and the declared number of classes (``classes``: public, never read from the
+    private training labels; ``None`` for a hand-built dataset: then read from the public test split)."""
+
     name: str
     train: Split
     validation: Split
     test: Split
+    classes: int | None = None
 
     @property
     def n_features(self) -> int:
@@ -108,7 +112,35 @@ class Dataset:
 
     @property
     def n_classes(self) -> int:
-        return int(self.train.y.max()) + 1
+        """The model's output width: the declared count, else the public test split's largest label + 1.
+        The training labels never set it: a neighbour holding the only example of the top label would
+        change the width of everything the run publishes (issue 44, item 1)."""
+        if self.classes is not None:
+            return int(self.classes)
+        return int(self.test.y.max()) + 1 if len(self.test) else 0
+
+    def with_splits(self, train: Split, validation: Split, test: Split) -> "Dataset":
+        """The same dataset (name, declared classes) with other splits."""
+        return Dataset(self.name, train, validation, test, self.classes)
+
+
+def with_public_classes(data: Dataset, declared: int | None = None) -> Dataset:
+    """``data`` with its class count fixed and checked: ``declared`` (``--n-classes``) when given,
+    else the dataset's own public count (:attr:`Dataset.n_classes`); labels outside it are refused."""
+    classes = data.n_classes if declared is None else int(declared)
+    check_labels(data, classes)
+    return Dataset(data.name, data.train, data.validation, data.test, classes)
+
+
+def check_labels(data: Dataset, classes: int) -> None:
+    """Refuse (before any privacy spend) labels outside ``[0, classes)`` in any split. The message
+    names the dataset and the range, not the offending values (those of the training split are private)."""
+    if classes < 1:
+        raise DatasetError(f"dataset {data.name!r}: the number of classes must be >= 1, got {classes}")
+    for name, split in (("train", data.train), ("validation", data.validation), ("test", data.test)):
+        if len(split) and (int(split.y.min()) < 0 or int(split.y.max()) >= classes):
+            raise DatasetError(f"dataset {data.name!r}: {name} labels must be integers in [0, {classes - 1}] "
+                               f"({classes} classes; declare another count with --n-classes / n_classes)")
 
 
 def resolve_dir(name: str, data_dir: str | os.PathLike[str] | None) -> Path:
@@ -135,6 +167,9 @@ def _split(images: np.ndarray, labels: np.ndarray, path: Path) -> Split:
 
 
 CLASSES = 10  # FashionMNIST and MNIST
+#: The registry's declared number of classes of each named dataset (public: a property of the
+#: dataset's definition, not of the private labels it holds).
+DECLARED_CLASSES = {"fashion-mnist": CLASSES, "mnist": CLASSES, "digits": 10}
 
 
 def check_splits(train: Split, test: Split, directory: Path) -> None:
@@ -175,6 +210,7 @@ def load_dataset(
         train=Split(train.x[train_idx], train.y[train_idx]),
         validation=Split(train.x[val_idx], train.y[val_idx]),
         test=test,
+        classes=DECLARED_CLASSES[name],
     )
 
 
@@ -200,7 +236,7 @@ def scale_inputs(data: Dataset, how: str, reference: Split | None = None) -> Dat
     def apply(split: Split) -> Split:
         return Split((split.x - shift) / scale, split.y)
 
-    return Dataset(name=data.name, train=apply(data.train), validation=apply(data.validation), test=apply(data.test))
+    return data.with_splits(apply(data.train), apply(data.validation), apply(data.test))
 
 
 def load_digits_dataset(validation_fraction: float = 0.1, seed: int = 0, test_fraction: float = 0.2) -> Dataset:
@@ -220,4 +256,5 @@ def load_digits_dataset(validation_fraction: float = 0.1, seed: int = 0, test_fr
     rest = order[n_test:]
     n_val = int(round(validation_fraction * len(rest)))
     pick = lambda idx: Split(x[idx], y[idx])  # noqa: E731
-    return Dataset(name="digits", train=pick(rest[n_val:]), validation=pick(rest[:n_val]), test=pick(order[:n_test]))
+    return Dataset(name="digits", train=pick(rest[n_val:]), validation=pick(rest[:n_val]), test=pick(order[:n_test]),
+                   classes=DECLARED_CLASSES["digits"])

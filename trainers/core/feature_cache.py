@@ -62,7 +62,7 @@ def _load(path: Path, data: Dataset) -> Dataset | None:
         return None
     if any(len(s) != len(o) for s, o in zip(splits, (data.train, data.validation, data.test))):
         return None
-    return Dataset(data.name, *splits)
+    return data.with_splits(*splits)
 
 
 def _store(path: Path, features: Dataset) -> None:

@@ -181,6 +181,6 @@ def scatter_dataset(data: Dataset, progress: Callable[[int], None] | None = None
         raise DatasetError(f"--features scatter needs square images; dataset {data.name!r} has "
                            f"{data.n_features} features")
     transform = Scattering2D(side)
-    return Dataset(name=data.name, train=scatter_split(data.train, transform, progress=progress),
-                   validation=scatter_split(data.validation, transform, progress=progress),
-                   test=scatter_split(data.test, transform, progress=progress))
+    return data.with_splits(scatter_split(data.train, transform, progress=progress),
+                            scatter_split(data.validation, transform, progress=progress),
+                            scatter_split(data.test, transform, progress=progress))

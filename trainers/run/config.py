@@ -73,6 +73,9 @@ class TrainConfig:
     conv_strides: tuple[int, ...] = ()
     head_hidden: tuple[int, ...] = ()
     train_limit: int | None = None
+    # the model's output width, public: None takes the dataset's declared count (trainers.core.data
+    # DECLARED_CLASSES), never the private training labels' largest value
+    n_classes: int | None = None
     alignment: bool = True
     # private training
     target_epsilon: float | None = None
@@ -181,6 +184,8 @@ class TrainConfig:
         _need(0 <= self.threshold < 1, f"--threshold must be in [0, 1), got {self.threshold}")
         _need(0 <= self.validation_fraction < 1,
               f"--validation-fraction must be in [0, 1), got {self.validation_fraction}")
+        _need(self.n_classes is None or (isinstance(self.n_classes, int) and 2 <= self.n_classes <= MAX_WIDTH),
+              f"--n-classes must be an integer in [2, {MAX_WIDTH}], got {self.n_classes!r}")
         _need(self.train_limit is None or self.train_limit >= self.batch_size,
               f"--train-limit must be >= --batch-size ({self.batch_size}), got {self.train_limit}")
         _need(self.model in ("mlp", "cnn"), f"--model {self.model!r}: choose mlp or cnn")

@@ -25,7 +25,7 @@ from ..distributed.setup import (broadcast_model, check_method, describe, rank_p
 from .journal import RunJournal, budget_allows, charge_planned
 from .config import TrainConfig
 from ..core.centering import Centering, centered, release_for_run
-from ..core.data import Dataset, load_dataset, scale_inputs, scaling_reference
+from ..core.data import Dataset, load_dataset, scale_inputs, scaling_reference, with_public_classes
 from ..core.cnn import CNN
 from ..core.feature_cache import cached_scatter_features
 from ..core.errors import TrainingConfigError
@@ -90,6 +90,7 @@ class Trainer:
     def _load_data(self, data: Dataset | None) -> None:
         config = self.config
         raw = data or load_dataset(config.dataset, config.data_dir, config.validation_fraction, config.seed)
+        raw = with_public_classes(raw, config.n_classes)  # never from the private labels (issue 44, item 1)
         if config.features == "scatter":
             raw = cached_scatter_features(raw, log=self.log, progress=self.progress)
         raw_train = _limit(raw.train, config.train_limit)

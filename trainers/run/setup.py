@@ -77,7 +77,7 @@ def _to(data: Dataset, device: torch.device) -> Dataset:
     if device.type == "cpu":
         return data
     move = lambda split: Split(split.x.to(device), split.y.to(device))  # noqa: E731
-    return Dataset(data.name, move(data.train), move(data.validation), move(data.test))
+    return data.with_splits(move(data.train), move(data.validation), move(data.test))
 
 
 MODEL_COPIES = 6  # weights, gradients, Adam's two moments, feedback matrices, one released update
