@@ -11,11 +11,11 @@ from dataclasses import replace
 import pytest
 import torch
 
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 from trainers.core.data import Dataset, DatasetError, Split, load_digits_dataset
 from trainers.core.errors import TrainingConfigError
-from trainers.loop import Trainer
-from trainers.public_surface import invariant_part
+from trainers.run.loop import Trainer
+from trainers.run.public_surface import invariant_part
 
 from tests.training_helpers import clusters
 

@@ -276,3 +276,28 @@ def test_tune_refuses_a_run_without_a_validation_split():
     with pytest.raises(TrainingConfigError, match="validation-fraction 0"):
         tune(base(validation_fraction=0.0), parse_space(["lr=0.05,0.2"]),
              TruncatedNegativeBinomial.with_mean(2, 1.0), lambda c: pytest.fail("no candidate may run"))
+
+
+def test_a_fixed_k_trains_exactly_its_candidates_publishes_k_and_spends_their_composition():
+    from opu_hal.privacy.tuning import FixedRuns
+
+    configs: list[TrainConfig] = []
+    record = tune(base(), {"lr": [0.1, 0.2, 0.3]}, FixedRuns(2), recording(configs))
+    t = record["tuning"]
+    assert len(configs) == 3 and t["slots"] == 2 and t["runs"] == 2
+    assert t["delta"] == pytest.approx(1e-5) and t["delta_conversion"] == pytest.approx(1e-5)
+    assert "K," not in t["secret"]
+    per_run = Accountant("add_remove")
+    per_run.step(PoissonGaussianEvent(0.01, 2.0), 100)
+    composed = Accountant("add_remove")
+    composed.step(PoissonGaussianEvent(0.01, 2.0), 300)
+    assert t["total_epsilon"] == pytest.approx(composed.get_epsilon(1e-5), rel=1e-9)
+    assert "K = 2, public" in summary(record)
+
+
+def test_tune_command_refuses_a_fractional_fixed_k(capsys):
+    from trainers.cli import main
+
+    assert main(["tune", "--method", "dp-sgd", "--dataset", "digits", "--noise-multiplier", "2",
+                 "--space", "lr=0.1,0.2", "--k-distribution", "fixed", "--mean-runs", "2.5"]) == 2
+    assert "--mean-runs 2.5: with --k-distribution fixed" in capsys.readouterr().err

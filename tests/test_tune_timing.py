@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from opu_hal.privacy import Accountant, PoissonGaussianEvent
-from trainers.config import TrainConfig
+from trainers.run.config import TrainConfig
 
 #: Seconds a fake candidate takes per epoch: the fake's time is its shape's, as a real run's is.
 PER_EPOCH_S = 0.01
@@ -52,15 +52,15 @@ def fake_train(cache: Path, calls: list[TrainConfig]):
 
 def run_tuning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uniform: float) -> tuple[float, float, int]:
     """``opu-hal tune --out`` with K's uniform fixed: (wall time, out mtime - cache mtime, train calls)."""
-    import trainers.loop
-    import trainers.tune
+    import trainers.run.loop
+    import trainers.cli.tune
     from trainers.cli import main
 
     folder = tmp_path / f"u{uniform}"
     folder.mkdir()
     calls: list[TrainConfig] = []
-    monkeypatch.setattr(trainers.loop, "train", fake_train(folder / "features.pt", calls))
-    monkeypatch.setattr(trainers.tune, "SecureGenerator", lambda: FixedUniforms(uniform))
+    monkeypatch.setattr(trainers.run.loop, "train", fake_train(folder / "features.pt", calls))
+    monkeypatch.setattr(trainers.cli.tune, "SecureGenerator", lambda: FixedUniforms(uniform))
     began = time.perf_counter()
     assert main(["tune", "--method", "dp-sgd", "--dataset", "digits", "--epochs", "3", "--noise-multiplier", "2",
                  "--delta", "1e-5", "--space", "lr=0.1,0.2", "--mean-runs", "2", "--out", str(folder / "tune.json")]) == 0
@@ -85,7 +85,7 @@ def test_the_tuning_takes_the_same_time_and_dates_its_files_alike_for_the_smalle
 
 def test_tune_refuses_checkpoints_whose_file_times_would_date_the_candidates():
     from trainers.core.errors import TrainingConfigError
-    from trainers.tune import parse_space, tune
+    from trainers.cli.tune import parse_space, tune
     from opu_hal.privacy.tuning import TruncatedNegativeBinomial
 
     config = TrainConfig.for_method("dp-sgd", dataset="digits", noise_multiplier=2.0, checkpoint="run.ckpt")

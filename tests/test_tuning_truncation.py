@@ -66,3 +66,52 @@ def test_slots_for_is_the_fewest_slots_whose_truncation_fits():
     slots = slots_for(law, 8.0, 1e-5, 0.9e-5)
     assert truncation_delta(law, slots, 8.0, 0.9e-5) <= 1e-5 < truncation_delta(law, slots - 1, 8.0, 0.9e-5)
     assert slots == 32  # 0.5^m e^8 / (1 - 0.5^m) <= 1e-6 first at m = 32
+
+
+# -- K fixed and public: the candidates composed -------------------------------------------------------
+def test_a_fixed_k_composes_the_candidates_and_the_final_run_as_dp_accounting_does():
+    """Independent reference: dp_accounting's RDP accountant composing the same sampled Gaussian
+    ``(runs + 1) x steps`` times equals the fixed law's tuning curve plus one run."""
+    import dp_accounting
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
+
+    from opu_hal.privacy import Accountant, PoissonGaussianEvent
+    from opu_hal.privacy.tuning import FixedRuns, tuning_epsilon
+
+    per_run = Accountant("add_remove")
+    per_run.step(PoissonGaussianEvent(0.02, 1.5), 300)
+    law = FixedRuns(3)
+    ours = tuning_epsilon(per_run.orders, law.tuning_rdp(per_run.orders, per_run.rdp) + per_run.rdp, 1e-5)[0]
+    reference = rdp_lib.RdpAccountant(list(per_run.orders))
+    event = dp_accounting.PoissonSampledDpEvent(0.02, dp_accounting.GaussianDpEvent(1.5))
+    reference.compose(event, 300 * 4)
+    assert ours == pytest.approx(reference.get_epsilon(1e-5), rel=1e-6)
+
+
+def test_a_fixed_k_of_two_leaves_a_run_about_what_a_secret_geometric_k_of_mean_two_does():
+    """The figures of :class:`~opu_hal.privacy.tuning.FixedRuns`' docstring: a Gaussian run's epsilon
+    when two candidates and the final run spend (8, 1e-5) in total, fixed K against Theorem 2."""
+    from scipy.optimize import brentq
+
+    from opu_hal.privacy.tuning import FixedRuns, tuning_epsilon
+
+    orders = np.concatenate([np.linspace(1.1, 10.9, 99), np.arange(11, 256)])
+
+    def per_run_at_total(law) -> float:
+        def total(rho: float) -> float:
+            rdp = rho * orders
+            return tuning_epsilon(orders, law.tuning_rdp(orders, rdp) + rdp, 1e-5)[0] - 8.0
+        return tuning_epsilon(orders, brentq(total, 1e-4, 10) * orders, 1e-5)[0]
+
+    fixed, secret = per_run_at_total(FixedRuns(2)), per_run_at_total(TruncatedNegativeBinomial.with_mean(2, 1.0))
+    assert fixed == pytest.approx(4.22, abs=0.01) and secret == pytest.approx(4.34, abs=0.01)
+
+
+def test_a_fixed_k_draws_nothing_and_refuses_a_non_integer_count():
+    from opu_hal.privacy.events import PrivacyParameterError
+    from opu_hal.privacy.tuning import FixedRuns
+
+    assert FixedRuns(2).sample(0.999) == 2 and runs_tail(FixedRuns(2), 2) == 0.0
+    for bad in (0, 2.5, True, 1001):
+        with pytest.raises(PrivacyParameterError, match="integer in"):
+            FixedRuns(bad)  # type: ignore[arg-type]

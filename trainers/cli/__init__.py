@@ -108,9 +108,10 @@ def _cmd_tune(args: argparse.Namespace) -> int:
             print(f"tune: planning each run's noise so that the tuning and the final run spend at most epsilon "
                   f"{args.total_epsilon} at delta {config.delta}...", file=sys.stderr, flush=True)
             config = noise_for_total(config, law, args.total_epsilon)
-        print(f"tune: training a fixed number of candidate slots (a secret K of them, mean {law.mean:g}, may be "
-              "selected), silently (a line or a progress bar per candidate would publish K), then the final run",
-              file=sys.stderr, flush=True)
+        which = (f"all {law.mean:g} may be selected (K public)" if args.k_distribution == "fixed"
+                 else f"a secret K of them, mean {law.mean:g}, may be selected")
+        print(f"tune: training a fixed number of candidate slots ({which}), silently (a line or a progress bar per "
+              "candidate would publish K), then the final run", file=sys.stderr, flush=True)
         record = tune(config, space, law, lambda c: train(c, progress=False, log=lambda message: None),
                       slots=args.slots)
         if args.total_epsilon is not None:

@@ -260,11 +260,13 @@ def add_tune_arguments(p: argparse.ArgumentParser) -> None:
     group = p.add_argument_group("tuning (Papernot-Steinke 2022)")
     group.add_argument("--space", action="append", required=True, metavar="KEY=V1,V2,...",
                        help="search space, repeatable; KEY one of {tunable}")
-    group.add_argument("--k-distribution", choices=("negative-binomial", "poisson"), default="negative-binomial",
-                       help="law of K, the secret number of candidate runs: truncated negative binomial (Theorem 2, "
-                            "default) or Poisson (Theorem 6; K = 0 selects nothing)")
+    group.add_argument("--k-distribution", choices=("negative-binomial", "poisson", "fixed"),
+                       default="negative-binomial",
+                       help="law of K, the number of candidate runs: secret, truncated negative binomial (Theorem 2, "
+                            "default) or Poisson (Theorem 6; K = 0 selects nothing); or fixed and public (K = "
+                            "--mean-runs candidates composed: the duration may be public)")
     group.add_argument("--mean-runs", type=float, default=10.0,
-                       help="E[K], the mean number of candidate runs (default 10; Poisson: >= 1)")
+                       help="E[K], the mean number of candidate runs (default 10; Poisson: >= 1; fixed: an integer)")
     group.add_argument("--total-epsilon", type=float, default=None, metavar="EPSILON",
                        help="plan each run's noise so that the tuning and the final run together spend at most "
                             "this epsilon at --delta (instead of --target-epsilon per run)")

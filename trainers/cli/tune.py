@@ -41,7 +41,7 @@ import numpy as np
 
 from opu_hal.privacy import Accountant
 from opu_hal.privacy.inverse import bisect_log
-from opu_hal.privacy.tuning import (PoissonRuns, RunsLaw, TruncatedNegativeBinomial, runs_tail, sample_within, slots_for,
+from opu_hal.privacy.tuning import (FixedRuns, PoissonRuns, RunsLaw, TruncatedNegativeBinomial, runs_tail, sample_within, slots_for,
                                     truncation_delta, tuning_epsilon)
 from opu_hal.randomness.secure_random import SecureGenerator
 
@@ -154,7 +154,7 @@ def noise_for_total(base: TrainConfig, law: RunsLaw, total: float, rtol: float =
 
     def fits(z: float) -> bool:
         return total_epsilon_at(method.event_for, steps, method.neighboring, law, z,  # type: ignore[attr-defined]
-                                conversion_delta(base.delta),
+                                conversion_delta_for(law, base.delta),
                                 spent) <= total
 
     high = low * 2
@@ -172,7 +172,18 @@ def runs_law(distribution: str, mean: float, eta: float) -> RunsLaw:
         return PoissonRuns(mean)
     if distribution == "negative-binomial":
         return TruncatedNegativeBinomial.with_mean(mean, eta)
-    raise TrainingConfigError(f"--k-distribution {distribution!r}: choose negative-binomial or poisson")
+    if distribution == "fixed":
+        if not (math.isfinite(mean) and mean == int(mean) and 1 <= mean <= 1000):
+            raise TrainingConfigError(f"--mean-runs {mean!r}: with --k-distribution fixed, the number of candidates "
+                                      "must be an integer in [1, 1000]")
+        return FixedRuns(int(mean))
+    raise TrainingConfigError(f"--k-distribution {distribution!r}: choose negative-binomial, poisson or fixed")
+
+
+def conversion_delta_for(law: RunsLaw, delta: float) -> float:
+    """The delta the RDP conversion gets: all of ``delta`` when ``K`` is fixed (nothing is truncated),
+    else :func:`conversion_delta`."""
+    return delta if isinstance(law, FixedRuns) else conversion_delta(delta)
 
 
 def conversion_delta(delta: float) -> float:
@@ -240,12 +251,12 @@ def tune(base: TrainConfig, space: dict[str, list[Any]], law: RunsLaw,
     check_tunable(base)
     generator = generator or SecureGenerator()
     uniform = float(generator.uniform(1)[0])  # K's draw, first (the tests' hook fixes it)
-    delta, delta_conversion = base.delta, conversion_delta(base.delta)
+    delta, delta_conversion = base.delta, conversion_delta_for(law, base.delta)
     work = Slots(base, space, generator, train)
     work.run_one()
     per_run = Accountant.from_dict(work.ledger)  # type: ignore[arg-type]
     planned = tuned_epsilon(per_run, per_run, law, delta_conversion)[1]
-    needed = slots_for(law, planned, delta, delta_conversion)
+    needed = law.runs if isinstance(law, FixedRuns) else slots_for(law, planned, delta, delta_conversion)
     if slots is None:
         slots = needed
     elif slots < needed:
@@ -276,7 +287,8 @@ def tune(base: TrainConfig, space: dict[str, list[Any]], law: RunsLaw,
             "tuning_epsilon": tuning_epsilon(per_run.orders, tuning_rdp, delta_conversion)[0],
             "final_run_epsilon": final.get_epsilon(delta),
             "total_epsilon": total, "delta": total_delta, "delta_conversion": delta_conversion,
-            "secret": "K, the other candidates and their scores",
+            "secret": ("the other candidates and their scores" if isinstance(law, FixedRuns)
+                       else "K, the other candidates and their scores"),
             "timing": f"public: {slots} candidate runs and the final run, whatever K is",
         },
         "final_run": public_record(final_record),
@@ -288,9 +300,13 @@ def summary(record: dict[str, Any]) -> str:
     final = record["final_run"]["final"]
     selected = ("nothing (K = 0: the final run used the command line's settings)" if t["selected"] is None
                 else f"{t['selected']} (validation accuracy {t['selected_validation_accuracy']:.4f})")
-    law = (f"Poisson, mean {t['mu']:.4g}" if "mu" in t
-           else f"truncated negative binomial, eta {t['eta']:g}, mean {t['mean_runs']:.4g}")
+    if "runs" in t:
+        runs = f"K = {t['runs']}, public: {t['slots']} candidate runs composed"
+    else:
+        law = (f"Poisson, mean {t['mu']:.4g}" if "mu" in t
+               else f"truncated negative binomial, eta {t['eta']:g}, mean {t['mean_runs']:.4g}")
+        runs = f"K ~ {law}, conditioned on K <= {t['slots']}: {t['slots']} candidate runs trained whatever K is"
     return (f"tune {record['method']}: selected {selected}; "
             f"final run test accuracy {final['test_accuracy']:.4f}; epsilon per run {t['per_run_epsilon']:.4g}, "
             f"tuning {t['tuning_epsilon']:.4g}, total with the final run {t['total_epsilon']:.4g} at delta {t['delta']:g} "
-            f"(K ~ {law}, conditioned on K <= {t['slots']}: {t['slots']} candidate runs trained whatever K is)")
+            f"({runs})")
