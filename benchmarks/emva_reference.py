@@ -127,7 +127,7 @@ def main() -> None:
         return coverage(args.seeds, args.steps, args.size)
     print(f"emva1288 1.0.2 simulator, exposure variation, {args.steps} steps, {args.size}x{args.size} pixels; "
           "emva1288 at its own saturation index (own) and at the largest variance (max var)")
-    print(f"| bits | quantity | emva1288 own | emva1288 max var | ours [95% CI] | vs own | vs max var | truth | covered |")
+    print("| bits | quantity | emva1288 own | emva1288 max var | ours [95% CI] | vs own | vs max var | truth | covered |")
     print("|---|---|---|---|---|---|---|---|---|")
     for bits in CAMERAS:
         c = compare(bits, args.steps, args.size)

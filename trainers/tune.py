@@ -23,7 +23,6 @@ candidate has the same per-run RDP curve; each drawn candidate's ledger is check
 
 from __future__ import annotations
 
-import argparse
 import io
 import logging
 import math

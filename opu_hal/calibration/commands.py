@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ from ..privacy.skellam import required_poisson_mean
 from ..profiles.catalogue import load_profile
 from .camera_plan import camera_summary, print_trade_off
 from .frames import check_frames_fit
-from .plan import OperatingPlan, plan_gaussian, plan_skellam, what_would
+from .plan import plan_gaussian, plan_skellam, what_would
 from .figures import plot_calibration
 from .run import calibrate_device
 from .schema import Calibration, read_calibration, write_calibration
