@@ -158,7 +158,7 @@ def coverage(seeds: int, steps: int, size: int) -> None:
     print(f"{seeds} seeds x {len(CAMERAS)} cameras, {steps} steps, {size}x{size} pixels (seeds 1000+)")
     for name in worst.keys() | covered.keys():
         print(f"  {name:<22} max |ours/emva1288 - 1| {worst.get(name, float('nan')):7.3%}   95% CI covers truth "
-              f"{covered[name] if name in covered else '-'}/{n if name in covered else '-'}")
+              f"{covered.get(name, '-')}/{n if name in covered else '-'}")
 
 
 if __name__ == "__main__":

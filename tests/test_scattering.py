@@ -36,7 +36,7 @@ def test_28x28_images_give_81_channels_of_7x7():
 
 def test_wavelets_are_real_in_fourier_and_have_zero_mean():
     transform = Scattering2D(28)
-    for (scale, angle), psi in transform.wavelets.items():
+    for (_scale, _angle), psi in transform.wavelets.items():
         assert abs(float(psi[0, 0])) < 1e-6  # zero mean: nothing at frequency 0
     spatial = scattering._morlet(transform.size, 0.8, math.pi / 8, 3 * math.pi / 4, 0.5)
     spectrum = torch.fft.fft2(spatial)

@@ -53,7 +53,7 @@ def _reference_normals(key: bytes, counter: int, nonce: int, n: int) -> tuple[np
         pairs = iter([(int(words[i // 8, 2 * (i % 8)]), int(words[i // 8, 2 * (i % 8) + 1]))])
         substream = 0
 
-        def next_pair():
+        def next_pair(i: int = i):
             nonlocal pairs, substream
             try:
                 return next(pairs)

@@ -175,7 +175,7 @@ def test_callbacks_see_every_step_after_it_is_accounted():
     from trainers.loop import Callback
 
     class Spy(Callback):
-        seen: list[tuple[int, int]] = []
+        seen: list[tuple[int, int]] = []  # noqa: RUF012 (a class made for this one test)
 
         def after_step(self, trainer):
             self.seen.append((trainer.global_step, trainer.accountant.steps))

@@ -243,7 +243,7 @@ def test_what_the_candidates_print_does_not_depend_on_k(capfd):
     for first in (0.01, 0.9):  # K = 1, then K >= 2 (truncated negative binomial, mean 4)
         k_runs: list[int] = []
 
-        def counted(config: TrainConfig) -> dict[str, Any]:
+        def counted(config: TrainConfig, k_runs: list[int] = k_runs) -> dict[str, Any]:
             k_runs.append(1)
             return train(config, progress=True, log=lambda m: print(m, file=__import__("sys").stderr))
 

@@ -136,7 +136,7 @@ class CalibratedNoise:
         self.check_operating_point(temperature_c, self.exposure_us)
         points = self._points()
         below = [p for p in points if p.temperature_c <= temperature_c][-1]
-        above = [p for p in points if p.temperature_c >= temperature_c][0]
+        above = next(p for p in points if p.temperature_c >= temperature_c)
         return below, above
 
     def _weight(self, temperature_c: float) -> tuple[object, object, float]:

@@ -89,7 +89,7 @@ class Accountant:
     def step(self, event: Event, count: int = 1) -> None:
         """Record ``count`` occurrences of ``event``."""
         count = _check_count(count)
-        curve = self.curve(event)
+        self.curve(event)  # refuses an event this accountant cannot state, even for count 0
         if count == 0:
             return
         if self._ledger and self._ledger[-1].event == event:

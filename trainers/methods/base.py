@@ -151,7 +151,7 @@ class Method(ABC):
         returns whether it ran (the loop then checkpoints). Default: nothing to prepare."""
         return False
 
-    def after_step(self) -> None:
+    def after_step(self) -> None:  # noqa: B027 (an optional hook, a no-op by default)
         """Called after the optimizer applied a step (DP-MAC's controller). Default: nothing."""
 
     def planned_event(self) -> Event | None:
@@ -168,7 +168,7 @@ class Method(ABC):
         """Random-generator states and the like, for checkpoints."""
         return {}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: B027 (stateless by default)
         """Restore :meth:`state_dict`."""
 
 
