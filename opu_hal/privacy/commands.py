@@ -80,7 +80,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if getattr(args, "profile", None):  # device mode, registered by opu_hal.calibration
         if getattr(args, "device_plan", None) is None:
             raise PrivacyParameterError("--profile: no device planner is installed (opu_hal.calibration registers it)")
-        return args.device_plan(args)
+        code: int = args.device_plan(args)
+        return code
     event_for, neighboring, steps = run_description(shape_from_args(args))
     z = smallest_noise_multiplier(event_for, steps, args.target_epsilon, args.delta, neighboring)
     accountant = Accountant(neighboring)

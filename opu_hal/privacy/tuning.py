@@ -79,14 +79,15 @@ class TruncatedNegativeBinomial:
         eta, gamma = self.eta, self.gamma
         if eta == 0:
             return (1 / gamma - 1) / math.log(1 / gamma)
-        return eta * (1 - gamma) / (gamma * (1 - gamma**eta))
+        return float(eta * (1 - gamma) / (gamma * (1 - gamma**eta)))
 
     def log_pmf(self, k: np.ndarray) -> np.ndarray:
         """``log P[K = k]`` for integers ``k >= 1`` (Definition 1, in log space)."""
         k = np.asarray(k, dtype=np.float64)
         eta, gamma = self.eta, self.gamma
         if eta == 0:
-            return k * math.log1p(-gamma) - np.log(k) - math.log(math.log(1 / gamma))
+            log_p: np.ndarray = k * math.log1p(-gamma) - np.log(k) - math.log(math.log(1 / gamma))
+            return log_p
         from scipy.special import gammaln
         # prod_{l<k} (l + eta) / (l + 1) = Gamma(k + eta) / (Gamma(eta) k!), its sign that of eta.
         log_prod = gammaln(k + eta) - gammaln(eta) - gammaln(k + 1) if eta > 0 else (
