@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from torch import nn
 
@@ -29,6 +29,7 @@ from opu_hal.privacy.run_shape import RunShape
 from opu_hal.calibration.run import DEFAULT_BOOTSTRAP, DEFAULT_FRAMES, calibrate_device
 from opu_hal.calibration.schema import Calibration, read_calibration, write_calibration
 from opu_hal.privacy.skellam import required_poisson_mean
+from opu_hal.contract.profile_base import BaseProfile
 from opu_hal.profiles.catalogue import load_profile
 
 from ..core.errors import TrainingConfigError
@@ -36,13 +37,13 @@ from ..core.errors import TrainingConfigError
 PathLike = str | os.PathLike[str]
 
 
-def _uncalibrated_profile(profile):
+def _uncalibrated_profile(profile: PathLike) -> BaseProfile:
     """The profile with its ``calibration`` key removed (a calibration measures the bare device)."""
     loaded = load_profile(profile)
     return loaded.model_copy(update={"calibration": None}) if loaded.calibration is not None else loaded
 
 
-def calibrate(device: Device | PathLike, temperatures: Sequence[float] | None = None,
+def calibrate(device: Device[Any] | PathLike, temperatures: Sequence[float] | None = None,
               exposures: Sequence[float] | None = None, dark_exposures: Sequence[float] | None = None,
               frames: int = DEFAULT_FRAMES, *, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0,
               out: PathLike | None = None) -> Calibration:
@@ -61,7 +62,7 @@ def calibrate(device: Device | PathLike, temperatures: Sequence[float] | None = 
     return calibration
 
 
-def calibrated_device(profile: PathLike, calibration: PathLike) -> Device:
+def calibrated_device(profile: PathLike, calibration: PathLike) -> Device[Any]:
     """Open ``profile`` with its ``calibration`` key set to the file ``calibration`` (the device
     checks that the file was taken on it and bounds its noise by the calibration)."""
     loaded = load_profile(profile).model_copy(update={"calibration": str(Path(calibration).resolve())})
