@@ -15,6 +15,7 @@ Outside the calibrated temperatures or exposures, or for another device, the dev
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 from ..contract.errors import CalibrationError
@@ -232,7 +233,7 @@ def calibrated_noise(calibration: Calibration, path: Path, profile) -> Calibrate
     return CalibratedNoise(calibration, path, profile.mode, exposure, laser, anchor)
 
 
-def load_calibrated_noise(source: "str | Path | Calibration", profile) -> CalibratedNoise:
+def load_calibrated_noise(source: "str | os.PathLike[str] | Calibration", profile) -> CalibratedNoise:
     """The noise model of ``source`` (a calibration file, relative paths against the working
     directory, or a :class:`Calibration` already read) for a device of ``profile``."""
     if isinstance(source, Calibration):

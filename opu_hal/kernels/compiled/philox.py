@@ -84,7 +84,7 @@ class Workspace(threading.local):
         kept = self._arrays.get(name)
         if kept is not None and kept.shape[0] >= n and kept.dtype == dtype:
             return kept[:n]
-        fresh = np.empty(n, dtype=dtype)
+        fresh: np.ndarray = np.empty(n, dtype=dtype)
         if fresh.nbytes <= CACHED_BYTES:
             self._arrays[name] = fresh
         return fresh
