@@ -41,6 +41,9 @@ from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 
 from .events import PrivacyParameterError, is_real
 
+#: An RDP curve or its orders: a sequence of floats or a 1-d float array.
+Curve = Sequence[float] | np.ndarray
+
 #: Largest ``K`` a draw may return: the tail beyond it is below 1e-300 for every allowed law.
 MAX_RUNS = 10**6
 
@@ -99,7 +102,7 @@ class TruncatedNegativeBinomial:
         return sample_by_inversion(self.log_pmf, 1, uniform)
 
 
-    def tuning_rdp(self, orders: Sequence[float], rdp: Sequence[float]) -> np.ndarray:
+    def tuning_rdp(self, orders: Curve, rdp: Curve) -> np.ndarray:
         """Theorem 2's curve for this law (:func:`tnb_tuning_rdp`)."""
         return tnb_tuning_rdp(orders, rdp, self)
 
@@ -150,7 +153,7 @@ class PoissonRuns:
         """``K`` by inversion of the CDF at ``uniform`` in [0, 1) (from the secure generator); may be 0."""
         return sample_by_inversion(self.log_pmf, 0, uniform)
 
-    def tuning_rdp(self, orders: Sequence[float], rdp: Sequence[float],
+    def tuning_rdp(self, orders: Curve, rdp: Curve,
                    delta_hat: Callable[[float], float] | None = None) -> np.ndarray:
         """Theorem 6's curve for this law (:func:`poisson_tuning_rdp`)."""
         return poisson_tuning_rdp(orders, rdp, self, delta_hat)
@@ -159,7 +162,7 @@ class PoissonRuns:
         return {"distribution": "Poisson (Theorem 6; K = 0 outputs nothing)", "mu": self.mu}
 
 
-def _check_curve(orders: Sequence[float], rdp: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def _check_curve(orders: Curve, rdp: Curve) -> tuple[np.ndarray, np.ndarray]:
     lam = np.asarray(orders, dtype=np.float64)
     eps = np.asarray(rdp, dtype=np.float64)
     if lam.shape != eps.shape or lam.ndim != 1 or not np.all(lam > 1):
@@ -169,7 +172,7 @@ def _check_curve(orders: Sequence[float], rdp: Sequence[float]) -> tuple[np.ndar
     return lam, eps
 
 
-def poisson_tuning_rdp(orders: Sequence[float], rdp: Sequence[float], law: PoissonRuns,
+def poisson_tuning_rdp(orders: Curve, rdp: Curve, law: PoissonRuns,
                        delta_hat: Callable[[float], float] | None = None) -> np.ndarray:
     """Theorem 6 at every order ``lambda`` of ``orders``: the RDP of the best of ``K ~ Poisson(mu)``
     runs (``⊥`` when ``K = 0``) of a mechanism whose RDP curve is ``rdp``, with
@@ -191,7 +194,7 @@ def poisson_tuning_rdp(orders: Sequence[float], rdp: Sequence[float], law: Poiss
     return out
 
 
-def tnb_tuning_rdp(orders: Sequence[float], rdp: Sequence[float], law: TruncatedNegativeBinomial) -> np.ndarray:
+def tnb_tuning_rdp(orders: Curve, rdp: Curve, law: TruncatedNegativeBinomial) -> np.ndarray:
     """Theorem 2 at every order ``lambda`` of ``orders``: the RDP of the best of ``K ~ law`` runs of
     a mechanism whose RDP curve is ``rdp``, minimized over ``lambda_hat`` in ``orders``."""
     lam, eps = _check_curve(orders, rdp)
@@ -207,7 +210,7 @@ def tnb_tuning_rdp(orders: Sequence[float], rdp: Sequence[float], law: Truncated
 RunsLaw = Union[TruncatedNegativeBinomial, PoissonRuns]
 
 
-def tuning_epsilon(orders: Sequence[float], rdp: Sequence[float], delta: float) -> tuple[float, float]:
+def tuning_epsilon(orders: Curve, rdp: Curve, delta: float) -> tuple[float, float]:
     """(epsilon, order) of an RDP curve at ``delta``: the accountant's conversion (dp_accounting's
     ``compute_epsilon``, Canonne, Kamath and Steinke 2020, Prop. 12)."""
     if not (is_real(delta) and 0 < delta < 1):

@@ -57,10 +57,11 @@ class Method(ABC):
     name: ClassVar[str] = ""
     uses_device: ClassVar[bool] = False
     private: ClassVar[bool] = False
-    neighboring: ClassVar[Neighboring] = "add_remove"
-    sampling: ClassVar[str] = "shuffle"  # shuffle | fixed | poisson
+    # Class defaults that an instance may set from its configuration (sampling, device noise):
+    neighboring: Neighboring = "add_remove"
+    sampling: str = "shuffle"  # shuffle | fixed | poisson
     # Whether a step can be recomputed bit for bit from its seed (no physical noise involved).
-    replayable: ClassVar[bool] = True
+    replayable: bool = True
     #: Profile used when the run names none (``None``: the method needs no device).
     default_profile: ClassVar[str | None] = None
     #: The method's paper settings, applied by ``TrainConfig.for_method`` before user overrides.
