@@ -23,7 +23,10 @@ def images(n: int = 6, side: int = 28, seed: int = 0) -> torch.Tensor:
 
 def tiny_images_dataset(n: int = 40, seed: int = 0) -> Dataset:
     g = torch.Generator().manual_seed(seed)
-    split = lambda m: Split(torch.rand(m, 784, generator=g), torch.randint(0, 10, (m,), generator=g))  # noqa: E731
+
+    def split(m: int) -> Split:
+        return Split(torch.rand(m, 784, generator=g), torch.randint(0, 10, (m,), generator=g))
+
     return Dataset("tiny", split(n), split(n // 4), split(n // 4))
 
 

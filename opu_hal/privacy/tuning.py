@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence, Union
+from typing import Callable, Sequence
 
 import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
@@ -207,7 +207,7 @@ def tnb_tuning_rdp(orders: Curve, rdp: Curve, law: TruncatedNegativeBinomial) ->
 
 
 #: The laws of ``K`` that ``opu-hal tune`` offers.
-RunsLaw = Union[TruncatedNegativeBinomial, PoissonRuns]
+RunsLaw = TruncatedNegativeBinomial | PoissonRuns
 
 
 def tuning_epsilon(orders: Curve, rdp: Curve, delta: float) -> tuple[float, float]:
