@@ -141,10 +141,10 @@ def noise_for_total(base: TrainConfig, law: RunsLaw, total: float, rtol: float =
     with Trainer(planning, data=data, progress=False, log=lambda message: None) as trainer:
         method, steps, spent = trainer.method, trainer.planned_steps, trainer.accountant
         low = float(method.noise_multiplier)  # type: ignore[attr-defined]
+        event_for = method.event_for  # type: ignore[attr-defined]
 
     def fits(z: float) -> bool:
-        return total_epsilon_at(method.event_for, steps, method.neighboring, law, z, base.delta,  # type: ignore[attr-defined]
-                                spent) <= total
+        return total_epsilon_at(event_for, steps, method.neighboring, law, z, base.delta, spent) <= total
 
     high = low * 2
     while not fits(high):
