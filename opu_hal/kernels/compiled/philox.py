@@ -98,7 +98,8 @@ class compute_threads:
 
     def __enter__(self) -> None:
         self._before = numba.get_num_threads()
-        numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
+        most = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]  # set when numba.config loads
+        numba.set_num_threads(max(1, min(torch.get_num_threads(), most)))
 
     def __exit__(self, *exc: object) -> None:
         numba.set_num_threads(self._before)
