@@ -51,7 +51,7 @@ def cuda_frames() -> None:
     signal = torch.empty(256, 16384, device="cuda").exponential_(1 / SPECKLE_MEAN_E, generator=generator)
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, frame {tuple(signal.shape)}")
     for block in (64, 128, 256, 512):
-        seconds = median_seconds(lambda: triton_camera.camera_read(
+        seconds = median_seconds(lambda block=block: triton_camera.camera_read(
             signal, tuple(signal.shape), sensor.pixel_dark_e, generator, signal.device, block=block, **sensor._adc))
         print(f"  fused kernel, block {block:>3}: {seconds * 1e3:7.3f} ms")
     eager = median_seconds(lambda: sensor._digitize(poisson(signal + sensor.pixel_dark_e, generator), generator))

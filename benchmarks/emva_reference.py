@@ -127,7 +127,7 @@ def main() -> None:
         return coverage(args.seeds, args.steps, args.size)
     print(f"emva1288 1.0.2 simulator, exposure variation, {args.steps} steps, {args.size}x{args.size} pixels; "
           "emva1288 at its own saturation index (own) and at the largest variance (max var)")
-    print(f"| bits | quantity | emva1288 own | emva1288 max var | ours [95% CI] | vs own | vs max var | truth | covered |")
+    print("| bits | quantity | emva1288 own | emva1288 max var | ours [95% CI] | vs own | vs max var | truth | covered |")
     print("|---|---|---|---|---|---|---|---|---|")
     for bits in CAMERAS:
         c = compare(bits, args.steps, args.size)
@@ -158,7 +158,7 @@ def coverage(seeds: int, steps: int, size: int) -> None:
     print(f"{seeds} seeds x {len(CAMERAS)} cameras, {steps} steps, {size}x{size} pixels (seeds 1000+)")
     for name in worst.keys() | covered.keys():
         print(f"  {name:<22} max |ours/emva1288 - 1| {worst.get(name, float('nan')):7.3%}   95% CI covers truth "
-              f"{covered[name] if name in covered else '-'}/{n if name in covered else '-'}")
+              f"{covered.get(name, '-')}/{n if name in covered else '-'}")
 
 
 if __name__ == "__main__":

@@ -94,7 +94,7 @@ def main() -> None:
           f"{'intensity':>10} {'ratio':>7}")
     for shape in SHAPES:
         r = time_shape(*shape, compute=where)
-        print(f"{str(shape):<24} {r['matmul_s'] * 1e3:8.3f}ms {r['linear_s'] * 1e3:8.2f}ms "
+        print(f"{shape!s:<24} {r['matmul_s'] * 1e3:8.3f}ms {r['linear_s'] * 1e3:8.2f}ms "
               f"{r['linear_ratio']:6.1f}x {r['intensity_s'] * 1e3:8.2f}ms {r['intensity_ratio']:6.1f}x")
         if shape in GOALS[where]:
             goal = GOALS[where][shape]

@@ -39,7 +39,7 @@ model, optimizer, loader = engine.make_private_with_epsilon(
     module=model, optimizer=torch.optim.Adam(model.parameters(), lr=1e-2), data_loader=(x, y), batch_size=batch,
     target_epsilon=3.0, target_delta=1e-5, epochs=epochs, max_grad_norm=0.1, method="dp-dfa",
     noise_source="device", device=device)
-for epoch in range(epochs):
+for _epoch in range(epochs):
     for xb, yb in loader:
         optimizer.zero_grad()
         F.cross_entropy(model(xb), yb).backward()

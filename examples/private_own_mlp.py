@@ -27,7 +27,7 @@ model, optimizer, loader = engine.make_private_with_epsilon(
     module=model, optimizer=optimizer, data_loader=(x_train, y_train), batch_size=64,
     target_epsilon=3.0, target_delta=1e-5, epochs=epochs, max_grad_norm=0.1,
     method="dp-dfa", noise_source="device", device="opu-sim-dp", lattice_resolution=20)
-for epoch in range(epochs):
+for _epoch in range(epochs):
     for xb, yb in loader:  # no training loss printed: it is an un-noised statistic of private data
         optimizer.zero_grad()
         F.cross_entropy(model(xb), yb).backward()

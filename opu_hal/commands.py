@@ -44,7 +44,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
     return 0
 
 
-def describe_device(profile_source: str) -> dict[str, object]:
+def describe_device(profile_source: str) -> dict[str, dict[str, object]]:
     """The validated profile, the device's capabilities and its current noise, as one dict."""
     profile = load_profile(profile_source)
     with load_device(profile) as device:
@@ -62,7 +62,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         return 0
     for section, content in info.items():
         print(f"[{section}]")
-        for key, value in content.items():  # type: ignore[union-attr]
+        for key, value in content.items():
             print(f"  {key:<22} {value}")
     return 0
 

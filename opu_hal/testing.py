@@ -25,6 +25,7 @@ The statistical checks need scipy (``pip install opu-hal[dev]``).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from dataclasses import dataclass
@@ -178,7 +179,7 @@ def check_bad_batches_raise_input_error(profile: ProfileLike) -> None:
     """Malformed batches raise :class:`InputError` saying what is wrong; the device stays usable."""
     with open_device(profile) as device:
         for name, (make_bad, says) in BAD_BATCHES.items():
-            _raises_input_error(lambda: device.project(make_bad(device)), says, f"{name} batch")
+            _raises_input_error(lambda: device.project(make_bad(device)), says, f"{name} batch")  # noqa: B023 (called here)
             assert device.project(valid_batch(device, 2)).values.shape == (2, device.out_features)
 
 
@@ -218,7 +219,7 @@ def check_settable_options_are_validated(profile: ProfileLike) -> None:
             inside = low if math.isfinite(low) else (high if math.isfinite(high) else 0.0)
             device.set_options(**{name: inside})
             outside = low - 1.0 if math.isfinite(low) else high + 1.0
-            _raises_input_error(lambda: device.set_options(**{name: outside}), name, f"{name}={outside}")
+            _raises_input_error(functools.partial(device.set_options, **{name: outside}), name, f"{name}={outside}")
             assert device.project(valid_batch(device, 2)).values.shape == (2, device.out_features)
 
 

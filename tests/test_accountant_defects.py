@@ -251,7 +251,10 @@ def _exact_rdp(q: float, z: float, alpha: float) -> float:
     adaptive quadrature at 30 digits (of ``A - 1``, so small values keep their digits)."""
     mpmath.mp.dps = 30
     q_, z_, a_ = mpmath.mpf(q), mpmath.mpf(z), mpmath.mpf(alpha)
-    f = lambda x: mpmath.npdf(x, 0, z_) * (((1 - q_) + q_ * mpmath.exp((2 * x - 1) / (2 * z_ * z_))) ** a_ - 1)  # noqa: E731
+
+    def f(x):
+        return mpmath.npdf(x, 0, z_) * (((1 - q_) + q_ * mpmath.exp((2 * x - 1) / (2 * z_ * z_))) ** a_ - 1)
+
     value = mpmath.quad(f, [-mpmath.inf, -30 * z_, 0, 0.5, a_, a_ + 30 * z_, mpmath.inf])
     return float(mpmath.log1p(value) / (a_ - 1))
 

@@ -54,7 +54,7 @@ def uneven():
 
 
 def test_emva_quantities_are_reported_with_at_least_50_levels_below_saturation(uneven):
-    _, acq, pt, calibration = uneven
+    _, _acq, _pt, calibration = uneven
     assert calibration.illumination_levels >= 50
     assert calibration.linearity.levels >= 30  # 5-95 % of the saturation point (earlier under a 40 % falloff)
     assert abs(calibration.linearity.error_min_pct) < 1 and abs(calibration.linearity.error_max_pct) < 1

@@ -33,10 +33,10 @@ import pytest
 pytest.importorskip("emva1288")
 pytest.importorskip("lxml")
 
-from benchmarks.emva_reference import CAMERAS, compare, rows  # noqa: E402
-from opu_hal.calibration.emva_sweep import acquisition_from_sweep  # noqa: E402
-from opu_hal.calibration.photon_transfer import estimate  # noqa: E402
-from opu_hal.contract.errors import CalibrationError  # noqa: E402
+from benchmarks.emva_reference import CAMERAS, compare, rows
+from opu_hal.calibration.emva_sweep import acquisition_from_sweep
+from opu_hal.calibration.photon_transfer import estimate
+from opu_hal.contract.errors import CalibrationError
 
 TOLERANCE = 0.02  # issue 36: agreement with the EMVA 1288 reference within 2 %
 STEPS = 100

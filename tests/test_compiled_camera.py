@@ -104,7 +104,7 @@ def test_flat_field_counts_are_poisson_of_signal_plus_dark(rate, dark):
 
 
 def test_ziggurat_layers_have_equal_areas():
-    k, w, f = ziggurat_tables()
+    _k, w, f = ziggurat_tables()
     x = w * 2.0**52  # layer widths
     areas = x[1:] * (np.r_[1.0, f[1:-1]] - f[1:])  # rectangle i spans f(x_i) .. f(x_{i-1})
     assert np.allclose(areas[1:], ZIGGURAT_V, rtol=1e-9)

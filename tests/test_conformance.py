@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Literal
 
 import pytest
-import torch
 
 import opu_hal
 from opu_hal import BackendSpec, BaseProfile, NoiseReport

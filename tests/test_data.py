@@ -34,7 +34,7 @@ def test_gzipped_idx_files_load_with_a_ten_percent_validation_split(tmp_path):
     make_dataset(tmp_path)
     data = load_dataset("fashion-mnist", tmp_path)
     assert (len(data.train), len(data.validation), len(data.test)) == (45, 5, 20)
-    assert data.n_features == 784 and 0.0 <= float(data.train.x.min()) and float(data.train.x.max()) <= 1.0
+    assert data.n_features == 784 and float(data.train.x.min()) >= 0.0 and float(data.train.x.max()) <= 1.0
 
 
 def test_split_is_seeded_and_disjoint(tmp_path):

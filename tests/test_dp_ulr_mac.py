@@ -135,8 +135,8 @@ def test_second_moment_spectrum_is_the_proxy_covariance_spectrum():
     x, losses = torch.randn(30, 5, generator=g), torch.rand(30, generator=g) + 0.5
     moment = ulr.second_moment(x, losses)
     xt = ulr.with_bias(x).double()
-    full = sum(float(l) ** 2 * torch.kron(torch.eye(3, dtype=torch.float64), torch.outer(r, r))
-               for l, r in zip(losses, xt))
+    full = sum(float(loss) ** 2 * torch.kron(torch.eye(3, dtype=torch.float64), torch.outer(r, r))
+               for loss, r in zip(losses, xt))
     small = torch.linalg.eigvalsh(moment)
     big = torch.linalg.eigvalsh(full)
     assert torch.allclose(big, small.repeat_interleave(3), rtol=1e-8, atol=1e-8)

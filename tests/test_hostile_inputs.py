@@ -82,9 +82,9 @@ def test_torch_matrix_beyond_host_memory_is_refused_before_allocating():
     (lambda n: torch.zeros(2, n, device="meta"), "meta tensor"),
 ])
 def test_sparse_and_meta_batches_are_typed_errors(make, match):
-    with opu_hal.load_device(opu_hal.validate_profile(TORCH)) as device:
-        with pytest.raises(opu_hal.InputError, match=match):
-            device.project(make(device.in_features))
+    with (opu_hal.load_device(opu_hal.validate_profile(TORCH)) as device,
+          pytest.raises(opu_hal.InputError, match=match)):
+        device.project(make(device.in_features))
 
 
 def test_bfloat16_batches_are_projected():
@@ -93,9 +93,9 @@ def test_bfloat16_batches_are_projected():
 
 
 def test_finite_batch_whose_projection_overflows_is_refused():
-    with opu_hal.load_device(opu_hal.validate_profile({**TORCH, "matrix_std": 1e6})) as device:
-        with pytest.raises(opu_hal.InputError, match="overflowed"):
-            device.project(torch.full((2, 8), 3e37))
+    with (opu_hal.load_device(opu_hal.validate_profile({**TORCH, "matrix_std": 1e6})) as device,
+          pytest.raises(opu_hal.InputError, match="overflowed")):
+        device.project(torch.full((2, 8), 3e37))
 
 
 def test_host_memory_is_checked_when_a_batch_is_projected_not_declared(monkeypatch):

@@ -11,16 +11,16 @@ from scipy import stats
 
 pytest.importorskip("numba", reason="Numba is not installed: private batches come from randomgen")
 
-from randomgen import ChaCha  # noqa: E402
+from randomgen import ChaCha
 
-from opu_hal.kernels.compiled import chacha  # noqa: E402
-from opu_hal.randomness.keyed_stream import SAMPLING_NONCE, KeyedStream, keyed_stream  # noqa: E402
-from opu_hal.randomness.secure_random import (bernoulli_indices, keyed_generator, new_secret_key,  # noqa: E402
+from opu_hal.kernels.compiled import chacha
+from opu_hal.randomness.keyed_stream import SAMPLING_NONCE, KeyedStream, keyed_stream
+from opu_hal.randomness.secure_random import (bernoulli_indices, keyed_generator, new_secret_key,
                                               stream_key)
-from trainers.core.errors import TrainingConfigError  # noqa: E402
-from trainers.core.sampling import COMPILED_STREAM, RANDOMGEN_STREAM, Sampler  # noqa: E402
+from trainers.core.errors import TrainingConfigError
+from trainers.core.sampling import COMPILED_STREAM, RANDOMGEN_STREAM, Sampler
 
-from tests.test_triton_kernels import chacha20_block  # noqa: E402
+from tests.test_triton_kernels import chacha20_block
 
 SECRET = "5e" * 32
 TWO_53 = 1 << 53

@@ -19,7 +19,8 @@ from lightonml.internal import simulated_device
 import opu_hal
 from opu_hal import DeviceTimeout, DeviceUnavailable, LightonProfile, ProfileError
 from opu_hal.backends import lighton
-from opu_hal.backends.lighton import LightonDevice, call_with_retries
+from opu_hal.backends.lighton import LightonDevice
+from opu_hal.backends.lighton_calls import call_with_retries
 from opu_hal.cli import main
 
 

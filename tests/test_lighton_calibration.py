@@ -125,7 +125,7 @@ def test_calibrated_projection_is_the_sdk_matrix_with_the_reported_noise(calibra
 def test_train_with_the_lighton_calibration_reports_its_noise(calibrated, camera, tmp_path):
     from trainers.cli import main as train_main
 
-    folder, profile, cal = calibrated
+    folder, profile, _cal = calibrated
     out = tmp_path / "run.json"
     code = train_main(["train", "--method", "photonic-dp", "--profile", str(profile), "--dataset", "digits", "--epochs", "1",
                        "--hidden", "16", "--batch-size", "64", "--train-limit", "256", "--calibration",

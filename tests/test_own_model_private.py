@@ -78,7 +78,7 @@ def test_dp_sgd_clips_each_example_to_the_norm():
     model = nn.Sequential(nn.Linear(5, 3))
     x, y = torch.randn(40, 5) * 10, torch.randint(0, 3, (40,))
     engine = PrivacyEngine()
-    model, optimizer, loader = engine.make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.0),
+    model, optimizer, _loader = engine.make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.0),
                                                    data_loader=(x, y), batch_size=4, noise_multiplier=1.0, max_grad_norm=0.5)
     F.cross_entropy(model(x[:1]), y[:1]).backward()
     clipped = optimizer.update.clipped()
@@ -97,7 +97,7 @@ def test_dp_dfa_update_before_noise_equals_the_builtin_method_and_so_does_the_se
     builtin.mechanism = GaussianRelease(0.0)  # no noise: compare the clipped updates
     builtin.compute_gradients(x[:16], y[:16])
     engine = PrivacyEngine()
-    user, optimizer, loader = engine.make_private(
+    user, optimizer, _loader = engine.make_private(
         module=user, optimizer=torch.optim.SGD(user.parameters(), lr=0.1), data_loader=(x, y), batch_size=16,
         noise_multiplier=1.0, max_grad_norm=config.tau_e, method="dp-dfa", tau_h=config.tau_h, beta=config.beta,
         feedback_seed=config.seed)

@@ -41,7 +41,7 @@ def pair_delta(epsilon: float, dimension: int = N_L, r: float = R) -> float:
 def test_the_pair_has_infinite_renyi_divergence_beyond_r_over_r_minus_one():
     """D_alpha(N(0, r) || N(0, 1)) = (alpha log r - log(alpha - (alpha - 1) r)) / (2 (alpha - 1)) per
     coordinate, finite only while alpha - (alpha - 1) r > 0, i.e. alpha < r / (r - 1) = 6.33."""
-    assert R / (R - 1) == pytest.approx(6.333, abs=1e-3)
+    assert pytest.approx(6.333, abs=1e-3) == R / (R - 1)
     for alpha in (2.0, 6.0):
         variance_mix = alpha - (alpha - 1) * R
         assert variance_mix > 0

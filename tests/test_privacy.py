@@ -94,7 +94,9 @@ def test_fractional_orders_are_never_below_opacus_and_epsilon_never_below_it(q, 
 @pytest.mark.parametrize("q, z, alpha", [(0.1, 1.0, 1.6), (0.1, 2.0, 1.1), (0.1, 1.0, 4.5), (0.01, 5.0, 2.5)])
 def test_poisson_gaussian_rdp_is_an_upper_bound_of_the_integrated_divergence(q, z, alpha):
     """Independent reference: the Renyi divergence of the sampled Gaussian by quadrature."""
-    density = lambda x: stats.norm.pdf(x, 0, z) * ((1 - q) + q * math.exp((2 * x - 1) / (2 * z * z))) ** alpha  # noqa: E731
+    def density(x):
+        return stats.norm.pdf(x, 0, z) * ((1 - q) + q * math.exp((2 * x - 1) / (2 * z * z))) ** alpha
+
     value, _ = integrate.quad(density, -50 * z, 50 * z, limit=500, points=[0.5])
     exact = math.log(value) / (alpha - 1)
     ours = PoissonGaussianEvent(q, z).rdp(np.array([alpha]), "add_remove")[0]

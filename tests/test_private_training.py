@@ -8,11 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from scipy import stats
 
 from opu_hal.privacy import Accountant, FixedSizeGaussianEvent, PoissonGaussianEvent
 from trainers.run.journal import load_checkpoint

@@ -322,7 +322,7 @@ def info_with_warnings(argv: list[str], capsys) -> tuple[int, str, str]:
 ])
 def test_a_plugin_failing_at_import_is_skipped_with_a_warning(group, body, named, install, capsys):
     install(group, "broken", "rel_plugin:SPEC", body + "\n")
-    code, err, warned = info_with_warnings(["info", "torch-cpu", "--json"], capsys)
+    code, _err, warned = info_with_warnings(["info", "torch-cpu", "--json"], capsys)
     assert code == 0 and "'broken' (rel_plugin:SPEC) " + named in warned
 
 
@@ -333,7 +333,7 @@ def test_a_plugin_failing_at_import_is_skipped_with_a_warning(group, body, named
 ])
 def test_a_command_registration_that_fails_or_takes_a_name_is_undone(source, named, install, capsys):
     install("opu_hal.commands", "cmds", "rel_plugin:register", source)
-    code, err, warned = info_with_warnings(["info", "torch-cpu", "--json"], capsys)
+    code, _err, warned = info_with_warnings(["info", "torch-cpu", "--json"], capsys)
     assert code == 0 and "rel_plugin.register " + named in warned and "its commands are ignored" in warned
     from opu_hal.cli import build_parser
 

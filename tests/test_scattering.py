@@ -23,7 +23,10 @@ def images(n: int = 6, side: int = 28, seed: int = 0) -> torch.Tensor:
 
 def tiny_images_dataset(n: int = 40, seed: int = 0) -> Dataset:
     g = torch.Generator().manual_seed(seed)
-    split = lambda m: Split(torch.rand(m, 784, generator=g), torch.randint(0, 10, (m,), generator=g))  # noqa: E731
+
+    def split(m: int) -> Split:
+        return Split(torch.rand(m, 784, generator=g), torch.randint(0, 10, (m,), generator=g))
+
     return Dataset("tiny", split(n), split(n // 4), split(n // 4))
 
 
@@ -36,7 +39,7 @@ def test_28x28_images_give_81_channels_of_7x7():
 
 def test_wavelets_are_real_in_fourier_and_have_zero_mean():
     transform = Scattering2D(28)
-    for (scale, angle), psi in transform.wavelets.items():
+    for (_scale, _angle), psi in transform.wavelets.items():
         assert abs(float(psi[0, 0])) < 1e-6  # zero mean: nothing at frequency 0
     spatial = scattering._morlet(transform.size, 0.8, math.pi / 8, 3 * math.pi / 4, 0.5)
     spectrum = torch.fft.fft2(spatial)

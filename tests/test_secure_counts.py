@@ -9,12 +9,12 @@ from scipy import stats
 
 pytest.importorskip("numba", reason="Numba is not installed: the secure generator uses randomgen alone")
 
-from opu_hal.kernels.compiled import chacha  # noqa: E402
-from opu_hal.kernels.compiled.poisson_constant import constant_mean_counts  # noqa: E402
-from opu_hal.randomness.secure_random import COUNTS_GENERATOR_NAME, GENERATOR_NAME, SecureGenerator  # noqa: E402
+from opu_hal.kernels.compiled import chacha
+from opu_hal.kernels.compiled.poisson_constant import constant_mean_counts
+from opu_hal.randomness.secure_random import COUNTS_GENERATOR_NAME, GENERATOR_NAME, SecureGenerator
 
-from tests.test_compiled_camera import _chi_square_p  # noqa: E402
-from tests.test_triton_kernels import chacha20_block  # noqa: E402
+from tests.test_compiled_camera import _chi_square_p
+from tests.test_triton_kernels import chacha20_block
 
 
 def test_keystream_matches_the_rfc8439_test_vector():

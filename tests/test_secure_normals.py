@@ -12,12 +12,12 @@ from scipy import stats
 
 pytest.importorskip("numba", reason="Numba is not installed: the secure generator uses randomgen alone")
 
-from opu_hal.kernels.compiled import chacha, chacha_normal  # noqa: E402
-from opu_hal.kernels.compiled.normal import ZIGGURAT_F, ZIGGURAT_K, ZIGGURAT_R, ZIGGURAT_W  # noqa: E402
-from opu_hal.contract.errors import OpuHalError  # noqa: E402
-from opu_hal.randomness.secure_random import GENERATOR_NAME, NORMALS_NONCE, UNIFORMS_NONCE, SecureGenerator  # noqa: E402
+from opu_hal.kernels.compiled import chacha, chacha_normal
+from opu_hal.kernels.compiled.normal import ZIGGURAT_F, ZIGGURAT_K, ZIGGURAT_R, ZIGGURAT_W
+from opu_hal.contract.errors import OpuHalError
+from opu_hal.randomness.secure_random import GENERATOR_NAME, NORMALS_NONCE, UNIFORMS_NONCE, SecureGenerator
 
-from tests.test_triton_kernels import chacha20_block  # noqa: E402
+from tests.test_triton_kernels import chacha20_block
 
 RFC_KEY = bytes(range(32))
 RFC_BLOCK = [0xE4E7F110, 0x15593BD1, 0x1FDD0F50, 0xC47120A3, 0xC7F4D1C7, 0x0368C033, 0x9AAA2204, 0x4E6CD4C3,
@@ -53,7 +53,7 @@ def _reference_normals(key: bytes, counter: int, nonce: int, n: int) -> tuple[np
         pairs = iter([(int(words[i // 8, 2 * (i % 8)]), int(words[i // 8, 2 * (i % 8) + 1]))])
         substream = 0
 
-        def next_pair():
+        def next_pair(i: int = i):
             nonlocal pairs, substream
             try:
                 return next(pairs)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 
 import pytest
 import torch
@@ -176,7 +175,7 @@ def test_callbacks_see_every_step_after_it_is_accounted():
     from trainers.run.loop import Callback
 
     class Spy(Callback):
-        seen: list[tuple[int, int]] = []
+        seen: list[tuple[int, int]] = []  # noqa: RUF012 (a class made for this one test)
 
         def after_step(self, trainer):
             self.seen.append((trainer.global_step, trainer.accountant.steps))

@@ -257,7 +257,7 @@ def test_what_the_candidates_print_does_not_depend_on_k(capfd):
     for first in (0.0, 1 - 1e-12):  # K = 1, then K = slots
         k_runs: list[int] = []
 
-        def counted(config: TrainConfig) -> dict[str, Any]:
+        def counted(config: TrainConfig, k_runs: list[int] = k_runs) -> dict[str, Any]:
             k_runs.append(1)
             return train(config, progress=True, log=lambda m: print(m, file=__import__("sys").stderr))
 

@@ -25,8 +25,8 @@ def product_pmf(eta: float, gamma: float, k: int) -> float:
     if eta == 0:
         return (1 - gamma) ** k / (k * math.log(1 / gamma))
     product = 1.0
-    for l in range(k):
-        product *= (l + eta) / (l + 1)
+    for j in range(k):
+        product *= (j + eta) / (j + 1)
     return (1 - gamma) ** k / (gamma**-eta - 1) * product
 
 

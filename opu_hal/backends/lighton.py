@@ -24,11 +24,11 @@ from ..contract.capabilities import Capabilities
 from ..runtime.memory import available_bytes, check_rows_fit, gib
 from ..contract.device import Device
 from ..contract.calibration import NoiseCalibration
-from ..contract.errors import CalibrationError, DeviceTimeout, DeviceUnavailable, ProfileError
+from ..contract.errors import CalibrationError, DeviceUnavailable, ProfileError
 from ..contract.frames import RawFrames
 from ..contract.noise import NoiseReport, Projection
 from ..contract.profile_base import CAMERA_PIXELS, DMD_MIRRORS
-from .lighton_calls import SdkCaller, call_with_retries, check_output
+from .lighton_calls import SdkCaller, check_output
 from .lighton_frames import calibrated_intensity, holographic_linear, raw_frames
 from .lighton_profile import LightonProfile
 from ..randomness.seeding import stream_seed

@@ -15,6 +15,7 @@ Outside the calibrated temperatures or exposures, or for another device, the dev
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 from ..contract.errors import CalibrationError
@@ -136,7 +137,7 @@ class CalibratedNoise:
         self.check_operating_point(temperature_c, self.exposure_us)
         points = self._points()
         below = [p for p in points if p.temperature_c <= temperature_c][-1]
-        above = [p for p in points if p.temperature_c >= temperature_c][0]
+        above = next(p for p in points if p.temperature_c >= temperature_c)
         return below, above
 
     def _weight(self, temperature_c: float) -> tuple[object, object, float]:
@@ -232,7 +233,7 @@ def calibrated_noise(calibration: Calibration, path: Path, profile) -> Calibrate
     return CalibratedNoise(calibration, path, profile.mode, exposure, laser, anchor)
 
 
-def load_calibrated_noise(source: "str | Path | Calibration", profile) -> CalibratedNoise:
+def load_calibrated_noise(source: "str | os.PathLike[str] | Calibration", profile) -> CalibratedNoise:
     """The noise model of ``source`` (a calibration file, relative paths against the working
     directory, or a :class:`Calibration` already read) for a device of ``profile``."""
     if isinstance(source, Calibration):

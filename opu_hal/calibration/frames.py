@@ -161,7 +161,7 @@ def acquire(
             f"(last anchor power {power:.3g} uW)"
         )
     top = saturation_power(search, float(ptc_dark.mean.mean())) * PTC_TOP
-    ptc = []
+    ptc: list[SeriesStats] = []
     for i in range(1, 2 * PTC_LEVELS + 1):  # past the top only while the mean still grows (an uneven field)
         if i > PTC_LEVELS and on_plateau(ptc, float(ptc_dark.mean.mean())):
             break

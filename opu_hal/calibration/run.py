@@ -80,7 +80,7 @@ def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposur
     ceiling = dark_ceiling_dn(acq)
     for celsius in temps:
         darks = sorted((s for s in acq.dark if s.temperature_c == celsius), key=lambda s: s.exposure_us)
-        black, slope, black_draws, slope_draws = dark_line(darks, index, ceiling, pt.black.value)
+        black, _slope, black_draws, _slope_draws = dark_line(darks, index, ceiling, pt.black.value)
         _, typical_slope, _, typical_draws = dark_line(
             [dataclasses.replace(d, mean=d.mean[typical], var=d.var[typical]) for d in darks],
             typical_index, ceiling, pt.black.value)

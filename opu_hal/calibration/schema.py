@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ..contract.errors import CalibrationError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION: Literal[2] = 2
 OLDER_VERSIONS = {1: "before issue 36: no PRNU, linearity, defect pixels or per-pixel anchor bounds"}
 MAX_FILE_BYTES = 4 << 20
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Union
+from typing import TYPE_CHECKING, Any, Callable, Union
 
 from .profile_base import BaseProfile
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 # A backend built against another MAJOR is refused; MINOR changes are backward compatible.
 INTERFACE_VERSION = "1.0"
 
-DeviceFactory = Callable[[BaseProfile], "Device"]
+DeviceFactory = Callable[[BaseProfile], "Device[Any]"]
 
 
 def interface_major(version: str) -> int:
@@ -55,7 +55,7 @@ class BackendSpec:
             return f"its factory {factory!r} is neither callable nor a 'module:attribute' string"
         return None
 
-    def create(self, profile: BaseProfile) -> "Device":
+    def create(self, profile: BaseProfile) -> "Device[Any]":
         """A device of ``profile``; a factory that cannot be imported, fails untyped or returns no
         :class:`~opu_hal.contract.device.Device` is a :class:`~opu_hal.contract.errors.DeviceUnavailable` naming the backend."""
         from .device import Device

@@ -28,7 +28,7 @@ _TERNARY = Capabilities(
 )
 
 
-def project_ternary(device: Device, e: Any) -> Projection:
+def project_ternary(device: Device[Any], e: Any) -> Projection:
     """Project a ternary batch on any linear device, in two passes when it is binary-input."""
     if device.capabilities.output_kind != "linear":
         raise InputError(

@@ -61,12 +61,13 @@ class Accountant:
         self.conversion = conversion
         self.neighboring: Neighboring = neighboring
         self.orders = _check_orders(orders)
-        self._rdp = np.zeros_like(self.orders)
+        self._rdp: np.ndarray = np.zeros_like(self.orders)
         self._ledger: list[LedgerEntry] = []
         self._curves: dict[Event, np.ndarray] = {}
         self._totals: dict[Event, int] = {}  # occurrences per event, in order of first use
         # fits(): per (event, delta, target), the ledger's shape and the largest total of the event that fits
-        self._room: dict[tuple[Event, float, float], tuple[tuple | None, int | None]] = {}
+        self._room: dict[tuple[Event, float, float, bool],
+                         tuple[tuple[tuple[Event, int | None], ...] | None, int | None]] = {}
 
     # -- composing ---------------------------------------------------------------------------
     def curve(self, event: Event) -> np.ndarray:
@@ -89,7 +90,7 @@ class Accountant:
     def step(self, event: Event, count: int = 1) -> None:
         """Record ``count`` occurrences of ``event``."""
         count = _check_count(count)
-        curve = self.curve(event)
+        self.curve(event)  # refuses an event this accountant cannot state, even for count 0
         if count == 0:
             return
         if self._ledger and self._ledger[-1].event == event:
@@ -111,7 +112,8 @@ class Accountant:
 
     @property
     def rdp(self) -> np.ndarray:
-        return self._rdp.copy()
+        rdp: np.ndarray = self._rdp.copy()
+        return rdp
 
     @property
     def steps(self) -> int:
@@ -328,7 +330,7 @@ def _check_delta(delta: float) -> None:
 def _check_count(count: object) -> int:
     if not (is_count(count) and count >= 0):
         raise PrivacyParameterError(f"count must be a whole number >= 0, got {count!r}")
-    return int(count)  # type: ignore[call-overload]
+    return int(count)
 
 
 def _check_orders(orders: Sequence[float]) -> np.ndarray:

@@ -80,7 +80,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if getattr(args, "profile", None):  # device mode, registered by opu_hal.calibration
         if getattr(args, "device_plan", None) is None:
             raise PrivacyParameterError("--profile: no device planner is installed (opu_hal.calibration registers it)")
-        return args.device_plan(args)
+        code: int = args.device_plan(args)
+        return code
     if getattr(args, "plot", None):
         raise PrivacyParameterError(f"--plot {args.plot}: plan draws a device's operating points, so --plot needs "
                                     "--profile P (without it, plan prints a noise multiplier and draws nothing)")

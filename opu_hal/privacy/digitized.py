@@ -66,7 +66,7 @@ class CameraRead:
 
     @property
     def max_dn(self) -> int:
-        return 2**self.adc_bits - 1
+        return (1 << self.adc_bits) - 1
 
     @property
     def mean_dn(self) -> float:
@@ -98,7 +98,7 @@ class NoisePMF:
 def _log_bin(low: np.ndarray, high: np.ndarray) -> np.ndarray:
     """``log(Phi(high) - Phi(low))`` for ``low < high`` (either may be infinite), without cancellation."""
     low, high = np.broadcast_arrays(low, high)
-    out = np.empty(low.shape)
+    out: np.ndarray = np.empty(low.shape)
     upper = low >= 0  # both in the upper tail: use the symmetry Phi(b) - Phi(a) = Phi(-a) - Phi(-b)
     a = np.where(upper, -high, low)
     b = np.where(upper, -low, high)

@@ -75,13 +75,13 @@ class DigitizedNoiseEvent(Event):
     relations: ClassVar[tuple[str, ...]] = ("add_remove", "replace_one")
 
     def __post_init__(self) -> None:
-        self.camera  # validates the camera fields
+        _ = self.camera  # validates the camera fields
         if not (is_count(self.reads) and 1 <= self.reads <= MAX_READS):
             raise PrivacyParameterError(f"reads must be an integer in [1, {MAX_READS}], got {self.reads!r}")
         if not (is_count(self.dimension) and self.dimension >= 1):
             raise PrivacyParameterError(f"dimension must be an integer >= 1, got {self.dimension!r}")
         _positive("l2_sensitivity", self.l2_sensitivity, 64.0)
-        self.cameras  # validates the box
+        _ = self.cameras  # validates the box
 
     @property
     def camera(self) -> CameraRead:

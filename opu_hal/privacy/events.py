@@ -12,7 +12,7 @@ import math
 import numbers
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, fields
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeGuard, TypeVar
 
 import dp_accounting
 import numpy as np
@@ -40,7 +40,7 @@ def is_real(value: object) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
-def is_count(value: object) -> bool:
+def is_count(value: object) -> TypeGuard[int | np.integer[Any]]:
     """A whole number (Python or numpy), not a bool."""
     return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 
@@ -80,7 +80,7 @@ class Event(ABC):
                 _own(self)
 
             __post_init__._plain_first = True  # type: ignore[attr-defined]
-            cls.__post_init__ = __post_init__  # type: ignore[attr-defined]
+            cls.__post_init__ = __post_init__  # type: ignore[method-assign]  # wraps the subclass's own
 
     def __post_init__(self) -> None:
         _plain_fields(self)
@@ -286,7 +286,8 @@ class ComposedEvent(Event):
         return tuple(sorted(common))
 
     def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
-        return np.sum([part.rdp(orders, neighboring) for part in self.parts], axis=0)
+        total: np.ndarray = np.sum([part.rdp(orders, neighboring) for part in self.parts], axis=0)
+        return total
 
     def total_variation(self) -> float:
         return sum(part.total_variation() for part in self.parts)

@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -48,7 +48,8 @@ class GaussianRelease:
 def randomized_round(x: np.ndarray, generator: SecureGenerator) -> np.ndarray:
     """Unbiased randomized rounding: ``floor(x) + 1[U < frac(x)]`` per coordinate."""
     low = np.floor(x)
-    return low + (generator.uniform(x.size).reshape(x.shape) < (x - low))
+    rounded: np.ndarray = low + (generator.uniform(x.size).reshape(x.shape) < (x - low))
+    return rounded
 
 
 def on_lattice(u: torch.Tensor, gamma: float, generator: SecureGenerator,
@@ -61,12 +62,12 @@ def on_lattice(u: torch.Tensor, gamma: float, generator: SecureGenerator,
     return rounded + draw.counts.numpy().astype(np.float64), draw
 
 
-def skellam_counts(device: Device, n_values: int, poisson_mean: float, who: str = "device") -> PrivacyCounts:
+def skellam_counts(device: Device[Any], n_values: int, poisson_mean: float, who: str = "device") -> PrivacyCounts:
     """``device``'s Skellam counts, refused when their Poisson mean is below ``poisson_mean``."""
     draw = device.draw_privacy_counts(n_values, poisson_mean)
-    if not draw.distribution.poisson_mean_lower >= poisson_mean * (1 - 1e-12):
-        raise DeviceUnavailable(f"{who} delivered Poisson mean {draw.distribution.poisson_mean_lower} < "
-                                f"requested {poisson_mean}")
+    lower = draw.distribution.poisson_mean_lower  # None (not stated) and NaN are refused too
+    if lower is None or not lower >= poisson_mean * (1 - 1e-12):
+        raise DeviceUnavailable(f"{who} delivered Poisson mean {lower} < requested {poisson_mean}")
     return draw
 
 
@@ -80,7 +81,7 @@ class SkellamRelease:
 
     mechanism = "skellam"
 
-    def __init__(self, device: Device, lattice: SkellamLattice, poisson_mean: float,
+    def __init__(self, device: Device[Any], lattice: SkellamLattice, poisson_mean: float,
                  generator: SecureGenerator | None = None) -> None:
         if not device.capabilities.privacy_noise:
             # Ask the device why: its draw_privacy_counts names the profile key to change.
@@ -111,7 +112,7 @@ class DigitizedRelease:
 
     mechanism = "digitized"
 
-    def __init__(self, device: Device, lattice: DigitizedLattice, reads: int,
+    def __init__(self, device: Device[Any], lattice: DigitizedLattice, reads: int,
                  generator: SecureGenerator | None = None) -> None:
         if not device.capabilities.digitized_noise:
             device.digitized_read_law()  # names why

@@ -107,7 +107,8 @@ class PhotonicDFAEvent(Event):
             log_arg = m * g**2 / denominator
         with np.errstate(divide="ignore"):
             second = self.n_l * alpha / (2 * (alpha - 1)) * math.log(log_arg)
-        return first + second
+        curve: np.ndarray = first + second
+        return curve
 
     def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
         per_step = self.columns * self.layers * self.epsilon_pdfa(orders)

@@ -73,7 +73,8 @@ _THETA_CELLS = 512  # theta sub-intervals per shift
 def _skellam_logpmf(n: np.ndarray, poisson_mean: float) -> np.ndarray:
     """``log P(K = n)`` for ``K ~ Sk(lambda, lambda)``: ``log(ive(|n|, 2 lambda))``."""
     with np.errstate(divide="ignore"):
-        return np.log(ive(np.abs(n), 2 * poisson_mean))
+        log_pmf: np.ndarray = np.log(ive(np.abs(n), 2 * poisson_mean))
+        return log_pmf
 
 
 def _support(poisson_mean: float) -> np.ndarray:

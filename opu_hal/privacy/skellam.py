@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -60,6 +60,9 @@ from .events import Event, Neighboring, PrivacyParameterError, _positive, regist
 from .inverse import smallest_noise_multiplier
 from .rounding import FixedSizeRoundedSkellamEvent
 from .subsampling import check_fixed_batch, integer_orders, subsampled_without_replacement_rdp
+
+if TYPE_CHECKING:
+    from .run_shape import RunShape
 
 
 def skellam_rdp(orders: np.ndarray, l2_sensitivity: float, l1_sensitivity: float,
@@ -191,7 +194,7 @@ for _cls in (SkellamEvent, FixedSizeSkellamEvent):
     register_event(_cls)
 
 
-def required_poisson_mean(target_epsilon: float, delta: float, shape) -> float:
+def required_poisson_mean(target_epsilon: float, delta: float, shape: RunShape) -> float:
     """Smallest Poisson mean per count (``lambda``) for which the lattice Skellam mechanism reaches
     ``(target_epsilon, delta)`` over the described run: ``shape`` (a calibration ``RunShape``)
     gives ``dataset_size``, ``batch_size``, ``steps``, ``dimension`` ``d`` and

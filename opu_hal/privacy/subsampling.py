@@ -23,7 +23,8 @@ def check_fixed_batch(dataset_size: int, batch_size: int) -> None:
 
 def integer_orders(orders: np.ndarray) -> np.ndarray:
     orders = np.asarray(orders, dtype=np.float64)
-    return (orders > 1) & np.isfinite(orders) & (orders == np.floor(orders))
+    whole: np.ndarray = (orders > 1) & np.isfinite(orders) & (orders == np.floor(orders))
+    return whole
 
 
 def _log_comb(n: int, k: np.ndarray) -> np.ndarray:

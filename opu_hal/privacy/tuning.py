@@ -34,12 +34,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence, Union
+from typing import Callable, Sequence
 
 import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 
 from .events import PrivacyParameterError, is_real
+
+#: An RDP curve or its orders: a sequence of floats or a 1-d float array.
+Curve = Sequence[float] | np.ndarray
 
 #: Largest ``K`` a draw may return: the tail beyond it is below 1e-300 for every allowed law.
 MAX_RUNS = 10**6
@@ -79,14 +82,15 @@ class TruncatedNegativeBinomial:
         eta, gamma = self.eta, self.gamma
         if eta == 0:
             return (1 / gamma - 1) / math.log(1 / gamma)
-        return eta * (1 - gamma) / (gamma * (1 - gamma**eta))
+        return float(eta * (1 - gamma) / (gamma * (1 - gamma**eta)))
 
     def log_pmf(self, k: np.ndarray) -> np.ndarray:
         """``log P[K = k]`` for integers ``k >= 1`` (Definition 1, in log space)."""
         k = np.asarray(k, dtype=np.float64)
         eta, gamma = self.eta, self.gamma
         if eta == 0:
-            return k * math.log1p(-gamma) - np.log(k) - math.log(math.log(1 / gamma))
+            log_p: np.ndarray = k * math.log1p(-gamma) - np.log(k) - math.log(math.log(1 / gamma))
+            return log_p
         from scipy.special import gammaln
         # prod_{l<k} (l + eta) / (l + 1) = Gamma(k + eta) / (Gamma(eta) k!), its sign that of eta.
         log_prod = gammaln(k + eta) - gammaln(eta) - gammaln(k + 1) if eta > 0 else (
@@ -98,7 +102,7 @@ class TruncatedNegativeBinomial:
         return sample_by_inversion(self.log_pmf, 1, uniform)
 
 
-    def tuning_rdp(self, orders: Sequence[float], rdp: Sequence[float]) -> np.ndarray:
+    def tuning_rdp(self, orders: Curve, rdp: Curve) -> np.ndarray:
         """Theorem 2's curve for this law (:func:`tnb_tuning_rdp`)."""
         return tnb_tuning_rdp(orders, rdp, self)
 
@@ -149,7 +153,7 @@ class PoissonRuns:
         """``K`` by inversion of the CDF at ``uniform`` in [0, 1) (from the secure generator); may be 0."""
         return sample_by_inversion(self.log_pmf, 0, uniform)
 
-    def tuning_rdp(self, orders: Sequence[float], rdp: Sequence[float],
+    def tuning_rdp(self, orders: Curve, rdp: Curve,
                    delta_hat: Callable[[float], float] | None = None) -> np.ndarray:
         """Theorem 6's curve for this law (:func:`poisson_tuning_rdp`)."""
         return poisson_tuning_rdp(orders, rdp, self, delta_hat)
@@ -187,7 +191,7 @@ class FixedRuns:
         """Always ``runs`` (``uniform`` is ignored: nothing is random)."""
         return self.runs
 
-    def tuning_rdp(self, orders: Sequence[float], rdp: Sequence[float]) -> np.ndarray:
+    def tuning_rdp(self, orders: Curve, rdp: Curve) -> np.ndarray:
         """``runs`` times the per-run curve: the candidates composed."""
         _, eps = _check_curve(orders, rdp)
         return self.runs * eps
@@ -206,7 +210,7 @@ def _check_curve(orders: Sequence[float], rdp: Sequence[float]) -> tuple[np.ndar
     return lam, eps
 
 
-def poisson_tuning_rdp(orders: Sequence[float], rdp: Sequence[float], law: PoissonRuns,
+def poisson_tuning_rdp(orders: Curve, rdp: Curve, law: PoissonRuns,
                        delta_hat: Callable[[float], float] | None = None) -> np.ndarray:
     """Theorem 6 at every order ``lambda`` of ``orders``: the RDP of the best of ``K ~ Poisson(mu)``
     runs (``⊥`` when ``K = 0``) of a mechanism whose RDP curve is ``rdp``, with
@@ -228,7 +232,7 @@ def poisson_tuning_rdp(orders: Sequence[float], rdp: Sequence[float], law: Poiss
     return out
 
 
-def tnb_tuning_rdp(orders: Sequence[float], rdp: Sequence[float], law: TruncatedNegativeBinomial) -> np.ndarray:
+def tnb_tuning_rdp(orders: Curve, rdp: Curve, law: TruncatedNegativeBinomial) -> np.ndarray:
     """Theorem 2 at every order ``lambda`` of ``orders``: the RDP of the best of ``K ~ law`` runs of
     a mechanism whose RDP curve is ``rdp``, minimized over ``lambda_hat`` in ``orders``."""
     lam, eps = _check_curve(orders, rdp)
@@ -241,10 +245,10 @@ def tnb_tuning_rdp(orders: Sequence[float], rdp: Sequence[float], law: Truncated
 
 
 #: The laws of ``K`` that ``opu-hal tune`` offers.
-RunsLaw = Union[TruncatedNegativeBinomial, PoissonRuns, FixedRuns]
+RunsLaw = TruncatedNegativeBinomial | PoissonRuns | FixedRuns
 
 
-def tuning_epsilon(orders: Sequence[float], rdp: Sequence[float], delta: float) -> tuple[float, float]:
+def tuning_epsilon(orders: Curve, rdp: Curve, delta: float) -> tuple[float, float]:
     """(epsilon, order) of an RDP curve at ``delta``: the accountant's conversion (dp_accounting's
     ``compute_epsilon``, Canonne, Kamath and Steinke 2020, Prop. 12)."""
     if not (is_real(delta) and 0 < delta < 1):

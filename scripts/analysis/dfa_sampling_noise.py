@@ -41,9 +41,9 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- |")
     for batch, epochs in SHAPES:
         for epsilon in (3.0, 8.0):
-            fixed = noise_multiplier(lambda z: FixedSizeGaussianEvent(n, batch, z), "replace_one",
+            fixed = noise_multiplier(lambda z, batch=batch: FixedSizeGaussianEvent(n, batch, z), "replace_one",
                                      epochs * (n // batch), epsilon, args.delta)
-            poisson = noise_multiplier(lambda z: PoissonGaussianEvent(batch / n, z), "add_remove",
+            poisson = noise_multiplier(lambda z, batch=batch: PoissonGaussianEvent(batch / n, z), "add_remove",
                                        epochs * (n // batch), epsilon, args.delta)
             print(f"| {batch} | {epochs} | {epsilon:g} | {fixed:.3f} / {2 * fixed:.3f} | {poisson:.3f} / {poisson:.3f} "
                   f"| {2 * fixed / poisson:.2f} |")

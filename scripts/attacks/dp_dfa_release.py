@@ -18,7 +18,6 @@ It prints each attack's success rate (0.5 is chance).
 from __future__ import annotations
 
 import argparse
-import math
 
 import numpy as np
 import torch

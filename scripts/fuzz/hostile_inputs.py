@@ -27,7 +27,7 @@ import opu_hal
 from opu_hal.contract.errors import OpuHalError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hostile_surfaces import PLUGINS, issue32_cases, issue32_valid_argvs, plugin_cases  # noqa: E402,F401
+from hostile_surfaces import PLUGINS, issue32_cases, issue32_valid_argvs, plugin_cases  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILES = {"simulated": {"backend": "simulated", "in_features": 8, "out_features": 64},

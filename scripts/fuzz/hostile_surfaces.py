@@ -3,12 +3,10 @@ paths) and to plugins (entry points that fail, shadow or hang): cases for :mod:`
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
-import torch
 
 import opu_hal
 

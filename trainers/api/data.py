@@ -19,10 +19,10 @@ from opu_hal.randomness.secure_random import new_secret_key
 from ..core.errors import TrainingConfigError
 from ..core.sampling import Sampler
 
-Data = Dataset | DataLoader | tuple[torch.Tensor, ...] | list[torch.Tensor]
+Data = Dataset[Any] | DataLoader[Any] | tuple[torch.Tensor, ...] | list[torch.Tensor]
 
 
-def as_dataset(data: Data) -> tuple[Dataset, int | None, Callable[[list[Any]], Any]]:
+def as_dataset(data: Data) -> tuple[Dataset[Any], int | None, Callable[[list[Any]], Any]]:
     """The dataset behind ``data``, its loader's batch size (if any) and its collate function."""
     if isinstance(data, DataLoader):
         return data.dataset, data.batch_size, data.collate_fn
@@ -47,7 +47,7 @@ class PrivateDataLoader:
     """Iterates one epoch of ``len(self)`` secretly sampled batches; stops early once the engine's
     budget would be crossed by the next step (``should_stop``)."""
 
-    def __init__(self, dataset: Dataset, batch_size: int, kind: str, collate_fn: Callable[[list[Any]], Any],
+    def __init__(self, dataset: Dataset[Any], batch_size: int, kind: str, collate_fn: Callable[[list[Any]], Any],
                  should_stop: Callable[[], bool], public_size: int | None = None) -> None:
         size = len(dataset)  # type: ignore[arg-type]
         if not 1 <= batch_size <= (public_size or size):

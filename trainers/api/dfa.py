@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from types import SimpleNamespace
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -48,7 +48,7 @@ def attached_spec(method: str) -> MethodSpec:
     return offered[method]
 
 
-def open_device(device: Device | str | None, method: str) -> Device:
+def open_device(device: Device[Any] | str | None, method: str) -> Device[Any]:
     """``device`` itself, the device a profile name or path describes, or the method's default."""
     if isinstance(device, Device):
         return device
@@ -79,7 +79,7 @@ def error_and_scale(grad: torch.Tensor, loss_reduction: str) -> tuple[torch.Tens
 class DFAHandle:
     """DFA attached to a model: :meth:`detach` restores backprop, :meth:`disabled` suspends DFA."""
 
-    def __init__(self, model: nn.Module, method: str, device: Device, threshold: float, loss_reduction: str) -> None:
+    def __init__(self, model: nn.Module, method: str, device: Device[Any], threshold: float, loss_reduction: str) -> None:
         trainer = attached_spec(method).trainer
         self.model = model
         self.method = method
@@ -121,7 +121,7 @@ class DFAHandle:
         self.tap.remove()
 
 
-def attach_dfa(model: nn.Module, method: str = "dfa", device: Device | str | None = None, *,
+def attach_dfa(model: nn.Module, method: str = "dfa", device: Device[Any] | str | None = None, *,
                threshold: float = 0.15, loss_reduction: str = "mean") -> DFAHandle:
     """Make ``loss.backward()`` on ``model``'s output deliver DFA updates to its Linear layers.
 
@@ -144,7 +144,7 @@ def dfa_alignment(handle: DFAHandle, x: torch.Tensor, y: torch.Tensor,
     (paper 000, Figure 2; :mod:`trainers.run.alignment` for the built-in methods), and per weight of a
     conv prefix. Leaves ``.grad`` as it found it. The output layer's cosine is 1: DFA and BP give it the same update."""
     chain = handle.chain
-    named = [(n, m.weight) for n, m in chain.prefix if getattr(m, "weight", None) is not None]
+    named = [(n, w) for n, m in chain.prefix if isinstance(w := getattr(m, "weight", None), torch.Tensor)]
     named += [(n, layer.weight) for n, layer in zip(chain.names, chain.linears)]
     params = [*chain.prefix_params, *handle.tap.params]
     saved = [p.grad for p in params]
@@ -153,7 +153,10 @@ def dfa_alignment(handle: DFAHandle, x: torch.Tensor, y: torch.Tensor,
         for p in params:
             p.grad = None
         loss_fn(handle.model(x), y).backward()
-        return [w.grad.detach().clone() for _, w in named]
+        missing = [name for name, w in named if w.grad is None]
+        if missing:
+            raise UnsupportedModelError(f"no gradient reached {', '.join(missing)} (requires_grad off?)")
+        return [w.grad.detach().clone() for _, w in named if w.grad is not None]
 
     ours = grads()
     with handle.disabled():

@@ -22,13 +22,13 @@ events the built-in trainers charge. The methods offered, and the reasons others
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch import nn
 
 from opu_hal import Device, load_device
-from opu_hal.privacy import Accountant, PrivacyBudget, smallest_noise_multiplier
+from opu_hal.privacy import Accountant, Event, PrivacyBudget, smallest_noise_multiplier
 from opu_hal.privacy.accountant import CONVERSIONS
 from opu_hal.randomness.secure_random import SecureGenerator
 
@@ -84,7 +84,7 @@ class PrivacyEngine:
     # -- wrapping --------------------------------------------------------------------------------
     def make_private(self, *, module: nn.Module, optimizer: torch.optim.Optimizer, data_loader: Data,
                      noise_multiplier: float, max_grad_norm: float, loss_reduction: str = "mean",
-                     method: str = "dp-sgd", noise_source: str = "software", device: Device | str | None = None,
+                     method: str = "dp-sgd", noise_source: str = "software", device: Device[Any] | str | None = None,
                      batch_size: int | None = None, tau_h: float = 1.0, beta: float = 0.9,
                      lattice_resolution: float = 10.0, rounding_analysis: str = "per-coordinate",
                      feedback_seed: int = 0, public_dataset_size: int | None = None,
@@ -132,7 +132,7 @@ class PrivacyEngine:
             raise TrainingConfigError(f"noise_source must be 'software' or 'device', got {noise_source!r}")
         # The loop's own constructors (trainers.methods.dp_dfa): one release and accounting path.
         mechanism = dp_dfa_release(noise_multiplier, update.sensitivity, lattice, opened, generator)
-        self.event_for = lambda z: update.event(z, lattice)
+        self.event_for: Callable[[float], Event] = lambda z: update.event(z, lattice)
         event = self.event_for(noise_multiplier)
         self.accountant = Accountant(update.neighboring, conversion=self.conversion)  # type: ignore[arg-type]
         check_accounting(self.accountant, self.event_for, f"PrivacyEngine(accountant={self.conversion!r})")

@@ -8,7 +8,7 @@ from typing import Any, Callable
 import torch
 
 from opu_hal.privacy.mechanisms import DigitizedRelease, GaussianRelease, SkellamRelease
-from opu_hal.privacy import Accountant, PrivacyBudget
+from opu_hal.privacy import Accountant, Event, PrivacyBudget
 
 from ..core.errors import TrainingConfigError
 from .updates import DFAClipping, PerExampleClipping
@@ -23,7 +23,7 @@ class DPOptimizer:
     (``z * sensitivity``: ``z C`` for dp-sgd's sum, as Opacus; ``z Delta`` on dp-dfa's average)."""
 
     def __init__(self, optimizer: torch.optim.Optimizer, update: PerExampleClipping | DFAClipping,
-                 mechanism: GaussianRelease | SkellamRelease | DigitizedRelease, event, accountant: Accountant,
+                 mechanism: GaussianRelease | SkellamRelease | DigitizedRelease, event: Event, accountant: Accountant,
                  budget: PrivacyBudget | None) -> None:
         self.original_optimizer = optimizer
         self.update = update
@@ -52,8 +52,9 @@ class DPOptimizer:
             with torch.enable_grad():
                 closure()
         if not self.allows_next_step():
-            raise PrivacyBudgetExhausted(
-                f"the next step would exceed epsilon {self.budget.target_epsilon} at delta {self.budget.delta}")
+            budget = self.budget  # not None: allows_next_step() is true without a budget
+            limit = f"epsilon {budget.target_epsilon} at delta {budget.delta}" if budget is not None else "the budget"
+            raise PrivacyBudgetExhausted(f"the next step would exceed {limit}")
         with torch.no_grad():
             released = self.update.released_to_grad(self.mechanism.release(self.update.clipped()))
             params = self.update.params

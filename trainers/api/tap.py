@@ -4,7 +4,7 @@ model's output to a callback that decides the parameters' gradients (DFA and DP-
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 from torch import nn
@@ -32,13 +32,13 @@ class _AtOutput(torch.autograd.Function):
     letting autograd backpropagate through the model."""
 
     @staticmethod
-    def forward(ctx, tap: "OutputTap", record: Record, output: torch.Tensor, attached: torch.Tensor | None,
-                *params: torch.Tensor):
+    def forward(ctx: Any, tap: OutputTap, record: Record, output: torch.Tensor, attached: torch.Tensor | None,
+                *params: torch.Tensor) -> torch.Tensor:
         ctx.tap, ctx.record = tap, record
         return output.view_as(output)
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor):
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         input_grad, grads = ctx.tap.callback(grad, ctx.record)
         return (None, None, None, input_grad if ctx.record.attached is not None else None, *grads)
 
@@ -59,12 +59,12 @@ class OutputTap:
         self._handles.append(model.register_forward_pre_hook(self._open))
         self._handles.append(model.register_forward_hook(self._close))
 
-    def _open(self, module: nn.Module, args) -> None:
+    def _open(self, module: nn.Module, args: tuple[Any, ...]) -> None:
         n = len(self.chain.linears)
         self._current = Record([None] * n, [None] * n)  # type: ignore[list-item]
 
-    def _record_layer(self, index: int):
-        def hook(layer: nn.Module, args, output: torch.Tensor) -> None:
+    def _record_layer(self, index: int) -> Callable[[nn.Module, tuple[Any, ...], torch.Tensor], None]:
+        def hook(layer: nn.Module, args: tuple[Any, ...], output: torch.Tensor) -> None:
             record = self._current
             if record is None or not self.enabled:
                 return
@@ -80,11 +80,14 @@ class OutputTap:
             record.preacts[index] = output.detach()
         return hook
 
-    def _close(self, module: nn.Module, args, output: torch.Tensor) -> torch.Tensor | None:
+    def _close(self, module: nn.Module, args: tuple[Any, ...], output: torch.Tensor) -> torch.Tensor | None:
         record, self._current = self._current, None
         if not self.enabled or record is None or not torch.is_grad_enabled():
             return None
-        return _AtOutput.apply(self, record, output.detach(), record.attached, *self.params)
+        # torch leaves Function.apply unannotated
+        out: torch.Tensor = _AtOutput.apply(  # type: ignore[no-untyped-call]
+            self, record, output.detach(), record.attached, *self.params)
+        return out
 
     def remove(self) -> None:
         """Remove every hook: the model trains by plain backpropagation again."""

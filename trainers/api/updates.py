@@ -11,6 +11,8 @@ sensitivity and accounting event, computed from what hooks recorded during ``los
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable
+
 import torch
 from torch import nn
 
@@ -23,6 +25,12 @@ from ..core.sampling import step_generator
 from .dfa import error_and_scale
 from .layers import LinearChain, UnsupportedModelError, linear_chain
 from .tap import OutputTap, Record
+
+if TYPE_CHECKING:
+    from opu_hal.privacy.digitized_lattice import DigitizedLattice
+    from opu_hal.privacy.skellam import SkellamLattice
+
+    Lattice = SkellamLattice | DigitizedLattice | None
 
 
 class PerExampleClipping:
@@ -45,16 +53,16 @@ class PerExampleClipping:
         self.expected_batch = expected_batch
         self.dataset_size = dataset_size
         self.sensitivity = self.max_grad_norm
-        self.records: dict[str, list] = {}
+        self.records: dict[str, list[torch.Tensor | None]] = {}
         self._handles = [model.register_forward_pre_hook(self._open)]
         self._handles += [m.register_forward_hook(self._hook(name)) for name, m in self.linears.items()]
 
-    def _open(self, module: nn.Module, args) -> None:
+    def _open(self, module: nn.Module, args: tuple[Any, ...]) -> None:
         if torch.is_grad_enabled():  # an evaluation pass under no_grad keeps the training records
             self.records = {}
 
-    def _hook(self, name: str):
-        def hook(module: nn.Module, args, output: torch.Tensor) -> None:
+    def _hook(self, name: str) -> Callable[[nn.Module, tuple[Any, ...], torch.Tensor], None]:
+        def hook(module: nn.Module, args: tuple[Any, ...], output: torch.Tensor) -> None:
             if not output.requires_grad:
                 return
             if name in self.records:
@@ -62,25 +70,30 @@ class PerExampleClipping:
                                             "of shared layers are not computed here")
             if output.dim() != 2:
                 raise UnsupportedModelError(f"layer {name!r} got a {output.dim()}-d input; pass (batch, features)")
-            entry = [args[0].detach(), None]
+            entry: list[torch.Tensor | None] = [args[0].detach(), None]
             self.records[name] = entry
             output.register_hook(lambda g: entry.__setitem__(1, g.detach()))
         return hook
 
-    def event(self, z: float, lattice=None) -> Event:
+    def event(self, z: float, lattice: Lattice = None) -> Event:
         return PoissonGaussianEvent(self.expected_batch / self.dataset_size, z)
 
     def clipped(self) -> torch.Tensor:
         """The flattened clipped sum ``sum_i min(1, C / ||g_i||) g_i``, in :attr:`params` order."""
-        parts, squared, grads = [], 0, {}
+        parts: list[torch.Tensor] = []
+        squared: torch.Tensor | None = None
+        grads: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
         for name, layer in self.linears.items():
-            if name not in self.records or self.records[name][1] is None:
+            a, g = self.records.get(name, [None, None])
+            if a is None or g is None:
                 raise UnsupportedModelError(f"layer {name!r} has no recorded gradient: call loss.backward() "
                                             "on the model's output before optimizer.step()")
-            a, g = self.records[name]
             g, _ = error_and_scale(g, self.loss_reduction)  # the per-example loss gradient
             grads[name] = (g, a)
-            squared = squared + g.pow(2).sum(1) * (a.pow(2).sum(1) + (layer.bias is not None))
+            norm2 = g.pow(2).sum(1) * (a.pow(2).sum(1) + (layer.bias is not None))
+            squared = norm2 if squared is None else squared + norm2
+        if squared is None:
+            raise UnsupportedModelError("the model has no nn.Linear layer to clip")
         scale = clip_scale(squared, self.max_grad_norm)
         for name, layer in self.linears.items():
             weight, bias = linear_clipped_sum(*grads[name], scale)
@@ -126,7 +139,7 @@ class DFAClipping:
         self.pending = (grad.detach(), record)
         return None, [None] * len(self.tap.params)  # no un-noised gradient reaches .grad
 
-    def event(self, z: float, lattice=None) -> Event:
+    def event(self, z: float, lattice: Lattice = None) -> Event:
         return fixed_size_event(lattice, self.dataset_size, self.batch_size, z)
 
     def deltas(self, error: torch.Tensor, preacts: list[torch.Tensor]) -> list[torch.Tensor]:

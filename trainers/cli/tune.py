@@ -28,7 +28,6 @@ candidate has the same per-run RDP curve; each drawn candidate's ledger is check
 
 from __future__ import annotations
 
-import argparse
 import io
 import logging
 import math
@@ -151,10 +150,10 @@ def noise_for_total(base: TrainConfig, law: RunsLaw, total: float, rtol: float =
     with Trainer(planning, data=data, progress=False, log=lambda message: None) as trainer:
         method, steps, spent = trainer.method, trainer.planned_steps, trainer.accountant
         low = float(method.noise_multiplier)  # type: ignore[attr-defined]
+        event_for = method.event_for  # type: ignore[attr-defined]
 
     def fits(z: float) -> bool:
-        return total_epsilon_at(method.event_for, steps, method.neighboring, law, z,  # type: ignore[attr-defined]
-                                conversion_delta_for(law, base.delta),
+        return total_epsilon_at(event_for, steps, method.neighboring, law, z, conversion_delta_for(law, base.delta),
                                 spent) <= total
 
     high = low * 2

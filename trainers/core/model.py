@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Sequence, cast
 
 import torch
 from torch import nn
@@ -84,7 +84,8 @@ class MLP(nn.Module):
         self.sizes = [int(s) for s in sizes]
         self.activation = get_activation(activation)
         generator = torch.Generator().manual_seed(seed)
-        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(self.sizes[:-1], self.sizes[1:]))
+        # a ModuleList (registered parameters) typed as the Linears it holds: its items read as Module
+        self.layers = cast("list[nn.Linear]", nn.ModuleList(nn.Linear(a, b) for a, b in zip(self.sizes[:-1], self.sizes[1:])))
         with torch.no_grad():
             for layer in self.layers:  # torch's default init, drawn from our own seeded stream
                 bound = 1 / layer.in_features**0.5

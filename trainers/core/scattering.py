@@ -139,6 +139,8 @@ def _periodized_product(spectrum: torch.Tensor, psi: torch.Tensor, fold: int) ->
             rows, cols = slice(a * m, (a + 1) * m), slice(b * m, (b + 1) * m)
             part = spectrum[..., rows, cols] * psi[..., rows, cols]
             total = part if total is None else total.add_(part)
+    if total is None:
+        raise ValueError(f"fold must be >= 1, got {fold}")
     return total / fold**2
 
 
@@ -157,7 +159,7 @@ def group_normalize(coefficients: torch.Tensor, groups: int = GROUPS, eps: float
 
 
 def scatter_split(split: Split, transform: Scattering2D, chunk: int = 500,
-                  progress: Callable[[int], None] | None = None) -> Split:
+                  progress: Callable[[int], object] | None = None) -> Split:
     """Flattened, group-normalised scattering features of a split of flattened square images."""
     side = transform.side
     if split.x.shape[1] != side * side:
@@ -174,7 +176,7 @@ def scatter_split(split: Split, transform: Scattering2D, chunk: int = 500,
     return Split(features, split.y)
 
 
-def scatter_dataset(data: Dataset, progress: Callable[[int], None] | None = None) -> Dataset:
+def scatter_dataset(data: Dataset, progress: Callable[[int], object] | None = None) -> Dataset:
     """The dataset with every split replaced by its ScatterNet features (no privacy cost)."""
     side = math.isqrt(data.n_features)
     if side * side != data.n_features:

@@ -57,7 +57,7 @@ def shared_secret(ranks: SingleProcess) -> str:
 def shared_stream(ranks: SingleProcess) -> str:
     """The private sampler's keystream (compiled or randomgen): rank 0's, so that every rank draws
     the same batches (a rank that cannot draw it refuses by name rather than draw others)."""
-    return ranks.broadcast_object(default_stream(), 0, "sharing the sampler's keystream")  # type: ignore[return-value]
+    return ranks.broadcast_object(default_stream(), 0, "sharing the sampler's keystream")
 
 
 def broadcast_model(ranks: SingleProcess, model: torch.nn.Module) -> None:
@@ -97,7 +97,7 @@ def fresh_generator(method: Method) -> None:
     """Give a share-drawing method's secure generator a new secret (after a checkpoint load, every
     rank would otherwise hold rank 0's and draw identical shares)."""
     if hasattr(method, "generator"):
-        method.generator = SecureGenerator()  # type: ignore[attr-defined]
+        method.generator = SecureGenerator()
 
 
 def describe(ranks: SingleProcess, config: Any, method: Method) -> dict[str, Any]:

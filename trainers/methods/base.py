@@ -57,10 +57,11 @@ class Method(ABC):
     name: ClassVar[str] = ""
     uses_device: ClassVar[bool] = False
     private: ClassVar[bool] = False
-    neighboring: ClassVar[Neighboring] = "add_remove"
-    sampling: ClassVar[str] = "shuffle"  # shuffle | fixed | poisson
+    # Class defaults that an instance may set from its configuration (sampling, device noise):
+    neighboring: Neighboring = "add_remove"
+    sampling: str = "shuffle"  # shuffle | fixed | poisson
     # Whether a step can be recomputed bit for bit from its seed (no physical noise involved).
-    replayable: ClassVar[bool] = True
+    replayable: bool = True
     #: Profile used when the run names none (``None``: the method needs no device).
     default_profile: ClassVar[str | None] = None
     #: The method's paper settings, applied by ``TrainConfig.for_method`` before user overrides.
@@ -151,7 +152,7 @@ class Method(ABC):
         returns whether it ran (the loop then checkpoints). Default: nothing to prepare."""
         return False
 
-    def after_step(self) -> None:
+    def after_step(self) -> None:  # noqa: B027 (an optional hook, a no-op by default)
         """Called after the optimizer applied a step (DP-MAC's controller). Default: nothing."""
 
     def planned_event(self) -> Event | None:
@@ -168,7 +169,7 @@ class Method(ABC):
         """Random-generator states and the like, for checkpoints."""
         return {}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:  # noqa: B027 (stateless by default)
         """Restore :meth:`state_dict`."""
 
 

@@ -10,7 +10,6 @@ import torch
 
 from ..core.errors import TrainingConfigError
 from ..core.feedback import DeviceFeedback, FeedbackProjection
-from ..core.errors import TrainingConfigError
 from .base import Method, MethodContext, StepOutput, forward_and_error, set_linear_grads
 
 

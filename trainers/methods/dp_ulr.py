@@ -180,8 +180,11 @@ class DPULR(Method):
         if moment is None:
             return cap, None
         eigenvalues, eigenvectors = torch.linalg.eigh(moment)
-        allowed = ulr.controller_std(float(eigenvalues[0]), self.options["repeats"],
-                                     self.context.config.clip_norm, self.noise_multiplier)  # type: ignore[arg-type]
+        sigma0 = self.noise_multiplier
+        if sigma0 is None:
+            raise TrainingConfigError("dp-ulr: the forward-noise controller needs the noise multiplier (eq. 7)")
+        allowed = ulr.controller_std(float(eigenvalues[0]), self.options["repeats"], self.context.config.clip_norm,
+                                     sigma0)
         if allowed <= 0 and not self.options["remediation"]:
             raise TrainingConfigError(
                 f"dp-ulr: Assumption 3.3 fails at step {self.current_step}, layer {layer_index + 1}: the batch "

@@ -10,7 +10,10 @@ from ..methods.base import Method
 
 
 def _weight_grads(method: Method) -> list[torch.Tensor]:
-    return [layer.weight.grad.detach().clone() for layer in method.model.layers]
+    grads = [layer.weight.grad for layer in method.model.layers]
+    if any(g is None for g in grads):
+        raise RuntimeError(f"{method.name}: a layer received no gradient from compute_gradients")
+    return [g.detach().clone() for g in grads if g is not None]
 
 
 def gradient_alignment(method: Method, x: torch.Tensor, y: torch.Tensor) -> dict[str, float]:

@@ -106,6 +106,8 @@ class Trainer:
         centering = release_for_run(train.x, cls.private, config.centering_noise, public_size(config, len(train)),
                                     cls.neighboring_for(config)) if self.ranks.is_main else None
         centering = self.ranks.broadcast_object(centering, what="the released feature mean")
+        if centering is None:
+            raise RuntimeError("rank 0 broadcast no feature mean")
         self.data = centered(self.data, centering.mean)
         self.train_split = _limit(self.data.train, config.train_limit)
         self.log(centering.log_line)

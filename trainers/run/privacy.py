@@ -30,7 +30,7 @@ def plan_noise(method: Method, steps: int, config: TrainConfig, log: Callable[[s
         return
     if config.target_epsilon is None:  # TrainConfig.validate refuses this for such methods
         raise AssertionError(f"{method.name}: neither --noise-multiplier nor --target-epsilon")
-    event_for = method.event_for  # type: ignore[attr-defined]
+    event_for = method.event_for
     claimed = method.claim is not None  # a published claim: the target is on the claimed epsilon
     what = f"claimed epsilon ({method.claim}, not a guarantee)" if claimed else "epsilon"
     print(f"{method.name}: choosing the noise multiplier for {what} {config.target_epsilon} at delta {config.delta} "
@@ -42,12 +42,12 @@ def plan_noise(method: Method, steps: int, config: TrainConfig, log: Callable[[s
             print(f"\r  noise multiplier in [{low:.5g}, {high:.5g}]", end="", file=sys.stderr, flush=True)
 
     z = smallest_noise_multiplier(event_for, steps, config.target_epsilon, config.delta,
-                                  method.neighboring, progress=progress, claimed=claimed,  # type: ignore[arg-type]
+                                  method.neighboring, progress=progress, claimed=claimed,
                                   spent=spent)
     if live:
         print(file=sys.stderr, flush=True)
     method.set_noise_multiplier(z)
-    planned = planned_epsilon(event_for, z, steps, config.delta, method.neighboring,  # type: ignore[arg-type]
+    planned = planned_epsilon(event_for, z, steps, config.delta, method.neighboring,
                               claimed=claimed, spent=spent)
     log(f"{method.name}: noise multiplier {z:.4f} plans {what} {planned:.4g} (target {config.target_epsilon}) "
         f"at delta {config.delta} after the planned {steps} steps")

@@ -60,7 +60,8 @@ def log_positive(x):
     """``log x`` for a positive normal float64 (fdlibm's ``__ieee754_log`` as musl writes it, without
     its branches for zero, negatives, subnormals, infinities and NaN): ``x = 2^k (1 + f)`` with
     ``1 + f`` in ``[sqrt 2 / 2, sqrt 2]``."""
-    bits = _bits(x)
+    # numba's stubs type an @intrinsic's call with its typing context as first argument
+    bits: int = _bits(x)  # type: ignore[call-arg]
     high = (bits >> 32) + (0x3FF00000 - 0x3FE6A09E)
     k = (high >> 20) - 0x3FF
     high = (high & 0x000FFFFF) + 0x3FE6A09E

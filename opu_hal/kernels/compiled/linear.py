@@ -87,7 +87,9 @@ def linear_frames(real: torch.Tensor, imag: torch.Tensor, anchor_cos: torch.Tens
 
     with compute_threads():
         signal_rates, anchor_rates = buffer("signal_rates"), buffer("anchor_rates")
-        total = _rates(*fields, *phases, np.float32(math.sqrt(anchor_e)), dark, signal_rates, anchor_rates)
+        # numba's stubs give a @njit dispatcher's __call__ a fixed arity
+        total = _rates(*fields, *phases, np.float32(math.sqrt(anchor_e)), dark,  # type: ignore[call-arg]
+                       signal_rates, anchor_rates)
         counts = [poisson_counts(signal_rates, *keys[0], buffer("signal_counts")),
                   poisson_counts(anchor_rates, *keys[1], buffer("anchor_counts")),
                   flat_frame_counts(float(anchor_e), dark.astype(np.float64), rows, *keys[2], buffer("flat_counts"))]

@@ -84,7 +84,7 @@ class Workspace(threading.local):
         kept = self._arrays.get(name)
         if kept is not None and kept.shape[0] >= n and kept.dtype == dtype:
             return kept[:n]
-        fresh = np.empty(n, dtype=dtype)
+        fresh: np.ndarray = np.empty(n, dtype=dtype)
         if fresh.nbytes <= CACHED_BYTES:
             self._arrays[name] = fresh
         return fresh
@@ -98,7 +98,8 @@ class compute_threads:
 
     def __enter__(self) -> None:
         self._before = numba.get_num_threads()
-        numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
+        most = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]  # set when numba.config loads
+        numba.set_num_threads(max(1, min(torch.get_num_threads(), most)))
 
     def __exit__(self, *exc: object) -> None:
         numba.set_num_threads(self._before)

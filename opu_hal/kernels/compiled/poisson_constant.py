@@ -37,7 +37,7 @@ def _constant_squeeze(lam, uniforms_, pending, counts, settled):
 def _constant_exact(lam, uniforms_, pending, counts, settled):
     """The exact test for the proposals the squeeze left (``settled`` false), on the same uniforms;
     ``log k!`` from the table below 6 and the Stirling series past it (both computed, one kept)."""
-    a, b, vr = _ptrs_constants(lam)
+    a, b, _vr = _ptrs_constants(lam)
     log_lam = log_positive(lam)
     top = LOG_FACTORIALS.shape[0] - 1.0
     for j in prange(pending.shape[0]):
