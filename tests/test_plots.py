@@ -14,18 +14,18 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from matplotlib.collections import PolyCollection  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.collections import PolyCollection
 
-from opu_hal.calibration.figure_panels import (  # noqa: E402
+from opu_hal.calibration.figure_panels import (
     DARK_AXES, DARK_BAND, DARK_LAW, PTC_AXES, PTC_FIT, draw_dark_current_law, draw_photon_transfer, law_band,
 )
-from opu_hal.calibration.schema import read_calibration  # noqa: E402
-from opu_hal.calibration.temperature import law_rate  # noqa: E402
-from opu_hal.cli import build_parser, main  # noqa: E402
-from trainers.cli.plot import CHANCE_GID, EPSILON_AXES_GID, plot_records  # noqa: E402
+from opu_hal.calibration.schema import read_calibration
+from opu_hal.calibration.temperature import law_rate
+from opu_hal.cli import build_parser, main
+from trainers.cli.plot import CHANCE_GID, EPSILON_AXES_GID, plot_records
 
 DATA = Path(__file__).parent / "data" / "plots"
 PROFILE, CALIBRATION = DATA / "opu-unity.toml", DATA / "opu-unity-cal.json"

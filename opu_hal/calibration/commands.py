@@ -4,8 +4,6 @@ their parsers are in :mod:`opu_hal.cli`."""
 from __future__ import annotations
 
 import argparse
-import math
-import json
 import sys
 import time
 from pathlib import Path
@@ -21,7 +19,7 @@ from ..privacy.skellam import required_poisson_mean
 from ..profiles.catalogue import load_profile
 from .camera_plan import CameraTradeOff, camera_summary, plot_trade_off, print_trade_off, profile_trade_off
 from .frames import check_frames_fit
-from .plan import plan_gaussian, plan_skellam, what_would
+from .plan import OperatingPlan, plan_gaussian, plan_skellam, what_would
 from .figures import plot_calibration
 from .run import calibrate_device
 from .schema import Calibration, read_calibration, write_calibration

@@ -59,7 +59,7 @@ def draw_photon_transfer(ax: Any, cal: Calibration) -> None:
         ax.text(0.03, 0.97, "no sweep points in this calibration file\n(written before they were stored)",
                 transform=ax.transAxes, va="top", fontsize=7.5)
     line_x = np.geomspace(low, sat_dn, 200)
-    floor = float(ptc_line(cal, 0.0))
+    floor = float(ptc_line(cal, np.zeros(1))[0])
     ax.plot(line_x, ptc_line(cal, line_x), "-", color="C1", gid=PTC_FIT,
             label=f"fit: slope 1/g = {1 / g.value:.4g} DN^2/DN\n+ (sigma_r/g)^2 + 1/12 = {floor:.3g} DN^2 (dotted)")
     ax.axhline(floor, color="C1", linestyle=":", linewidth=1)

@@ -107,8 +107,8 @@ def _lack_of_fit(xc: np.ndarray, logs: np.ndarray, weights: np.ndarray, coef: np
 def _at(celsius: float, c: np.ndarray, x0: float, degree: int) -> tuple[np.ndarray, np.ndarray]:
     """(ln(D/T^1.5), local activation energy) at ``celsius`` from coefficients ``c`` centred at ``x0``."""
     xr = 1 / (BOLTZMANN_EV_PER_K * (celsius + KELVIN_OFFSET)) - x0
-    value = sum(c[..., p] * xr**p for p in range(degree + 1))
-    slope = sum(p * c[..., p] * xr ** (p - 1) for p in range(1, degree + 1))
+    value = np.asarray(sum(c[..., p] * xr**p for p in range(degree + 1)))
+    slope = np.asarray(sum(p * c[..., p] * xr ** (p - 1) for p in range(1, degree + 1)))
     return value, -slope
 
 

@@ -200,7 +200,7 @@ class FixedRuns:
         return {"distribution": "fixed (public K: the candidates composed)", "runs": self.runs}
 
 
-def _check_curve(orders: Sequence[float], rdp: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def _check_curve(orders: Curve, rdp: Curve) -> tuple[np.ndarray, np.ndarray]:
     lam = np.asarray(orders, dtype=np.float64)
     eps = np.asarray(rdp, dtype=np.float64)
     if lam.shape != eps.shape or lam.ndim != 1 or not np.all(lam > 1):

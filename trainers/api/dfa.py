@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from types import SimpleNamespace
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, cast
 
 import torch
 import torch.nn.functional as F
@@ -32,6 +32,7 @@ from opu_hal import Device, NoiseReport, load_device
 
 from ..core.feedback import DeviceFeedback
 from ..methods import SPECS, MethodSpec
+from ..methods.dfa import DFA
 from .layers import LinearChain, UnsupportedModelError, linear_chain
 from .tap import OutputTap, Record
 
@@ -52,7 +53,11 @@ def open_device(device: Device[Any] | str | None, method: str) -> Device[Any]:
     """``device`` itself, the device a profile name or path describes, or the method's default."""
     if isinstance(device, Device):
         return device
-    return load_device(device if device is not None else attached_spec(method).attach_profile)
+    if device is not None:
+        return load_device(device)
+    profile = attached_spec(method).attach_profile
+    assert profile is not None  # attachable() offers only methods with one
+    return load_device(profile)
 
 
 def chain_grads(deltas: list[torch.Tensor], inputs: list[torch.Tensor], chain: LinearChain) -> list[torch.Tensor]:
@@ -80,12 +85,12 @@ class DFAHandle:
     """DFA attached to a model: :meth:`detach` restores backprop, :meth:`disabled` suspends DFA."""
 
     def __init__(self, model: nn.Module, method: str, device: Device[Any], threshold: float, loss_reduction: str) -> None:
-        trainer = attached_spec(method).trainer
+        trainer = cast("type[DFA]", attached_spec(method).trainer)  # attach_profile is for the DFA family
         self.model = model
         self.method = method
         self.chain = linear_chain(model, conv_prefix=True)
         self.device = device
-        trainer.check_device(None, SimpleNamespace(device=device))  # type: ignore[arg-type]
+        trainer.check_device(None, SimpleNamespace(device=device))  # type: ignore[arg-type]  # self unused
         self.feedback = DeviceFeedback(device, self.chain.n_classes, self.chain.hidden_widths,
                                        ternary=trainer.ternary, threshold=threshold)
         self.loss_reduction = loss_reduction

@@ -135,7 +135,7 @@ def _sensitivity_rows(trainer: Trainer) -> tuple[list[Finding], dict[str, Any] |
 
 
 def _charged_rate(trainer: Trainer) -> float | None:
-    event = trainer.method.planned_event()
+    event: Any = trainer.method.planned_event()  # a sampled event's rate fields, where it has them
     if hasattr(event, "sampling_rate"):
         return float(event.sampling_rate)
     if hasattr(event, "batch_size") and hasattr(event, "dataset_size"):

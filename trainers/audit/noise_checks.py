@@ -97,10 +97,11 @@ def skellam_fit(mechanism: str, counts: np.ndarray, limit: int = 200_000) -> Fin
         bins_e[-1] += acc_e
     if len(bins_e) < 3:
         return Finding(mechanism, "law (chi-square to Skellam)", float("nan"), 0.0, "too few cells", None, True)
-    o, e = np.array(bins_o), np.array(bins_e)
-    statistic = float(np.sum((o - e) ** 2 / e))
-    return Finding(mechanism, "law (chi-square to Skellam, per cell)", statistic / (len(e) - 2), 1.0,
-                   f"chi-square, {len(e) - 2} dof, n={k.size}", float(stats.chi2.sf(statistic, len(e) - 2)))
+    observed, expected = np.array(bins_o), np.array(bins_e)
+    statistic = float(np.sum((observed - expected) ** 2 / expected))
+    dof = len(expected) - 2
+    return Finding(mechanism, "law (chi-square to Skellam, per cell)", statistic / dof, 1.0,
+                   f"chi-square, {dof} dof, n={k.size}", float(stats.chi2.sf(statistic, dof)))
 
 
 def correlation(mechanism: str, quantity: str, a: np.ndarray, b: np.ndarray) -> Finding:

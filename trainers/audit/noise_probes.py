@@ -47,8 +47,8 @@ def _event_multiplier(event: Any) -> float | None:
 
 def _release_probe(trainer: Trainer, steps: int) -> NoiseProbe:
     """dp-dfa / dp-sgd: ``release_update(0)`` at each step; lattice releases scaled to counts."""
-    method = trainer.method
-    event = method.planned_event()
+    method: Any = trainer.method  # the probed methods' own attributes (dimension, sensitivity)
+    event: Any = method.planned_event()
     mechanism = getattr(method, "mechanism", None)
     zero = torch.zeros(method.dimension, device=next(trainer.model.parameters()).device)
     draws = []
@@ -65,15 +65,17 @@ def _release_probe(trainer: Trainer, steps: int) -> NoiseProbe:
         return NoiseProbe("per-step noise (device digitized reads)", "digitized", observed * gamma,
                           mechanism.noise_std * gamma, None, gamma)
     z = _event_multiplier(event)
-    return NoiseProbe("per-step noise (software Gaussian)", "gaussian", observed,
-                      float(z) * float(method.sensitivity), z)
+    if z is None:
+        raise TypeError(f"{type(event).__name__}: a software Gaussian release charges no noise multiplier")
+    return NoiseProbe("per-step noise (software Gaussian)", "gaussian", observed, z * float(method.sensitivity), z)
 
 
 def _empty_batch_probe(trainer: Trainer, steps: int) -> NoiseProbe:
     """dp-mac / dp-ulr (Gaussian mode): gradients of an empty batch, each layer's noise divided by
     the std its event charges (dp-mac: ``sigma sqrt(L) T_b,k / m``; dp-ulr: ``sigma_0 C / N_B``)."""
-    method, split = trainer.method, trainer.train_split
-    event = method.planned_event()
+    method: Any = trainer.method  # dp-mac / dp-ulr: compute_gradients, model.layers
+    split = trainer.train_split
+    event: Any = method.planned_event()
     z = float(event.noise_multiplier)
     scales = _charged_layer_stds(method, z)
     x, y = split.x[:0], split.y[:0]

@@ -20,7 +20,7 @@ from opu_hal import Device, load_device
 from opu_hal.privacy import Accountant, PrivacyBudget
 from ..distributed.aggregation import synchronize_step
 from ..distributed.context import SingleProcess, rank_context
-from ..distributed.setup import (broadcast_model, check_method, describe, rank_profile, route_releases, shared_secret,
+from ..distributed.setup import (broadcast_model, check_method, rank_profile, route_releases, shared_secret,
                                 shared_stream)
 from .journal import RunJournal, budget_allows, charge_planned
 from .config import TrainConfig
