@@ -1,0 +1,89 @@
+"""The pieces the command line's option groups are built from: comma-separated integers, per-method
+defaults and the help formatter that fills them in, and the ``--method`` and deprecated-alias actions.
+
+Building parsers with these imports no method, no torch: the method list, each method's defaults and
+the tunable settings are read only when a help text is printed or a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import MISSING, fields
+from typing import Any
+
+
+def integers(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"takes comma-separated integers like 512,512, got {text!r}") from None
+
+
+def per_method_defaults(dest: str) -> str:
+    """``dest``'s default for each method, grouped by value: ``default per method: 256 (bp, dfa); 128
+    (dp-sgd)``, or ``default 15`` when every method has the same."""
+    from ..run.config import TrainConfig
+    from ..methods import METHODS
+
+    base = {f.name: f.default for f in fields(TrainConfig) if f.default is not MISSING}
+    groups: dict[str, list[str]] = {}
+    for name, cls in METHODS.items():
+        value = cls.default_profile if dest == "profile" else cls.defaults.get(dest, base.get(dest))
+        if isinstance(value, tuple):
+            value = ",".join(str(v) for v in value) or '""'
+        groups.setdefault("none" if value is None else str(value), []).append(name)
+    if len(groups) == 1:
+        return f"default {next(iter(groups))}"
+    return "default per method: " + "; ".join(f"{value} ({', '.join(names)})" for value, names in groups.items())
+
+
+def _method_names() -> str:
+    from ..methods import method_names
+
+    return ", ".join(method_names())
+
+
+def _tunable() -> str:
+    from .tune import TUNABLE
+
+    return ", ".join(sorted(TUNABLE))
+
+
+class MethodHelpFormatter(argparse.HelpFormatter):
+    """Fills ``{per_method}``, ``{methods}`` and ``{tunable}`` in help texts when help is printed."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "{per_method}" in text:
+            text = text.replace("{per_method}", per_method_defaults(action.dest))
+        if "{methods}" in text:
+            text = text.replace("{methods}", _method_names())
+        if "{tunable}" in text:
+            text = text.replace("{tunable}", _tunable())
+        return text
+
+
+class MethodChoice(argparse.Action):
+    """``--method``: one of the registered methods, checked when parsed (the registry is read then)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: Any,
+                 option_string: str | None = None) -> None:
+        from ..methods import method_names
+
+        if value not in method_names():
+            parser.error(f"argument --method: invalid choice: {value!r} (choose from {', '.join(method_names())})")
+        setattr(namespace, self.dest, value)
+
+
+class DeprecatedAlias(argparse.Action):
+    """An old option name: stores like the new one and warns on stderr."""
+
+    def __init__(self, option_strings: list[str], dest: str, new: str = "", **kwargs: Any) -> None:
+        self.new = new
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: Any,
+                 option_string: str | None = None) -> None:
+        print(f"warning: {option_string} is deprecated and will be removed; use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, value)
