@@ -202,7 +202,7 @@ def test_tune_command_with_poisson_k(tmp_path, capsys):
 
 # -- --total-epsilon: each run's noise planned for the tuning's total -------------------------------
 def test_noise_for_total_is_the_smallest_noise_whose_tuning_and_final_run_fit():
-    from trainers.cli.tune import conversion_delta, noise_for_total, total_epsilon_at
+    from trainers.cli.tune_budget import conversion_delta, noise_for_total, total_epsilon_at
 
     law = TruncatedNegativeBinomial.with_mean(3, 1.0)
     config = noise_for_total(base(target_epsilon=None, noise_multiplier=1.0), law, 3.0)
@@ -219,7 +219,7 @@ def test_noise_for_total_is_the_smallest_noise_whose_tuning_and_final_run_fit():
 
 
 def test_noise_for_total_pays_for_a_released_feature_mean(tmp_path, monkeypatch):
-    from trainers.cli.tune import noise_for_total
+    from trainers.cli.tune_budget import noise_for_total
 
     monkeypatch.setenv("OPU_HAL_CACHE", str(tmp_path))
     law = TruncatedNegativeBinomial.with_mean(3, 1.0)

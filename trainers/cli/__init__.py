@@ -92,7 +92,8 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     from ..core.data import DatasetError
     from ..run.loop import check_output_path, train  # torch-heavy; imported only when training
     from ..run.output import write_json
-    from .tune import noise_for_total, parse_space, runs_law, summary, tune
+    from .tune import parse_space, summary, tune
+    from .tune_budget import noise_for_total, runs_law
 
     try:
         if args.total_epsilon is not None:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import io
 import logging
-import math
 import warnings
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import replace
@@ -39,14 +38,14 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from opu_hal.privacy import Accountant
-from opu_hal.privacy.inverse import bisect_log
-from opu_hal.privacy.tuning import (FixedRuns, PoissonRuns, RunsLaw, TruncatedNegativeBinomial, runs_tail, sample_within, slots_for,
+from opu_hal.privacy.tuning import (FixedRuns, PoissonRuns, RunsLaw, runs_tail, sample_within, slots_for,
                                     truncation_delta, tuning_epsilon)
 from opu_hal.randomness.secure_random import SecureGenerator
 
 from ..run.config import TrainConfig
 from ..core.errors import TrainingConfigError
 from ..run.public_surface import public_record
+from .tune_budget import conversion_delta_for
 
 #: Search-space keys: optimizer settings, post-processing and method options that leave the ledger
 #: unchanged (the noise multiplier is relative to the clip norm, or to dp-dfa's tau_e / tau_h
@@ -54,9 +53,6 @@ from ..run.public_surface import public_record
 TUNABLE = {"lr": float, "momentum": float, "clip_norm": float, "tau_e": float, "tau_h": float,
            "lr_schedule": str, "weight_average": float,
            "opt.forward_std": str, "opt.baseline": str, "opt.repeats": str, "opt.z_lr": str, "opt.z_steps": str}
-
-#: The share of ``--delta`` that pays for conditioning ``K`` on ``K <= slots`` (:func:`conversion_delta`).
-TRUNCATION_SHARE = 0.1
 
 
 def parse_space(pairs: list[str]) -> dict[str, list[Any]]:
@@ -125,69 +121,6 @@ def run_ledger(record: dict[str, Any]) -> Accountant:
             f"tune: the run's ledger holds a published claim ({'; '.join(accountant.claims())}), not a "
             "guarantee; Theorem 2 needs a valid per-run RDP bound (e.g. dp-ulr: drop --opt mode=controller)")
     return accountant
-
-
-def total_epsilon_at(event_for: Callable[[float], Any], steps: int, neighboring: str, law: RunsLaw, z: float,
-                     delta: float, spent: Accountant | None = None) -> float:
-    """The epsilon of the tuning (``law``'s theorem) plus the final run, each run the events of
-    ``spent`` (charged before its steps: a released feature mean) and ``steps`` events
-    ``event_for(z)``: what the tuning record's ``total_epsilon`` will say for runs at ``z``."""
-    per_run = spent.copy() if spent is not None else Accountant(neighboring)  # type: ignore[arg-type]
-    per_run.step(event_for(z), steps)
-    rdp = per_run.rdp
-    return tuning_epsilon(per_run.orders, law.tuning_rdp(per_run.orders, rdp) + rdp, delta)[0]
-
-
-def noise_for_total(base: TrainConfig, law: RunsLaw, total: float, rtol: float = 1e-4, data: Any = None) -> TrainConfig:
-    """``base`` with the smallest noise multiplier (to ``rtol``) whose tuning and final run spend at
-    most ``total`` at ``base.delta`` (``--total-epsilon``; the conversion gets :func:`conversion_delta`): the run's event and step count come from a
-    trainer planned at ``total`` (a lower bound on the noise), then bisection on ``log z``."""
-    from ..run.loop import Trainer  # torch-heavy: only when planning
-
-    if not (math.isfinite(total) and total > 0):
-        raise TrainingConfigError(f"--total-epsilon must be > 0, got {total}")
-    planning = replace(base, target_epsilon=total, noise_multiplier=None)
-    with Trainer(planning, data=data, progress=False, log=lambda message: None) as trainer:
-        method, steps, spent = trainer.method, trainer.planned_steps, trainer.accountant
-        low = float(method.noise_multiplier)  # type: ignore[attr-defined]
-        event_for = method.event_for  # type: ignore[attr-defined]
-
-    def fits(z: float) -> bool:
-        return total_epsilon_at(event_for, steps, method.neighboring, law, z, conversion_delta_for(law, base.delta),
-                                spent) <= total
-
-    high = low * 2
-    while not fits(high):
-        low, high = high, high * 2
-        if high > 1e4:
-            raise TrainingConfigError(f"--total-epsilon {total}: no noise multiplier up to 1e4 fits the tuning")
-    return replace(base, target_epsilon=None, noise_multiplier=bisect_log(fits, low, high, rtol))
-
-
-def runs_law(distribution: str, mean: float, eta: float) -> RunsLaw:
-    """The law of ``K`` named by ``--k-distribution`` with mean ``--mean-runs`` (``--eta``: the truncated
-    negative binomial's shape)."""
-    if distribution == "poisson":
-        return PoissonRuns(mean)
-    if distribution == "negative-binomial":
-        return TruncatedNegativeBinomial.with_mean(mean, eta)
-    if distribution == "fixed":
-        if not (math.isfinite(mean) and mean == int(mean) and 1 <= mean <= 1000):
-            raise TrainingConfigError(f"--mean-runs {mean!r}: with --k-distribution fixed, the number of candidates "
-                                      "must be an integer in [1, 1000]")
-        return FixedRuns(int(mean))
-    raise TrainingConfigError(f"--k-distribution {distribution!r}: choose negative-binomial, poisson or fixed")
-
-
-def conversion_delta_for(law: RunsLaw, delta: float) -> float:
-    """The delta the RDP conversion gets: all of ``delta`` when ``K`` is fixed (nothing is truncated),
-    else :func:`conversion_delta`."""
-    return delta if isinstance(law, FixedRuns) else conversion_delta(delta)
-
-
-def conversion_delta(delta: float) -> float:
-    """The part of ``--delta`` the RDP conversion gets; the rest pays for truncating ``K`` to the slots."""
-    return (1 - TRUNCATION_SHARE) * delta
 
 
 def check_tunable(base: TrainConfig) -> None:
