@@ -7,6 +7,7 @@ stderr)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -19,6 +20,12 @@ from .paths import unwritable_reason
 OUTPUT_OPTIONS = ("--out", "--plot")
 #: The exit status of a process killed by SIGPIPE (128 + 13), as a shell reports it.
 EXIT_BROKEN_PIPE = 141
+
+
+def add_json_option(p: argparse.ArgumentParser, help: str = "print the result as JSON") -> None:
+    """``--json``: the command prints one JSON document on stdout (:func:`print_json`) and nothing else
+    there."""
+    p.add_argument("--json", action="store_true", help=help)
 
 
 def print_json(data: Any) -> None:

@@ -8,7 +8,7 @@ import math
 import sys
 from typing import Any, Callable
 
-from opu_hal.cli import add_json_option
+from opu_hal.runtime.output import add_json_option
 from opu_hal.runtime.output import print_json
 
 from ..cli.arguments import add_train_arguments
