@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import torch
 
-from .. import loop as run_loop
+from ..run import loop as run_loop
 from ..core import centering as centering_module
 from ..run.loop import Trainer
 from .noise_checks import Finding, continuity, correlation, gaussian_fit, variance_shortfall
