@@ -102,3 +102,24 @@ def test_the_likelihood_ratio_is_the_linear_filter_at_rate_one_and_the_mixture_b
 def test_an_unknown_canary_mode_is_refused_naming_the_option():
     with pytest.raises(Exception, match="--canary-mode 'sideways'"):
         audit_white_box(_sampler_config(), canaries=10, data=clusters(**zoo.DATA), canary_mode="sideways")
+
+
+# Full-batch runs stay full-batch (batch n + m): the base update is public, the rest of each release
+# is noise whose law the ``empirical`` score estimates from the coordinates no canary owns.
+WRONG_LAW = [("Rademacher noise of the right std", zoo._rademacher_noise),
+             ("Gaussian noise rounded to multiples of its std", zoo._rounded_noise)]
+
+
+@pytest.mark.parametrize("name, plant", WRONG_LAW, ids=[w[0] for w in WRONG_LAW])
+def test_noise_of_the_right_std_and_the_wrong_law_raises_the_bound_of_a_full_batch_run(monkeypatch, name, plant):
+    plant(monkeypatch)
+    result = _audit(zoo._config("dp-dfa"), clusters(**zoo.DATA))
+    assert result["sampling_rate"] == 1 and result["score_kind"] == "empirical"
+    assert result["epsilon_lower_bound"] > result["claimed_epsilon"] and result["flagged"], name
+
+
+@pytest.mark.parametrize("method, repeat", [("dp-dfa", 0), ("dp-dfa", 1), ("dp-sgd", 0)])
+def test_a_sound_full_batch_run_is_never_flagged_by_the_empirical_law(method, repeat):
+    result = _audit(zoo._config(method), clusters(**zoo.DATA))
+    assert result["sampling_rate"] == 1 and "empirical" in result["by_score_kind"]
+    assert not result["flagged"], result["findings"]

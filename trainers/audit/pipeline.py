@@ -12,7 +12,11 @@ known to the auditor. The rows are placed at secret random positions. The run is
 delta)-DP in each coin, whatever its sampler and centring do, and the guess-based bound holds for
 any score computed from what the run releases. The run's shape must not depend on the coins: under
 add/remove the public training-set size is declared as ``n + m`` (``--public-dataset-size``), so the
-sampling rate, the steps and the centring divisor are the same for every draw of the coins.
+sampling rate, the steps and the centring divisor are the same for every draw of the coins. A
+full-batch run (batch size at least the training-set size) stays full-batch (batch ``n + m``): every
+row is then in every batch, the base examples' update is public and the auditor subtracts it, as the
+``update`` mode does at rate 1; otherwise the batch size is kept, the canaries lower the sampling
+rate, and the claim the audit holds its bound against is accounted for that rate.
 
 **A canary's contributions** (the white-box threat model the DP proofs cover, as in
 :mod:`trainers.audit`): in the updates, when the sampler puts its row in a batch, the row is taken
@@ -23,10 +27,14 @@ release sums), ``+-R e_k`` on its own feature coordinate ``k`` (``R`` the centri
 public random sign; the twin carries the opposite sign).
 
 **Scores** (larger means heads): ``sum`` and ``difference`` as in :mod:`trainers.audit`, on the
-released update itself (the batch is secret below rate 1); ``likelihood``: the log-likelihood ratio
+released update (less the public base update at rate 1; the release itself below it, where the
+batch is secret); ``likelihood``: the log-likelihood ratio
 under the accounted law (:mod:`.likelihood`), summed over every step (inclusion is secret, so every
-step is one where the canary could have been sampled) plus the centring release's; and ``centring``:
-the centring release's own evidence, the released sum less the base examples' clipped features.
+step is one where the canary could have been sampled) plus the centring release's; ``empirical``
+(full-batch runs, where the rest of each release is public): the likelihood ratio under the noise
+law estimated from the same release's non-canary coordinates (:func:`.likelihood.empirical_llr`),
+which separates noise of the right variance and the wrong law; and ``centring``: the centring
+release's own evidence, the released sum less the base examples' clipped features.
 """
 
 from __future__ import annotations
@@ -45,9 +53,11 @@ from ..core.errors import TrainingConfigError
 from ..run.config import TrainConfig
 from ..run.loop import Trainer
 from ..run.setup import public_size
-from .likelihood import gaussian_llr, step_llr
+from .likelihood import empirical_llr, gaussian_llr, step_llr
 
-PIPELINE_KINDS = ("sum", "difference", "likelihood")
+PIPELINE_KINDS = ("sum", "difference", "likelihood", "empirical")
+#: At most this many noise values of each release estimate its law for the ``empirical`` score.
+NOISE_SAMPLE = 20000
 
 
 @dataclass
@@ -139,7 +149,12 @@ class PipelineCanaries:
 
     def observe(self, released: torch.Tensor) -> None:
         """Score one step's release at every canary's coordinate, sampled or not (inclusion is secret)."""
-        x = released.detach().flatten().cpu().double().numpy()[self.coordinates]
+        values = released.detach().flatten().cpu().double().numpy()
+        x = values[self.coordinates]
+        if self.sampling_rate >= 1:  # the base update is public and was subtracted: the rest is noise
+            noise = np.delete(values, self.coordinates)[::max(1, (len(values) - len(x)) // NOISE_SAMPLE)]
+            contribution = np.full(len(x), self.pattern * self.magnitude)
+            self.scores["empirical"] += empirical_llr(x, contribution, noise, self.replace_one)
         self.scores["sum"] += self.pattern * x
         if self._previous is not None:
             self.scores["difference"] += self.pattern * (x - self._previous)
@@ -174,9 +189,11 @@ class CanaryTrainer(Trainer):
         super()._load_data(data)
         base = self.train_split
         canaries = len(self.planted.heads)
-        declared = self.config.public_dataset_size
-        public = None if self.planted.replace_one else (declared or len(base.x)) + canaries
-        self.config = replace(self.config, center_features=centre, train_limit=None, public_dataset_size=public)
+        shape = self.config.public_dataset_size or len(base.x)
+        public = None if self.planted.replace_one else shape + canaries
+        batch = shape + canaries if self.config.batch_size >= shape else self.config.batch_size
+        self.config = replace(self.config, center_features=centre, train_limit=None, public_dataset_size=public,
+                              batch_size=batch)
         self.data = replace(self.data, train=self.planted.training_split(base))
         self.train_split = self.data.train
         self.base_feature_sum = clipped_sum(base.x.cpu(), feature_radius(base.x.shape[1]))

@@ -190,8 +190,11 @@ def _accounted_std(trainer: Trainer) -> float | None:
 
 def _pipeline_scores(planted: PipelineCanaries) -> dict[str, np.ndarray]:
     """The score kinds the bound tries (Bonferroni over them): the likelihood ratio only where the
-    accounted law is Gaussian, the centring score only where a private centring release was seen."""
-    return {kind: s for kind, s in planted.scores.items() if kind != "likelihood" or planted.noise_std is not None}
+    accounted law is Gaussian, the empirical-law ratio only at rate 1, the centring score only where
+    a private centring release was seen."""
+    dropped = {"likelihood"} if planted.noise_std is None else set()
+    dropped |= {"empirical"} if planted.sampling_rate < 1 else set()
+    return {kind: s for kind, s in planted.scores.items() if kind not in dropped}
 
 
 def _pipeline_note(trainer: Trainer) -> str:
