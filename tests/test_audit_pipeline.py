@@ -123,3 +123,17 @@ def test_a_sound_full_batch_run_is_never_flagged_by_the_empirical_law(method, re
     result = _audit(zoo._config(method), clusters(**zoo.DATA))
     assert result["sampling_rate"] == 1 and "empirical" in result["by_score_kind"]
     assert not result["flagged"], result["findings"]
+
+
+def test_cli_audit_canary_mode_picks_the_mode_and_the_record_says_which(tmp_path):
+    import json
+
+    from opu_hal.cli import main
+
+    for mode in ("update", "pipeline"):
+        out = tmp_path / f"{mode}.json"
+        main(["audit", "--method", "dp-sgd", "--dataset", "digits", "--train-limit", "200", "--batch-size", "200",
+              "--epochs", "1", "--hidden", "32", "--noise-multiplier", "5", "--canaries", "200",
+              "--canary-mode", mode, "--out", str(out)])
+        record = json.loads(out.read_text())
+        assert record["canary_mode"] == mode and record["canary_sampling"].startswith("pipeline") == (mode == "pipeline")

@@ -96,14 +96,14 @@ def _check_white_box(config: TrainConfig) -> None:
             f"({', '.join(white_box_methods())}); got --method {config.method}")
 
 
-def _train_with(trainer: Trainer, planted: DiracCanaries | PipelineCanaries, wrap_release: Callable[[Release], Release] | None,
+def _train_with(trainer: Trainer, planted: DiracCanaries | PipelineCanaries,
+                wrap_release: Callable[[Release], Release] | None,
                 attacker_view: Callable[[torch.Tensor, int], torch.Tensor] | None) -> dict[str, Any]:
     """Run ``trainer`` with ``planted`` canaries inserted before every noisy release and scored on
     what the auditor sees of it; returns the training record (the trainer is closed)."""
     method = trainer.method
     release = wrap_release(method.release_update) if wrap_release else method.release_update
     steps = [0]
-
     pipeline = isinstance(planted, PipelineCanaries)
 
     def audited(update: torch.Tensor) -> torch.Tensor:
@@ -144,9 +144,9 @@ def audit_white_box(config: TrainConfig, canaries: int = 1000, confidence: float
     training set plus the canaries' rows (its claim is re-accounted for that set); ``update`` plants
     the canaries in the update at the claimed rate. ``wrap_release`` replaces the mechanism's release
     (tests use it to plant broken mechanisms while the accountant keeps claiming the nominal
-    epsilon); ``attacker_view(seen, step)`` is what the auditor scores instead of ``seen`` (update
-    mode: the release less the known rest of the update at rate 1, the release itself below it;
-    pipeline mode: the release), e.g. ``seen`` minus noise rebuilt from a public seed."""
+    epsilon); ``attacker_view(seen, step)`` is what the auditor scores instead of ``seen``, the
+    release less the known rest of the update at rate 1 (pipeline mode: the base examples' update)
+    and the release itself below it (e.g. ``seen`` minus noise rebuilt from a public seed)."""
     _check_white_box(config)
     if canaries < 2:
         raise TrainingConfigError(f"--canaries must be >= 2, got {canaries}")
