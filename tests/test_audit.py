@@ -47,7 +47,7 @@ DATA = dict(n_train=200, n_test=100)
 
 def _audit(wrap=None, view=None, method="dp-dfa", **kw):
     return audit_white_box(_config(method, **kw), canaries=4000, wrap_release=wrap, attacker_view=view,
-                           data=clusters(**DATA))
+                           data=clusters(**DATA), canary_mode="update")
 
 
 def _with_method(cls, **kw):
@@ -219,7 +219,7 @@ def test_sound_runs_are_never_flagged(method, extra):
 def test_sound_subsampled_run_scores_every_step():
     """Below rate 1 the inclusion stays secret: the canaries join at the batch's rate, every step
     is scored, and a sound run stays below its (amplified) claim."""
-    result = audit_white_box(_config(batch_size=100), canaries=4000, data=clusters(**DATA))
+    result = audit_white_box(_config(batch_size=100), canaries=4000, data=clusters(**DATA), canary_mode="update")
     assert result["sampling_rate"] == 0.5 and "secret" in result["canary_sampling"]
     assert result["steps"] == 8 and not result["flagged"]
 

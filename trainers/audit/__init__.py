@@ -44,6 +44,17 @@ determine) is known to the white-box adversary of the DP definition, and the sco
 ``r_t - u_t``: the canary plus the noise. Below rate 1 ``u_t`` depends on the secret batch and is not
 subtracted.
 
+**Canary modes.** The one-run audit's default, ``pipeline`` (:mod:`.pipeline`), makes each canary
+one ROW of the training set (add/remove: present if heads, absent if tails, Steinke et al. 2023,
+Algorithm 1 and Theorem 3.3; replace-one: itself or its twin), placed before sampling and centring:
+the run's own sampler decides when it is in a batch (where it then contributes the Dirac above
+instead of its own gradient), the run's own centring release sums its feature Dirac, and the public
+size becomes ``n + m`` so the run's shape does not depend on the coins. It adds two scores: the
+log-likelihood ratio under the ACCOUNTED law (:mod:`.likelihood`: the subsampled Gaussian's mixture
+at every step plus the centring release's Gaussian) and the centring release's own evidence. The
+``update`` mode, below, plants the canaries in the update by their own coin at the claimed rate,
+after the sampler and after centring, so sampler and centring bugs cannot reach them.
+
 **Soundness: inclusion is secret.** Every step is scored, whether or not the canary joined it
 (the auditor never uses the batch inclusion, which the subsampled claim keeps secret). At sampling
 rate 1 (batch size = training-set size) every canary joins every step and the claim has no
@@ -52,7 +63,8 @@ rate (a Poisson stand-in for the without-replacement draw of a real example), a 
 stated with every result.
 
 Modules: :mod:`.bounds` (the statistics), :mod:`.sensitivity` (the measured sensitivity),
-:mod:`.white_box` (Dirac canaries, one run or many), :mod:`.black_box` (input canaries),
+:mod:`.white_box` (Dirac canaries, one run or many), :mod:`.pipeline` (canaries as training rows),
+:mod:`.likelihood` (likelihood-ratio scores), :mod:`.black_box` (input canaries),
 :mod:`.plot` (the scores' picture), :mod:`.inspector` (the mechanism inspector: each mechanism's
 measured noise law, rate and sensitivity against what the ledger charges; :mod:`.noise_probes`,
 :mod:`.noise_checks`, :mod:`.sampler_check`, :mod:`.release_checks`).
@@ -71,7 +83,8 @@ _EXPORTS = {
     "plot_audit": ".plot",
     "measure_sensitivity": ".sensitivity",
     "white_box_methods": ".white_box", "DiracCanaries": ".white_box", "audit_multi_run": ".white_box",
-    "audit_white_box": ".white_box",
+    "audit_white_box": ".white_box", "CANARY_MODES": ".white_box",
+    "PipelineCanaries": ".pipeline", "CanaryTrainer": ".pipeline", "step_llr": ".likelihood",
     "inspect": ".inspector", "InspectionReport": ".inspector", "InspectionRow": ".inspector",
 }
 __all__ = sorted(_EXPORTS)

@@ -54,7 +54,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         detail = f"{result['runs']} runs, half with the canary"
     else:
         audit = audit_black_box if args.threat_model == "black-box" else audit_white_box
-        result = audit(config, canaries=args.canaries, confidence=args.confidence, log=log)
+        modes = {} if args.threat_model == "black-box" else {"canary_mode": args.canary_mode}
+        result = audit(config, canaries=args.canaries, confidence=args.confidence, log=log, **modes)
         detail = f"{result['correct']}/{result['guesses']} guesses right, {result['canaries']} canaries"
     if args.out:
         write_json(args.out, result)
@@ -117,6 +118,9 @@ def register_audit_commands(sub: argparse._SubParsersAction) -> None:
                    help="white-box: canaries on the released update; black-box: input canaries scored by the "
                         "final model's loss (default white-box)")
     p.add_argument("--canaries", type=int, default=1000, help="canaries (default 1000)")
+    p.add_argument("--canary-mode", choices=("pipeline", "update"), default="pipeline",
+                   help="white-box: pipeline (default): canaries are training rows drawn by the run's sampler and "
+                        "summed by its centring; update: canaries join the update at the claimed rate")
     p.add_argument("--runs", type=int, default=None,
                    help="multi-run audit instead: this many trainings with one canary (small models)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the bound (default 0.95)")

@@ -1,5 +1,8 @@
 """White-box audits: Dirac canaries of the measured sensitivity on the flattened update, one run
-or many (see :mod:`trainers.audit`)."""
+or many (see :mod:`trainers.audit`). Two canary modes for the one-run audit: ``pipeline`` (the
+default: canaries are rows of the training set, drawn by the run's own sampler and summed by its
+centring release, :mod:`.pipeline`) and ``update`` (canaries join the update at the claimed rate by
+their own coin, after the sampler and after centring)."""
 
 from __future__ import annotations
 
@@ -15,10 +18,13 @@ from opu_hal.randomness.secure_random import SecureGenerator
 from ..run.config import TrainConfig
 from ..core.errors import TrainingConfigError
 from ..run.loop import Trainer
-from ..methods import SPECS, get_spec
+from ..methods import METHODS, SPECS, GaussianNoiseMethod, get_spec
 from .bounds import (GUESS_COUNTS, SCORE_KINDS, best_over_kinds, gdp_epsilon, gdp_epsilon_estimate,
                      gdp_mu_lower_bound, multi_run_lower_bound)
+from .pipeline import CanaryTrainer, PipelineCanaries, place_on_update
 from .sensitivity import measure_sensitivity
+
+CANARY_MODES = ("pipeline", "update")
 
 
 @dataclass
@@ -90,17 +96,19 @@ def _check_white_box(config: TrainConfig) -> None:
             f"({', '.join(white_box_methods())}); got --method {config.method}")
 
 
-def _train_with(trainer: Trainer, planted: DiracCanaries, wrap_release: Callable[[Release], Release] | None,
+def _train_with(trainer: Trainer, planted: DiracCanaries | PipelineCanaries,
+                wrap_release: Callable[[Release], Release] | None,
                 attacker_view: Callable[[torch.Tensor, int], torch.Tensor] | None) -> dict[str, Any]:
     """Run ``trainer`` with ``planted`` canaries inserted before every noisy release and scored on
     what the auditor sees of it; returns the training record (the trainer is closed)."""
     method = trainer.method
     release = wrap_release(method.release_update) if wrap_release else method.release_update
     steps = [0]
+    pipeline = isinstance(planted, PipelineCanaries)
 
     def audited(update: torch.Tensor) -> torch.Tensor:
-        released = release(planted.insert(update))
-        seen = released - update if planted.sampling_rate >= 1 else released
+        released = release(planted.plant(update) if pipeline else planted.insert(update))
+        seen = released - update if planted.sampling_rate >= 1 else released  # the base update is public at rate 1
         planted.observe(seen if attacker_view is None else attacker_view(seen, steps[0]))
         steps[0] += 1
         return released
@@ -124,53 +132,100 @@ def audit_white_box(config: TrainConfig, canaries: int = 1000, confidence: float
                     guess_counts: tuple[int, ...] = GUESS_COUNTS,
                     wrap_release: Callable[[Release], Release] | None = None,
                     attacker_view: Callable[[torch.Tensor, int], torch.Tensor] | None = None,
-                    data=None, device=None, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+                    data=None, device=None, log: Callable[[str], None] | None = None,
+                    canary_mode: str = "pipeline") -> dict[str, Any]:
     """Train ``config`` once with white-box canaries sized from the measured sensitivity
     (:func:`measure_sensitivity`); returns the audit record: the Steinke et al. 2023 bound
     (``epsilon_lower_bound``, assumption-free, the primary figure), the Gaussian-DP estimate of
     Nasr et al. 2023 (``gdp_epsilon_estimate``, assumes a Gaussian trade-off), the claimed and the
     measured sensitivity, and ``flagged`` with its ``findings``.
 
-    ``wrap_release`` replaces the mechanism's release (tests use it to plant broken mechanisms while
-    the accountant keeps claiming the nominal epsilon); ``attacker_view(seen, step)`` is what the
-    auditor scores instead of ``seen``, the release less the known rest of the update at rate 1 and
-    the release itself below it (e.g. ``seen`` minus noise rebuilt from a public seed)."""
+    ``canary_mode`` (module docstring): ``pipeline`` audits the run as it would train on its
+    training set plus the canaries' rows (its claim is re-accounted for that set); ``update`` plants
+    the canaries in the update at the claimed rate. ``wrap_release`` replaces the mechanism's release
+    (tests use it to plant broken mechanisms while the accountant keeps claiming the nominal
+    epsilon); ``attacker_view(seen, step)`` is what the auditor scores instead of ``seen``, the
+    release less the known rest of the update at rate 1 (pipeline mode: the base examples' update)
+    and the release itself below it (e.g. ``seen`` minus noise rebuilt from a public seed)."""
     _check_white_box(config)
     if canaries < 2:
         raise TrainingConfigError(f"--canaries must be >= 2, got {canaries}")
+    if canary_mode not in CANARY_MODES:
+        raise TrainingConfigError(f"--canary-mode {canary_mode!r}: choose {' or '.join(CANARY_MODES)}")
     began = time.perf_counter()
-    trainer = Trainer(config, data=data, device=device, progress=False, log=log or (lambda m: None))
+    quiet = log or (lambda m: None)
+    if canary_mode == "pipeline":
+        replace_one = METHODS[config.method].neighboring_for(config) == "replace_one"
+        pipeline = PipelineCanaries.draw(canaries, replace_one)
+        trainer: Trainer = CanaryTrainer(config, pipeline, data=data, device=device, progress=False, log=quiet)
+    else:
+        trainer = Trainer(config, data=data, device=device, progress=False, log=quiet)
     try:
         sensitivity = measure_sensitivity(trainer)
     except BaseException:
         trainer.close()
         raise
+    measured = sensitivity["measured_sensitivity"]
+    if canary_mode == "pipeline":
+        place_on_update(pipeline, trainer.method.dimension, measured, trainer.sampler.sampling_rate,
+                        _accounted_std(trainer))
+        note = _pipeline_note(trainer)
+        record = _train_with(trainer, pipeline, wrap_release, attacker_view)
+        return _white_box_record(config, pipeline, _pipeline_scores(pipeline), record, sensitivity, confidence,
+                                 guess_counts, began, note)
     rate = min(1.0, config.batch_size / len(trainer.train_split))
-    planted = DiracCanaries.draw(canaries, trainer.method.dimension, sensitivity["measured_sensitivity"] / 2, rate)
+    planted = DiracCanaries.draw(canaries, trainer.method.dimension, measured / 2, rate)
     record = _train_with(trainer, planted, wrap_release, attacker_view)
-    return _white_box_record(config, planted, record, sensitivity, confidence, guess_counts, began)
+    return _white_box_record(config, planted, planted.scores, record, sensitivity, confidence, guess_counts, began,
+                             _sampling_note(planted.sampling_rate))
 
 
-def _white_box_record(config: TrainConfig, planted: DiracCanaries, record: dict[str, Any],
-                      sensitivity: dict[str, Any], confidence: float, guess_counts: tuple[int, ...],
-                      began: float) -> dict[str, Any]:
+def _accounted_std(trainer: Trainer) -> float | None:
+    """The per-coordinate std of the run's accounted Gaussian noise (software noise), else ``None``
+    (device noise is accounted as a lattice law, not scored by the Gaussian likelihood ratio)."""
+    if trainer.config.noise_source != "software" or not isinstance(trainer.method, GaussianNoiseMethod):
+        return None
+    return float(trainer.method.noise_std)
+
+
+def _pipeline_scores(planted: PipelineCanaries) -> dict[str, np.ndarray]:
+    """The score kinds the bound tries (Bonferroni over them): the likelihood ratio only where the
+    accounted law is Gaussian, the empirical-law ratio only at rate 1, the centring score only where
+    a private centring release was seen."""
+    dropped = {"likelihood"} if planted.noise_std is None else set()
+    dropped |= {"empirical"} if planted.sampling_rate < 1 else set()
+    return {kind: s for kind, s in planted.scores.items() if kind not in dropped}
+
+
+def _pipeline_note(trainer: Trainer) -> str:
+    rows = "heads as itself, tails as its twin" if trainer.method.neighboring == "replace_one" else \
+        "present if heads, absent if tails"
+    centring = ", summed by the centring release" if trainer.centering is not None else ""
+    return (f"pipeline: each canary one training row ({rows}), batched by the run's own {trainer.sampler.kind} "
+            f"sampler at rate {trainer.sampler.sampling_rate:.4g}{centring}; every step is scored")
+
+
+def _white_box_record(config: TrainConfig, planted: DiracCanaries | PipelineCanaries, scores: dict[str, np.ndarray],
+                      record: dict[str, Any], sensitivity: dict[str, Any], confidence: float,
+                      guess_counts: tuple[int, ...], began: float, note: str) -> dict[str, Any]:
     claimed = record["final"]["epsilon"]
-    steinke = best_over_kinds(planted.scores, planted.heads, config.delta, confidence, guess_counts)
-    gdp = gdp_epsilon_estimate(planted.scores, planted.heads, config.delta, confidence)
+    steinke = best_over_kinds(scores, planted.heads, config.delta, confidence, guess_counts)
+    gdp = gdp_epsilon_estimate(scores, planted.heads, config.delta, confidence)
     findings = []
     if steinke["epsilon_lower_bound"] > claimed:
         findings.append("epsilon_lower_bound > claimed_epsilon")
     if sensitivity["sensitivity_exceeds_claim"]:
         findings.append("measured_sensitivity > claimed_sensitivity")
-    best = planted.scores[steinke["score_kind"]]
+    best = scores[steinke["score_kind"]]
+    mode = "pipeline" if isinstance(planted, PipelineCanaries) else "update"
     return {
         "method": config.method, "noise_source": config.noise_source,
-        "threat_model": "white-box, Dirac canaries of the measured sensitivity",
+        "threat_model": f"white-box, Dirac canaries of the measured sensitivity ({mode} mode)", "canary_mode": mode,
         "claimed_epsilon": claimed, "delta": config.delta, "confidence": confidence,
         **steinke, **gdp, **sensitivity, "flagged": bool(findings), "findings": findings,
         "gdp_exceeds_claim": gdp["gdp_epsilon_estimate"] > claimed,
         "canaries": len(planted.heads), "canary_magnitude": planted.magnitude,
-        "canary_sampling": _sampling_note(planted.sampling_rate), "sampling_rate": planted.sampling_rate,
+        "canary_sampling": note, "sampling_rate": planted.sampling_rate,
         "canaries_never_sampled": int((planted.joined == 0).sum()), "steps": record["final"]["steps"],
         "test_accuracy": record["final"]["test_accuracy"], "time_s": time.perf_counter() - began,
         "scores": {"heads": best[planted.heads].tolist(), "tails": best[~planted.heads].tolist()},
