@@ -24,9 +24,9 @@ from .events import (
     Neighboring,
     PrivacyParameterError,
     event_from_dict,
-    is_count,
     is_real,
 )
+from .ledger_checks import check_count, check_delta, check_orders
 from .pld_conversion import PLD_FINEST_INTERVAL, PLD_MAX_POINTS, check_pld_event, composed_pld, grid_interval
 
 LEDGER_VERSION = 1
@@ -60,7 +60,7 @@ class Accountant:
             raise PrivacyParameterError(f"conversion must be 'rdp' or 'pld', got {conversion!r}")
         self.conversion = conversion
         self.neighboring: Neighboring = neighboring
-        self.orders = _check_orders(orders)
+        self.orders = check_orders(orders)
         self._rdp: np.ndarray = np.zeros_like(self.orders)
         self._ledger: list[LedgerEntry] = []
         self._curves: dict[Event, np.ndarray] = {}
@@ -89,7 +89,7 @@ class Accountant:
 
     def step(self, event: Event, count: int = 1) -> None:
         """Record ``count`` occurrences of ``event``."""
-        count = _check_count(count)
+        count = check_count(count)
         self.curve(event)  # refuses an event this accountant cannot state, even for count 0
         if count == 0:
             return
@@ -151,7 +151,7 @@ class Accountant:
     def _epsilon_and_order(self, rdp: np.ndarray, delta: float, coupling: float = 0.0) -> tuple[float, float]:
         """With a coupling cost ``eta`` (pmf_rdp (5)): the curves' epsilon at ``delta' = delta - (1 + e^eps)
         eta`` for an ``eps`` at least the result (fixed point from above), so ``delta' + (1 + e^eps) eta <= delta``."""
-        _check_delta(delta)
+        check_delta(delta)
         epsilon, order = rdp_lib.compute_epsilon(self.orders, rdp, delta)
         assumed = epsilon
         for _ in range(50):
@@ -202,7 +202,7 @@ class Accountant:
     def epsilon_after(self, event: Event, count: int, delta: float, *, claimed: bool = False) -> float:
         """Epsilon the composition would have after ``count`` more ``event``; changes nothing.
         ``claimed=True`` admits claims (the claimed epsilon, to plan or stop a run that reports one)."""
-        count = _check_count(count)
+        count = check_count(count)
         if not claimed:
             self._refuse_claims(event)
         self.curve(event)
@@ -223,7 +223,7 @@ class Accountant:
         question finds the ledger as the previous one left it but for more ``event``, the largest
         total of ``event`` that fits is found once by bisection on :meth:`epsilon_after` and every
         later question is a comparison of counts, until another event is charged."""
-        count = _check_count(count)
+        count = check_count(count)
         if event.total_variation() > 0 or self._coupling(self._totals) > 0:
             return self.epsilon_after(event, count, delta, claimed=claimed) <= target_epsilon
         key = (event, delta, target_epsilon, claimed)
@@ -269,7 +269,7 @@ class Accountant:
 
         The interval defaults to :meth:`pld_interval` (1e-4 unless the grid would exceed
         ``max_points``); an explicit interval whose grid would exceed ``max_points`` is refused."""
-        _check_delta(delta)
+        check_delta(delta)
         for entry in self._ledger:
             check_pld_event(entry.event, self.neighboring)
         needed = self.pld_interval(max_points=max_points)
@@ -303,7 +303,7 @@ class Accountant:
             raise PrivacyParameterError(f"unknown ledger version {data.get('version')!r}")
         accountant = cls(data["neighboring"], data["orders"], data.get("conversion", "rdp"))
         for entry in data["entries"]:
-            accountant.step(event_from_dict(entry["event"]), _check_count(entry["count"]))
+            accountant.step(event_from_dict(entry["event"]), check_count(entry["count"]))
         return accountant
 
     @classmethod
@@ -320,24 +320,3 @@ class Accountant:
 
     def copy(self) -> "Accountant":
         return Accountant.from_dict(self.to_dict())
-
-
-def _check_delta(delta: float) -> None:
-    if not (is_real(delta) and 0 < delta < 1):
-        raise PrivacyParameterError(f"delta must be in (0, 1), got {delta!r}")
-
-
-def _check_count(count: object) -> int:
-    if not (is_count(count) and count >= 0):
-        raise PrivacyParameterError(f"count must be a whole number >= 0, got {count!r}")
-    return int(count)
-
-
-def _check_orders(orders: Sequence[float]) -> np.ndarray:
-    try:
-        values = np.asarray(orders, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise PrivacyParameterError(f"orders must be numbers, got {orders!r}") from None
-    if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values)) or not np.all(values > 1):
-        raise PrivacyParameterError(f"orders must be a non-empty list of finite numbers > 1, got {list(np.ravel(values))}")
-    return values
