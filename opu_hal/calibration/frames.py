@@ -104,16 +104,9 @@ def series(device, kind: str, frames: int, exposure_us: float, anchor_power_uw: 
     )
 
 
-def acquire(
-    device, temperatures: Sequence[float], exposures: Sequence[float], dark_exposures: Sequence[float],
-    frames: int, progress: Progress | None = None,
-) -> Acquisition:
-    """Measure a device: photon transfer at ``temperatures[0]``, ``exposures[0]`` (a quick geometric
-    search for the saturation power with :data:`SEARCH_FRAMES` frames a level, then
-    :data:`PTC_LEVELS` levels equally spaced up to :data:`PTC_TOP` times it, EMVA 1288's >= 50
-    below saturation, continued at the same step until the mean stops growing); dark frames at
-    every temperature and exposure (operating and dark-current ones); anchor-only frames at every
-    temperature and operating exposure, at the profile's anchor power."""
+def _checked_request(device, temperatures: Sequence[float], exposures: Sequence[float],
+                     dark_exposures: Sequence[float], frames: int) -> list[float]:
+    """Refuse a calibration the device or the request cannot support; the sorted dark exposures."""
     if not device.capabilities.raw_frames:
         raise CalibrationError(
             f"device {device.profile.label!r} ({device.profile.backend}) offers no raw camera frames; "
@@ -128,6 +121,43 @@ def acquire(
             "dark current and black level need dark frames at two exposures at least: add dark_exposures "
             "(extra dark-frame exposures in us, e.g. 100000 1000000)"
         )
+    return all_exposures
+
+
+def _saturation_search(device, dark: SeriesStats, exposure: float, power: float,
+                       tick: Callable[[str], None]) -> list[SeriesStats]:
+    """Anchor levels of :data:`SEARCH_FRAMES` frames, the power growing by :data:`PTC_STEP`, until the
+    mean stops growing twice in a row (saturation); refuses a sweep that never saturates."""
+    search: list[SeriesStats] = []
+    flat = 0
+    for _ in range(PTC_MAX_LEVELS):
+        level = series(device, "anchor", SEARCH_FRAMES, exposure, power)
+        tick(f"saturation search {power:.3g} uW")
+        if search:
+            grown = level.mean.mean() - search[-1].mean.mean()
+            signal = level.mean.mean() - dark.mean.mean()
+            flat = flat + 1 if grown < PLATEAU_RTOL * max(signal, 1e-12) else 0
+        search.append(level)
+        if flat >= 2:
+            return search
+        power *= PTC_STEP
+    raise CalibrationError(
+        f"the photon-transfer sweep did not reach saturation within {PTC_MAX_LEVELS} levels "
+        f"(last anchor power {power:.3g} uW)"
+    )
+
+
+def acquire(
+    device, temperatures: Sequence[float], exposures: Sequence[float], dark_exposures: Sequence[float],
+    frames: int, progress: Progress | None = None,
+) -> Acquisition:
+    """Measure a device: photon transfer at ``temperatures[0]``, ``exposures[0]`` (a quick geometric
+    search for the saturation power with :data:`SEARCH_FRAMES` frames a level, then
+    :data:`PTC_LEVELS` levels equally spaced up to :data:`PTC_TOP` times it, EMVA 1288's >= 50
+    below saturation, continued at the same step until the mean stops growing); dark frames at
+    every temperature and exposure (operating and dark-current ones); anchor-only frames at every
+    temperature and operating exposure, at the profile's anchor power."""
+    all_exposures = _checked_request(device, temperatures, exposures, dark_exposures, frames)
     anchor_power = device.raw_frames("anchor", 1, exposure_us=float(exposures[0])).power_uw  # the operating power
     n_series_grid = len(temperatures) * (len(all_exposures) + len(exposures))
     total = n_series_grid + PTC_LEVELS + PTC_MAX_LEVELS // 4
@@ -142,24 +172,7 @@ def acquire(
     t_ref, e_ref = float(temperatures[0]), float(exposures[0])
     device.set_options(temperature_c=t_ref)
     ptc_dark = series(device, "dark", frames, e_ref)
-    search: list[SeriesStats] = []
-    power, flat = anchor_power * PTC_START_FRACTION, 0
-    for _ in range(PTC_MAX_LEVELS):
-        level = series(device, "anchor", SEARCH_FRAMES, e_ref, power)
-        tick(f"saturation search {power:.3g} uW")
-        if search:
-            grown = level.mean.mean() - search[-1].mean.mean()
-            signal = level.mean.mean() - ptc_dark.mean.mean()
-            flat = flat + 1 if grown < PLATEAU_RTOL * max(signal, 1e-12) else 0
-        search.append(level)
-        if flat >= 2:
-            break
-        power *= PTC_STEP
-    else:
-        raise CalibrationError(
-            f"the photon-transfer sweep did not reach saturation within {PTC_MAX_LEVELS} levels "
-            f"(last anchor power {power:.3g} uW)"
-        )
+    search = _saturation_search(device, ptc_dark, e_ref, anchor_power * PTC_START_FRACTION, tick)
     top = saturation_power(search, float(ptc_dark.mean.mean())) * PTC_TOP
     ptc: list[SeriesStats] = []
     for i in range(1, 2 * PTC_LEVELS + 1):  # past the top only while the mean still grows (an uneven field)

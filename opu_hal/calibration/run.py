@@ -70,29 +70,9 @@ def calibrate_device(
 
 def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposures, dark_exposures) -> Calibration:
     """The calibration model from the acquisition and the photon-transfer estimates."""
-    alpha, index = pt.alpha, pt.index
-    g, g_draws = pt.gain.value, pt.gain_draws
-    g_low, g_high = (float(q) for q in np.quantile(g_draws, [alpha / 2, 1 - alpha / 2]))
-    typical = ~pt.hot_pixels  # the temperature law describes the typical pixels (hot ones counted apart)
-    points, dark_points, rate_values, rate_draws, censored = [], [], [], [], []
+    alpha = pt.alpha
     temps = [float(t) for t in temperatures]
-    typical_index = np.random.default_rng(1).integers(0, int(typical.sum()), size=index.shape)
-    ceiling = dark_ceiling_dn(acq)
-    for celsius in temps:
-        darks = sorted((s for s in acq.dark if s.temperature_c == celsius), key=lambda s: s.exposure_us)
-        black, _slope, black_draws, _slope_draws = dark_line(darks, index, ceiling, pt.black.value)
-        _, typical_slope, _, typical_draws = dark_line(
-            [dataclasses.replace(d, mean=d.mean[typical], var=d.var[typical]) for d in darks],
-            typical_index, ceiling, pt.black.value)
-        rate, draws = typical_slope * 1e6 * g, typical_draws * 1e6 * g_draws
-        censored.append(float((usable_exposures(darks, ceiling)[typical] < 2).mean()))  # no line: rate unmeasured
-        rate_values.append(rate)
-        rate_draws.append(draws)
-        dark_points.append(DarkCurrentPoint(
-            temperature_c=celsius, rate_e_per_s=percentile_estimate(rate, draws, alpha, "e-/s"),
-            hot_pixels=int(pt.hot_pixels.sum())))
-        for exposure in exposures:
-            points.append(_operating_point(acq, darks, celsius, float(exposure), pt, black, black_draws, g_low, g_high))
+    points, dark_points, rate_values, rate_draws, censored = _per_temperature(acq, pt, temps, exposures)
     profile = device.profile
     pitch = getattr(profile, "pixel_pitch_um", None)
     law = None
@@ -116,6 +96,36 @@ def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposur
         dark_current=dark_points, temperature_law=law, operating_points=points,
         photon_transfer_curve=pt.curve or None, notes=notes,
     )
+
+
+def _per_temperature(acq: Acquisition, pt: PhotonTransfer, temps: list[float], exposures: Sequence[float]
+                     ) -> tuple[list[OperatingPointCalibration], list[DarkCurrentPoint], list[float],
+                                list[np.ndarray], list[float]]:
+    """At each temperature: the operating points, the typical pixels' dark-current rate (value, bootstrap
+    draws) and the share of pixels whose dark line is censored (fewer than two usable exposures)."""
+    alpha, index = pt.alpha, pt.index
+    g, g_draws = pt.gain.value, pt.gain_draws
+    g_low, g_high = (float(q) for q in np.quantile(g_draws, [alpha / 2, 1 - alpha / 2]))
+    typical = ~pt.hot_pixels  # the temperature law describes the typical pixels (hot ones counted apart)
+    points, dark_points, rate_values, rate_draws, censored = [], [], [], [], []
+    typical_index = np.random.default_rng(1).integers(0, int(typical.sum()), size=index.shape)
+    ceiling = dark_ceiling_dn(acq)
+    for celsius in temps:
+        darks = sorted((s for s in acq.dark if s.temperature_c == celsius), key=lambda s: s.exposure_us)
+        black, _slope, black_draws, _slope_draws = dark_line(darks, index, ceiling, pt.black.value)
+        _, typical_slope, _, typical_draws = dark_line(
+            [dataclasses.replace(d, mean=d.mean[typical], var=d.var[typical]) for d in darks],
+            typical_index, ceiling, pt.black.value)
+        rate, draws = typical_slope * 1e6 * g, typical_draws * 1e6 * g_draws
+        censored.append(float((usable_exposures(darks, ceiling)[typical] < 2).mean()))  # no line: rate unmeasured
+        rate_values.append(rate)
+        rate_draws.append(draws)
+        dark_points.append(DarkCurrentPoint(
+            temperature_c=celsius, rate_e_per_s=percentile_estimate(rate, draws, alpha, "e-/s"),
+            hot_pixels=int(pt.hot_pixels.sum())))
+        for exposure in exposures:
+            points.append(_operating_point(acq, darks, celsius, float(exposure), pt, black, black_draws, g_low, g_high))
+    return points, dark_points, rate_values, rate_draws, censored
 
 
 def _operating_point(acq: Acquisition, darks: list, celsius: float, exposure: float, pt: PhotonTransfer,
