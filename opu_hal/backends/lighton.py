@@ -178,7 +178,7 @@ class LightonDevice(Device[LightonProfile]):
         """Calibrated noise at the declared temperature; else software noise (simulated) or zero."""
         p = self._profile
         if self._calibration is not None:
-            return self._calibration.report(float(p.temperature_c))
+            return self._calibration.report(p.declared("temperature_c"))
         if p.simulated:
             return NoiseReport(std=self._noise_std, std_lower=self._noise_std, source="software",
                                exposure_us=p.exposure_us)
@@ -241,7 +241,7 @@ class LightonDevice(Device[LightonProfile]):
         self.attempts += 1
         p = self._profile
         if self._calibration is not None:  # raw frames read in the calibrated model's units
-            readout = self._calibration.readout(float(p.temperature_c))  # type: ignore[attr-defined]
+            readout = self._calibration.readout(p.declared("temperature_c"))  # type: ignore[attr-defined]
             read = holographic_linear if p.mode == "linear" else calibrated_intensity
             output = read(self._opu, p, batch, readout)
         else:

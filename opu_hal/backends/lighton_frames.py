@@ -105,7 +105,8 @@ def raw_frames(opu: Any, profile: LightonProfile, illumination: str, n_frames: i
     device, n_in = opu.device, profile.in_features
     max_dn = camera_max_dn(device)
     rows = np.zeros((n_frames, n_in), dtype=np.uint8)
-    power, photons, laser, reference = 0.0, 0.0, True, 0.0
+    photons: float | None = 0.0
+    power, laser, reference = 0.0, True, 0.0
     if illumination == "dark":
         require_control(device, LASER_SWITCH, "dark")
         laser = False
@@ -132,7 +133,7 @@ def raw_frames(opu: Any, profile: LightonProfile, illumination: str, n_frames: i
         photons = photons_per_pixel(power, profile, used)
     dn = np.asarray(dn)
     return RawFrames(dn=torch.from_numpy(dn.astype(np.int64)), illumination=illumination,
-                     temperature_c=float(profile.temperature_c), exposure_us=used, photons_per_pixel=photons,
+                     temperature_c=profile.declared("temperature_c"), exposure_us=used, photons_per_pixel=photons,
                      clipped=int((dn >= max_dn).sum()), power_uw=float(power), max_dn=max_dn)
 
 
@@ -143,8 +144,8 @@ def holographic_linear(opu: Any, profile: LightonProfile, batch: np.ndarray, rea
     calibration's point estimates; the value is ``(e_1 - e_2 - e_3) sqrt(2 / Phi) / (2 A)``."""
     device, n_in = opu.device, profile.in_features
     require_control(device, REFERENCE_BEAM, "reference")
-    exposure = float(profile.exposure_us)
-    power = float(profile.anchor_power_uw)
+    exposure = profile.declared("exposure_us")
+    power = profile.declared("anchor_power_uw")
     try:
         set_illumination(device, laser=True, reference_uw=power)
         with_reference, _ = transform_at(opu, batch, exposure, n_in)
@@ -162,6 +163,6 @@ def holographic_linear(opu: Any, profile: LightonProfile, batch: np.ndarray, rea
 def calibrated_intensity(opu: Any, profile: LightonProfile, batch: np.ndarray, readout: dict[str, float]) -> np.ndarray:
     """Intensity projections from one raw frame per row in the calibrated model's units:
     ``((DN - black) g - D) / Phi``."""
-    dn, _ = transform_at(opu, batch, float(profile.exposure_us), profile.in_features)
+    dn, _ = transform_at(opu, batch, profile.declared("exposure_us"), profile.in_features)
     electrons = (dn.astype(np.float64) - readout["black_level_dn"]) * readout["gain_e_per_dn"] - readout["dark_e"]
     return (electrons / readout["signal_e"]).astype(np.float32)

@@ -10,6 +10,7 @@ from typing import Literal, Optional
 from pydantic import Field, model_validator
 
 from ..contract.backend_spec import BackendSpec
+from ..contract.errors import ProfileError
 from ..contract.profile_base import CAMERA_PIXELS, DMD_MIRRORS, BaseProfile
 
 
@@ -84,6 +85,15 @@ class LightonProfile(BaseProfile):
     @property
     def requires_hardware(self) -> bool:
         return not self.simulated
+
+    def declared(self, key: Literal["temperature_c", "exposure_us", "anchor_power_uw"]) -> float:
+        """The value of an optional key that a calibrated or raw-frame read needs; a
+        :class:`ProfileError` naming the key when the profile leaves it unset."""
+        value: Optional[float] = getattr(self, key)
+        if value is None:
+            raise ProfileError(f"profile {self.label!r}: the key {key!r} is unset; calibrated and raw-frame "
+                               "reads need it (see the lighton profile's field descriptions)")
+        return float(value)
 
 
 SPEC = BackendSpec("lighton", LightonProfile, "opu_hal.backends.lighton:LightonDevice")

@@ -17,12 +17,13 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+from typing import Literal
 
 from ..contract.errors import CalibrationError
 from ..contract.noise import NoiseReport
 from ..camera.physics import least_frames_e, output_variance, typical_frames_e
 from .run import device_identity, profile_identity
-from .schema import Calibration, DeviceIdentity, read_calibration
+from .schema import Calibration, DeviceIdentity, OperatingPointCalibration, read_calibration
 from .temperature import law_rate
 
 
@@ -67,7 +68,7 @@ def check_matches(calibration: Calibration, mine: DeviceIdentity, label: str, pa
 class CalibratedNoise:
     """Noise reports of an OPU-like device at operating points its calibration covers."""
 
-    def __init__(self, calibration: Calibration, path: Path, mode: str, exposure_us: float,
+    def __init__(self, calibration: Calibration, path: Path, mode: Literal["linear", "intensity"], exposure_us: float,
                  laser_power_uw: float, anchor_power_uw: float) -> None:
         self.calibration, self.path, self.mode = calibration, path, mode
         self.exposure_us, self.laser_power_uw, self.anchor_power_uw = exposure_us, laser_power_uw, anchor_power_uw
@@ -97,7 +98,7 @@ class CalibratedNoise:
                 f"{self.path}; calibrate at that exposure (exposures)"
             )
 
-    def _points(self):
+    def _points(self) -> list[OperatingPointCalibration]:
         return sorted((p for p in self.calibration.operating_points
                        if math.isclose(p.exposure_us, self.exposure_us, rel_tol=1e-9)),
                       key=lambda p: p.temperature_c)
@@ -111,8 +112,11 @@ class CalibratedNoise:
         if which == "anchor":
             scale = self.anchor_power_uw / point.anchor_power_uw
             return point.anchor_e.value * scale, max(point.anchor_e.upper, point.anchor_e_max_pixel_upper) * scale
-        photons = cal.photons_per_pixel_per_uw * self.laser_power_uw * self.exposure_us / cal.exposures_us[0]
-        qe = cal.quantum_efficiency
+        qe, per_uw = cal.quantum_efficiency, cal.photons_per_pixel_per_uw
+        if qe is None or per_uw is None:  # refused in __init__; a calibration changed since is a bug
+            raise CalibrationError(f"{self.path}: key 'quantum_efficiency' is missing: the signal electrons of a "
+                                   "projection cannot be derived from this calibration")
+        photons = per_uw * self.laser_power_uw * self.exposure_us / cal.exposures_us[0]
         return qe.value * photons, qe.upper * photons * max(cal.uniformity.response_max_upper, 1.0)
 
     def unity_gain_tolerance(self) -> float:
@@ -131,7 +135,7 @@ class CalibratedNoise:
                 "tolerates (a read of up to the saturation must map electrons to DN one to one); calibrate a camera "
                 "mode at unity gain, or use the Gaussian mechanism")
 
-    def neighbours(self, temperature_c: float):
+    def neighbours(self, temperature_c: float) -> tuple[OperatingPointCalibration, OperatingPointCalibration]:
         """The calibrated points at this exposure just below and just above ``temperature_c`` (the same
         point twice at a calibrated temperature); refused outside the calibrated range."""
         self.check_operating_point(temperature_c, self.exposure_us)
@@ -140,7 +144,7 @@ class CalibratedNoise:
         above = next(p for p in points if p.temperature_c >= temperature_c)
         return below, above
 
-    def _weight(self, temperature_c: float) -> tuple[object, object, float]:
+    def _weight(self, temperature_c: float) -> tuple[OperatingPointCalibration, OperatingPointCalibration, float]:
         below, above = self.neighbours(temperature_c)
         span = above.temperature_c - below.temperature_c
         return below, above, 0.0 if span <= 0 else (temperature_c - below.temperature_c) / span
@@ -172,7 +176,7 @@ class CalibratedNoise:
         return lower, (f"calibration {self.path} (lower end of the {level:.0%} interval of the dimmest pixel's anchor read, "
                        f"measured at {point.temperature_c:g} C, {point.exposure_us:g} us)")
 
-    def _lower(self, point, phi_up: float, a2_up: float) -> float:
+    def _lower(self, point: OperatingPointCalibration, phi_up: float, a2_up: float) -> float:
         """``std_lower`` with the floor measured at one calibrated ``point``."""
         floor_low = self.calibration.read_noise_e.lower**2 + point.dark_e_min_pixel_lower
         return math.sqrt(output_variance(self.mode, least_frames_e(self.mode, a2_up), phi_up, a2_up, floor_low))

@@ -7,6 +7,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from ..contract.errors import CalibrationError
 from ..runtime.output import print_json
@@ -61,6 +62,12 @@ def require_camera_profile(profile, what: str) -> None:
         raise CalibrationError(
             f"{what}: profile {profile.label!r} (backend {profile.backend}) {problem} "
             f"(no {', '.join(missing)}); give a simulated OPU profile (e.g. opu-sim-dp)")
+
+
+def camera_exposure_us(profile: Any) -> float:
+    """The exposure of a profile :func:`require_camera_profile` accepted (simulated and lighton
+    profiles both declare ``exposure_us``; the base profile does not)."""
+    return float(profile.exposure_us)
 
 
 def _check_distinct(values: list[float] | None, option: str) -> None:
@@ -118,7 +125,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     check_frames_fit(args.frames, profile.out_features)
     device = get_backend(profile.backend).create(profile)  # uncalibrated, whatever the profile names
     temperatures = args.temperatures or default_temperatures(profile)
-    exposures = args.exposures or [profile.exposure_us]
+    exposures = args.exposures or [camera_exposure_us(profile)]
     start = time.perf_counter()
     calibration = calibrate_device(device, temperatures, exposures, args.dark_exposures, args.frames,
                                    progress=None if args.quiet else progress_bar)

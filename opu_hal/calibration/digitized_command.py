@@ -13,12 +13,20 @@ from __future__ import annotations
 import argparse
 import math
 
-from ..contract.errors import DeviceUnavailable
+from ..contract.errors import CalibrationError, DeviceUnavailable
 from ..privacy.digitized_lattice import DigitizedLattice, fewest_box_reads
 from ..privacy.digitized_plan import CameraFacts, DigitizedPlanRefused, RunShape as PlanShape, plan
 from ..privacy.skellam import SkellamLattice
 from ..runtime.output import print_json
 from .plan import RunShape
+
+
+def _lattice(shape: RunShape) -> tuple[int, float]:
+    """The run shape's lattice dimension ``d`` and resolution ``k``, which a digitized plan needs."""
+    if shape.dimension is None or shape.lattice_resolution is None:
+        raise CalibrationError("--mechanism digitized needs --dimension D >= 1 (the update's parameters) and "
+                               "--lattice-resolution K > 0")
+    return shape.dimension, float(shape.lattice_resolution)
 
 
 def run_digitized_plan(args: argparse.Namespace, profile, calibration_path, shape: RunShape) -> int:
@@ -36,7 +44,7 @@ def run_digitized_plan(args: argparse.Namespace, profile, calibration_path, shap
         print(f"{profile.label}: refused: {exc}" + (f" (--plot {args.plot} not written: no read law to draw)"
                                                    if getattr(args, "plot", None) else ""))
         return 1
-    dimension, k = shape.dimension, shape.lattice_resolution
+    dimension, k = _lattice(shape)
     lattice = DigitizedLattice(SkellamLattice(dimension, 1.0, float(k), "per-coordinate"), law,
                                max_reads=args.max_reads)
     trace: list[tuple[int, float]] = []
@@ -83,8 +91,9 @@ def _what_would(law, shape: RunShape, args: argparse.Namespace) -> str:
     """No reads up to the cap reach the target at the profile's anchor: another anchor level, or the
     nearest camera (:func:`opu_hal.privacy.digitized_plan.plan`)."""
     facts = CameraFacts(law.read_noise_e[0], law.gain_e_per_dn, law.adc_bits, law.black_level_dn, law.full_well_e)
-    run = PlanShape(shape.dataset_size, shape.batch_size, shape.steps, shape.dimension,
-                    float(shape.lattice_resolution), args.target_epsilon, args.delta)
+    dimension, k = _lattice(shape)
+    run = PlanShape(shape.dataset_size, shape.batch_size, shape.steps, dimension, k, args.target_epsilon,
+                    args.delta)
     head = f"no reads per count up to {args.max_reads} reach the target at this anchor"
     try:
         other = plan(facts, run, law.pixels_per_frame, law.frame_time_s, max_reads=args.max_reads)

@@ -83,6 +83,7 @@ def draw_thermal_camera(seed: int, pixels: int = 256, frames_bits: tuple[int, ..
     """A hidden camera for the temperature law: activation energy among :data:`ACTIVATIONS`, a 10-
     or 12-bit ADC, DSNU and 1 % hot pixels 20x as dark (some clip at long, hot exposures).
     ``values``: the typical pixels' figure of merit and the doubling temperature at 25 C."""
+    from ..backends.simulated.profile import SimulatedProfile
     from ..camera.physics import doubling_temperature_k
 
     rng = np.random.default_rng([seed, 36])
@@ -99,6 +100,8 @@ def draw_thermal_camera(seed: int, pixels: int = 256, frames_bits: tuple[int, ..
         "temperature_max_c": 85.0, "dsnu_rms": 0.2, "hot_pixel_fraction": 0.01, "hot_pixel_factor": 20.0,
         "exposure_us": 400.0, "anchor_power_uw": 0.7, "laser_power_uw": 0.7,
     })
+    if not isinstance(profile, SimulatedProfile):  # validate_profile keys on backend = "simulated"
+        raise TypeError(f"draw_thermal_camera built a {type(profile).__name__}, not a SimulatedProfile")
     area = (profile.pixel_pitch_um * 1e-4) ** 2
     values = {"dark_fom_na_per_cm2": fom * typical_dark_multiplier(profile),
               "doubling_temperature_k": doubling_temperature_k(25.0, area, fom, activation)}

@@ -260,11 +260,15 @@ def clip_level(acq: Acquisition, plateau: float, dark_dn: float, black: float, b
     """The clip level in electrons and what sets it ("adc" or "full_well"), checked on the sweep's
     own last levels (module docstring); refuses a sweep that ends neither clipped nor on a plateau."""
     last = acq.ptc[-1]
-    at_top = float((last.mean >= acq.max_dn - 0.5).mean()) if acq.max_dn is not None else 0.0
+    max_dn = acq.max_dn
+    at_top = float((last.mean >= max_dn - 0.5).mean()) if max_dn is not None else 0.0
     reads = last.reads_at_top / (last.frames * last.mean.size) if last.reads_at_top is not None else 0.0
     if at_top >= ADC_CLIPPED_FRACTION or reads >= ADC_TOP_READS:
-        draws = (acq.max_dn - black_draws) / k_draws
-        return percentile_estimate((acq.max_dn - black) / k, draws, alpha, "e-",
+        if max_dn is None:
+            raise CalibrationError("the sweep's last level reads at the ADC top, but its acquisition declares no "
+                                   "max_dn (the camera's top DN) to place the clip level at")
+        draws = (max_dn - black_draws) / k_draws
+        return percentile_estimate((max_dn - black) / k, draws, alpha, "e-",
                                    "ADC top (max_dn - black) g; " + BOOTSTRAP), "adc"
     means = [float(s.mean.mean()) for s in acq.ptc[-3:]]
     signal = means[-1] - dark_dn

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Callable
 
@@ -57,7 +58,7 @@ class OperatingPlan:
 
 
 def _model(calibration: Calibration, profile, exposure_us: float) -> CalibratedNoise:
-    return CalibratedNoise(calibration, profile.calibration or "<calibration>", profile.mode, exposure_us,
+    return CalibratedNoise(calibration, Path(profile.calibration or "<calibration>"), profile.mode, exposure_us,
                            profile.laser_power_uw, profile.anchor_power_uw)
 
 

@@ -145,7 +145,7 @@ def camera_read_kernel(signal_ptr, dark_ptr, out_ptr, clipped_ptr, key_ptr, n, c
 
 def camera_read(signal_e: torch.Tensor | float, shape: tuple[int, ...], dark_e: torch.Tensor | float,
                 generator: torch.Generator, device: torch.device, *, full_well_e: float,
-                read_noise_e: float, gain_e_per_dn: float, black_level_dn: int, max_dn: int,
+                read_noise_e: float, gain_e_per_dn: float, black_level_dn: float, max_dn: float,
                 block: int = BLOCK) -> tuple[torch.Tensor, torch.Tensor]:
     """Dark-subtracted electrons of one frame (float32, ``shape``) and its clipped-pixel count (a
     0-d int32 tensor, not synchronized). ``signal_e``: the mean photo-electrons per pixel (a tensor
@@ -153,13 +153,12 @@ def camera_read(signal_e: torch.Tensor | float, shape: tuple[int, ...], dark_e: 
     per pixel of the last dimension)."""
     numel = math.prod(shape)
     columns = shape[-1] if shape else 1
-    has_signal = isinstance(signal_e, torch.Tensor)
-    has_dark_map = isinstance(dark_e, torch.Tensor)
-    signal = signal_e.detach().reshape(-1).contiguous() if has_signal else None
-    dark = dark_e.detach().reshape(-1).contiguous().float() if has_dark_map else None
-    if has_signal and signal.numel() != numel:
+    signal = signal_e.detach().reshape(-1).contiguous() if isinstance(signal_e, torch.Tensor) else None
+    dark = dark_e.detach().reshape(-1).contiguous().float() if isinstance(dark_e, torch.Tensor) else None
+    has_signal, has_dark_map = signal is not None, dark is not None
+    if signal is not None and signal.numel() != numel:
         raise ValueError(f"signal has {signal.numel()} pixels, the frame {numel}")
-    if has_dark_map and dark.numel() != columns:
+    if dark is not None and dark.numel() != columns:
         raise ValueError(f"dark map has {dark.numel()} pixels, the frame's rows {columns}")
     key = torch.randint(0, 2**62, (1,), generator=generator, device=device, dtype=torch.int64)
     out = torch.empty(numel, dtype=torch.float32, device=device)
@@ -167,7 +166,8 @@ def camera_read(signal_e: torch.Tensor | float, shape: tuple[int, ...], dark_e: 
     placeholder = out  # unused pointer arguments (constexpr flags switch their loads off)
     camera_read_kernel[(triton.cdiv(numel, block),)](
         signal if has_signal else placeholder, dark if has_dark_map else placeholder, out, clipped, key,
-        numel, columns, 0.0 if has_signal else float(signal_e), 0.0 if has_dark_map else float(dark_e),
+        numel, columns, 0.0 if isinstance(signal_e, torch.Tensor) else float(signal_e),
+        0.0 if isinstance(dark_e, torch.Tensor) else float(dark_e),
         float(full_well_e), float(read_noise_e), float(gain_e_per_dn), float(black_level_dn), float(max_dn),
         HAS_SIGNAL=has_signal, HAS_DARK_MAP=has_dark_map, BLOCK=block,
     )

@@ -10,6 +10,8 @@ import torch
 from opu_hal.randomness.secure_random import SecureGenerator
 
 from ..core.data import Split
+from ..core.errors import TrainingConfigError
+from ..methods.base import GaussianNoiseMethod
 from ..run.loop import Trainer
 
 
@@ -77,6 +79,9 @@ def measure_sensitivity(trainer: Trainer, n_real: int = 8, n_random: int = 4, ba
     lower bound on the true sensitivity at the model's initial state, so canaries of this size are
     within what the claim must cover."""
     method, split = trainer.method, trainer.train_split
+    if not isinstance(method, GaussianNoiseMethod):
+        raise TrainingConfigError(f"measuring the sensitivity needs a method that claims one (a Gaussian-noise "
+                                  f"method such as dp-dfa or dp-sgd), got {method.name!r}")
     neighboring = getattr(method, "neighboring", "add_remove")
     params = list(trainer.model.parameters())
     saved_state = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}

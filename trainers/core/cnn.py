@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Sequence, cast
 
 import torch
 from torch import nn
 
 from .errors import TrainingConfigError
 from .model import get_activation
+from .per_example import layer_bias
 
 SCATTER_CHANNELS = 81
 
@@ -77,17 +78,20 @@ class CNN(nn.Module):
             side = (side - 1) // stride + 1
             side = side // 2 if pools[-1] else side
             width = out
-        self.convs = nn.ModuleList(convs)
+        # ModuleList registers the layers; typed as the list it behaves as (iteration yields Module)
+        self.convs = cast("list[nn.Conv2d]", nn.ModuleList(convs))
         self.pools = pools
         widths = [width * side * side, *(int(w) for w in head)]
-        self.fcs = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths, widths[1:]))
+        self.fcs = cast("list[nn.Linear]", nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths, widths[1:])))
         self.head = nn.Linear(widths[-1], n_classes)
         with torch.no_grad():  # torch's default init, drawn from our own seeded stream
-            for module in [*self.convs, *self.fcs, self.head]:
+            layers: list[nn.Conv2d | nn.Linear] = [*self.convs, *self.fcs, self.head]
+            for module in layers:
                 fan_in = module.weight[0].numel()
                 bound = 1 / fan_in**0.5
+                bias = layer_bias(module)
                 module.weight.copy_(torch.empty_like(module.weight).uniform_(-bound, bound, generator=generator))
-                module.bias.copy_(torch.empty_like(module.bias).uniform_(-bound, bound, generator=generator))
+                bias.copy_(torch.empty_like(bias).uniform_(-bound, bound, generator=generator))
 
     @property
     def hidden_widths(self) -> list[int]:

@@ -9,11 +9,29 @@ and the clipped sum is ``(c * G)^T A`` ("ghost clipping"). Convolution: ``G_i = 
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 PER_EXAMPLE_CHUNK = 256  # examples per batched matmul (bounds the per-example conv gradients in memory)
+
+
+def weights_and_biases(layers: Sequence[nn.Linear | nn.Conv2d]) -> list[torch.Tensor]:
+    """Each layer's weight then bias, in order (every layer of the trained models has a bias; torch
+    types a conv's bias ``Optional``: a missing one is refused)."""
+    params: list[torch.Tensor] = []
+    for layer in layers:
+        params += [layer.weight, layer_bias(layer)]
+    return params
+
+
+def layer_bias(layer: nn.Linear | nn.Conv2d) -> torch.Tensor:
+    """``layer.bias``, refused when the layer was built without one."""
+    if layer.bias is None:
+        raise ValueError(f"a {type(layer).__name__} layer without a bias: the trained models give every layer one")
+    return layer.bias
 
 
 def linear_squared_norms(g: torch.Tensor, a: torch.Tensor) -> torch.Tensor:

@@ -35,6 +35,7 @@ class SingleProcess:
     world_size = 1
     local_rank = 0
     backend = "none"
+    step: int | None = None  # the loop's global step (a distributed rank names it in errors)
 
     @property
     def is_main(self) -> bool:

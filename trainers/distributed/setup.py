@@ -34,10 +34,10 @@ def check_method(name: str, ranks: SingleProcess) -> None:
             "(plain python -m opu_hal train, or torchrun --nproc_per_node=1)")
 
 
-def rank_profile(profile: str | None, ranks: SingleProcess) -> str | None:
+def rank_profile(profile: str, ranks: SingleProcess) -> str:
     """This rank's profile from ``--profile``: one name for every rank, or a comma-separated list
     with one name per rank (e.g. one OPU per rank)."""
-    if profile is None or "," not in profile:
+    if "," not in profile:
         return profile
     names = [part.strip() for part in profile.split(",")]
     if len(names) != ranks.world_size or not all(names):

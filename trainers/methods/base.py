@@ -114,6 +114,8 @@ class Method(ABC):
     #: Whether each step publishes exactly one noisy release of its flattened clipped update,
     #: made by :meth:`release_update` and routed through :meth:`release` (dp-dfa, dp-sgd).
     single_release: ClassVar[bool] = False
+    #: Single-release methods: the length of the flattened update ``u`` (set by their constructor).
+    dimension: int
     _release_hook: "Callable[[torch.Tensor], torch.Tensor] | None" = None
 
     def release_update(self, u: torch.Tensor) -> torch.Tensor:

@@ -51,13 +51,15 @@ from opu_hal import Device, DeviceUnavailable
 from opu_hal.privacy.digitized_lattice import DigitizedLattice
 from opu_hal.privacy.mechanisms import DigitizedRelease, GaussianRelease, SkellamRelease
 from opu_hal.privacy import Event, FixedSizeGaussianEvent, PoissonGaussianEvent, PrivacyParameterError
+from opu_hal.privacy.events import Neighboring
 from opu_hal.privacy.skellam import SkellamLattice
 from opu_hal.randomness.secure_random import SecureGenerator
 
 from ..core.clipping import clip_norm
 from ..core.cnn import CNN
 from ..core.errors import TrainingConfigError
-from ..core.per_example import clip_scale, conv_clipped_sum, conv_patches, conv_squared_norms
+from ..core.per_example import (clip_scale, conv_clipped_sum, conv_patches, conv_squared_norms, layer_bias,
+                                weights_and_biases)
 from ..core.sampling import step_generator
 from .base import (GaussianNoiseMethod, MethodContext, RunConfig, StepOutput, batch_stats, forward_and_error,
                    output_error, set_linear_grads)
@@ -159,11 +161,18 @@ def fixed_size_event(lattice: SkellamLattice | DigitizedLattice | None, dataset_
 SAMPLINGS = ("fixed", "poisson")
 
 
+
+def _grad(p: torch.Tensor) -> torch.Tensor:
+    """``p.grad`` that the step has just set (a missing one is a bug: it would go unreleased)."""
+    if p.grad is None:
+        raise RuntimeError(f"dp-dfa: a parameter of shape {tuple(p.shape)} has no update to release")
+    return p.grad
+
 class DPDFA(GaussianNoiseMethod):
     name = "dp-dfa"
     private = True
     single_release = True  # one noisy release per step, through release() (the audit hooks it)
-    neighboring = "replace_one"
+    neighboring: Neighboring = "replace_one"
     sampling = "fixed"
     relation_follows_sampling = True
     trains_cnn = True  # the hybrid BP/DFA network of section 4
@@ -240,7 +249,7 @@ class DPDFA(GaussianNoiseMethod):
             "mechanism": mechanism.mechanism if mechanism else None,
             "generator": self.generator.name,
         }
-        if self.lattice is not None and isinstance(mechanism, SkellamRelease):
+        if isinstance(self.lattice, SkellamLattice) and isinstance(mechanism, SkellamRelease):
             info["lattice"] = {"dimension": self.lattice.dimension, "resolution": self.lattice.resolution,
                                "rounding_analysis": self.lattice.analysis,
                                "gamma": self.lattice.gamma, "l2_sensitivity": self.lattice.l2_sensitivity,
@@ -277,13 +286,13 @@ class DPDFA(GaussianNoiseMethod):
         assert self.mechanism is not None, "set_noise_multiplier first"
         return self.mechanism.release(u)
 
-    def _layers(self) -> list[torch.nn.Module]:
+    def _layers(self) -> list[torch.nn.Linear | torch.nn.Conv2d]:
         model = self.model
         return [*model.convs, *model.linears] if isinstance(model, CNN) else list(model.layers)
 
     def _add_noise(self) -> None:
-        params = [p for layer in self._layers() for p in (layer.weight, layer.bias)]
-        flat = torch.cat([p.grad.flatten() for p in params])
+        params = weights_and_biases(self._layers())
+        flat = torch.cat([_grad(p).flatten() for p in params])
         released = self.release(flat)
         for p, part in zip(params, released.split([p.numel() for p in params])):
             p.grad = part.view_as(p)  # disjoint views of the released tensor: no copy back
@@ -291,7 +300,7 @@ class DPDFA(GaussianNoiseMethod):
     # -- update ----------------------------------------------------------------------------------
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         if isinstance(self.model, CNN):
-            return self._hybrid_gradients(x, y)
+            return self._hybrid_gradients(self.model, x, y)
         opening = forward_and_error(self.model, x, y)
         trace = opening.trace
         with torch.no_grad():
@@ -314,11 +323,11 @@ class DPDFA(GaussianNoiseMethod):
         for layer, delta, h in zip(layers, deltas, inputs):
             set_linear_grads(layer, delta / config.batch_size, clip_norm(h.detach(), config.tau_h))
 
-    def _hybrid_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
+    def _hybrid_gradients(self, model: CNN, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         """The hybrid BP/DFA step of a CNN (module docstring): DFA deltas for the head's linear
         layers, and for the convs the per-example gradient of ``<z^{l+1}, delta z^{l+1}>`` clipped
         per layer to ``tau_c``; then the one noisy release of every layer's update."""
-        model, m = self.model, self.context.config.batch_size
+        m = self.context.config.batch_size
         trace = model.trace(x)
         logits = trace.logits.detach()
         loss_sum, correct = batch_stats(logits, y)
@@ -332,7 +341,7 @@ class DPDFA(GaussianNoiseMethod):
                 u, g = conv_patches(h, conv), g.flatten(2)
                 weight, bias = conv_clipped_sum(g, u, clip_scale(conv_squared_norms(g, u), self.conv_clip))
                 conv.weight.grad = weight.view_as(conv.weight) / m
-                conv.bias.grad = bias / m
+                layer_bias(conv).grad = bias / m
             self._set_linear_updates(model.linears, deltas, trace.head_inputs)
             self._add_noise()
         return StepOutput(loss_sum, correct, int(y.shape[0]), privacy_event=self.planned_event())

@@ -14,7 +14,7 @@ replace-one adjacency, ``FixedSizeGaussianEvent``, sum sensitivity ``2 C``, nois
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 import torch
 import torch.nn.functional as F
@@ -26,9 +26,18 @@ from opu_hal.randomness.secure_random import SecureGenerator
 from ..core.errors import TrainingConfigError
 from ..core.cnn import CNN
 from ..core.per_example import (clip_scale, conv_clipped_sum, conv_patches, conv_squared_norms, linear_clipped_sum,
-                                linear_clipped_sum_into, linear_squared_norms)
+                                linear_clipped_sum_into, linear_squared_norms, weights_and_biases)
 from .base import GaussianNoiseMethod, MethodContext, StepOutput
 
+
+
+def summed(terms: Iterable[torch.Tensor]) -> torch.Tensor:
+    """``sum(terms)``, the same additions from ``0``, typed as the tensor it is (the builtin's
+    ``Tensor | int``); refuses an empty sum (a model without layers)."""
+    total = sum(terms)
+    if not isinstance(total, torch.Tensor):
+        raise ValueError("dp-sgd: no per-example squared norms to sum: the model has no layers")
+    return total
 
 class DPSGD(GaussianNoiseMethod):
     name = "dp-sgd"
@@ -84,7 +93,7 @@ class DPSGD(GaussianNoiseMethod):
 
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         if isinstance(self.model, CNN):
-            return self._cnn_gradients(x, y)
+            return self._cnn_gradients(self.model, x, y)
         layers = self.model.layers
         activation = self.model.activation.fn
         inputs, preacts = [], []
@@ -97,7 +106,7 @@ class DPSGD(GaussianNoiseMethod):
         losses = F.cross_entropy(h, y, reduction="none")
         output_grads = self._output_grads(losses, preacts)
         with torch.no_grad():
-            squared = sum(linear_squared_norms(g, a) for g, a in zip(output_grads, inputs))
+            squared = summed(linear_squared_norms(g, a) for g, a in zip(output_grads, inputs))
             scale = self._clip_scale(squared)
             flat, offset = x.new_empty(self.dimension), 0  # the clipped sum, each layer's in place
             for g, a in zip(output_grads, inputs):
@@ -105,11 +114,10 @@ class DPSGD(GaussianNoiseMethod):
             self._release([p for layer in layers for p in (layer.weight, layer.bias)], flat)
         return self._output(losses, h, y)
 
-    def _cnn_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
+    def _cnn_gradients(self, model: CNN, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         """A CNN (:class:`trainers.core.cnn.CNN`): per-example conv gradients from unfolded patches, the
         head's linear layers by the identity above (:mod:`trainers.core.per_example`). Each example's
         whole gradient is clipped to ``C``; the clipped sum is released and divided as above."""
-        model = self.model
         trace = model.trace(x)
         patches = [conv_patches(h, conv) for h, conv in zip(trace.inputs, model.convs)]
         losses = F.cross_entropy(trace.logits, y, reduction="none")
@@ -118,12 +126,12 @@ class DPSGD(GaussianNoiseMethod):
         with torch.no_grad():
             head_inputs = [a.detach() for a in trace.head_inputs]
             flat_grads = [g.flatten(2) for g in conv_grads]  # (n, C_out, P)
-            squared = sum(linear_squared_norms(g, a) for g, a in zip(head_grads, head_inputs))
-            squared = squared + sum(conv_squared_norms(g, u) for g, u in zip(flat_grads, patches))
+            squared = summed(linear_squared_norms(g, a) for g, a in zip(head_grads, head_inputs))
+            squared = squared + summed(conv_squared_norms(g, u) for g, u in zip(flat_grads, patches))
             scale = self._clip_scale(squared)
             parts = [part for g, u in zip(flat_grads, patches) for part in conv_clipped_sum(g, u, scale)]
             parts += [part for g, a in zip(head_grads, head_inputs) for part in linear_clipped_sum(g, a, scale)]
-            params = [p for layer in [*model.convs, *model.linears] for p in (layer.weight, layer.bias)]
+            params = weights_and_biases([*model.convs, *model.linears])
             self._release(params, torch.cat(parts))
         return self._output(losses, trace.logits, y)
 

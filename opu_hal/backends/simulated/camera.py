@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypedDict
 
 import torch
 
@@ -20,6 +21,16 @@ def shot_noise(mean_e: torch.Tensor, generator: torch.Generator) -> torch.Tensor
     if mean_e.device.type == "cpu":
         return torch.poisson(mean_e, generator=generator)
     return poisson(mean_e, generator)
+
+
+class AdcParameters(TypedDict):
+    """Full well, read noise and ADC parameters, as the compiled and fused camera kernels take them."""
+
+    full_well_e: float
+    read_noise_e: float
+    gain_e_per_dn: float
+    black_level_dn: float
+    max_dn: float
 
 
 @dataclass(frozen=True)
@@ -43,7 +54,7 @@ class Sensor(SensorPhysics):
         return camera_read(rates_e, self.pixel_dark_e, generator, **self._adc)
 
     @property
-    def _adc(self) -> dict[str, float]:
+    def _adc(self) -> AdcParameters:
         """Full well, read noise and ADC parameters, as the compiled and fused kernels take them."""
         return {"full_well_e": self.full_well_e, "read_noise_e": self.read_noise_e,
                 "gain_e_per_dn": self.gain_e_per_dn, "black_level_dn": self.black_level_dn,

@@ -46,7 +46,7 @@ import torch
 from ...contract.capabilities import Capabilities
 from ...runtime.memory import check_rows_fit
 from ...contract.device import Device
-from ...contract.errors import ProfileError
+from ...contract.errors import CalibrationError, ProfileError
 from ...contract.frames import RawFrames
 from ...contract.noise import NoiseDistribution, NoiseReport, PrivacyCounts, Projection
 from ...contract.profile_base import CAMERA_PIXELS, DMD_MIRRORS
@@ -181,7 +181,7 @@ class SimulatedDevice(Device[SimulatedProfile]):
     def _anchor_reads_e(self) -> torch.Tensor | float:
         """Mean electrons of one anchor-only read at each pixel: ``A^2 w_j + D_j`` (``w_j``: PRNU
         times the anchor's profile, :func:`opu_hal.camera.pixel_maps.light_response_map`)."""
-        light = self.anchor_e
+        light: torch.Tensor | float = self.anchor_e
         for factor in (self._prnu, self._anchor_profile):
             if factor is not None:
                 light = light * factor.double()
@@ -213,7 +213,11 @@ class SimulatedDevice(Device[SimulatedProfile]):
         self.open()
         lower, source = (None, "model (the profile's declared camera)")
         if self._calibration is not None:
-            self._calibration.check_unity_gain()
+            check_unity_gain = getattr(self._calibration, "check_unity_gain", None)
+            if not callable(check_unity_gain):
+                raise CalibrationError(f"this calibration ({type(self._calibration).__name__}) has no unity-gain check: "
+                                       "the Skellam privacy source reads electrons as DN one to one and needs it")
+            check_unity_gain()
             lower, source = self._calibration.anchor_read_lower_e(self._temperature_c)
         profile = self._profile
         frame_time_s = max(profile.frame_time_us, self._exposure_us) * 1e-6
@@ -307,10 +311,12 @@ class SimulatedDevice(Device[SimulatedProfile]):
         return self._report(float(self._output_variance(frames)), frames + (0 if self._profile.mode == "intensity" else self.anchor_e))
 
     # -- raw camera frames (calibration) -------------------------------------------------------
-    def raw_frames(self, illumination: str, n_frames: int, **options: float) -> RawFrames:
+    def raw_frames(self, illumination: str, n_frames: int, *, exposure_us: float | None = None,
+                   anchor_power_uw: float | None = None, pattern: torch.Tensor | None = None) -> RawFrames:
         """Camera frames in DN at the current temperature: see :func:`.raw_frames.raw_frames`."""
         return raw_frames(self._profile, self.sensor, self._optics, self._camera_generator, illumination,
-                          n_frames, prnu=self._prnu, anchor_profile=self._anchor_profile, **options)
+                          n_frames, exposure_us=exposure_us, anchor_power_uw=anchor_power_uw, pattern=pattern,
+                          prnu=self._prnu, anchor_profile=self._anchor_profile)
 
     # -- projection ----------------------------------------------------------------------------
     def ideal(self, x: torch.Tensor) -> torch.Tensor:
