@@ -104,10 +104,10 @@ def _train_with(trainer: Trainer, planted: DiracCanaries | PipelineCanaries,
     method = trainer.method
     release = wrap_release(method.release_update) if wrap_release else method.release_update
     steps = [0]
-    pipeline = isinstance(planted, PipelineCanaries)
 
     def audited(update: torch.Tensor) -> torch.Tensor:
-        released = release(planted.plant(update) if pipeline else planted.insert(update))
+        planted_update = planted.plant(update) if isinstance(planted, PipelineCanaries) else planted.insert(update)
+        released = release(planted_update)
         seen = released - update if planted.sampling_rate >= 1 else released  # the base update is public at rate 1
         planted.observe(seen if attacker_view is None else attacker_view(seen, steps[0]))
         steps[0] += 1
