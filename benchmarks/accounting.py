@@ -41,15 +41,20 @@ def mixed_accountant() -> Accountant:
 
 
 TABLE_RUNS = [  # (dataset size, batch, noise multiplier, epochs)
-    (60_000, 256, 1.1, 15), (60_000, 256, 0.8, 15), (60_000, 128, 1.0, 30), (60_000, 1024, 2.0, 50),
+    (60_000, 256, 1.1, 15),
+    (60_000, 256, 0.8, 15),
+    (60_000, 128, 1.0, 30),
+    (60_000, 1024, 2.0, 50),
     (10_000, 100, 0.7, 5),
 ]
 
 
 def print_epsilon_table() -> None:
     """Epsilon of a few DP-SGD-like runs: this accountant beside dp-accounting's RDP and PLD."""
-    print(f"{'N':>6} {'m':>5} {'z':>4} {'epochs':>6} {'steps':>6} {'ours RDP':>9} "
-          f"{'dp-acc RDP':>10} {'dp-acc PLD':>10}   (Poisson sampling, delta={DELTA:g})")
+    print(
+        f"{'N':>6} {'m':>5} {'z':>4} {'epochs':>6} {'steps':>6} {'ours RDP':>9} "
+        f"{'dp-acc RDP':>10} {'dp-acc PLD':>10}   (Poisson sampling, delta={DELTA:g})"
+    )
     for n, m, z, epochs in TABLE_RUNS:
         steps = epochs * n // m
         ours = Accountant("add_remove")
@@ -59,8 +64,10 @@ def print_epsilon_table() -> None:
         library.compose(event, steps)
         pld = dp_accounting.pld.PLDAccountant()
         pld.compose(event, steps)
-        print(f"{n:>6} {m:>5} {z:>4} {epochs:>6} {steps:>6} {ours.get_epsilon(DELTA):>9.4f} "
-              f"{library.get_epsilon(DELTA):>10.4f} {pld.get_epsilon(DELTA):>10.4f}")
+        print(
+            f"{n:>6} {m:>5} {z:>4} {epochs:>6} {steps:>6} {ours.get_epsilon(DELTA):>9.4f} "
+            f"{library.get_epsilon(DELTA):>10.4f} {pld.get_epsilon(DELTA):>10.4f}"
+        )
 
 
 def main() -> None:
@@ -68,10 +75,11 @@ def main() -> None:
     print_epsilon_table()
     build_s = median_seconds(mixed_accountant, repeats=3, warmup=1)
     mixed = mixed_accountant()
-    print(f"mixed run, {mixed.steps} steps, {len(mixed.ledger)} ledger entries "
-          f"(built in {build_s:.2f} s)")
-    print(f"  this accountant     epsilon {mixed.get_epsilon(DELTA):.6f}   "
-          f"get_epsilon {median_seconds(lambda: mixed.get_epsilon(DELTA)) * 1e3:.3f} ms")
+    print(f"mixed run, {mixed.steps} steps, {len(mixed.ledger)} ledger entries (built in {build_s:.2f} s)")
+    print(
+        f"  this accountant     epsilon {mixed.get_epsilon(DELTA):.6f}   "
+        f"get_epsilon {median_seconds(lambda: mixed.get_epsilon(DELTA)) * 1e3:.3f} ms"
+    )
 
     ours = Accountant("add_remove")
     ours.step(PoissonGaussianEvent(Q, Z), STEPS)
@@ -91,8 +99,10 @@ def main() -> None:
     base = median_seconds(rows[0][1])
     for name, get in rows:
         seconds = median_seconds(get, repeats=3 if "PLD" in name else 7, warmup=1)
-        print(f"  {name:<20} epsilon {get():.6f}   get_epsilon {seconds * 1e3:9.3f} ms  "
-              f"({seconds / base:6.2f}x this accountant)")
+        print(
+            f"  {name:<20} epsilon {get():.6f}   get_epsilon {seconds * 1e3:9.3f} ms  "
+            f"({seconds / base:6.2f}x this accountant)"
+        )
 
 
 if __name__ == "__main__":

@@ -30,15 +30,28 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainers.api import PrivacyEngine, calibrate, calibrated_device
-from trainers.run.config import TrainConfig
 from trainers.core.evaluation import evaluate
 from trainers.core.model import MLP
+from trainers.run.config import TrainConfig
 from trainers.run.loop import Trainer
 
 #: scripts/main.sh's training settings (its calibration: temperature 25 C, exposure 400 us).
-MAIN = dict(method="dp-dfa", noise_source="device", features="scatter", hidden=(256,), target_epsilon=8.0,
-            delta=1e-5, epochs=20, batch_size=2048, optimizer="adam", lr=1.5e-3, activation="tanh", tau_h=5.0,
-            tau_e=0.05, lattice_resolution=23.0)
+MAIN = dict(
+    method="dp-dfa",
+    noise_source="device",
+    features="scatter",
+    hidden=(256,),
+    target_epsilon=8.0,
+    delta=1e-5,
+    epochs=20,
+    batch_size=2048,
+    optimizer="adam",
+    lr=1.5e-3,
+    activation="tanh",
+    tau_h=5.0,
+    tau_e=0.05,
+    lattice_resolution=23.0,
+)
 GOAL_RATIO, GOAL_POINTS = 1.05, 0.5
 
 
@@ -55,11 +68,14 @@ def sequential_like(mlp: MLP) -> nn.Sequential:
 def goal_lines(ratio: float, eps_api: float, eps_loop: float, acc_api: float, acc_loop: float) -> str:
     met = lambda ok: "met" if ok else "NOT met"  # noqa: E731
     points = 100 * abs(acc_api - acc_loop)
-    return "\n".join([
-        f"per-epoch time API / loop: {ratio:.3f}x (goal <= {GOAL_RATIO}x): {met(ratio <= GOAL_RATIO)}",
-        f"epsilon API {eps_api:.6f}, loop {eps_loop:.6f}: {met(abs(eps_api - eps_loop) <= 1e-9 * eps_loop)}",
-        f"test accuracy API {acc_api:.4f}, loop {acc_loop:.4f}: {points:.2f} points apart "
-        f"(goal <= {GOAL_POINTS}): {met(points <= GOAL_POINTS)}"])
+    return "\n".join(
+        [
+            f"per-epoch time API / loop: {ratio:.3f}x (goal <= {GOAL_RATIO}x): {met(ratio <= GOAL_RATIO)}",
+            f"epsilon API {eps_api:.6f}, loop {eps_loop:.6f}: {met(abs(eps_api - eps_loop) <= 1e-9 * eps_loop)}",
+            f"test accuracy API {acc_api:.4f}, loop {acc_loop:.4f}: {points:.2f} points apart "
+            f"(goal <= {GOAL_POINTS}): {met(points <= GOAL_POINTS)}",
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -72,22 +88,40 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cal = Path(tmp) / "calibration.json"
         calibrate(args.profile, temperatures=[25.0], exposures=[400.0], out=cal)
-        config = TrainConfig.for_method(**{**MAIN, "epochs": args.epochs}, profile=args.profile,
-                                        calibration=str(cal), train_limit=args.train_limit, alignment=False)
+        config = TrainConfig.for_method(
+            **{**MAIN, "epochs": args.epochs},
+            profile=args.profile,
+            calibration=str(cal),
+            train_limit=args.train_limit,
+            alignment=False,
+        )
         log: list[str] = []
         trainer = Trainer(config, progress=False, log=log.append)
         model = sequential_like(trainer.model)
         engine = PrivacyEngine()
         optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
         model, optimizer, loader = engine.make_private_with_epsilon(
-            module=model, optimizer=optimizer, data_loader=(trainer.train_split.x, trainer.train_split.y),
-            target_epsilon=config.target_epsilon, target_delta=config.delta, epochs=config.epochs,
-            max_grad_norm=config.tau_e, batch_size=config.batch_size, method="dp-dfa", noise_source="device",
-            device=calibrated_device(args.profile, cal), tau_h=config.tau_h, beta=config.beta,
-            lattice_resolution=config.lattice_resolution, feedback_seed=config.seed)
-        print(f"{len(trainer.train_split)} training examples, {len(loader)} steps per epoch, {config.epochs} epochs; "
-              f"noise multiplier API {engine.noise_multiplier:.6f}, loop {trainer.method.noise_multiplier:.6f}",
-              flush=True)
+            module=model,
+            optimizer=optimizer,
+            data_loader=(trainer.train_split.x, trainer.train_split.y),
+            target_epsilon=config.target_epsilon,
+            target_delta=config.delta,
+            epochs=config.epochs,
+            max_grad_norm=config.tau_e,
+            batch_size=config.batch_size,
+            method="dp-dfa",
+            noise_source="device",
+            device=calibrated_device(args.profile, cal),
+            tau_h=config.tau_h,
+            beta=config.beta,
+            lattice_resolution=config.lattice_resolution,
+            feedback_seed=config.seed,
+        )
+        print(
+            f"{len(trainer.train_split)} training examples, {len(loader)} steps per epoch, {config.epochs} epochs; "
+            f"noise multiplier API {engine.noise_multiplier:.6f}, loop {trainer.method.noise_multiplier:.6f}",
+            flush=True,
+        )
         api_times, loop_times = [], []
 
         def api_epoch() -> None:
@@ -103,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
             loop_times.append(trainer.epochs[-1]["epoch_time_s"])
 
         for epoch in range(config.epochs):
-            for side in ((api_epoch, loop_epoch) if epoch % 2 == 0 else (loop_epoch, api_epoch)):
+            for side in (api_epoch, loop_epoch) if epoch % 2 == 0 else (loop_epoch, api_epoch):
                 side()
             print(f"epoch {epoch + 1}: API {api_times[-1]:.2f} s, loop {loop_times[-1]:.2f} s", flush=True)
         trainer.close()
@@ -111,8 +145,11 @@ def main(argv: list[str] | None = None) -> None:
             _, acc_api = evaluate(model, trainer.data.test)
         acc_loop = trainer.epochs[-1]["test_accuracy"]
         ratio = statistics.median(api_times) / statistics.median(loop_times)
-        print(goal_lines(ratio, engine.get_epsilon(config.delta), trainer.accountant.get_epsilon(config.delta),
-                         acc_api, acc_loop))
+        print(
+            goal_lines(
+                ratio, engine.get_epsilon(config.delta), trainer.accountant.get_epsilon(config.delta), acc_api, acc_loop
+            )
+        )
 
 
 if __name__ == "__main__":

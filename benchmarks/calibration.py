@@ -30,15 +30,23 @@ def main() -> None:
     start = time.perf_counter()
     for seed in range(args.seeds):
         truth = gt.draw_camera(seed)
-        calibration = calibrate_device(opu_hal.load_device(truth.profile), gt.TEMPERATURES, gt.EXPOSURES,
-                                       gt.DARK_EXPOSURES, frames=args.frames, bootstrap=200)
+        calibration = calibrate_device(
+            opu_hal.load_device(truth.profile),
+            gt.TEMPERATURES,
+            gt.EXPOSURES,
+            gt.DARK_EXPOSURES,
+            frames=args.frames,
+            bootstrap=200,
+        )
         for name, estimate in gt.recovered(calibration).items():
             value = truth.values[name]
             worst[name] = max(worst[name], abs(estimate.value / value - 1))
             covered[name] += estimate.lower <= value <= estimate.upper
     per_seed = (time.perf_counter() - start) / args.seeds
-    print(f"ground truth: {args.seeds} seeds, {args.frames} frames per series, 1024 pixels, "
-          f"{per_seed:.2f} s per calibration")
+    print(
+        f"ground truth: {args.seeds} seeds, {args.frames} frames per series, 1024 pixels, "
+        f"{per_seed:.2f} s per calibration"
+    )
     for name in gt.PARAMETERS:
         print(f"  {name:<22} max |error| {worst[name]:7.3%}   95% CI covers truth {covered[name]}/{args.seeds}")
 
@@ -49,11 +57,18 @@ def main() -> None:
     device.project(x)
     baseline = time.perf_counter() - start
     start = time.perf_counter()
-    calibration = calibrate_device(device, default_temperatures(device.profile), [device.profile.exposure_us],
-                                   [100_000.0, 1_000_000.0], frames=DEFAULT_FRAMES)
+    calibration = calibrate_device(
+        device,
+        default_temperatures(device.profile),
+        [device.profile.exposure_us],
+        [100_000.0, 1_000_000.0],
+        frames=DEFAULT_FRAMES,
+    )
     elapsed = time.perf_counter() - start
-    print(f"opu-sim, 5 temperatures, {calibration.frames_total} frames: {elapsed:.2f} s "
-          f"(x{elapsed / baseline:.0f} one 1024-row projection, {baseline * 1e3:.1f} ms, same run)")
+    print(
+        f"opu-sim, 5 temperatures, {calibration.frames_total} frames: {elapsed:.2f} s "
+        f"(x{elapsed / baseline:.0f} one 1024-row projection, {baseline * 1e3:.1f} ms, same run)"
+    )
 
 
 if __name__ == "__main__":

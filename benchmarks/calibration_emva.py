@@ -31,21 +31,31 @@ def main() -> None:
     start = time.perf_counter()
     for seed in range(args.seeds):
         truth = gt.draw_thermal_camera(seed)
-        calibration = calibrate_device(opu_hal.load_device(truth.profile), gt.THERMAL_TEMPERATURES, (400.0,),
-                                       gt.THERMAL_DARK_EXPOSURES, frames=args.frames, bootstrap=200)
+        calibration = calibrate_device(
+            opu_hal.load_device(truth.profile),
+            gt.THERMAL_TEMPERATURES,
+            (400.0,),
+            gt.THERMAL_DARK_EXPOSURES,
+            frames=args.frames,
+            bootstrap=200,
+        )
         law = calibration.temperature_law
         flagged += any("lack of fit" in note for note in law.notes)
         for name in names:
             estimate, value = getattr(law, name), truth.values[name]
             errors[name].append(estimate.value / value - 1)
             covered[name] += estimate.lower <= value <= estimate.upper
-    print(f"temperature law: {args.seeds} hidden cameras (activation {gt.ACTIVATIONS} eV, 10/12-bit, 1 % hot "
-          f"pixels), {args.frames} frames, 256 pixels, {(time.perf_counter() - start) / args.seeds:.2f} s each; "
-          f"lack of fit flagged on {flagged}")
+    print(
+        f"temperature law: {args.seeds} hidden cameras (activation {gt.ACTIVATIONS} eV, 10/12-bit, 1 % hot "
+        f"pixels), {args.frames} frames, 256 pixels, {(time.perf_counter() - start) / args.seeds:.2f} s each; "
+        f"lack of fit flagged on {flagged}"
+    )
     for name in names:
         e = np.array(errors[name])
-        print(f"  {name:<24} max |error| {np.abs(e).max():7.3%}  mean error {e.mean():+7.3%}  "
-              f"95% CI covers truth {covered[name]}/{args.seeds}")
+        print(
+            f"  {name:<24} max |error| {np.abs(e).max():7.3%}  mean error {e.mean():+7.3%}  "
+            f"95% CI covers truth {covered[name]}/{args.seeds}"
+        )
 
 
 if __name__ == "__main__":

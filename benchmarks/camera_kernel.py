@@ -31,14 +31,20 @@ def cpu_frames() -> None:
     signal = torch.empty(256, 1024).exponential_(1 / SPECKLE_MEAN_E, generator=generator)
     print(f"torch {torch.__version__}, CPU, {torch.get_num_threads()} threads, frame {tuple(signal.shape)}")
     compiled = median_seconds(lambda: sensor.read(signal, generator), repeats=21)
-    eager = median_seconds(lambda: sensor._digitize(torch.poisson(signal + sensor.pixel_dark_e, generator=generator),
-                                                    generator), repeats=21)
+    eager = median_seconds(
+        lambda: sensor._digitize(torch.poisson(signal + sensor.pixel_dark_e, generator=generator), generator),
+        repeats=21,
+    )
     flat = median_seconds(lambda: sensor.read_flat(device.anchor_e, tuple(signal.shape), generator, "cpu"), repeats=21)
     anchor = torch.full(signal.shape, device.anchor_e)
-    eager_flat = median_seconds(lambda: sensor._digitize(torch.poisson(anchor + sensor.pixel_dark_e, generator=generator),
-                                                         generator), repeats=21)
+    eager_flat = median_seconds(
+        lambda: sensor._digitize(torch.poisson(anchor + sensor.pixel_dark_e, generator=generator), generator),
+        repeats=21,
+    )
     print(f"  speckle frame: compiled {compiled * 1e3:6.2f} ms, eager {eager * 1e3:6.2f} ms ({eager / compiled:.1f}x)")
-    print(f"  anchor frame:  compiled {flat * 1e3:6.2f} ms, eager {eager_flat * 1e3:6.2f} ms ({eager_flat / flat:.1f}x)")
+    print(
+        f"  anchor frame:  compiled {flat * 1e3:6.2f} ms, eager {eager_flat * 1e3:6.2f} ms ({eager_flat / flat:.1f}x)"
+    )
 
 
 def cuda_frames() -> None:
@@ -51,8 +57,11 @@ def cuda_frames() -> None:
     signal = torch.empty(256, 16384, device="cuda").exponential_(1 / SPECKLE_MEAN_E, generator=generator)
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, frame {tuple(signal.shape)}")
     for block in (64, 128, 256, 512):
-        seconds = median_seconds(lambda block=block: triton_camera.camera_read(
-            signal, tuple(signal.shape), sensor.pixel_dark_e, generator, signal.device, block=block, **sensor._adc))
+        seconds = median_seconds(
+            lambda block=block: triton_camera.camera_read(
+                signal, tuple(signal.shape), sensor.pixel_dark_e, generator, signal.device, block=block, **sensor._adc
+            )
+        )
         print(f"  fused kernel, block {block:>3}: {seconds * 1e3:7.3f} ms")
     eager = median_seconds(lambda: sensor._digitize(poisson(signal + sensor.pixel_dark_e, generator), generator))
     print(f"  eager torch frame:       {eager * 1e3:7.3f} ms")

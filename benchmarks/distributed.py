@@ -40,16 +40,32 @@ def machine() -> str:
 
 def run(ranks: int, train_args: list[str], workdir: Path) -> dict:
     out = workdir / f"ranks-{ranks}.json"
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}",
-               "-m", "opu_hal", "train", *train_args, "--quiet", "--out", str(out)]
-    subprocess.run(command, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
-                   stdout=subprocess.DEVNULL)
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={ranks}",
+        "-m",
+        "opu_hal",
+        "train",
+        *train_args,
+        "--quiet",
+        "--out",
+        str(out),
+    ]
+    subprocess.run(command, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, stdout=subprocess.DEVNULL)
     record = json.loads(out.read_text())
     final = record["final"]
     examples = final["steps"] * int(record["hyperparameters"]["batch_size"])
-    return {"ranks": ranks, "steps": final["steps"], "seconds": final["wall_time_s"],
-            "examples_per_s": examples / final["wall_time_s"], "test_accuracy": final["test_accuracy"],
-            "epsilon": final.get("epsilon")}
+    return {
+        "ranks": ranks,
+        "steps": final["steps"],
+        "seconds": final["wall_time_s"],
+        "examples_per_s": examples / final["wall_time_s"],
+        "test_accuracy": final["test_accuracy"],
+        "epsilon": final.get("epsilon"),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,19 +74,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--method", default="dp-dfa")
     args, train_args = parser.parse_known_args(argv)
     if not train_args:
-        train_args = ["--noise-source", "device", "--noise-multiplier", "1.0", "--train-limit", "8192",
-                      "--epochs", "1", "--batch-size", "512", "--hidden", "256", "--compute", "cpu"]
+        train_args = [
+            "--noise-source",
+            "device",
+            "--noise-multiplier",
+            "1.0",
+            "--train-limit",
+            "8192",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "512",
+            "--hidden",
+            "256",
+            "--compute",
+            "cpu",
+        ]
     sizes = [int(part) for part in args.ranks.split(",")]
     print(f"machine: {machine()}; torch {torch.__version__}")
     print(f"opu-hal train --method {args.method} {' '.join(train_args)}")
     with tempfile.TemporaryDirectory() as tmp:
         results = [run(w, ["--method", args.method, *train_args], Path(tmp)) for w in sizes]
     base = next((r for r in results if r["ranks"] == 1), results[0])
-    print(f"{'ranks':>5} {'steps':>6} {'train s':>8} {'examples/s':>11} {'vs 1 rank':>9} {'test acc':>8} {'epsilon':>8}")
+    print(
+        f"{'ranks':>5} {'steps':>6} {'train s':>8} {'examples/s':>11} {'vs 1 rank':>9} {'test acc':>8} {'epsilon':>8}"
+    )
     for r in results:
         eps = f"{r['epsilon']:.4g}" if r["epsilon"] is not None else "-"
-        print(f"{r['ranks']:>5} {r['steps']:>6} {r['seconds']:>8.2f} {r['examples_per_s']:>11.1f} "
-              f"{r['examples_per_s'] / base['examples_per_s']:>9.2f} {r['test_accuracy']:>8.4f} {eps:>8}")
+        print(
+            f"{r['ranks']:>5} {r['steps']:>6} {r['seconds']:>8.2f} {r['examples_per_s']:>11.1f} "
+            f"{r['examples_per_s'] / base['examples_per_s']:>9.2f} {r['test_accuracy']:>8.4f} {eps:>8}"
+        )
     return 0
 
 

@@ -33,8 +33,8 @@ if not hasattr(np, "asfarray"):  # emva1288 1.0.2 calls np.asfarray, removed in 
 
 # bits, camera keywords for emva1288.camera.Camera (K in DN/e-; None: emva1288 picks it)
 CAMERAS = {
-    8: dict(temperature=40.0, seed=8),                 # ADC-limited, K from emva1288's own search (0.1)
-    10: dict(K=0.3, temperature=45.0, seed=10),        # ADC-limited
+    8: dict(temperature=40.0, seed=8),  # ADC-limited, K from emva1288's own search (0.1)
+    10: dict(K=0.3, temperature=45.0, seed=10),  # ADC-limited
     12: dict(K=0.1665, u_esat=20000.0, temperature=40.0, seed=1012),  # full-well limited (20000 e- < 4095 DN / K)
 }
 
@@ -63,9 +63,14 @@ def simulator_truth(cam) -> dict[str, float]:
     k = float(cam.K)
     adc = (cam.img_max - cam.blackoffset) / k - cam._dark_signal_0
     well = cam._u_esat - cam._dark_signal_0
-    return {"gain": 1 / k, "read_noise": float(np.sqrt(cam._sigma2_dark_0 + 1 / (12 * k * k))),
-            "dark_current": float(cam._u_i()), "qe": float(cam.qe.qe.mean()), "clip": float(min(adc, well)),
-            "limited_by": "adc" if adc < well else "full_well"}
+    return {
+        "gain": 1 / k,
+        "read_noise": float(np.sqrt(cam._sigma2_dark_0 + 1 / (12 * k * k))),
+        "dark_current": float(cam._u_i()),
+        "qe": float(cam.qe.qe.mean()),
+        "clip": float(min(adc, well)),
+        "limited_by": "adc" if adc < well else "full_well",
+    }
 
 
 def compare(bits: int, steps: int = 100, size: int = 32, bootstrap: int = 400, seed: int | None = None) -> Comparison:
@@ -75,8 +80,15 @@ def compare(bits: int, steps: int = 100, size: int = 32, bootstrap: int = 400, s
     from emva1288.process.routines import load_image
 
     start = time.perf_counter()
-    generator = DatasetGenerator(steps=steps, L=4, image_format="tiff", bit_depth=bits, width=size, height=size,
-                                 **{**CAMERAS[bits], **({} if seed is None else {"seed": seed})})
+    generator = DatasetGenerator(
+        steps=steps,
+        L=4,
+        image_format="tiff",
+        bit_depth=bits,
+        width=size,
+        height=size,
+        **{**CAMERAS[bits], **({} if seed is None else {"seed": seed})},
+    )
     generated = time.perf_counter()
     parsed = ParseEmvaDescriptorFile(generator.descriptor_path, loglevel=logging.WARNING)
     loaded = LoadImageData(parsed.images, path=generator.outdir, loglevel=logging.WARNING)
@@ -87,15 +99,29 @@ def compare(bits: int, steps: int = 100, size: int = 32, bootstrap: int = 400, s
     processed = time.perf_counter()
 
     # the same files, per pixel: exposure (ns -> us) -> photons -> frames
-    sweep = {texp / 1000: {p: np.stack([load_image(os.path.join(generator.outdir, f.replace("\\", os.sep)))
-                                        for f in files]) for p, files in by_photons.items()}
-             for texp, by_photons in parsed.images["temporal"].items()}
+    sweep = {
+        texp / 1000: {
+            p: np.stack([load_image(os.path.join(generator.outdir, f.replace("\\", os.sep))) for f in files])
+            for p, files in by_photons.items()
+        }
+        for texp, by_photons in parsed.images["temporal"].items()
+    }
     acq = acquisition_from_sweep(sweep, max_dn=2**bits - 1)
     ours = estimate(acq, bootstrap=bootstrap)
     rate = dark_current(acq, ours)
     done = time.perf_counter()
-    return Comparison(bits, reference, at_argmax, acq, ours, rate, simulator_truth(generator.cam),
-                      generated - start, processed - generated, done - processed)
+    return Comparison(
+        bits,
+        reference,
+        at_argmax,
+        acq,
+        ours,
+        rate,
+        simulator_truth(generator.cam),
+        generated - start,
+        processed - generated,
+        done - processed,
+    )
 
 
 def rows(c: Comparison) -> list[tuple[str, float, float, object, float | None]]:
@@ -125,21 +151,29 @@ def main() -> None:
     args = parser.parse_args()
     if args.seeds:
         return coverage(args.seeds, args.steps, args.size)
-    print(f"emva1288 1.0.2 simulator, exposure variation, {args.steps} steps, {args.size}x{args.size} pixels; "
-          "emva1288 at its own saturation index (own) and at the largest variance (max var)")
-    print("| bits | quantity | emva1288 own | emva1288 max var | ours [95% CI] | vs own | vs max var | truth | covered |")
+    print(
+        f"emva1288 1.0.2 simulator, exposure variation, {args.steps} steps, {args.size}x{args.size} pixels; "
+        "emva1288 at its own saturation index (own) and at the largest variance (max var)"
+    )
+    print(
+        "| bits | quantity | emva1288 own | emva1288 max var | ours [95% CI] | vs own | vs max var | truth | covered |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for bits in CAMERAS:
         c = compare(bits, args.steps, args.size)
         for name, own, argmax, est, truth in rows(c):
             cover = "-" if truth is None else ("yes" if est.lower <= truth <= est.upper else "no")
-            print(f"| {bits} | {name} | {own:.4g} | {argmax:.4g} | {est.value:.4g} [{est.lower:.4g}, {est.upper:.4g}] | "
-                  f"{relative(est.value, own)} | {relative(est.value, argmax)} | "
-                  f"{'-' if truth is None else f'{truth:.4g}'} | {cover} |")
-        print(f"  {bits}-bit: saturation index emva1288 {c.reference.index_u_ysat}, largest variance "
-              f"{c.reference_at_argmax.index_u_ysat}, ours {c.ours.fit_levels} fit levels; clip limited by "
-              f"{c.ours.saturation_limited_by} (truth {c.truth['limited_by']}); simulator {c.seconds_generate:.2f} s, "
-              f"emva1288 {c.seconds_reference:.2f} s, ours {c.seconds_ours:.2f} s")
+            print(
+                f"| {bits} | {name} | {own:.4g} | {argmax:.4g} | {est.value:.4g} [{est.lower:.4g}, {est.upper:.4g}] | "
+                f"{relative(est.value, own)} | {relative(est.value, argmax)} | "
+                f"{'-' if truth is None else f'{truth:.4g}'} | {cover} |"
+            )
+        print(
+            f"  {bits}-bit: saturation index emva1288 {c.reference.index_u_ysat}, largest variance "
+            f"{c.reference_at_argmax.index_u_ysat}, ours {c.ours.fit_levels} fit levels; clip limited by "
+            f"{c.ours.saturation_limited_by} (truth {c.truth['limited_by']}); simulator {c.seconds_generate:.2f} s, "
+            f"emva1288 {c.seconds_reference:.2f} s, ours {c.seconds_ours:.2f} s"
+        )
 
 
 def coverage(seeds: int, steps: int, size: int) -> None:
@@ -157,8 +191,10 @@ def coverage(seeds: int, steps: int, size: int) -> None:
     n = seeds * len(CAMERAS)
     print(f"{seeds} seeds x {len(CAMERAS)} cameras, {steps} steps, {size}x{size} pixels (seeds 1000+)")
     for name in worst.keys() | covered.keys():
-        print(f"  {name:<22} max |ours/emva1288 - 1| {worst.get(name, float('nan')):7.3%}   95% CI covers truth "
-              f"{covered.get(name, '-')}/{n if name in covered else '-'}")
+        print(
+            f"  {name:<22} max |ours/emva1288 - 1| {worst.get(name, float('nan')):7.3%}   95% CI covers truth "
+            f"{covered.get(name, '-')}/{n if name in covered else '-'}"
+        )
 
 
 if __name__ == "__main__":

@@ -27,8 +27,9 @@ from trainers.run.loop import train
 def profile_run(name: str, data, steps: int, compute: str, out: Path) -> float:
     method = name.split(" ")[0]
     options = {"hidden": (512, 512), "activation": "tanh", "batch_size": 256, **RUNS[name]}
-    config = TrainConfig.for_method(method, epochs=1, alignment=False, compute=compute,
-                                    train_limit=256 * steps, **options)
+    config = TrainConfig.for_method(
+        method, epochs=1, alignment=False, compute=compute, train_limit=256 * steps, **options
+    )
     quiet = {"progress": False, "log": lambda message: None}
     train(config, data=data, **quiet)  # warm-up: kernels, caches, matrices
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
@@ -75,8 +76,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--compute", default="auto", choices=("auto", "cpu", "cuda"))
     parser.add_argument("--only", default=None, help="comma-separated subset of the runs ('' for none)")
-    parser.add_argument("--projection", action="store_true",
-                        help="also profile simulated projections at (256, 10, 1024) and (256, 784, 16384)")
+    parser.add_argument(
+        "--projection",
+        action="store_true",
+        help="also profile simulated projections at (256, 10, 1024) and (256, 784, 16384)",
+    )
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -84,7 +88,7 @@ def main() -> None:
         for shape in ((256, 10, 1024), (256, 784, 16384)):
             profile_projection(shape, out)
     data = fashion_or_random(256 * args.steps)
-    for name in ([n for n in args.only.split(",") if n] if args.only is not None else list(RUNS)):
+    for name in [n for n in args.only.split(",") if n] if args.only is not None else list(RUNS):
         print(f"  {name:<16} {profile_run(name, data, args.steps, args.compute, out) * 1e3:8.2f} ms/step", flush=True)
 
 

@@ -24,8 +24,14 @@ RUNS = {
     "pdfa": {"profile": "opu-sim"},
     "dp-sgd": {"noise_multiplier": 1.0},
     "dp-dfa": {"noise_multiplier": 1.0, "hidden": (512, 512), "activation": "tanh", "batch_size": 256},
-    "dp-dfa (device)": {"noise_multiplier": 1.0, "hidden": (512, 512), "activation": "tanh", "batch_size": 256,
-                        "noise_source": "device", "profile": "opu-sim-dp"},
+    "dp-dfa (device)": {
+        "noise_multiplier": 1.0,
+        "hidden": (512, 512),
+        "activation": "tanh",
+        "batch_size": 256,
+        "noise_source": "device",
+        "profile": "opu-sim-dp",
+    },
 }
 GOALS = {("dp-sgd", "bp"): 1.5, ("dp-dfa", "bp"): 1.5, ("pdfa", "dfa"): 2.0}
 
@@ -47,8 +53,10 @@ def main() -> None:
     args = parser.parse_args()
     data = fashion_or_random(args.train)
     where = torch.cuda.get_device_name() if torch.cuda.is_available() and args.compute != "cpu" else "cpu"
-    print(f"torch {torch.__version__}, compute {args.compute} ({where}), {args.train} examples, "
-          f"median of {args.epochs} epochs")
+    print(
+        f"torch {torch.__version__}, compute {args.compute} ({where}), {args.train} examples, "
+        f"median of {args.epochs} epochs"
+    )
     names = args.only.split(",") if args.only else list(RUNS)
     times = {}
     for name in names:

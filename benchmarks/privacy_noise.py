@@ -10,18 +10,24 @@ from __future__ import annotations
 import argparse
 
 import opu_hal
-from trainers.run.config import TrainConfig
-from trainers.methods import METHODS, MethodContext
-from trainers.core.model import MLP
-
 from benchmarks.data import fashion_or_random
 from benchmarks.timing import median_seconds
+from trainers.core.model import MLP
+from trainers.methods import METHODS, MethodContext
+from trainers.run.config import TrainConfig
 
 
 def step_seconds(noise_source: str, batch: int, hidden: tuple[int, ...], repeats: int) -> tuple[float, int]:
     extra = {"profile": "opu-sim-dp"} if noise_source == "device" else {}
-    config = TrainConfig.for_method("dp-dfa", noise_source=noise_source, noise_multiplier=1.0, batch_size=batch,
-                                    hidden=hidden, activation="tanh", **extra)
+    config = TrainConfig.for_method(
+        "dp-dfa",
+        noise_source=noise_source,
+        noise_multiplier=1.0,
+        batch_size=batch,
+        hidden=hidden,
+        activation="tanh",
+        **extra,
+    )
     data = fashion_or_random(batch)
     device = opu_hal.load_device("opu-sim-dp") if noise_source == "device" else None
     model = MLP([784, *hidden, 10], "tanh")
@@ -42,7 +48,9 @@ def main() -> None:
     device, _ = step_seconds("device", args.batch, hidden, args.repeats)
     print(f"DP-DFA step, batch {args.batch}, 784-{args.hidden}-10 ({d} parameters), median of {args.repeats}:")
     print(f"  software Gaussian (secure generator): {software * 1e3:8.2f} ms")
-    print(f"  device Skellam (opu-sim-dp):          {device * 1e3:8.2f} ms   ratio {device / software:.2f}x (goal <= 1.5x)")
+    print(
+        f"  device Skellam (opu-sim-dp):          {device * 1e3:8.2f} ms   ratio {device / software:.2f}x (goal <= 1.5x)"
+    )
 
 
 if __name__ == "__main__":

@@ -62,9 +62,19 @@ class StepClock(Callback):
 
 def private_step_cpu(method: str, data) -> float:
     """Median CPU seconds of one of our private steps."""
-    config = TrainConfig.for_method(method, epochs=1, batch_size=BATCH, hidden=HIDDEN, activation="tanh",
-                                    optimizer="adam", lr=LR, inputs="unit", target_epsilon=8.0, delta=DELTA,
-                                    alignment=False)
+    config = TrainConfig.for_method(
+        method,
+        epochs=1,
+        batch_size=BATCH,
+        hidden=HIDDEN,
+        activation="tanh",
+        optimizer="adam",
+        lr=LR,
+        inputs="unit",
+        target_epsilon=8.0,
+        delta=DELTA,
+        alignment=False,
+    )
     clock = StepClock()
     train(config, data=data, progress=False, log=lambda message: None, callbacks=[clock])
     return statistics.median(clock.times)

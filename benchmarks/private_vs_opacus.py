@@ -29,8 +29,8 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from benchmarks.data import fashion_or_random
 from opu_hal.privacy import PoissonGaussianEvent, smallest_noise_multiplier
-from trainers.run.config import TrainConfig
 from trainers.core.evaluation import evaluate
+from trainers.run.config import TrainConfig
 from trainers.run.loop import train
 
 HIDDEN, BATCH, LR, CLIP, DELTA = (512, 512), 256, 1e-3, 1.0, 1e-5
@@ -56,8 +56,9 @@ def plain_epoch_seconds(data) -> float:
 GOALS = {"dp-sgd x plain": 1.5, "dp-dfa x plain": 1.5}  # and dp-sgd below opacus ghost
 
 
-def opacus_run(data, z: float, mode: str, epochs: int, max_steps: int | None,
-               secure: bool = False) -> tuple[float, float | None, float]:
+def opacus_run(
+    data, z: float, mode: str, epochs: int, max_steps: int | None, secure: bool = False
+) -> tuple[float, float | None, float]:
     """(seconds per epoch, test accuracy or None, Opacus's own epsilon); ``secure``: Opacus's
     ``secure_mode`` (raises ImportError without torchcsprng)."""
     from opacus import PrivacyEngine
@@ -66,8 +67,14 @@ def opacus_run(data, z: float, mode: str, epochs: int, max_steps: int | None,
     optimizer = torch.optim.Adam(model.parameters(), lr=LR)
     loader = DataLoader(TensorDataset(data.train.x, data.train.y), batch_size=BATCH)
     engine = PrivacyEngine(accountant="rdp", secure_mode=secure)
-    kwargs = dict(module=model, optimizer=optimizer, data_loader=loader, noise_multiplier=z,
-                  max_grad_norm=CLIP, grad_sample_mode=mode)
+    kwargs = dict(
+        module=model,
+        optimizer=optimizer,
+        data_loader=loader,
+        noise_multiplier=z,
+        max_grad_norm=CLIP,
+        grad_sample_mode=mode,
+    )
     if mode == "ghost":
         model, optimizer, criterion, loader = engine.make_private(criterion=nn.CrossEntropyLoss(), **kwargs)
     else:
@@ -93,9 +100,20 @@ def opacus_run(data, z: float, mode: str, epochs: int, max_steps: int | None,
 
 
 def ours(method: str, data, epochs: int, epsilon: float, **kw) -> tuple[float, float, float]:
-    config = TrainConfig.for_method(method, epochs=epochs, batch_size=BATCH, hidden=HIDDEN, activation="tanh",
-                                    optimizer="adam", lr=LR, inputs="unit", target_epsilon=epsilon, delta=DELTA,
-                                    alignment=False, **kw)
+    config = TrainConfig.for_method(
+        method,
+        epochs=epochs,
+        batch_size=BATCH,
+        hidden=HIDDEN,
+        activation="tanh",
+        optimizer="adam",
+        lr=LR,
+        inputs="unit",
+        target_epsilon=epsilon,
+        delta=DELTA,
+        alignment=False,
+        **kw,
+    )
     record = train(config, data=data, progress=False, log=lambda message: None)
     seconds = sum(e["epoch_time_s"] for e in record["epochs"]) / len(record["epochs"])
     return seconds, record["final"]["test_accuracy"], record["final"]["epsilon"]
@@ -112,10 +130,13 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     data = fashion_or_random(args.train)
     steps = args.epochs * (len(data.train) // BATCH)
-    z = smallest_noise_multiplier(lambda s: PoissonGaussianEvent(BATCH / len(data.train), s), steps,
-                                  args.epsilon, DELTA, "add_remove")
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; {len(data.train)} examples, {args.epochs} "
-          f"epochs, target (epsilon {args.epsilon}, delta {DELTA}); DP-SGD noise multiplier {z:.4f}")
+    z = smallest_noise_multiplier(
+        lambda s: PoissonGaussianEvent(BATCH / len(data.train), s), steps, args.epsilon, DELTA, "add_remove"
+    )
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads; {len(data.train)} examples, {args.epochs} "
+        f"epochs, target (epsilon {args.epsilon}, delta {DELTA}); DP-SGD noise multiplier {z:.4f}"
+    )
     plain = min(plain_epoch_seconds(data) for _ in range(2))
     rows = [("plain (non-private torch loop)", plain, None, None)]
     rows.append(("ours: dp-sgd (ghost norms, Poisson)", *ours("dp-sgd", data, args.epochs, args.epsilon)))
@@ -141,9 +162,11 @@ def goal_lines(ratios: dict[str, float]) -> str:
     """The issue-33 goals against this run's ratios to the plain epoch."""
     sgd, dfa = ratios["ours: dp-sgd (ghost norms, Poisson)"], ratios["ours: dp-dfa (fixed-size, replace-one)"]
     ghost = ratios["opacus: ghost"]
-    checks = [(f"dp-sgd = {sgd:.2f}x plain (goal <= {GOALS['dp-sgd x plain']}x)", sgd <= GOALS["dp-sgd x plain"]),
-              (f"dp-sgd / opacus ghost = {sgd / ghost:.2f} (goal < 1)", sgd < ghost),
-              (f"dp-dfa = {dfa:.2f}x plain (goal <= {GOALS['dp-dfa x plain']}x)", dfa <= GOALS["dp-dfa x plain"])]
+    checks = [
+        (f"dp-sgd = {sgd:.2f}x plain (goal <= {GOALS['dp-sgd x plain']}x)", sgd <= GOALS["dp-sgd x plain"]),
+        (f"dp-sgd / opacus ghost = {sgd / ghost:.2f} (goal < 1)", sgd < ghost),
+        (f"dp-dfa = {dfa:.2f}x plain (goal <= {GOALS['dp-dfa x plain']}x)", dfa <= GOALS["dp-dfa x plain"]),
+    ]
     return "\n".join(f"  {text}: {'met' if ok else 'NOT met'}" for text, ok in checks)
 
 

@@ -29,9 +29,15 @@ GOALS = {"cpu": {(256, 10, 1024): 15.0}, "cuda": {(256, 784, 16384): 5.0}}  # is
 
 
 def simulated(in_features: int, out_features: int, mode: str = "linear", compute: str = "cpu") -> opu_hal.Device:
-    return opu_hal.load_device(opu_hal.SimulatedProfile(
-        backend="simulated", in_features=in_features, out_features=out_features, mode=mode, compute=compute,
-    ))
+    return opu_hal.load_device(
+        opu_hal.SimulatedProfile(
+            backend="simulated",
+            in_features=in_features,
+            out_features=out_features,
+            mode=mode,
+            compute=compute,
+        )
+    )
 
 
 def time_shape(batch: int, in_features: int, out_features: int, compute: str = "cpu") -> dict[str, float]:
@@ -45,8 +51,13 @@ def time_shape(batch: int, in_features: int, out_features: int, compute: str = "
     matmul_s = median_seconds(lambda: x @ weights, repeats=51, warmup=10)
     linear_s = median_seconds(lambda: linear.project(x))
     intensity_s = median_seconds(lambda: intensity.project(x))
-    return {"matmul_s": matmul_s, "linear_s": linear_s, "intensity_s": intensity_s,
-            "linear_ratio": linear_s / matmul_s, "intensity_ratio": intensity_s / matmul_s}
+    return {
+        "matmul_s": matmul_s,
+        "linear_s": linear_s,
+        "intensity_s": intensity_s,
+        "linear_ratio": linear_s / matmul_s,
+        "intensity_ratio": intensity_s / matmul_s,
+    }
 
 
 def high_water_rss_bytes() -> int:
@@ -72,7 +83,9 @@ def peak_memory_child() -> None:
 def measure_peak_memory() -> dict[str, float]:
     result = subprocess.run(
         [sys.executable, "-m", "benchmarks.simulated_projection", "--child"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -80,8 +93,12 @@ def measure_peak_memory() -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-memory", action="store_true", help="skip the 10k x 100k case")
-    parser.add_argument("--compute", default="cpu", choices=("auto", "cpu", "cuda"),
-                        help="where the simulation and the matmul run (default cpu)")
+    parser.add_argument(
+        "--compute",
+        default="cpu",
+        choices=("auto", "cpu", "cuda"),
+        help="where the simulation and the matmul run (default cpu)",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -90,22 +107,27 @@ def main() -> None:
     where = simulated(10, 16, compute=args.compute).capabilities.compute_device
     name = torch.cuda.get_device_name() if where == "cuda" else f"{torch.get_num_threads()} CPU threads"
     print(f"torch {torch.__version__}, compute {where} ({name})")
-    print(f"{'shape (batch, in, out)':<24} {'matmul':>10} {'linear':>10} {'ratio':>7} "
-          f"{'intensity':>10} {'ratio':>7}")
+    print(f"{'shape (batch, in, out)':<24} {'matmul':>10} {'linear':>10} {'ratio':>7} {'intensity':>10} {'ratio':>7}")
     for shape in SHAPES:
         r = time_shape(*shape, compute=where)
-        print(f"{shape!s:<24} {r['matmul_s'] * 1e3:8.3f}ms {r['linear_s'] * 1e3:8.2f}ms "
-              f"{r['linear_ratio']:6.1f}x {r['intensity_s'] * 1e3:8.2f}ms {r['intensity_ratio']:6.1f}x")
+        print(
+            f"{shape!s:<24} {r['matmul_s'] * 1e3:8.3f}ms {r['linear_s'] * 1e3:8.2f}ms "
+            f"{r['linear_ratio']:6.1f}x {r['intensity_s'] * 1e3:8.2f}ms {r['intensity_ratio']:6.1f}x"
+        )
         if shape in GOALS[where]:
             goal = GOALS[where][shape]
-            print(f"  linear/matmul at {shape} = {r['linear_ratio']:.1f}x ({where} goal <= {goal}x: "
-                  f"{'met' if r['linear_ratio'] <= goal else 'NOT met'})")
+            print(
+                f"  linear/matmul at {shape} = {r['linear_ratio']:.1f}x ({where} goal <= {goal}x: "
+                f"{'met' if r['linear_ratio'] <= goal else 'NOT met'})"
+            )
     if not args.skip_memory:
         memory = measure_peak_memory()
         gib = memory["peak_rss_bytes"] / 2**30
         base = memory["rss_after_imports_bytes"] / 2**30
-        print(f"peak RSS, linear projection batch {LARGE[0]}, in {LARGE[1]} -> out {LARGE[2]}: "
-              f"{gib:.2f} GiB (process after imports: {base:.2f} GiB; goal < 2 GiB)")
+        print(
+            f"peak RSS, linear projection batch {LARGE[0]}, in {LARGE[1]} -> out {LARGE[2]}: "
+            f"{gib:.2f} GiB (process after imports: {base:.2f} GiB; goal < 2 GiB)"
+        )
 
 
 if __name__ == "__main__":

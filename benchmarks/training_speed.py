@@ -51,8 +51,10 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=5, help="rounds of one epoch per method")
     args = parser.parse_args()
     data = fashion_or_random(args.train)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.train} examples per epoch, "
-          f"median of {args.epochs} interleaved epochs")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.train} examples per epoch, "
+        f"median of {args.epochs} interleaved epochs"
+    )
     times = interleaved_medians(data, args.epochs)
     for method, seconds in times.items():
         print(f"  {method:<5} {seconds:8.3f} s/epoch")

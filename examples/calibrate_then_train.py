@@ -3,6 +3,7 @@ model by DP-DFA with the calibrated device's noise.
 
     python examples/calibrate_then_train.py [--quick] [--out cal.json]
 """
+
 import argparse
 import tempfile
 from pathlib import Path
@@ -24,9 +25,11 @@ settings = dict(temperatures=[20.0, 30.0], frames=8, bootstrap=50) if args.quick
 calibrate("opu-sim-dp", out=out, **settings)
 model = nn.Sequential(nn.Linear(20, 64), nn.Sigmoid(), nn.Linear(64, 10))
 best = plan(out, "opu-sim-dp", 3.0, 1e-5, dataset_size=n, batch_size=batch, epochs=epochs, model=model)[0]
-print(f"calibration {out}; best point {best.temperature_c:g} C, {best.exposure_us:g} us: "
-      f"{best.reads_per_value} read(s) per count, {best.time_s:.3g} s of camera time, "
-      f"reaches target: {best.reaches_target}")
+print(
+    f"calibration {out}; best point {best.temperature_c:g} C, {best.exposure_us:g} us: "
+    f"{best.reads_per_value} read(s) per count, {best.time_s:.3g} s of camera time, "
+    f"reaches target: {best.reaches_target}"
+)
 
 g = torch.Generator().manual_seed(0)
 centers = torch.randn(10, 20, generator=g)
@@ -36,13 +39,24 @@ device = calibrated_device("opu-sim-dp", out)
 device.set_options(temperature_c=best.temperature_c)
 engine = PrivacyEngine()
 model, optimizer, loader = engine.make_private_with_epsilon(
-    module=model, optimizer=torch.optim.Adam(model.parameters(), lr=1e-2), data_loader=(x, y), batch_size=batch,
-    target_epsilon=3.0, target_delta=1e-5, epochs=epochs, max_grad_norm=0.1, method="dp-dfa",
-    noise_source="device", device=device)
+    module=model,
+    optimizer=torch.optim.Adam(model.parameters(), lr=1e-2),
+    data_loader=(x, y),
+    batch_size=batch,
+    target_epsilon=3.0,
+    target_delta=1e-5,
+    epochs=epochs,
+    max_grad_norm=0.1,
+    method="dp-dfa",
+    noise_source="device",
+    device=device,
+)
 for _epoch in range(epochs):
     for xb, yb in loader:
         optimizer.zero_grad()
         F.cross_entropy(model(xb), yb).backward()
         optimizer.step()
-print(f"trained with the calibrated device ({device.noise_report().source} noise): {engine.steps} steps, "
-      f"epsilon {engine.get_epsilon(1e-5):.3f} at delta 1e-5")
+print(
+    f"trained with the calibrated device ({device.noise_report().source} noise): {engine.steps} steps, "
+    f"epsilon {engine.get_epsilon(1e-5):.3f} at delta 1e-5"
+)

@@ -3,6 +3,7 @@
 
     python examples/dfa_own_model.py [--quick] [--method dfa|tdfa|pdfa]
 """
+
 import argparse
 
 import torch
@@ -21,8 +22,9 @@ g = torch.Generator().manual_seed(0)
 centers = torch.randn(10, 20, generator=g)
 y = torch.randint(0, 10, (n,), generator=g)
 x = centers[y] + 0.6 * torch.randn(n, 20, generator=g)
-loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=64, shuffle=True,
-                                     generator=torch.Generator().manual_seed(1))
+loader = torch.utils.data.DataLoader(
+    torch.utils.data.TensorDataset(x, y), batch_size=64, shuffle=True, generator=torch.Generator().manual_seed(1)
+)
 
 torch.manual_seed(0)
 model = nn.Sequential(nn.Linear(20, 256), nn.Tanh(), nn.Linear(256, 128), nn.Tanh(), nn.Linear(128, 10))
@@ -37,5 +39,7 @@ for epoch in range(epochs):
         optimizer.step()
         total += loss.item() * len(yb)
     cosines = dfa_alignment(dfa, x[:256], y[:256])
-    print(f"epoch {epoch + 1}: loss {total / n:.4f}; alignment with backprop "
-          + ", ".join(f"layer {k} {v:.2f}" for k, v in cosines.items()))
+    print(
+        f"epoch {epoch + 1}: loss {total / n:.4f}; alignment with backprop "
+        + ", ".join(f"layer {k} {v:.2f}" for k, v in cosines.items())
+    )

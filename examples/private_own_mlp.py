@@ -1,7 +1,8 @@
 """Your own MLP on your own tensors, trained by DP-DFA with the (simulated) OPU's noise.
 
-    python examples/private_own_mlp.py [--quick]
+python examples/private_own_mlp.py [--quick]
 """
+
 import argparse
 
 import torch
@@ -24,9 +25,19 @@ model = nn.Sequential(nn.Linear(20, 128), nn.Sigmoid(), nn.Linear(128, 10))
 optimizer = torch.optim.Adam(model.parameters(), lr=3e-2)
 engine = PrivacyEngine()
 model, optimizer, loader = engine.make_private_with_epsilon(
-    module=model, optimizer=optimizer, data_loader=(x_train, y_train), batch_size=64,
-    target_epsilon=3.0, target_delta=1e-5, epochs=epochs, max_grad_norm=0.1,
-    method="dp-dfa", noise_source="device", device="opu-sim-dp", lattice_resolution=20)
+    module=model,
+    optimizer=optimizer,
+    data_loader=(x_train, y_train),
+    batch_size=64,
+    target_epsilon=3.0,
+    target_delta=1e-5,
+    epochs=epochs,
+    max_grad_norm=0.1,
+    method="dp-dfa",
+    noise_source="device",
+    device="opu-sim-dp",
+    lattice_resolution=20,
+)
 for _epoch in range(epochs):
     for xb, yb in loader:  # no training loss printed: it is an un-noised statistic of private data
         optimizer.zero_grad()
@@ -34,5 +45,7 @@ for _epoch in range(epochs):
         optimizer.step()
 with torch.no_grad():
     accuracy = (model(x_test).argmax(1) == y_test).float().mean().item()
-print(f"noise multiplier {engine.noise_multiplier:.3f}, {engine.steps} steps, "
-      f"epsilon {engine.get_epsilon(1e-5):.3f} at delta 1e-5; held-out accuracy {accuracy:.3f}")
+print(
+    f"noise multiplier {engine.noise_multiplier:.3f}, {engine.steps} steps, "
+    f"epsilon {engine.get_epsilon(1e-5):.3f} at delta 1e-5; held-out accuracy {accuracy:.3f}"
+)

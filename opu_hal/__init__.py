@@ -14,22 +14,35 @@ from .runtime.lazy import lazy_exports
 
 #: Public name -> the module that defines it (relative to this package).
 _EXPORTS = {
-    "BackendSpec": ".contract.backend_spec", "INTERFACE_VERSION": ".contract.backend_spec",
+    "BackendSpec": ".contract.backend_spec",
+    "INTERFACE_VERSION": ".contract.backend_spec",
     "BaseProfile": ".contract.profile_base",
-    "Capabilities": ".contract.capabilities", "InputKind": ".contract.capabilities", "OutputKind": ".contract.capabilities",
+    "Capabilities": ".contract.capabilities",
+    "InputKind": ".contract.capabilities",
+    "OutputKind": ".contract.capabilities",
     "Device": ".contract.device",
-    "DeviceBusy": ".contract.errors", "DeviceTimeout": ".contract.errors", "DeviceUnavailable": ".contract.errors",
-    "HostMemoryError": ".contract.errors", "InputError": ".contract.errors", "OpuHalError": ".contract.errors",
+    "DeviceBusy": ".contract.errors",
+    "DeviceTimeout": ".contract.errors",
+    "DeviceUnavailable": ".contract.errors",
+    "HostMemoryError": ".contract.errors",
+    "InputError": ".contract.errors",
+    "OpuHalError": ".contract.errors",
     "ProfileError": ".contract.errors",
-    "NoiseReport": ".contract.noise", "Projection": ".contract.noise",
-    "combine_independent": ".contract.ternary", "project_ternary": ".contract.ternary",
+    "NoiseReport": ".contract.noise",
+    "Projection": ".contract.noise",
+    "combine_independent": ".contract.ternary",
+    "project_ternary": ".contract.ternary",
     "load_device": ".loader",
-    "list_profiles": ".profiles.catalogue", "load_profile": ".profiles.catalogue",
+    "list_profiles": ".profiles.catalogue",
+    "load_profile": ".profiles.catalogue",
     "validate_profile": ".profiles.catalogue",
-    "LightonProfile": ".backends.lighton_profile", "SimulatedProfile": ".backends.simulated.profile",
+    "LightonProfile": ".backends.lighton_profile",
+    "SimulatedProfile": ".backends.simulated.profile",
     "TorchProfile": ".backends.torch_profile",
-    "backend_names": ".profiles.registry", "get_backend": ".profiles.registry",
-    "register_backend": ".profiles.registry", "unregister_backend": ".profiles.registry",
+    "backend_names": ".profiles.registry",
+    "get_backend": ".profiles.registry",
+    "register_backend": ".profiles.registry",
+    "unregister_backend": ".profiles.registry",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -45,8 +58,15 @@ if TYPE_CHECKING:  # what type checkers and readers see; the same modules as _EX
     from .contract.backend_spec import INTERFACE_VERSION, BackendSpec
     from .contract.capabilities import Capabilities, InputKind, OutputKind
     from .contract.device import Device
-    from .contract.errors import (DeviceBusy, DeviceTimeout, DeviceUnavailable, HostMemoryError, InputError,
-                                  OpuHalError, ProfileError)
+    from .contract.errors import (
+        DeviceBusy,
+        DeviceTimeout,
+        DeviceUnavailable,
+        HostMemoryError,
+        InputError,
+        OpuHalError,
+        ProfileError,
+    )
     from .contract.noise import NoiseReport, Projection
     from .contract.profile_base import BaseProfile
     from .contract.ternary import combine_independent, project_ternary

@@ -22,54 +22,66 @@ def register_builtin_commands(sub: argparse._SubParsersAction) -> None:
 # -- handlers: each imports its command's module when the command runs -------------------------
 def _cmd_devices(args: argparse.Namespace) -> int:
     from .commands import cmd_devices
+
     return cmd_devices(args)
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
     from .commands import cmd_info
+
     return cmd_info(args)
 
 
 def _cmd_noise(args: argparse.Namespace) -> int:
     from .commands import cmd_noise
+
     return cmd_noise(args)
 
 
 def _cmd_project(args: argparse.Namespace) -> int:
     from .commands import cmd_project
+
     return cmd_project(args)
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
     from .commands import cmd_check
+
     return cmd_check(args)
 
 
 def _cmd_account(args: argparse.Namespace) -> int:
     from .privacy.commands import cmd_account
+
     return cmd_account(args)
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
     from .privacy.commands import cmd_plan
+
     return cmd_plan(args)
 
 
 def _device_plan(args: argparse.Namespace) -> int:
     from .calibration.commands import run_plan
+
     return run_plan(args)
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from .calibration.commands import cmd_calibrate
+
     return cmd_calibrate(args)
 
 
 # -- parsers ------------------------------------------------------------------------------------
 def _register_device_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("devices", help="list the profiles with backend and sizes")
-    p.add_argument("--dir", default=None,
-                   help="profile folder (default: $OPU_HAL_PROFILE_DIR when set, else the packaged profiles)")
+    p.add_argument(
+        "--dir",
+        default=None,
+        help="profile folder (default: $OPU_HAL_PROFILE_DIR when set, else the packaged profiles)",
+    )
     add_json_option(p)
     p.set_defaults(func=_cmd_devices)
 
@@ -90,22 +102,35 @@ def _register_device_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("profile", help="profile path or name")
     p.add_argument("--batch", type=int, default=8, help="rows in the batch (default 8)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random batch, in [0, 2^63 - 1] (default 0)")
-    p.add_argument("--max-seconds", type=float, default=60.0,
-                   help="refuse a device whose matrix would take longer to generate, s (default 60)")
+    p.add_argument(
+        "--max-seconds",
+        type=float,
+        default=60.0,
+        help="refuse a device whose matrix would take longer to generate, s (default 60)",
+    )
     add_json_option(p)
     p.set_defaults(func=_cmd_project)
 
     p = sub.add_parser("check", help="run the device conformance suite (opu_hal.testing) on a profile")
     p.add_argument("profile", help="profile path or name (a plugin's profile included)")
-    p.add_argument("--only", action="append", default=None, metavar="CHECK",
-                   help="run only this check, repeatable (default: all; names as printed)")
+    p.add_argument(
+        "--only",
+        action="append",
+        default=None,
+        metavar="CHECK",
+        help="run only this check, repeatable (default: all; names as printed)",
+    )
     add_json_option(p)
     p.set_defaults(func=_cmd_check)
 
 
 def _add_run_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--sampling", choices=SAMPLINGS, default="poisson",
-                   help="poisson (DP-SGD), fixed (without replacement, DP-DFA), rejection (DP-ULR) (default poisson)")
+    p.add_argument(
+        "--sampling",
+        choices=SAMPLINGS,
+        default="poisson",
+        help="poisson (DP-SGD), fixed (without replacement, DP-DFA), rejection (DP-ULR) (default poisson)",
+    )
     p.add_argument("--dataset-size", type=int, required=True, help="training examples N")
     p.add_argument("--batch-size", type=int, required=True, help="(expected) batch size m")
     length = p.add_mutually_exclusive_group(required=True)
@@ -122,53 +147,89 @@ def _register_privacy_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--noise-multiplier", type=float, required=True, help="noise std / sensitivity")
     p.set_defaults(func=_cmd_account)
 
-    p = sub.add_parser("plan", help="smallest noise multiplier for a target (epsilon, delta); with --profile, "
-                                    "the device's operating points")
+    p = sub.add_parser(
+        "plan",
+        help="smallest noise multiplier for a target (epsilon, delta); with --profile, the device's operating points",
+    )
     _add_run_arguments(p)
     p.add_argument("--target-epsilon", type=float, required=True, help="target epsilon")
-    p.add_argument("--sensitivity", type=float, default=None,
-                   help="L2 sensitivity under the sampling's relation, to also print the noise std: poisson and "
-                        "rejection: add/remove one example (C for a sum of per-example terms clipped to C); "
-                        "fixed: replace one example (2C for the same sum)")
+    p.add_argument(
+        "--sensitivity",
+        type=float,
+        default=None,
+        help="L2 sensitivity under the sampling's relation, to also print the noise std: poisson and "
+        "rejection: add/remove one example (C for a sum of per-example terms clipped to C); "
+        "fixed: replace one example (2C for the same sum)",
+    )
     device = p.add_argument_group("device mode (--profile)")
     device.add_argument("--profile", default=None, help="operating points of this profile (simulated OPU)")
-    device.add_argument("--calibration", default=None,
-                        help="calibration file, relative to the working directory (default: the profile's)")
-    device.add_argument("--mechanism", choices=("gaussian", "skellam", "digitized"), default="gaussian",
-                        help="how device noise is accounted (default gaussian; skellam: the lattice mechanism of "
-                             "dp-dfa --noise-source device, with --sampling fixed; digitized: the same lattice with "
-                             "digitized reads at any gain, calibration optional)")
-    device.add_argument("--max-reads", type=int, default=4096,
-                        help="digitized: most reads per count tried (default 4096)")
+    device.add_argument(
+        "--calibration",
+        default=None,
+        help="calibration file, relative to the working directory (default: the profile's)",
+    )
+    device.add_argument(
+        "--mechanism",
+        choices=("gaussian", "skellam", "digitized"),
+        default="gaussian",
+        help="how device noise is accounted (default gaussian; skellam: the lattice mechanism of "
+        "dp-dfa --noise-source device, with --sampling fixed; digitized: the same lattice with "
+        "digitized reads at any gain, calibration optional)",
+    )
+    device.add_argument(
+        "--max-reads", type=int, default=4096, help="digitized: most reads per count tried (default 4096)"
+    )
     device.add_argument("--dimension", type=int, default=None, help="skellam: the update's parameters d")
     device.add_argument("--lattice-resolution", type=float, default=None, help="skellam: lattice resolution k")
-    device.add_argument("--rounding-analysis", choices=("per-coordinate", "worst-case"), default="per-coordinate",
-                        help="skellam: how randomized rounding is accounted (default per-coordinate)")
-    device.add_argument("--plot", default=None,
-                        help="picture (PNG) of the plan, any mechanism, written whether or not a point reaches the "
-                             "target: supplied noise against needed and camera time per operating point; digitized: "
-                             "epsilon against reads per count; skellam per-coordinate: also print camera time against "
-                             "noise over the lattice resolution and draw that")
+    device.add_argument(
+        "--rounding-analysis",
+        choices=("per-coordinate", "worst-case"),
+        default="per-coordinate",
+        help="skellam: how randomized rounding is accounted (default per-coordinate)",
+    )
+    device.add_argument(
+        "--plot",
+        default=None,
+        help="picture (PNG) of the plan, any mechanism, written whether or not a point reaches the "
+        "target: supplied noise against needed and camera time per operating point; digitized: "
+        "epsilon against reads per count; skellam per-coordinate: also print camera time against "
+        "noise over the lattice resolution and draw that",
+    )
     p.set_defaults(func=_cmd_plan, device_plan=_device_plan)
 
 
 def _register_calibration_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("calibrate", help="measure a device's camera noise (photon transfer) into a file")
     p.add_argument("profile", help="profile path or name")
-    p.add_argument("--temperatures", type=float, nargs="+", default=None,
-                   help="sensor temperatures, C (default: 5 across the profile's range)")
-    p.add_argument("--exposures", type=float, nargs="+", default=None,
-                   help="operating exposures, us (default: the profile's)")
-    p.add_argument("--dark-exposures", type=float, nargs="+", default=[100_000.0, 1_000_000.0],
-                   help="extra dark-frame exposures for dark current, us (default 1e5 1e6)")
+    p.add_argument(
+        "--temperatures",
+        type=float,
+        nargs="+",
+        default=None,
+        help="sensor temperatures, C (default: 5 across the profile's range)",
+    )
+    p.add_argument(
+        "--exposures", type=float, nargs="+", default=None, help="operating exposures, us (default: the profile's)"
+    )
+    p.add_argument(
+        "--dark-exposures",
+        type=float,
+        nargs="+",
+        default=[100_000.0, 1_000_000.0],
+        help="extra dark-frame exposures for dark current, us (default 1e5 1e6)",
+    )
     p.add_argument("--frames", type=int, default=32, help="frames per series (default 32)")
     p.add_argument("--out", required=True, help="calibration JSON to write (relative to the working directory)")
     p.add_argument("--plot", default=None, help="PNG to write (default: --out with .png)")
     p.add_argument("--quiet", action="store_true", help="print nothing but errors (and the JSON with --json)")
     add_json_option(p, "print the calibration summary and the files written as JSON")
     run = p.add_argument_group("described run (adds an epsilon panel to the plot)")
-    run.add_argument("--sampling", choices=SAMPLINGS, default="poisson",
-                     help="minibatch sampling of the described run (default poisson)")
+    run.add_argument(
+        "--sampling",
+        choices=SAMPLINGS,
+        default="poisson",
+        help="minibatch sampling of the described run (default poisson)",
+    )
     run.add_argument("--dataset-size", type=int, default=None, help="training examples N (enables the panel)")
     run.add_argument("--batch-size", type=int, default=None, help="(expected) batch size m")
     run.add_argument("--epochs", type=float, default=None, help="epochs (default 1 when --steps is not given)")

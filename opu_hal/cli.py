@@ -22,8 +22,8 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from collections.abc import Callable, Sequence
 from importlib import metadata
-from typing import Callable, Sequence
 
 from .builtin_commands import SAMPLINGS, register_builtin_commands
 from .contract.errors import OpuHalError
@@ -46,8 +46,9 @@ def installed_command_registrations() -> list[Register]:
         try:
             register = entry.load()
         except PLUGIN_FAILURES as exc:  # a broken plugin must not take the device commands down
-            warnings.warn(f"command entry point {entry.name!r} ({entry.value}) failed to load: "
-                          f"{type(exc).__name__}: {exc}")
+            warnings.warn(
+                f"command entry point {entry.name!r} ({entry.value}) failed to load: {type(exc).__name__}: {exc}"
+            )
             continue
         if callable(register):
             found.append(register)
@@ -60,8 +61,9 @@ def build_parser(extra: Sequence[Register] = ()) -> argparse.ArgumentParser:
     """The ``opu-hal`` parser: device and privacy commands, the installed packages' commands
     (entry points) and any ``extra`` registrations (each registration runs once)."""
     parser = argparse.ArgumentParser(prog="opu-hal", description=__doc__.splitlines()[0].removeprefix("opu-hal: "))
-    parser.add_argument("--version", action="version", version=f"opu-hal {__version__}",
-                        help="print the version and exit")
+    parser.add_argument(
+        "--version", action="version", version=f"opu-hal {__version__}", help="print the version and exit"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     register_builtin_commands(sub)
     registrations: list[Register] = []

@@ -21,22 +21,48 @@ def cmd_devices(args: argparse.Namespace) -> int:
     with a ``backend`` or ``schema`` key, or a file that does not parse) with backend and sizes."""
     paths = [p for p in list_profiles(args.dir) if looks_like_profile(p)]
     if not paths:
-        raise ProfileError(f"--dir {args.dir or 'the packaged profiles'}: no profiles (*.toml with a 'backend' key) found there")
+        raise ProfileError(
+            f"--dir {args.dir or 'the packaged profiles'}: no profiles (*.toml with a 'backend' key) found there"
+        )
     rows = []
     for path in paths:
         try:
             profile = load_profile(path)
-            rows.append({"profile": path.stem, "path": str(path), "backend": profile.backend, "valid": True,
-                         "in_features": profile.in_features, "out_features": profile.out_features,
-                         "description": profile.description})
+            rows.append(
+                {
+                    "profile": path.stem,
+                    "path": str(path),
+                    "backend": profile.backend,
+                    "valid": True,
+                    "in_features": profile.in_features,
+                    "out_features": profile.out_features,
+                    "description": profile.description,
+                }
+            )
         except (OpuHalError, PrivacyParameterError) as exc:
-            rows.append({"profile": path.stem, "path": str(path), "backend": None, "valid": False,
-                         "in_features": None, "out_features": None, "description": str(exc).splitlines()[0]})
+            rows.append(
+                {
+                    "profile": path.stem,
+                    "path": str(path),
+                    "backend": None,
+                    "valid": False,
+                    "in_features": None,
+                    "out_features": None,
+                    "description": str(exc).splitlines()[0],
+                }
+            )
     if args.json:
         print_json(rows)
         return 0
-    table = [(r["profile"], r["backend"] or "INVALID",
-              f"{r['in_features']}->{r['out_features']}" if r["valid"] else "", r["description"]) for r in rows]
+    table = [
+        (
+            r["profile"],
+            r["backend"] or "INVALID",
+            f"{r['in_features']}->{r['out_features']}" if r["valid"] else "",
+            r["description"],
+        )
+        for r in rows
+    ]
     widths = [max(len(str(r[i])) for r in table + [("profile", "backend", "size", "")]) for i in range(3)]
     print(f"{'profile':<{widths[0]}}  {'backend':<{widths[1]}}  {'size':<{widths[2]}}  description")
     for row in table:
@@ -75,8 +101,10 @@ def check_project_batch(batch: int, in_features: int, out_features: int) -> None
     """Refuse ``project --batch`` outside [1, what fits in the host's available memory]."""
     if batch < 1 or batch * row_bytes(in_features, out_features, PROJECT_PEAK_FACTOR) > available_bytes() // 2:
         most = batch_limit(in_features, out_features, PROJECT_PEAK_FACTOR)
-        raise InputError(f"--batch must be in [1, {most}] for this device and host memory "
-                         f"({gib(available_bytes())} available), got {batch}")
+        raise InputError(
+            f"--batch must be in [1, {most}] for this device and host memory "
+            f"({gib(available_bytes())} available), got {batch}"
+        )
 
 
 MAX_SEED = 2**63 - 1
@@ -93,7 +121,8 @@ def check_project_time(device, max_seconds: float) -> None:
         raise InputError(
             f"profile {device.profile.label!r}: its {optics.in_features} x {optics.out_features} matrix takes about "
             f"{seconds:.3g} s to generate on this host, over --max-seconds {max_seconds:g}: use smaller "
-            "in_features / out_features, or raise --max-seconds")
+            "in_features / out_features, or raise --max-seconds"
+        )
 
 
 def cmd_project(args: argparse.Namespace) -> int:
@@ -129,11 +158,14 @@ def cmd_project(args: argparse.Namespace) -> int:
     else:
         print(f"profile {result['profile']} (backend {result['backend']})")
         print(f"input  {tuple(shape)} {kind}")
-        print(f"values {tuple(projection.values.shape)}  mean {result['values_mean']:.4g}  "
-              f"std {result['values_std']:.4g}")
+        print(
+            f"values {tuple(projection.values.shape)}  mean {result['values_mean']:.4g}  std {result['values_std']:.4g}"
+        )
         noise = projection.noise
-        print(f"noise  std {noise.std:.6g}  std_lower {noise.std_lower:.6g}  source {noise.source}  "
-              f"temperature_c {noise.temperature_c}  exposure_us {noise.exposure_us}")
+        print(
+            f"noise  std {noise.std:.6g}  std_lower {noise.std_lower:.6g}  source {noise.source}  "
+            f"temperature_c {noise.temperature_c}  exposure_us {noise.exposure_us}"
+        )
     return 0
 
 
@@ -155,8 +187,14 @@ def cmd_noise(args: argparse.Namespace) -> int:
         celsius = low + (high - low) * i / max(1, args.points - 1)
         device.set_options(temperature_c=celsius)
         report = device.noise_report()
-        rows.append({"temperature_c": celsius, "std": report.std, "std_lower": report.std_lower,
-                     "dark_e": report.details.get("dark_e")})
+        rows.append(
+            {
+                "temperature_c": celsius,
+                "std": report.std,
+                "std_lower": report.std_lower,
+                "dark_e": report.details.get("dark_e"),
+            }
+        )
     if args.json:
         print_json(rows)
         return 0
@@ -175,12 +213,18 @@ def cmd_check(args: argparse.Namespace) -> int:
     outcomes = run_checks(args.profile, only=args.only)
     failed = [name for name, (status, _) in outcomes.items() if status == "failed"]
     if args.json:
-        print_json({"profile": args.profile, "checks": {name: {"status": status, "detail": detail}
-                                                     for name, (status, detail) in outcomes.items()},
-                    "passed": not failed})
+        print_json(
+            {
+                "profile": args.profile,
+                "checks": {name: {"status": status, "detail": detail} for name, (status, detail) in outcomes.items()},
+                "passed": not failed,
+            }
+        )
     else:
         for name, (status, detail) in outcomes.items():
             print(f"{status:<15} {name}" + (f": {detail}" if detail else ""))
-        print(f"{args.profile}: {len(outcomes) - len(failed)} of {len(outcomes)} checks passed or not applicable"
-              + (f"; FAILED: {', '.join(failed)}" if failed else ""))
+        print(
+            f"{args.profile}: {len(outcomes) - len(failed)} of {len(outcomes)} checks passed or not applicable"
+            + (f"; FAILED: {', '.join(failed)}" if failed else "")
+        )
     return 1 if failed else 0

@@ -13,8 +13,9 @@ from .profiles.catalogue import load_profile
 from .profiles.registry import get_backend
 
 
-def load_device(profile: str | os.PathLike[str] | BaseProfile,
-                calibration: str | os.PathLike[str] | Calibration | None = None) -> Device:
+def load_device(
+    profile: str | os.PathLike[str] | BaseProfile, calibration: str | os.PathLike[str] | Calibration | None = None
+) -> Device:
     """Build the device a profile describes; the profile's ``backend`` alone picks the backend.
 
     ``profile`` is a path to a TOML profile, a profile name found in ``device_profiles/``, or an

@@ -28,16 +28,17 @@ from __future__ import annotations
 import functools
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Union
+from typing import Any, Union
 
 import torch
 
 from .contract.device import Device
 from .contract.errors import DeviceUnavailable, InputError, OpuHalError
-from .loader import load_device
 from .contract.noise import NoiseReport, Projection
 from .contract.profile_base import BaseProfile
+from .loader import load_device
 from .profiles.catalogue import load_profile
 
 ProfileLike = Union[str, "os.PathLike[str]", BaseProfile]
@@ -94,8 +95,10 @@ def check_same_profile_same_projections(profile: ProfileLike) -> None:
                 assert torch.equal(first.project(x).values.cpu(), second.project(x).values.cpu()), step
             return
         repeats = REPEATS // 2
-        samples = [torch.cat([d.project(x.expand(repeats // 2, -1).clone()).values.double().cpu()
-                              for _ in range(2)]) for d in (first, second)]
+        samples = [
+            torch.cat([d.project(x.expand(repeats // 2, -1).clone()).values.double().cpu() for _ in range(2)])
+            for d in (first, second)
+        ]
     means = [s.mean(dim=0) for s in samples]
     variances = [s.var(dim=0) for s in samples]
     pooled = (variances[0] + variances[1]) / repeats
@@ -107,8 +110,10 @@ def check_same_profile_same_projections(profile: ProfileLike) -> None:
     statistic = float(z2.sum()) * (dof - 2) / dof
     width = int(keep.sum())
     high = stats.chi2.ppf(CONFIDENCE, width)
-    assert statistic <= high, (f"two devices of one profile disagree beyond their noise: chi-square {statistic:.4g} "
-                               f"over {width} coordinates (99.9% bound {high:.4g}); is the matrix seeded from the profile?")
+    assert statistic <= high, (
+        f"two devices of one profile disagree beyond their noise: chi-square {statistic:.4g} "
+        f"over {width} coordinates (99.9% bound {high:.4g}); is the matrix seeded from the profile?"
+    )
 
 
 def check_noise_lower_bound_is_input_independent(profile: ProfileLike) -> None:
@@ -123,7 +128,8 @@ def check_noise_lower_bound_is_input_independent(profile: ProfileLike) -> None:
         for name, x in (("sparse", sparse), ("dense", dense), ("random", valid_batch(device, 3))):
             report = device.project(x).noise
             assert report.std_lower == declared, (
-                f"{name} batch reports std_lower {report.std_lower}, the device declared {declared}")
+                f"{name} batch reports std_lower {report.std_lower}, the device declared {declared}"
+            )
 
 
 def check_declared_noise_matches_repeated_projections(profile: ProfileLike) -> None:
@@ -202,8 +208,9 @@ def check_input_limit_is_enforced(profile: ProfileLike) -> None:
         if limit is None:
             raise NotApplicable("no hardware input limit declared")
         assert device.in_features <= limit, f"profile in_features {device.in_features} > limit {limit}"
-        _raises_input_error(lambda: device.project(torch.zeros(1, limit + 1)), f"at most {limit}",
-                            "batch wider than the limit")
+        _raises_input_error(
+            lambda: device.project(torch.zeros(1, limit + 1)), f"at most {limit}", "batch wider than the limit"
+        )
 
 
 def check_settable_options_are_validated(profile: ProfileLike) -> None:
@@ -211,8 +218,7 @@ def check_settable_options_are_validated(profile: ProfileLike) -> None:
     :class:`InputError` naming it, a value outside; an undeclared option is refused too."""
     with open_device(profile) as device:
         settable = dict(device.capabilities.settable)
-        _raises_input_error(lambda: device.set_options(not_an_option=1.0), "not_an_option",
-                            "undeclared option")
+        _raises_input_error(lambda: device.set_options(not_an_option=1.0), "not_an_option", "undeclared option")
         if not settable:
             raise NotApplicable("no run-time option declared")
         for name, (low, high, _unit) in settable.items():

@@ -77,10 +77,14 @@ def test_gaussian_pld_is_the_same_under_either_relation_and_below_rdp():
 
 
 PLD_CASES = [
-    ("add_remove", GaussianEvent(0.8), 1), ("add_remove", GaussianEvent(2.0), 50),
-    ("replace_one", GaussianEvent(0.8), 1), ("replace_one", GaussianEvent(2.0), 50),
-    ("add_remove", PoissonGaussianEvent(0.01, 0.7), 200), ("add_remove", PoissonGaussianEvent(0.3, 1.5), 20),
-    ("add_remove", PoissonGaussianEvent(0.9, 3.0), 5), ("add_remove", PoissonGaussianEvent(0.004, 1.1), 3000),
+    ("add_remove", GaussianEvent(0.8), 1),
+    ("add_remove", GaussianEvent(2.0), 50),
+    ("replace_one", GaussianEvent(0.8), 1),
+    ("replace_one", GaussianEvent(2.0), 50),
+    ("add_remove", PoissonGaussianEvent(0.01, 0.7), 200),
+    ("add_remove", PoissonGaussianEvent(0.3, 1.5), 20),
+    ("add_remove", PoissonGaussianEvent(0.9, 3.0), 5),
+    ("add_remove", PoissonGaussianEvent(0.004, 1.1), 3000),
 ]
 
 
@@ -103,21 +107,30 @@ def test_every_event_either_has_a_pld_under_the_convention_or_is_refused():
 
 
 # -- item 5: inputs ------------------------------------------------------------------------------
-@pytest.mark.parametrize("call", [
-    lambda: Accountant("add_remove").epsilon_after(GaussianEvent(1.0), -3, DELTA),
-    lambda: Accountant("add_remove").step(GaussianEvent(1.0), 2.5),
-    lambda: Accountant("add_remove").step(GaussianEvent(1.0), True),
-    lambda: PoissonGaussianEvent(True, 1.0),
-    lambda: PoissonGaussianEvent(0.1, np.bool_(True)),
-    lambda: FixedSizeGaussianEvent(True, 1, 1.0),
-    lambda: FixedSizeGaussianEvent(10, True, 1.0),
-    lambda: PrivacyBudget(float("inf"), DELTA),
-    lambda: GaussianEvent(1e200),
-    lambda: smallest_noise_multiplier(lambda z: GaussianEvent(z), 10, float("inf"), DELTA, "add_remove"),
-    lambda: Accountant.from_dict({"version": 1, "neighboring": "add_remove", "orders": [2.0, 3.0],
-                                  "entries": [{"event": {"kind": "gaussian", "noise_multiplier": 1.0}, "count": 2.5}]}),
-    lambda: event_from_dict({"kind": "gaussian", "noise_multiplier": 1.0, "extra": 1}),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: Accountant("add_remove").epsilon_after(GaussianEvent(1.0), -3, DELTA),
+        lambda: Accountant("add_remove").step(GaussianEvent(1.0), 2.5),
+        lambda: Accountant("add_remove").step(GaussianEvent(1.0), True),
+        lambda: PoissonGaussianEvent(True, 1.0),
+        lambda: PoissonGaussianEvent(0.1, np.bool_(True)),
+        lambda: FixedSizeGaussianEvent(True, 1, 1.0),
+        lambda: FixedSizeGaussianEvent(10, True, 1.0),
+        lambda: PrivacyBudget(float("inf"), DELTA),
+        lambda: GaussianEvent(1e200),
+        lambda: smallest_noise_multiplier(lambda z: GaussianEvent(z), 10, float("inf"), DELTA, "add_remove"),
+        lambda: Accountant.from_dict(
+            {
+                "version": 1,
+                "neighboring": "add_remove",
+                "orders": [2.0, 3.0],
+                "entries": [{"event": {"kind": "gaussian", "noise_multiplier": 1.0}, "count": 2.5}],
+            }
+        ),
+        lambda: event_from_dict({"kind": "gaussian", "noise_multiplier": 1.0, "extra": 1}),
+    ],
+)
 def test_bad_inputs_are_refused_with_a_privacy_parameter_error(call):
     with pytest.raises(PrivacyParameterError):
         call()
@@ -135,7 +148,9 @@ def test_numpy_scalars_are_ordinary_inputs_and_the_ledger_still_round_trips():
 
 
 def test_a_composition_of_events_with_no_common_relation_is_refused_naming_them():
-    with pytest.raises(PrivacyParameterError, match="PoissonGaussianEvent: add_remove.*FixedSizeGaussianEvent: replace_one"):
+    with pytest.raises(
+        PrivacyParameterError, match="PoissonGaussianEvent: add_remove.*FixedSizeGaussianEvent: replace_one"
+    ):
         ComposedEvent((PoissonGaussianEvent(0.1, 1.0), FixedSizeGaussianEvent(100, 10, 1.0)))
 
 
@@ -154,10 +169,21 @@ def test_privacy_errors_are_opu_hal_errors():
 # -- event registry (extensible ledgers) ---------------------------------------------------------
 def test_a_ledger_with_any_built_in_event_restores_in_a_fresh_process():
     """The Skellam events register in their own module: importing opu_hal.privacy must suffice."""
-    ledger = {"version": 1, "neighboring": "replace_one", "orders": [2.0, 3.0], "entries": [
-        {"event": {"kind": "skellam", "l2_sensitivity": 1.0, "l1_sensitivity": 1.0, "poisson_mean": 100.0}, "count": 2}]}
-    code = ("import json, sys; from opu_hal.privacy import Accountant; "
-            "print(Accountant.from_dict(json.loads(sys.argv[1])).get_epsilon(1e-5))")
+    ledger = {
+        "version": 1,
+        "neighboring": "replace_one",
+        "orders": [2.0, 3.0],
+        "entries": [
+            {
+                "event": {"kind": "skellam", "l2_sensitivity": 1.0, "l1_sensitivity": 1.0, "poisson_mean": 100.0},
+                "count": 2,
+            }
+        ],
+    }
+    code = (
+        "import json, sys; from opu_hal.privacy import Accountant; "
+        "print(Accountant.from_dict(json.loads(sys.argv[1])).get_epsilon(1e-5))"
+    )
     out = subprocess.run([sys.executable, "-c", code, json.dumps(ledger)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert float(out.stdout) > 0
@@ -197,15 +223,27 @@ def _account(capsys, *args: str) -> tuple[int, str, str]:
 
 
 def test_cli_rejection_sampling_uses_the_smaller_neighbour(capsys):
-    code, out, _ = _account(capsys, "--sampling", "rejection", "--dataset-size", "1000", "--batch-size", "100",
-                            "--steps", "1000", "--noise-multiplier", "4")
+    code, out, _ = _account(
+        capsys,
+        "--sampling",
+        "rejection",
+        "--dataset-size",
+        "1000",
+        "--batch-size",
+        "100",
+        "--steps",
+        "1000",
+        "--noise-multiplier",
+        "4",
+    )
     assert code == 0 and "epsilon (RDP) = 10.6652" in out and "'min_dataset_size': 999" in out  # was 10.6274
 
 
 @pytest.mark.parametrize("epochs", ["nan", "inf", "1e300", "-1"])
 def test_cli_account_refuses_unusable_epochs_with_a_message(capsys, epochs):
-    code, _, err = _account(capsys, "--dataset-size", "1000", "--batch-size", "300", "--epochs", epochs,
-                            "--noise-multiplier", "1")
+    code, _, err = _account(
+        capsys, "--dataset-size", "1000", "--batch-size", "300", "--epochs", epochs, "--noise-multiplier", "1"
+    )
     assert code == 2 and "--epochs" in err
 
 
@@ -213,8 +251,9 @@ def test_cli_account_prints_rdp_then_a_pld_on_a_bounded_grid(capsys):
     """Was: PLD first on a 1e-4 grid (3.7 GB, 24 s here; out of memory on smaller machines), and RDP
     64709 from the library's loose fractional orders; now RDP 21169.1 (exact fractional orders, item
     7) printed first, then the PLD on a grid of at most 1e6 points."""
-    code, out, _ = _account(capsys, "--dataset-size", "1000", "--batch-size", "300", "--steps", "30000",
-                            "--noise-multiplier", "0.4")
+    code, out, _ = _account(
+        capsys, "--dataset-size", "1000", "--batch-size", "300", "--steps", "30000", "--noise-multiplier", "0.4"
+    )
     lines = out.splitlines()
     assert code == 0 and lines[1].startswith("epsilon (RDP) = 21169.1") and lines[2].startswith("epsilon (PLD) = ")
     pld = float(lines[2].split()[3])
@@ -231,17 +270,54 @@ def test_the_pld_grid_is_bounded_and_a_too_fine_one_is_refused():
 
 
 def test_cli_plan_names_the_relation_of_the_sensitivity_it_expects(capsys):
-    assert main(["plan", "--sampling", "fixed", "--dataset-size", "60000", "--batch-size", "256", "--steps", "20",
-                 "--target-epsilon", "8", "--sensitivity", "2"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--sampling",
+                "fixed",
+                "--dataset-size",
+                "60000",
+                "--batch-size",
+                "256",
+                "--steps",
+                "20",
+                "--target-epsilon",
+                "8",
+                "--sensitivity",
+                "2",
+            ]
+        )
+        == 0
+    )
     assert "under replace-one (e.g. 2C for a sum clipped to C)" in capsys.readouterr().out
-    assert main(["plan", "--dataset-size", "60000", "--batch-size", "256", "--steps", "20", "--target-epsilon", "8",
-                 "--sensitivity", "1", "--json"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--dataset-size",
+                "60000",
+                "--batch-size",
+                "256",
+                "--steps",
+                "20",
+                "--target-epsilon",
+                "8",
+                "--sensitivity",
+                "1",
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["sensitivity_relation"] == "add_remove"
 
 
 def test_cli_plan_refuses_an_infinite_target(capsys):
-    assert main(["plan", "--dataset-size", "60000", "--batch-size", "256", "--epochs", "15",
-                 "--target-epsilon", "inf"]) == 2  # was: z = 0.01
+    assert (
+        main(["plan", "--dataset-size", "60000", "--batch-size", "256", "--epochs", "15", "--target-epsilon", "inf"])
+        == 2
+    )  # was: z = 0.01
     assert "--target-epsilon" in capsys.readouterr().err  # the library names quantities; the CLI its flags
 
 
@@ -259,8 +335,10 @@ def _exact_rdp(q: float, z: float, alpha: float) -> float:
     return float(mpmath.log1p(value) / (a_ - 1))
 
 
-@pytest.mark.parametrize("q, z, alpha", [(0.3, 8.0, 1.1), (0.5, 0.5, 1.5), (0.9, 1.0, 1.5), (0.001, 0.05, 2.5),
-                                         (0.01, 1.1, 1.3), (0.99, 0.02, 1.1)])
+@pytest.mark.parametrize(
+    "q, z, alpha",
+    [(0.3, 8.0, 1.1), (0.5, 0.5, 1.5), (0.9, 1.0, 1.5), (0.001, 0.05, 2.5), (0.01, 1.1, 1.3), (0.99, 0.02, 1.1)],
+)
 def test_fractional_orders_are_exact_against_mpmath_and_opacus(q, z, alpha):
     from opacus.accountants.analysis.rdp import _compute_rdp
 

@@ -5,21 +5,28 @@ from __future__ import annotations
 import math
 
 import pytest
+import torch
 from scipy import optimize, stats
 
-import torch
-
-from trainers.audit import (audit_black_box, audit_multi_run, audit_white_box, best_lower_bound, epsilon_lower_bound,
-                            gdp_epsilon, gdp_epsilon_estimate, measure_sensitivity, p_value)
+from tests.training_helpers import clusters
+from trainers.audit import (
+    audit_black_box,
+    audit_multi_run,
+    audit_white_box,
+    best_lower_bound,
+    epsilon_lower_bound,
+    gdp_epsilon,
+    gdp_epsilon_estimate,
+    measure_sensitivity,
+    p_value,
+)
 from trainers.core.clipping import clip_norm
-from trainers.run.loop import Trainer
 from trainers.core.per_example import clip_scale
 from trainers.methods import register_method, unregister_method
 from trainers.methods.dp_dfa import DPDFA
 from trainers.methods.dp_sgd import DPSGD
 from trainers.run.config import TrainConfig
-
-from tests.training_helpers import clusters
+from trainers.run.loop import Trainer
 
 
 def test_pure_dp_bound_is_the_binomial_tail_inverted():
@@ -38,16 +45,32 @@ def test_chance_guessing_gives_no_bound_and_delta_only_lowers_it():
 def _config(method="dp-dfa", **kw):
     # Sampling rate 1 (batch = the 200 training examples): every canary joins every step, nothing is
     # secret but the noise and the coins, and the claim (4 steps at z = 5) has no amplification.
-    return TrainConfig.for_method(method, features="pixels", **{"epochs": 4, "batch_size": DATA["n_train"], "hidden": (64, 64),
-                                             "alignment": False, "noise_multiplier": 5.0, **kw})
+    return TrainConfig.for_method(
+        method,
+        features="pixels",
+        **{
+            "epochs": 4,
+            "batch_size": DATA["n_train"],
+            "hidden": (64, 64),
+            "alignment": False,
+            "noise_multiplier": 5.0,
+            **kw,
+        },
+    )
 
 
 DATA = dict(n_train=200, n_test=100)
 
 
 def _audit(wrap=None, view=None, method="dp-dfa", **kw):
-    return audit_white_box(_config(method, **kw), canaries=4000, wrap_release=wrap, attacker_view=view,
-                           data=clusters(**DATA), canary_mode="update")
+    return audit_white_box(
+        _config(method, **kw),
+        canaries=4000,
+        wrap_release=wrap,
+        attacker_view=view,
+        data=clusters(**DATA),
+        canary_mode="update",
+    )
 
 
 def _with_method(cls, **kw):
@@ -74,6 +97,7 @@ def _seeded_noise_run(**kw):
             std["value"] = float((release(torch.zeros_like(u))).std())  # the mechanism's own noise size
             std["step"] = std.get("step", -1) + 1
             return u + _public_noise(std["step"], u, std["value"])
+
         return seeded
 
     return _audit(wrap, view=lambda seen, step: seen - _public_noise(step, seen, std["value"]), **kw)
@@ -87,13 +111,14 @@ def _noise_drawn_once(release):
         if "noise" not in drawn:
             drawn["noise"] = release(torch.zeros_like(u))
         return u + drawn["noise"]
+
     return repeated
 
 
 # Planted bugs the audit must flag by its assumption-free epsilon bound (Steinke et al. 2023).
 BOUND_BUGS = [
-    ("noise switched off", lambda release: (lambda u: u)),
-    ("noise divided by 10", lambda release: (lambda u: u + (release(u) - u) / 10)),
+    ("noise switched off", lambda release: lambda u: u),
+    ("noise divided by 10", lambda release: lambda u: u + (release(u) - u) / 10),
     ("the first step's noise at every step", _noise_drawn_once),
 ]
 
@@ -131,6 +156,7 @@ def test_audit_flags_lattice_noise_added_to_a_continuous_update():
             noise = release(torch.zeros_like(u))
             lattice["h"] = float(noise.std()) / 2
             return u + torch.round(noise / lattice["h"]) * lattice["h"]
+
         return continuous
 
     def remainder(seen, step):
@@ -200,13 +226,16 @@ def test_audit_flags_a_sensitivity_bug_by_the_measured_sensitivity(cls):
     assert result["gdp_exceeds_claim"]
 
 
-@pytest.mark.parametrize("method, extra", [
-    ("dp-dfa", {}),
-    ("dp-dfa", {"noise_source": "device"}),  # the default simulated profile, opu-sim-dp
-    ("dp-dfa", {"sampling": "poisson"}),  # add/remove: the halved sensitivity (issue 35)
-    ("dp-sgd", {"sampling": "poisson"}),
-    ("dp-sgd", {"sampling": "fixed"}),
-])
+@pytest.mark.parametrize(
+    "method, extra",
+    [
+        ("dp-dfa", {}),
+        ("dp-dfa", {"noise_source": "device"}),  # the default simulated profile, opu-sim-dp
+        ("dp-dfa", {"sampling": "poisson"}),  # add/remove: the halved sensitivity (issue 35)
+        ("dp-sgd", {"sampling": "poisson"}),
+        ("dp-sgd", {"sampling": "fixed"}),
+    ],
+)
 def test_sound_runs_are_never_flagged(method, extra):
     result = _audit(method=method, **extra)
     assert result["method"] == method and 0 < result["claimed_epsilon"] < 3
@@ -272,8 +301,16 @@ class NoiselessDPDFA(DPDFA):
 
 
 def _black_box(method="dp-dfa"):
-    config = TrainConfig.for_method(method, features="pixels", noise_multiplier=40.0, epochs=60, batch_size=100, lr=0.01,
-                                    hidden=(64,), alignment=False)
+    config = TrainConfig.for_method(
+        method,
+        features="pixels",
+        noise_multiplier=40.0,
+        epochs=60,
+        batch_size=100,
+        lr=0.01,
+        hidden=(64,),
+        alignment=False,
+    )
     return audit_black_box(config, canaries=200, guess_counts=(10, 25, 50), data=clusters(n_train=400, features=40))
 
 
@@ -292,14 +329,19 @@ def test_sound_dp_dfa_stays_below_its_claim_black_box():
     assert result["epsilon_lower_bound"] <= result["claimed_epsilon"]
 
 
-@pytest.mark.parametrize("method, extra", [
-    ("dp-sgd", {"noise_multiplier": 1.0}),
-    ("dp-ulr", {"noise_multiplier": 4.0}),
-    ("dp-mac", {"noise_multiplier": 1.0}),
-    ("photonic-dp", {}),  # no proven bound: the claim is infinite, the audit still runs
-])
+@pytest.mark.parametrize(
+    "method, extra",
+    [
+        ("dp-sgd", {"noise_multiplier": 1.0}),
+        ("dp-ulr", {"noise_multiplier": 4.0}),
+        ("dp-mac", {"noise_multiplier": 1.0}),
+        ("photonic-dp", {}),  # no proven bound: the claim is infinite, the audit still runs
+    ],
+)
 def test_every_private_method_black_box_audits_at_or_below_its_claim(method, extra):
-    config = TrainConfig.for_method(method, features="pixels", epochs=4, batch_size=100, hidden=(16, 12), alignment=False, **extra)
+    config = TrainConfig.for_method(
+        method, features="pixels", epochs=4, batch_size=100, hidden=(16, 12), alignment=False, **extra
+    )
     result = audit_black_box(config, canaries=200, guess_counts=(10, 25, 50), data=clusters(n_train=1200))
     assert result["method"] == method and result["steps"] > 0
     assert result["epsilon_lower_bound"] <= result["claimed_epsilon"]
@@ -309,6 +351,7 @@ def test_clopper_pearson_multi_run_bound_matches_its_closed_form():
     import numpy as np
 
     from trainers.audit import multi_run_lower_bound
+
     # Perfect separation, 20 runs each side: at the separating threshold FNR = FPR = 0 and the
     # upper bounds are 1 - a^(1/20) with a = (1 - confidence) / (2 * thresholds).
     scores_in, scores_out = np.arange(20) + 100.0, np.arange(20) * 1.0
@@ -324,7 +367,7 @@ def test_multi_run_audit_flags_a_noiseless_run_and_not_a_sound_one():
     # (Clopper-Pearson with Bonferroni over the thresholds), so the claim is kept below it: z = 40
     # over 2 steps claims 0.125.
     config = _config(epochs=2, noise_multiplier=40.0, batch_size=DATA["n_train"])
-    broken = audit_multi_run(config, runs=30, wrap_release=lambda release: (lambda u: u), data=clusters(**DATA))
+    broken = audit_multi_run(config, runs=30, wrap_release=lambda release: lambda u: u, data=clusters(**DATA))
     assert broken["epsilon_lower_bound"] > broken["claimed_epsilon"]
     sound = audit_multi_run(config, runs=30, data=clusters(**DATA))
     assert sound["epsilon_lower_bound"] <= sound["claimed_epsilon"]
@@ -336,9 +379,31 @@ def test_cli_audit_prints_and_writes_the_new_fields(tmp_path, capsys):
     from opu_hal.cli import main
 
     out, plot = tmp_path / "audit.json", tmp_path / "audit.png"
-    main(["audit", "--method", "dp-sgd", "--dataset", "digits", "--train-limit", "200", "--batch-size", "200",
-          "--epochs", "2", "--hidden", "32", "--noise-multiplier", "5", "--canaries", "1000",
-          "--out", str(out), "--plot", str(plot)])
+    main(
+        [
+            "audit",
+            "--method",
+            "dp-sgd",
+            "--dataset",
+            "digits",
+            "--train-limit",
+            "200",
+            "--batch-size",
+            "200",
+            "--epochs",
+            "2",
+            "--hidden",
+            "32",
+            "--noise-multiplier",
+            "5",
+            "--canaries",
+            "1000",
+            "--out",
+            str(out),
+            "--plot",
+            str(plot),
+        ]
+    )
     printed = capsys.readouterr().out
     assert "Gaussian-DP estimate" in printed and "sensitivity: measured" in printed
     record = json.loads(out.read_text())

@@ -90,9 +90,9 @@ def test_replace_one_canaries_are_all_rows_with_the_twin_of_opposite_sign():
 
 def test_the_likelihood_ratio_is_the_linear_filter_at_rate_one_and_the_mixture_below():
     x, v, std = np.array([-1.0, 0.3, 2.0]), np.full(3, 0.5), 1.5
-    assert np.allclose(step_llr(x, v, 1.0, std, replace_one=True), 2 * x * v / std ** 2)
+    assert np.allclose(step_llr(x, v, 1.0, std, replace_one=True), 2 * x * v / std**2)
     q = 0.1
-    phi = lambda t: np.exp(-t ** 2 / (2 * std ** 2))  # noqa: E731
+    phi = lambda t: np.exp(-(t**2) / (2 * std**2))  # noqa: E731
     direct = np.log(((1 - q) * phi(x) + q * phi(x - v)) / phi(x))
     assert np.allclose(step_llr(x, v, q, std, replace_one=False), direct)
     twin = np.log(((1 - q) * phi(x) + q * phi(x - v)) / ((1 - q) * phi(x) + q * phi(x + v)))
@@ -106,8 +106,10 @@ def test_an_unknown_canary_mode_is_refused_naming_the_option():
 
 # Full-batch runs stay full-batch (batch n + m): the base update is public, the rest of each release
 # is noise whose law the ``empirical`` score estimates from the coordinates no canary owns.
-WRONG_LAW = [("Rademacher noise of the right std", zoo._rademacher_noise),
-             ("Gaussian noise rounded to multiples of its std", zoo._rounded_noise)]
+WRONG_LAW = [
+    ("Rademacher noise of the right std", zoo._rademacher_noise),
+    ("Gaussian noise rounded to multiples of its std", zoo._rounded_noise),
+]
 
 
 @pytest.mark.parametrize("name, plant", WRONG_LAW, ids=[w[0] for w in WRONG_LAW])
@@ -132,8 +134,32 @@ def test_cli_audit_canary_mode_picks_the_mode_and_the_record_says_which(tmp_path
 
     for mode in ("update", "pipeline"):
         out = tmp_path / f"{mode}.json"
-        main(["audit", "--method", "dp-sgd", "--dataset", "digits", "--train-limit", "200", "--batch-size", "200",
-              "--epochs", "1", "--hidden", "32", "--noise-multiplier", "5", "--canaries", "200",
-              "--canary-mode", mode, "--out", str(out)])
+        main(
+            [
+                "audit",
+                "--method",
+                "dp-sgd",
+                "--dataset",
+                "digits",
+                "--train-limit",
+                "200",
+                "--batch-size",
+                "200",
+                "--epochs",
+                "1",
+                "--hidden",
+                "32",
+                "--noise-multiplier",
+                "5",
+                "--canaries",
+                "200",
+                "--canary-mode",
+                mode,
+                "--out",
+                str(out),
+            ]
+        )
         record = json.loads(out.read_text())
-        assert record["canary_mode"] == mode and record["canary_sampling"].startswith("pipeline") == (mode == "pipeline")
+        assert record["canary_mode"] == mode and record["canary_sampling"].startswith("pipeline") == (
+            mode == "pipeline"
+        )

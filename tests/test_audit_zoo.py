@@ -16,18 +16,24 @@ from opu_hal.privacy.skellam import SkellamLattice
 from tests.test_scattering import tiny_images_dataset
 from tests.training_helpers import clusters
 from trainers.audit import InspectionReport, inspect
-from trainers.run.config import TrainConfig
 from trainers.core.clipping import clip_norm
 from trainers.methods.dp_dfa import DPDFA
 from trainers.methods.dp_sgd import DPSGD
+from trainers.run.config import TrainConfig
 
 DATA = dict(n_train=200, n_test=100)
 
 
 def _config(method: str = "dp-dfa", **kw) -> TrainConfig:
     # The audit's test-suite size (tests/test_audit.py): 200 examples, 4 steps at z = 5.
-    options = {"epochs": 4, "batch_size": DATA["n_train"], "hidden": (64, 64), "alignment": False,
-               "noise_multiplier": 5.0, **kw}
+    options = {
+        "epochs": 4,
+        "batch_size": DATA["n_train"],
+        "hidden": (64, 64),
+        "alignment": False,
+        "noise_multiplier": 5.0,
+        **kw,
+    }
     return TrainConfig.for_method(method, features="pixels", **options)
 
 
@@ -36,8 +42,18 @@ def _inspect(method: str = "dp-dfa", **kw) -> InspectionReport:
 
 
 def _centring_config() -> TrainConfig:
-    return TrainConfig.for_method("dp-sgd", hidden=(), features="scatter", inputs="unit", epochs=1, batch_size=20,
-                                  alignment=False, center_features=True, centering_noise=20.0, noise_multiplier=2.0)
+    return TrainConfig.for_method(
+        "dp-sgd",
+        hidden=(),
+        features="scatter",
+        inputs="unit",
+        epochs=1,
+        batch_size=20,
+        alignment=False,
+        center_features=True,
+        centering_noise=20.0,
+        noise_multiplier=2.0,
+    )
 
 
 def _flagged(report: InspectionReport) -> set[tuple[str, str]]:
@@ -51,8 +67,9 @@ def _assert_flags(report: InspectionReport, mechanism: str, quantity: str) -> No
 # -- planted bugs -------------------------------------------------------------------------------------
 def _half_device_noise(monkeypatch):
     """Device counts drawn at a quarter of the accounted Poisson mean (half the std), the check skipped."""
-    monkeypatch.setattr(mechanisms, "skellam_counts",
-                        lambda device, n, mean, who="device": device.draw_privacy_counts(n, mean / 4))
+    monkeypatch.setattr(
+        mechanisms, "skellam_counts", lambda device, n, mean, who="device": device.draw_privacy_counts(n, mean / 4)
+    )
 
 
 def _half_lattice_sensitivity(monkeypatch):
@@ -65,6 +82,7 @@ def _gaussian_release(transform):
     def release(self, u: torch.Tensor) -> torch.Tensor:
         noise = self.generator.standard_normal(u.numel(), u.device).to(dtype=u.dtype).view_as(u)
         return u + self.noise_std * transform(self, noise)
+
     return release
 
 
@@ -81,6 +99,7 @@ def _noise_reused_across_steps(monkeypatch):
         if not hasattr(self, "_first_noise"):
             self._first_noise = noise
         return self._first_noise
+
     monkeypatch.setattr(mechanisms.GaussianRelease, "release", _gaussian_release(reused))
 
 
@@ -89,6 +108,7 @@ def _noise_seeded_from_seed(monkeypatch):
         self._step = getattr(self, "_step", -1) + 1
         generator = torch.Generator().manual_seed(0 + self._step)  # --seed 0, the step number
         return torch.randn(noise.shape, generator=generator, dtype=noise.dtype)
+
     monkeypatch.setattr(mechanisms.GaussianRelease, "release", _gaussian_release(seeded))
 
 
@@ -98,8 +118,7 @@ def _every_example_in_every_batch(monkeypatch):
 
 def _sampler_drops_the_last_batch(monkeypatch):
     original = sampling.sample_without_replacement
-    monkeypatch.setattr(sampling, "sample_without_replacement",
-                        lambda generator, n, m: original(generator, n - m, m))
+    monkeypatch.setattr(sampling, "sample_without_replacement", lambda generator, n, m: original(generator, n - m, m))
 
 
 def _batch_sum_clipping(monkeypatch):
@@ -109,6 +128,7 @@ def _batch_sum_clipping(monkeypatch):
 
     def clipped(self, params, flat):
         return release(self, params, clip_norm(flat[None], self.context.config.clip_norm)[0])
+
     monkeypatch.setattr(DPSGD, "_release", clipped)
 
 
@@ -118,17 +138,20 @@ def _clip_skipped_for_one_layer(monkeypatch):
         for i, (layer, delta, h) in enumerate(zip(layers, deltas, inputs)):
             layer.weight.grad = (delta / m).T @ (h.detach() if i == 0 else clip_norm(h.detach(), tau_h))
             layer.bias.grad = (delta / m).sum(0)
+
     monkeypatch.setattr(DPDFA, "_set_linear_updates", unclipped_first)
 
 
 def _extra_release_per_step(monkeypatch):
     """Two noisy releases per step averaged (half the variance), one event charged."""
+
     def twice(self):
         params = [p for layer in self._layers() for p in (layer.weight, layer.bias)]
         flat = torch.cat([p.grad.flatten() for p in params])
         released = (self.release(flat) + self.release(flat)) / 2
         for p, part in zip(params, released.split([p.numel() for p in params])):
             p.grad = part.view_as(p)
+
     monkeypatch.setattr(DPDFA, "_add_noise", twice)
 
 
@@ -137,36 +160,74 @@ def _centring_without_noise(monkeypatch):
 
     def exact(x, radius, z, size, neighboring, generator=None):
         released = original(x, radius, z, size, neighboring, generator)
-        return centering.Centering((centering.clipped_sum(x.cpu(), radius) / size).to(x.dtype), radius,
-                                   released.noise_multiplier, released.noise_std, released.event, released.generator)
+        return centering.Centering(
+            (centering.clipped_sum(x.cpu(), radius) / size).to(x.dtype),
+            radius,
+            released.noise_multiplier,
+            released.noise_std,
+            released.event,
+            released.generator,
+        )
+
     monkeypatch.setattr(centering, "private_mean", exact)
 
 
 # (name, plant, method, config changes, mechanism named, quantity flagged)
 ZOO = [
-    ("device noise at half its accounted std", _half_device_noise, "dp-dfa", {"noise_source": "device"},
-     "device Skellam", "noise std"),
-    ("lattice sensitivity charged at half", _half_lattice_sensitivity, "dp-dfa", {"noise_source": "device"},
-     "device Skellam", "per unit of sensitivity"),
+    (
+        "device noise at half its accounted std",
+        _half_device_noise,
+        "dp-dfa",
+        {"noise_source": "device"},
+        "device Skellam",
+        "noise std",
+    ),
+    (
+        "lattice sensitivity charged at half",
+        _half_lattice_sensitivity,
+        "dp-dfa",
+        {"noise_source": "device"},
+        "device Skellam",
+        "per unit of sensitivity",
+    ),
     ("Gaussian noise rounded to multiples of its std", _rounded_noise, "dp-dfa", {}, "software Gaussian", "distinct"),
-    ("Poisson sampling claimed, every example in every batch", _every_example_in_every_batch, "dp-sgd",
-     {"batch_size": 50}, "sampler (poisson)", "inclusion rate"),
+    (
+        "Poisson sampling claimed, every example in every batch",
+        _every_example_in_every_batch,
+        "dp-sgd",
+        {"batch_size": 50},
+        "sampler (poisson)",
+        "inclusion rate",
+    ),
     ("batch-sum clipping under add/remove", _batch_sum_clipping, "dp-sgd", {}, "update release", "per-example terms"),
     ("Rademacher noise of the right std", _rademacher_noise, "dp-dfa", {}, "software Gaussian", "law"),
     # of our own
     ("noise reused across steps", _noise_reused_across_steps, "dp-dfa", {}, "software Gaussian", "across steps"),
     ("noise seeded from --seed", _noise_seeded_from_seed, "dp-dfa", {}, "per-step noise", "second run"),
-    ("fixed-size sampler never draws the last batch", _sampler_drops_the_last_batch, "dp-dfa", {"batch_size": 50},
-     "sampler (fixed)", "inclusion"),
-    ("input clip skipped for the first layer", _clip_skipped_for_one_layer, "dp-dfa", {}, "update release",
-     "sensitivity"),
+    (
+        "fixed-size sampler never draws the last batch",
+        _sampler_drops_the_last_batch,
+        "dp-dfa",
+        {"batch_size": 50},
+        "sampler (fixed)",
+        "inclusion",
+    ),
+    (
+        "input clip skipped for the first layer",
+        _clip_skipped_for_one_layer,
+        "dp-dfa",
+        {},
+        "update release",
+        "sensitivity",
+    ),
     ("an extra release per step, one charged", _extra_release_per_step, "dp-dfa", {}, "releases", "drawn"),
 ]
 
 
 @pytest.mark.parametrize("name, plant, method, changes, mechanism, quantity", ZOO, ids=[z[0] for z in ZOO])
-def test_the_inspector_names_the_mechanism_of_a_planted_bug(monkeypatch, name, plant, method, changes, mechanism,
-                                                            quantity):
+def test_the_inspector_names_the_mechanism_of_a_planted_bug(
+    monkeypatch, name, plant, method, changes, mechanism, quantity
+):
     plant(monkeypatch)
     _assert_flags(_inspect(method, **changes), mechanism, quantity)
 
@@ -179,10 +240,15 @@ def test_centring_without_noise_is_flagged(monkeypatch, tmp_path):
 
 # -- sound runs -----------------------------------------------------------------------------------------
 SOUND = [
-    ("dp-dfa", {}), ("dp-dfa", {"noise_source": "device"}), ("dp-dfa", {"noise_source": "device", "profile": "opu-sim-8bit"}),
+    ("dp-dfa", {}),
+    ("dp-dfa", {"noise_source": "device"}),
+    ("dp-dfa", {"noise_source": "device", "profile": "opu-sim-8bit"}),
     ("dp-dfa", {"sampling": "poisson", "batch_size": 50}),
-    ("dp-dfa", {"batch_size": 50}), ("dp-sgd", {}), ("dp-sgd", {"batch_size": 50}),
-    ("dp-mac", {"batch_size": 50}), ("dp-ulr", {"batch_size": 50}),
+    ("dp-dfa", {"batch_size": 50}),
+    ("dp-sgd", {}),
+    ("dp-sgd", {"batch_size": 50}),
+    ("dp-mac", {"batch_size": 50}),
+    ("dp-ulr", {"batch_size": 50}),
 ]
 
 
@@ -216,8 +282,28 @@ def test_cli_audit_inspect_prints_the_table_and_writes_the_record(tmp_path, caps
     from opu_hal.cli import main
 
     out = tmp_path / "inspection.json"
-    main(["audit", "--inspect", "--method", "dp-sgd", "--dataset", "digits", "--train-limit", "200",
-          "--batch-size", "50", "--epochs", "1", "--hidden", "32", "--noise-multiplier", "5", "--out", str(out)])
+    main(
+        [
+            "audit",
+            "--inspect",
+            "--method",
+            "dp-sgd",
+            "--dataset",
+            "digits",
+            "--train-limit",
+            "200",
+            "--batch-size",
+            "50",
+            "--epochs",
+            "1",
+            "--hidden",
+            "32",
+            "--noise-multiplier",
+            "5",
+            "--out",
+            str(out),
+        ]
+    )
     printed = capsys.readouterr().out
     assert "no mechanism flagged" in printed and "sampler (poisson)" in printed
     record = json.loads(out.read_text())

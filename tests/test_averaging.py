@@ -4,15 +4,15 @@
 from __future__ import annotations
 
 import math
+
 import pytest
 import torch
 
-from trainers.run.config import TrainConfig
+from tests.training_helpers import clusters, interrupted_and_uninterrupted
 from trainers.core.averaging import WeightAverage, make_schedule
 from trainers.core.errors import TrainingConfigError
+from trainers.run.config import TrainConfig
 from trainers.run.loop import Trainer, train
-
-from tests.training_helpers import clusters, interrupted_and_uninterrupted
 
 
 def quiet_train(config: TrainConfig, **kw):
@@ -59,8 +59,16 @@ def test_bad_schedule_or_decay_is_refused_naming_the_flag():
 
 
 def private_config(**kw) -> TrainConfig:
-    base = dict(epochs=2, batch_size=20, hidden=(16,), seed=0, noise_multiplier=1.0, alignment=False,
-                lr_schedule="cosine", weight_average=0.8)
+    base = dict(
+        epochs=2,
+        batch_size=20,
+        hidden=(16,),
+        seed=0,
+        noise_multiplier=1.0,
+        alignment=False,
+        lr_schedule="cosine",
+        weight_average=0.8,
+    )
     base.update(kw)
     return TrainConfig.for_method("dp-sgd", **base)
 
@@ -71,6 +79,7 @@ def test_the_record_evaluates_the_averaged_weights():
     with trainer:
         record = trainer.run()
         from trainers.core.evaluation import evaluate
+
         with trainer.average.applied(trainer.model):
             _, averaged = evaluate(trainer.model, trainer.data.test)
         assert record["final"]["test_accuracy"] == averaged

@@ -19,8 +19,11 @@ def test_camera_kernel_benchmark_compares_compiled_and_eager_frames(capsys):
 def test_private_vs_opacus_goal_lines_compare_this_runs_ratios():
     from benchmarks.private_vs_opacus import goal_lines
 
-    ratios = {"ours: dp-sgd (ghost norms, Poisson)": 1.2, "opacus: ghost": 1.6,
-              "ours: dp-dfa (fixed-size, replace-one)": 1.7}
+    ratios = {
+        "ours: dp-sgd (ghost norms, Poisson)": 1.2,
+        "opacus: ghost": 1.6,
+        "ours: dp-dfa (fixed-size, replace-one)": 1.7,
+    }
     lines = goal_lines(ratios).splitlines()
     assert lines[0].endswith("1.20x plain (goal <= 1.5x): met")
     assert lines[1].endswith("= 0.75 (goal < 1): met")

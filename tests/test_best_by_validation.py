@@ -7,8 +7,11 @@ from trainers.cli.best_by_validation import best_by_validation, markdown
 
 def _record(val: float, test: float, **hyper: object) -> dict:
     hyperparameters = {"target_epsilon": 3.0, "hidden": [16, 32], "conv_strides": [], "head_hidden": [], **hyper}
-    return {"method": "dp-sgd", "hyperparameters": hyperparameters,
-            "final": {"validation_accuracy": val, "test_accuracy": test, "epsilon": 3.0}}
+    return {
+        "method": "dp-sgd",
+        "hyperparameters": hyperparameters,
+        "final": {"validation_accuracy": val, "test_accuracy": test, "epsilon": 3.0},
+    }
 
 
 def test_the_pick_reads_validation_accuracy_never_test_accuracy():

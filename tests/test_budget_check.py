@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from opu_hal.privacy import (Accountant, FixedSizeGaussianEvent, GaussianEvent, PoissonGaussianEvent,
-                             PrivacyBudget)
+from opu_hal.privacy import Accountant, FixedSizeGaussianEvent, GaussianEvent, PoissonGaussianEvent, PrivacyBudget
 from opu_hal.privacy.events import Event
 
 DELTA = 1e-5

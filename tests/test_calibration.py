@@ -12,21 +12,34 @@ from scipy import stats
 import opu_hal
 from opu_hal.calibration import ground_truth as gt
 from opu_hal.calibration.plan import plan_gaussian, plan_skellam, what_would
-from opu_hal.privacy.run_shape import RunShape
 from opu_hal.calibration.run import calibrate_device
 from opu_hal.calibration.schema import MAX_FILE_BYTES, read_calibration, write_calibration
 from opu_hal.cli import main
 from opu_hal.contract.errors import CalibrationError, InputError
+from opu_hal.privacy.run_shape import RunShape
 
 SEEDS = 50
 
 
 def small_profile(**overrides):
-    keys = {"backend": "simulated", "in_features": 8, "out_features": 512, "seed": 5, "adc_bits": 12,
-            "black_level_dn": 100, "gain_e_per_dn": 3.0, "read_noise_e": 8.0, "full_well_e": 9000.0,
-            "temperature_min_c": 0.0, "temperature_max_c": 80.0, "dsnu_rms": 0.2,
-            "hot_pixel_fraction": 0.01, "exposure_us": 100_000.0, "laser_power_uw": 0.0055,
-            "anchor_power_uw": 0.0055}
+    keys = {
+        "backend": "simulated",
+        "in_features": 8,
+        "out_features": 512,
+        "seed": 5,
+        "adc_bits": 12,
+        "black_level_dn": 100,
+        "gain_e_per_dn": 3.0,
+        "read_noise_e": 8.0,
+        "full_well_e": 9000.0,
+        "temperature_min_c": 0.0,
+        "temperature_max_c": 80.0,
+        "dsnu_rms": 0.2,
+        "hot_pixel_fraction": 0.01,
+        "exposure_us": 100_000.0,
+        "laser_power_uw": 0.0055,
+        "anchor_power_uw": 0.0055,
+    }
     keys.update(overrides)
     return opu_hal.validate_profile(keys)
 
@@ -50,8 +63,11 @@ def unity_calibrated(tmp_path_factory):
     device = opu_hal.load_device(small_profile(gain_e_per_dn=1.0, full_well_e=3000.0))
     calibration = calibrate_device(device, [0.0, 40.0, 80.0], [100_000.0], [1_000_000.0], frames=8, bootstrap=100)
     write_calibration(calibration, folder / "cal.json")
-    lines = [f"{k} = {json.dumps(v)}" for k, v in small_profile(gain_e_per_dn=1.0, full_well_e=3000.0).model_dump().items()
-             if v is not None]
+    lines = [
+        f"{k} = {json.dumps(v)}"
+        for k, v in small_profile(gain_e_per_dn=1.0, full_well_e=3000.0).model_dump().items()
+        if v is not None
+    ]
     (folder / "opu.toml").write_text("\n".join(lines + ['calibration = "cal.json"']) + "\n")
     return folder, calibration
 
@@ -100,11 +116,14 @@ def test_calibration_file_round_trips(calibrated):
     assert read_calibration(folder / "cal.json") == calibration
 
 
-@pytest.mark.parametrize("text, match", [
-    ("{not json", "malformed JSON"),
-    ("[1, 2]", "a JSON object"),
-    ('{"schema_version": 99}', "key 'schema_version' is 99"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("{not json", "malformed JSON"),
+        ("[1, 2]", "a JSON object"),
+        ('{"schema_version": 99}', "key 'schema_version' is 99"),
+    ],
+)
 def test_malformed_calibration_files_name_the_file_and_the_problem(tmp_path, text, match):
     path = tmp_path / "bad.json"
     path.write_text(text)
@@ -165,7 +184,9 @@ def test_operating_points_outside_the_calibration_are_refused(calibrated):
     with pytest.raises(InputError, match=r"outside its allowed range \[0.0, 80.0\]"):
         narrowed.set_options(temperature_c=85.0)
     other_exposure = folder / "exposure.toml"
-    other_exposure.write_text((folder / "opu.toml").read_text().replace("exposure_us = 100000.0", "exposure_us = 400.0"))
+    other_exposure.write_text(
+        (folder / "opu.toml").read_text().replace("exposure_us = 100000.0", "exposure_us = 400.0")
+    )
     with pytest.raises(CalibrationError, match=r"exposure 400.0 us is not among the calibrated exposures"):
         opu_hal.load_device(other_exposure)
 
@@ -179,9 +200,22 @@ def test_a_calibration_of_another_device_is_refused(calibrated):
 
 
 def test_privacy_counts_of_a_calibrated_device_are_planned_with_the_calibrations_lower_bound(tmp_path):
-    keys = dict(backend="simulated", in_features=8, out_features=256, seed=3, temperature_c=25.0, exposure_us=400.0,
-                laser_power_uw=0.7, anchor_power_uw=2.0, gain_e_per_dn=1.0, adc_bits=12, black_level_dn=64,
-                full_well_e=10000.0, temperature_min_c=0.0, temperature_max_c=80.0)
+    keys = dict(
+        backend="simulated",
+        in_features=8,
+        out_features=256,
+        seed=3,
+        temperature_c=25.0,
+        exposure_us=400.0,
+        laser_power_uw=0.7,
+        anchor_power_uw=2.0,
+        gain_e_per_dn=1.0,
+        adc_bits=12,
+        black_level_dn=64,
+        full_well_e=10000.0,
+        temperature_min_c=0.0,
+        temperature_max_c=80.0,
+    )
     model_device = opu_hal.load_device(opu_hal.validate_profile(keys))
     calibration = calibrate_device(model_device, [25.0], [400.0], [100_000.0], frames=8, bootstrap=50)
     write_calibration(calibration, tmp_path / "cal.json")
@@ -251,7 +285,9 @@ def test_skellam_plan_is_refused_when_the_measured_gain_interval_excludes_unity(
     profile = opu_hal.load_profile(folder / "opu.toml")
     gain = calibration.gain_e_per_dn
     assert not gain.lower <= 1.0 <= gain.upper
-    with pytest.raises(CalibrationError, match=rf"interval \[{gain.lower:.5g}, {gain.upper:.5g}\] e-/DN.*excludes 1 e-/DN"):
+    with pytest.raises(
+        CalibrationError, match=rf"interval \[{gain.lower:.5g}, {gain.upper:.5g}\] e-/DN.*excludes 1 e-/DN"
+    ):
         plan_skellam(calibration, profile, 2.0, 1e-5, shape(), lambda e, d, s: 1.0)
 
 
@@ -262,8 +298,16 @@ def test_lattice_plan_camera_time_matches_an_independent_count_of_frames_times_f
 
     folder, calibration = unity_calibrated
     profile = opu_hal.load_profile(folder / "opu.toml")
-    run = RunShape(sampling="fixed", dataset_size=54000, batch_size=2048, steps=520, sensitivity=1.0,
-                   dimension=1_018_890, lattice_resolution=20.0, rounding_analysis="per-coordinate")
+    run = RunShape(
+        sampling="fixed",
+        dataset_size=54000,
+        batch_size=2048,
+        steps=520,
+        sensitivity=1.0,
+        dimension=1_018_890,
+        lattice_resolution=20.0,
+        rounding_analysis="per-coordinate",
+    )
     for plan in plan_skellam(calibration, profile, 8.0, 1e-5, run, required_poisson_mean):
         frames = math.ceil(2 * 1_018_890 * plan.reads_per_value / profile.sensor_pixels)
         period_s = max(profile.frame_time_us, plan.exposure_us) * 1e-6
@@ -278,8 +322,16 @@ def test_camera_trade_off_costs_no_frames_below_the_resolution_one_read_supplies
 
     folder, calibration = unity_calibrated
     profile = opu_hal.load_profile(folder / "opu.toml")
-    run = RunShape(sampling="fixed", dataset_size=54000, batch_size=2048, steps=100, sensitivity=1.0,
-                   dimension=2_000_000, lattice_resolution=5.0, rounding_analysis="per-coordinate")
+    run = RunShape(
+        sampling="fixed",
+        dataset_size=54000,
+        batch_size=2048,
+        steps=100,
+        sensitivity=1.0,
+        dimension=2_000_000,
+        lattice_resolution=5.0,
+        rounding_analysis="per-coordinate",
+    )
     best = plan_skellam(calibration, profile, 8.0, 1e-5, run, required_poisson_mean)[0]
     rows = trade_off(best, run, 8.0, 1e-5, required_poisson_mean, profile.sensor_pixels, 5e-4)
     below, fill, above = rows[1], rows[2], rows[3]  # k x 1/2, x 1, x 2
@@ -294,23 +346,84 @@ def test_camera_trade_off_costs_no_frames_below_the_resolution_one_read_supplies
 # -- the CLI -------------------------------------------------------------------------------------
 def test_cli_calibrate_writes_the_file_and_the_plot_and_plan_uses_them(tmp_path, capsys):
     profile = tmp_path / "p.toml"
-    lines = [f"{k} = {json.dumps(v)}" for k, v in small_profile(out_features=256, gain_e_per_dn=1.0, full_well_e=3000.0).model_dump().items() if v is not None]
+    lines = [
+        f"{k} = {json.dumps(v)}"
+        for k, v in small_profile(out_features=256, gain_e_per_dn=1.0, full_well_e=3000.0).model_dump().items()
+        if v is not None
+    ]
     profile.write_text("\n".join(lines) + "\n")
     out = tmp_path / "cal.json"
-    assert main(["calibrate", str(profile), "--temperatures", "20", "60", "--dark-exposures", "1000000",
-                 "--frames", "8", "--out", str(out), "--dataset-size", "60000",
-                 "--batch-size", "256", "--epochs", "1", "--sensitivity", "0.01"]) == 0
+    assert (
+        main(
+            [
+                "calibrate",
+                str(profile),
+                "--temperatures",
+                "20",
+                "60",
+                "--dark-exposures",
+                "1000000",
+                "--frames",
+                "8",
+                "--out",
+                str(out),
+                "--dataset-size",
+                "60000",
+                "--batch-size",
+                "256",
+                "--epochs",
+                "1",
+                "--sensitivity",
+                "0.01",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "gain" in printed and "doubling at 25 C" in printed
     assert read_calibration(out).temperatures_c == [20.0, 60.0]
     assert out.with_suffix(".png").stat().st_size > 10_000
-    code = main(["plan", "--profile", str(profile), "--calibration", str(out), "--target-epsilon", "8",
-                 "--delta", "1e-5", "--dataset-size", "60000", "--batch-size", "256", "--epochs", "1",
-                 "--sensitivity", "0.01", "--json"])
+    code = main(
+        [
+            "plan",
+            "--profile",
+            str(profile),
+            "--calibration",
+            str(out),
+            "--target-epsilon",
+            "8",
+            "--delta",
+            "1e-5",
+            "--dataset-size",
+            "60000",
+            "--batch-size",
+            "256",
+            "--epochs",
+            "1",
+            "--sensitivity",
+            "0.01",
+            "--json",
+        ]
+    )
     result = json.loads(capsys.readouterr().out)
     assert code in (0, 1) and len(result["plans"]) == 2 and result["mechanism"] == "gaussian"
-    skellam = ["plan", "--profile", str(profile), "--calibration", str(out), "--target-epsilon", "8",
-               "--dataset-size", "60000", "--batch-size", "256", "--epochs", "1", "--mechanism", "skellam"]
+    skellam = [
+        "plan",
+        "--profile",
+        str(profile),
+        "--calibration",
+        str(out),
+        "--target-epsilon",
+        "8",
+        "--dataset-size",
+        "60000",
+        "--batch-size",
+        "256",
+        "--epochs",
+        "1",
+        "--mechanism",
+        "skellam",
+    ]
     assert main(skellam + ["--sampling", "fixed"]) == 2
     assert "needs --dimension" in capsys.readouterr().err
     assert main(skellam + ["--dimension", "1000", "--lattice-resolution", "20"]) == 2
@@ -331,24 +444,35 @@ def test_lattice_skellam_plan_is_the_smallest_poisson_mean_meeting_the_target():
 
     def epsilon(poisson_mean):
         accountant = Accountant(neighboring="replace_one")
-        accountant.step(FixedSizeSkellamEvent(5000, 250, lattice.l2_sensitivity, lattice.l1_sensitivity, poisson_mean), 400)
+        accountant.step(
+            FixedSizeSkellamEvent(5000, 250, lattice.l2_sensitivity, lattice.l1_sensitivity, poisson_mean), 400
+        )
         return accountant.get_epsilon(1e-5)
 
     assert epsilon(mu) <= 4.0 < epsilon(0.99 * mu)
 
 
 def test_training_with_calibration_plans_its_privacy_counts_with_it_and_says_so(tmp_path):
-    from trainers.run.config import TrainConfig
+    from tests.training_helpers import clusters
     from trainers.core.errors import TrainingConfigError
+    from trainers.run.config import TrainConfig
     from trainers.run.loop import train
 
-    from tests.training_helpers import clusters
-
     device = opu_hal.load_device("opu-sim-dp")
-    write_calibration(calibrate_device(device, [25.0], [400.0], [100_000.0], frames=8, bootstrap=50), tmp_path / "c.json")
-    config = TrainConfig.for_method("dp-dfa", noise_source="device", profile="opu-sim-dp", target_epsilon=8.0,
-                                    epochs=1, batch_size=100, hidden=(8,), alignment=False,
-                                    calibration=str(tmp_path / "c.json"))
+    write_calibration(
+        calibrate_device(device, [25.0], [400.0], [100_000.0], frames=8, bootstrap=50), tmp_path / "c.json"
+    )
+    config = TrainConfig.for_method(
+        "dp-dfa",
+        noise_source="device",
+        profile="opu-sim-dp",
+        target_epsilon=8.0,
+        epochs=1,
+        batch_size=100,
+        hidden=(8,),
+        alignment=False,
+        calibration=str(tmp_path / "c.json"),
+    )
     record = train(config, data=clusters(n_train=300), progress=False, log=lambda m: None)
     assert "c.json" in record["privacy"]["device_noise"]["mean_source"]
     with pytest.raises(TrainingConfigError, match="--calibration applies to a device"):

@@ -29,8 +29,14 @@ def test_temperature_law_intervals_cover_hidden_laws_of_other_activation_energie
     covered = {"dark_fom_na_per_cm2": 0, "doubling_temperature_k": 0}
     for seed in range(THERMAL_SEEDS):
         truth = gt.draw_thermal_camera(seed)
-        calibration = calibrate_device(opu_hal.load_device(truth.profile), gt.THERMAL_TEMPERATURES, (400.0,),
-                                       gt.THERMAL_DARK_EXPOSURES, frames=8, bootstrap=200)
+        calibration = calibrate_device(
+            opu_hal.load_device(truth.profile),
+            gt.THERMAL_TEMPERATURES,
+            (400.0,),
+            gt.THERMAL_DARK_EXPOSURES,
+            frames=8,
+            bootstrap=200,
+        )
         law = calibration.temperature_law
         for name in covered:
             estimate, value = getattr(law, name), truth.values[name]
@@ -42,11 +48,27 @@ def test_temperature_law_intervals_cover_hidden_laws_of_other_activation_energie
 @pytest.fixture(scope="module")
 def uneven():
     """A camera with 3 % PRNU and an anchor 40 % dimmer at the ends than at the centre."""
-    profile = opu_hal.validate_profile({
-        "backend": "simulated", "in_features": 8, "out_features": 512, "seed": 11, "adc_bits": 12,
-        "black_level_dn": 64, "gain_e_per_dn": 1.0, "read_noise_e": 3.0, "full_well_e": 3000.0,
-        "temperature_min_c": 20.0, "temperature_max_c": 40.0, "temperature_c": 20.0, "prnu_rms": 0.03,
-        "anchor_falloff": 0.4, "exposure_us": 400.0, "anchor_power_uw": 0.7, "laser_power_uw": 0.7})
+    profile = opu_hal.validate_profile(
+        {
+            "backend": "simulated",
+            "in_features": 8,
+            "out_features": 512,
+            "seed": 11,
+            "adc_bits": 12,
+            "black_level_dn": 64,
+            "gain_e_per_dn": 1.0,
+            "read_noise_e": 3.0,
+            "full_well_e": 3000.0,
+            "temperature_min_c": 20.0,
+            "temperature_max_c": 40.0,
+            "temperature_c": 20.0,
+            "prnu_rms": 0.03,
+            "anchor_falloff": 0.4,
+            "exposure_us": 400.0,
+            "anchor_power_uw": 0.7,
+            "laser_power_uw": 0.7,
+        }
+    )
     device = opu_hal.load_device(profile)
     acq = acquire(device, [20.0, 40.0], [400.0], [100_000.0], 16)
     pt = estimate(acq, bootstrap=200)
@@ -88,10 +110,22 @@ def test_the_estimator_refuses_a_sweep_that_stops_short_of_the_plateau(uneven):
 
 def test_an_8_bit_sweep_that_stops_at_the_adc_top_is_labelled_adc_limited():
     """Issue 36: mean 252 DN with most pixels at 255 is the ADC range, not the full well."""
-    profile = opu_hal.validate_profile({
-        "backend": "simulated", "in_features": 8, "out_features": 256, "seed": 2, "adc_bits": 8,
-        "black_level_dn": 10, "gain_e_per_dn": 20.0, "read_noise_e": 12.0, "full_well_e": 20000.0,
-        "temperature_min_c": 20.0, "temperature_max_c": 40.0, "temperature_c": 20.0})
+    profile = opu_hal.validate_profile(
+        {
+            "backend": "simulated",
+            "in_features": 8,
+            "out_features": 256,
+            "seed": 2,
+            "adc_bits": 8,
+            "black_level_dn": 10,
+            "gain_e_per_dn": 20.0,
+            "read_noise_e": 12.0,
+            "full_well_e": 20000.0,
+            "temperature_min_c": 20.0,
+            "temperature_max_c": 40.0,
+            "temperature_c": 20.0,
+        }
+    )
     device = opu_hal.load_device(profile)
     acq = acquire(device, [20.0], [400.0], [100_000.0], 8)
     pt = estimate(acq, bootstrap=50)

@@ -12,10 +12,10 @@ from opu_hal.privacy import Accountant, GaussianEvent
 from opu_hal.randomness.secure_random import SecureGenerator
 from tests.test_privacy_attacks import DELTA, empirical_epsilon
 from tests.test_scattering import tiny_images_dataset
-from trainers.run.config import TrainConfig
 from trainers.core import centering
 from trainers.core.centering import clipped_sum, feature_radius, private_mean
 from trainers.core.errors import TrainingConfigError
+from trainers.run.config import TrainConfig
 from trainers.run.loop import Trainer, train
 
 
@@ -59,8 +59,7 @@ def test_two_releases_on_the_same_data_differ_whatever_the_seed():
 
 def _released_sums(data: torch.Tensor, z: float, radius: float, trials: int) -> np.ndarray:
     generator = SecureGenerator()
-    return np.array([float(private_mean(data, radius, z, 1, "add_remove", generator).mean[0])
-                     for _ in range(trials)])
+    return np.array([float(private_mean(data, radius, z, 1, "add_remove", generator).mean[0]) for _ in range(trials)])
 
 
 LRT_TRIALS = 20_000
@@ -84,8 +83,16 @@ def test_likelihood_ratio_test_on_the_mean_flags_only_unclipped_sums(monkeypatch
 
 
 def _config(**changes):
-    options = dict(hidden=(), features="scatter", inputs="unit", epochs=1, batch_size=20, alignment=False,
-                   center_features=True, centering_noise=20.0)
+    options = dict(
+        hidden=(),
+        features="scatter",
+        inputs="unit",
+        epochs=1,
+        batch_size=20,
+        alignment=False,
+        center_features=True,
+        centering_noise=20.0,
+    )
     options.update(changes)
     method = options.pop("method", "dp-sgd")
     if method == "dp-sgd" and "noise_multiplier" not in options:
@@ -132,18 +139,22 @@ def test_a_resumed_run_keeps_the_mean_its_ledger_paid_for(tmp_path, monkeypatch)
     first = Trainer(_config(epochs=2, checkpoint=path), data=tiny_images_dataset(), progress=False, log=quiet)
     first.run(max_epochs=1)
     first.release()
-    resumed = Trainer(_config(epochs=2, checkpoint=path, resume=True), data=tiny_images_dataset(),
-                      progress=False, log=quiet)
+    resumed = Trainer(
+        _config(epochs=2, checkpoint=path, resume=True), data=tiny_images_dataset(), progress=False, log=quiet
+    )
     assert torch.equal(resumed.centering.mean, first.centering.mean)
     assert torch.allclose(resumed.data.test.x, first.data.test.x, atol=1e-5)
     assert [e.event for e in resumed.accountant.ledger] == [e.event for e in first.accountant.ledger]
     resumed.release()
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"features": "pixels"}, "--center-features applies to --features scatter"),
-    ({"centering_noise": 0.5}, r"--centering-noise must be in \[1, 10000\], got 0.5"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"features": "pixels"}, "--center-features applies to --features scatter"),
+        ({"centering_noise": 0.5}, r"--centering-noise must be in \[1, 10000\], got 0.5"),
+    ],
+)
 def test_bad_centering_settings_are_refused_naming_the_flag(changes, message):
     with pytest.raises(TrainingConfigError, match=message):
         _config(**changes)

@@ -45,11 +45,11 @@ def _install_commands(tmp_path, monkeypatch, entries: dict[str, str], module_sou
     monkeypatch.delitem(sys.modules, "cmd_plugin", raising=False)
 
 
-HELLO = '''
+HELLO = """
 def register(sub):
     p = sub.add_parser("hello")
     p.set_defaults(func=lambda args: print("hello from a plugin") or 0)
-'''
+"""
 
 
 def test_installed_packages_register_commands_into_opu_hal(tmp_path, monkeypatch, capsys):

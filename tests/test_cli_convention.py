@@ -17,8 +17,20 @@ from trainers.cli import register_train_commands
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Commands whose output is data: each must offer --json.
-DATA_COMMANDS = {"devices", "info", "noise", "project", "check", "account", "plan", "table",
-                 "train", "tune", "audit", "calibrate"}
+DATA_COMMANDS = {
+    "devices",
+    "info",
+    "noise",
+    "project",
+    "check",
+    "account",
+    "plan",
+    "table",
+    "train",
+    "tune",
+    "audit",
+    "calibrate",
+}
 
 
 def _commands() -> dict[str, argparse.ArgumentParser]:
@@ -88,9 +100,11 @@ def test_sampling_choices_match_the_accountant():
 
 
 def test_building_the_parser_loads_neither_torch_nor_the_accountant():
-    code = ("import sys; from opu_hal.cli import build_parser; from trainers.cli import register_train_commands; "
-            "build_parser([register_train_commands]); "
-            "print(sorted(m for m in ('torch', 'dp_accounting', 'scipy', 'matplotlib', 'pydantic') if m in sys.modules))")
+    code = (
+        "import sys; from opu_hal.cli import build_parser; from trainers.cli import register_train_commands; "
+        "build_parser([register_train_commands]); "
+        "print(sorted(m for m in ('torch', 'dp_accounting', 'scipy', 'matplotlib', 'pydantic') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -111,8 +125,11 @@ def test_devices_lists_only_files_that_look_like_profiles(tmp_path, capsys):
 
 
 def test_table_json_has_the_markdown_columns(tmp_path, capsys):
-    record = {"method": "bp", "hyperparameters": {}, "final": {"test_accuracy": 0.5, "epochs_completed": 1,
-                                                                "wall_time_s": 2.0}}
+    record = {
+        "method": "bp",
+        "hyperparameters": {},
+        "final": {"test_accuracy": 0.5, "epochs_completed": 1, "wall_time_s": 2.0},
+    }
     (tmp_path / "r.json").write_text(json.dumps(record))
     from trainers.cli import main as trainers_main
 
@@ -123,18 +140,53 @@ def test_table_json_has_the_markdown_columns(tmp_path, capsys):
 
 # -- issue 50: --json, --quiet, output folders, unknown options, profile names, a closed pipe -----
 #: A profile whose calibration takes a second (one temperature, 64 pixels, 4 frames per series).
-POINT_PROFILE = ('backend = "simulated"\nin_features = 4\nout_features = 64\ngain_e_per_dn = 1.0\n'
-                 'adc_bits = 12\nanchor_power_uw = 2.0\ntemperature_min_c = 25.0\ntemperature_max_c = 25.0\n')
+POINT_PROFILE = (
+    'backend = "simulated"\nin_features = 4\nout_features = 64\ngain_e_per_dn = 1.0\n'
+    "adc_bits = 12\nanchor_power_uw = 2.0\ntemperature_min_c = 25.0\ntemperature_max_c = 25.0\n"
+)
 TORCH_PROFILE = 'backend = "torch"\nin_features = 4\nout_features = 8\n'
 #: The smallest run of each training command (the digits shipped with scikit-learn).
-SMALL_RUN = ["--dataset", "digits", "--train-limit", "100", "--batch-size", "100", "--epochs", "1", "--hidden", "16",
-             "--quiet"]
+SMALL_RUN = [
+    "--dataset",
+    "digits",
+    "--train-limit",
+    "100",
+    "--batch-size",
+    "100",
+    "--epochs",
+    "1",
+    "--hidden",
+    "16",
+    "--quiet",
+]
 JSON_RUNS = {
     "train": ["train", "--method", "bp", *SMALL_RUN],
-    "tune": ["tune", "--method", "dp-sgd", *SMALL_RUN, "--target-epsilon", "1",
-             "--space", "lr=0.1,0.2", "--mean-runs", "1", "--k-distribution", "poisson"],
-    "audit": ["audit", "--method", "dp-sgd", *SMALL_RUN, "--noise-multiplier", "5", "--threat-model", "black-box",
-              "--canaries", "10"],
+    "tune": [
+        "tune",
+        "--method",
+        "dp-sgd",
+        *SMALL_RUN,
+        "--target-epsilon",
+        "1",
+        "--space",
+        "lr=0.1,0.2",
+        "--mean-runs",
+        "1",
+        "--k-distribution",
+        "poisson",
+    ],
+    "audit": [
+        "audit",
+        "--method",
+        "dp-sgd",
+        *SMALL_RUN,
+        "--noise-multiplier",
+        "5",
+        "--threat-model",
+        "black-box",
+        "--canaries",
+        "10",
+    ],
 }
 
 
@@ -194,15 +246,21 @@ def test_plot_into_a_missing_folder_is_refused(tmp_path, capsys):
     assert f"the folder {folder} does not exist" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [["devices", "--jsn"], ["train", "--method", "bp", "--epocs", "1"],
-                                  ["calibrate", "opu-sim", "--out", "c.json", "--frame-count", "4"]],
-                         ids=["devices", "train", "calibrate"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["devices", "--jsn"],
+        ["train", "--method", "bp", "--epocs", "1"],
+        ["calibrate", "opu-sim", "--out", "c.json", "--frame-count", "4"],
+    ],
+    ids=["devices", "train", "calibrate"],
+)
 def test_an_unknown_option_shows_the_commands_usage(argv, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # were the option taken, nothing lands in the repository
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     err = capsys.readouterr().err
-    unknown = " ".join(argv[argv.index(next(a for a in argv if a in ("--jsn", "--epocs", "--frame-count"))):])
+    unknown = " ".join(argv[argv.index(next(a for a in argv if a in ("--jsn", "--epocs", "--frame-count"))) :])
     assert exit_.value.code == 2
     assert err.startswith(f"usage: opu-hal {argv[0]} ")
     assert f"opu-hal {argv[0]}: error: unrecognized arguments: {unknown}" in err
@@ -271,8 +329,13 @@ def test_a_closed_stdout_ends_the_command_with_the_sigpipe_status(monkeypatch):
 
 
 def test_a_pipe_whose_reader_went_away_leaves_no_traceback():
-    process = subprocess.Popen([sys.executable, "-m", "opu_hal", "devices", "--json"], cwd=ROOT,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "opu_hal", "devices", "--json"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     process.stdout.close()  # like `| head` that has exited before the first write
     err = process.stderr.read()
     assert process.wait(timeout=120) in (0, 141)

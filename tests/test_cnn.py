@@ -9,12 +9,12 @@ from torch.func import functional_call, grad, vmap
 
 from tests.test_scattering import tiny_images_dataset
 from trainers.core.cnn import CNN, image_shape
-from trainers.run.config import TrainConfig
 from trainers.core.errors import TrainingConfigError
-from trainers.run.loop import train
 from trainers.methods.base import MethodContext
 from trainers.methods.dp_dfa import DPDFA
 from trainers.methods.dp_sgd import DPSGD
+from trainers.run.config import TrainConfig
+from trainers.run.loop import train
 
 
 def test_the_kind_of_features_decides_the_image_shape():
@@ -25,18 +25,32 @@ def test_the_kind_of_features_decides_the_image_shape():
         image_shape(1000)
 
 
-@pytest.mark.parametrize("features, n_features, channels, strides, head", [
-    ("scatter", 3969, (8, 6), (), ()), ("pixels", 784, (4,), (), ()),
-    ("scatter", 3969, (8, 6), (2, 1), (5,)), ("pixels", 784, (3, 4), (2, 3), (6, 4))])
+@pytest.mark.parametrize(
+    "features, n_features, channels, strides, head",
+    [
+        ("scatter", 3969, (8, 6), (), ()),
+        ("pixels", 784, (4,), (), ()),
+        ("scatter", 3969, (8, 6), (2, 1), (5,)),
+        ("pixels", 784, (3, 4), (2, 3), (6, 4)),
+    ],
+)
 def test_dp_sgd_clips_each_examples_whole_cnn_gradient(features, n_features, channels, strides, head):
     """The unfold/bmm per-example gradients equal torch.func's, clipped per example to C, with
     pooled or strided convs and with or without hidden layers in the head."""
     torch.manual_seed(0)
     model = CNN(n_features, channels, 10, features=features, strides=strides, head=head)
     x, y = torch.randn(37, n_features), torch.randint(0, 10, (37,))
-    config = TrainConfig.for_method("dp-sgd", model="cnn", hidden=channels, features=features,
-                                    conv_strides=strides, head_hidden=head,
-                                    noise_multiplier=1.0, clip_norm=0.5, batch_size=37)
+    config = TrainConfig.for_method(
+        "dp-sgd",
+        model="cnn",
+        hidden=channels,
+        features=features,
+        conv_strides=strides,
+        head_hidden=head,
+        noise_multiplier=1.0,
+        clip_norm=0.5,
+        batch_size=37,
+    )
     method = DPSGD(model, MethodContext(config, None, n_features, 10, 1000))
     method.noise_multiplier = 1.0
     method.release_update = lambda u: u  # the clipped sum itself (noise is tested elsewhere)
@@ -50,8 +64,9 @@ def test_dp_sgd_clips_each_examples_whole_cnn_gradient(features, n_features, cha
 
 
 def test_dp_sgd_trains_a_cnn_end_to_end_within_budget():
-    config = TrainConfig.for_method("dp-sgd", model="cnn", hidden=(4,), epochs=1, batch_size=10,
-                                    target_epsilon=8.0, alignment=False)
+    config = TrainConfig.for_method(
+        "dp-sgd", model="cnn", hidden=(4,), epochs=1, batch_size=10, target_epsilon=8.0, alignment=False
+    )
     record = train(config, data=tiny_images_dataset(), progress=False, log=lambda m: None)
     assert record["final"]["epsilon"] <= 8.0 and record["hyperparameters"]["model"] == "cnn"
 
@@ -77,12 +92,15 @@ def test_tramer_boneh_scatter_cnn_has_their_shapes():
     assert sum(p.numel() for p in model.parameters()) == 81 * 16 * 9 + 16 + 16 * 32 * 9 + 32 + 512 * 32 + 32 + 330
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"model": "cnn", "hidden": (8, 8), "conv_strides": (2,)}, "one stride in \\[1, 3\\] per conv block \\(2\\)"),
-    ({"model": "cnn", "hidden": (8,), "conv_strides": (4,)}, "one stride in \\[1, 3\\]"),
-    ({"model": "cnn", "hidden": (8,), "head_hidden": (0,)}, "--head-hidden needs widths"),
-    ({"hidden": (8,), "head_hidden": (4,)}, "apply to --model cnn only"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"model": "cnn", "hidden": (8, 8), "conv_strides": (2,)}, "one stride in \\[1, 3\\] per conv block \\(2\\)"),
+        ({"model": "cnn", "hidden": (8,), "conv_strides": (4,)}, "one stride in \\[1, 3\\]"),
+        ({"model": "cnn", "hidden": (8,), "head_hidden": (0,)}, "--head-hidden needs widths"),
+        ({"hidden": (8,), "head_hidden": (4,)}, "apply to --model cnn only"),
+    ],
+)
 def test_cnn_shape_options_are_refused_by_name_when_out_of_range(options, message):
     with pytest.raises(TrainingConfigError, match=message):
         TrainConfig.for_method("dp-sgd", noise_multiplier=1.0, **options)
@@ -91,8 +109,18 @@ def test_cnn_shape_options_are_refused_by_name_when_out_of_range(options, messag
 def _hybrid(head=(6,), tau_e=0.3, tau_h=2.0, batch=12):
     torch.manual_seed(1)
     model = CNN(784, (3, 4), 10, strides=(2, 2), head=head)
-    config = TrainConfig.for_method("dp-dfa", model="cnn", hidden=(3, 4), conv_strides=(2, 2), head_hidden=head,
-                                    activation="tanh", tau_e=tau_e, tau_h=tau_h, batch_size=batch, noise_multiplier=1.0)
+    config = TrainConfig.for_method(
+        "dp-dfa",
+        model="cnn",
+        hidden=(3, 4),
+        conv_strides=(2, 2),
+        head_hidden=head,
+        activation="tanh",
+        tau_e=tau_e,
+        tau_h=tau_h,
+        batch_size=batch,
+        noise_multiplier=1.0,
+    )
     method = DPDFA(model, MethodContext(config, None, 784, 10, 1000))
     method.set_noise_multiplier(1e-30)  # the clipped update itself
     return model, method
@@ -133,8 +161,9 @@ def _first_linear(model, params, xi):
     """``z^{l+1}``: the first linear layer's output of one example, as a function of the parameters."""
     h = xi.reshape(1, 1, 28, 28)
     for index, conv in enumerate(model.convs):
-        h = torch.tanh(F.conv2d(h, params[f"convs.{index}.weight"], params[f"convs.{index}.bias"],
-                                stride=conv.stride, padding=1))
+        h = torch.tanh(
+            F.conv2d(h, params[f"convs.{index}.weight"], params[f"convs.{index}.bias"], stride=conv.stride, padding=1)
+        )
     first = "fcs.0" if model.fcs else "head"
     return F.linear(h.flatten(1), params[f"{first}.weight"], params[f"{first}.bias"])
 
@@ -158,9 +187,19 @@ def test_dp_dfa_hybrid_replacing_one_example_moves_each_layer_by_at_most_its_ter
 
 @pytest.mark.parametrize("noise_source", ["software", "device"])
 def test_dp_dfa_trains_a_hybrid_cnn_end_to_end_within_budget(noise_source):
-    config = TrainConfig.for_method("dp-dfa", model="cnn", hidden=(4,), head_hidden=(8,), epochs=1,
-                                    batch_size=10, target_epsilon=8.0, activation="tanh", alignment=False,
-                                    noise_source=noise_source, compute="cpu")
+    config = TrainConfig.for_method(
+        "dp-dfa",
+        model="cnn",
+        hidden=(4,),
+        head_hidden=(8,),
+        epochs=1,
+        batch_size=10,
+        target_epsilon=8.0,
+        activation="tanh",
+        alignment=False,
+        noise_source=noise_source,
+        compute="cpu",
+    )
     record = train(config, data=tiny_images_dataset(), progress=False, log=lambda m: None)
     privacy = record["privacy"]
     assert record["final"]["epsilon"] <= 8.0 and len(privacy["layer_sensitivities"]) == 3

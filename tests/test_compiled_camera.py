@@ -26,13 +26,19 @@ def _philox(k0, k1, c0, c1, c2, c3):
     return philox4x32(k0, k1, c0, c1, c2, c3)
 
 
-@pytest.mark.parametrize("key, counter, expected", [
-    # Random123's known-answer vectors for philox4x32_10 (kat_vectors)
-    ((0, 0), (0, 0, 0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
-    ((0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF,) * 4, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
-    ((0xA4093822, 0x299F31D0), (0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344),
-     (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1)),
-])
+@pytest.mark.parametrize(
+    "key, counter, expected",
+    [
+        # Random123's known-answer vectors for philox4x32_10 (kat_vectors)
+        ((0, 0), (0, 0, 0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+        ((0xFFFFFFFF, 0xFFFFFFFF), (0xFFFFFFFF,) * 4, (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+        (
+            (0xA4093822, 0x299F31D0),
+            (0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344),
+            (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1),
+        ),
+    ],
+)
 def test_philox_matches_random123_known_answers(key, counter, expected):
     words = _philox(*(np.uint32(k) for k in key), *(np.uint32(c) for c in counter))
     assert tuple(int(w) for w in words) == expected
@@ -129,8 +135,17 @@ def test_normals_depend_on_key_and_index_only():
 
 
 def _sensor(**changes) -> Sensor:
-    base = dict(temperature_c=25.0, exposure_us=400.0, pixel_pitch_um=5.5, dark_fom_na_per_cm2=0.043,
-                read_noise_e=6.0, gain_e_per_dn=20.0, adc_bits=8, black_level_dn=10, full_well_e=4000.0)
+    base = dict(
+        temperature_c=25.0,
+        exposure_us=400.0,
+        pixel_pitch_um=5.5,
+        dark_fom_na_per_cm2=0.043,
+        read_noise_e=6.0,
+        gain_e_per_dn=20.0,
+        adc_bits=8,
+        black_level_dn=10,
+        full_well_e=4000.0,
+    )
     return Sensor(**{**base, **changes})
 
 
@@ -142,9 +157,17 @@ def test_digitize_equals_the_eager_sensor_digitization():
     eager, eager_clipped = sensor._digitize(counts, g)
     normals = torch.randn(counts.shape, generator=torch.Generator().set_state(state))
     out = np.empty(counts.numel(), dtype=np.float32)
-    clipped = digitize(counts.double().reshape(-1).numpy(), normals.double().reshape(-1).numpy(),
-                       np.full(512, sensor.dark_e, dtype=np.float32), sensor.full_well_e, sensor.read_noise_e,
-                       sensor.gain_e_per_dn, float(sensor.black_level_dn), float(sensor.max_dn), out)
+    clipped = digitize(
+        counts.double().reshape(-1).numpy(),
+        normals.double().reshape(-1).numpy(),
+        np.full(512, sensor.dark_e, dtype=np.float32),
+        sensor.full_well_e,
+        sensor.read_noise_e,
+        sensor.gain_e_per_dn,
+        float(sensor.black_level_dn),
+        float(sensor.max_dn),
+        out,
+    )
     assert torch.equal(torch.from_numpy(out).view(40, 512), eager)
     assert clipped == eager_clipped > 0
 
@@ -168,12 +191,21 @@ def test_flat_frame_with_hot_dark_pixels_takes_the_per_pixel_path():
 
 def test_camera_read_refuses_a_dark_map_of_the_wrong_width():
     with pytest.raises(ValueError, match="dark map has 3 pixels"):
-        camera_read(torch.ones(2, 4), torch.ones(3), torch.Generator(), full_well_e=1e4, read_noise_e=1.0,
-                    gain_e_per_dn=1.0, black_level_dn=0, max_dn=255)
+        camera_read(
+            torch.ones(2, 4),
+            torch.ones(3),
+            torch.Generator(),
+            full_well_e=1e4,
+            read_noise_e=1.0,
+            gain_e_per_dn=1.0,
+            black_level_dn=0,
+            max_dn=255,
+        )
 
 
-@pytest.mark.parametrize("read_noise_e, temperature_c, field", [(6.0, 25.0, 9.0), (0.0, 25.0, 9.0), (6.0, 85.0, 9.0),
-                                                                 (6.0, 25.0, 40.0)])
+@pytest.mark.parametrize(
+    "read_noise_e, temperature_c, field", [(6.0, 25.0, 9.0), (0.0, 25.0, 9.0), (6.0, 85.0, 9.0), (6.0, 25.0, 40.0)]
+)
 def test_fused_linear_frames_equal_three_separate_reads(read_noise_e, temperature_c, field):
     from opu_hal.camera.pixel_maps import dark_signal_map
 
@@ -213,8 +245,19 @@ def test_log_positive_is_within_one_ulp_of_libm():
         return np.array([log_positive(v) for v in values])
 
     rng = np.random.default_rng(1)
-    values = np.r_[np.finfo(float).tiny, 1e-300, 1e-48, 0.5, 1.0, 1.0 + 2**-52, 2.0, 10.0, 1e300,
-                   rng.uniform(0, 2, 200_000), 10 ** rng.uniform(-40, 40, 200_000)]
+    values = np.r_[
+        np.finfo(float).tiny,
+        1e-300,
+        1e-48,
+        0.5,
+        1.0,
+        1.0 + 2**-52,
+        2.0,
+        10.0,
+        1e300,
+        rng.uniform(0, 2, 200_000),
+        10 ** rng.uniform(-40, 40, 200_000),
+    ]
     ours, libm = all_logs(values), np.log(values)
     assert np.max(np.abs(ours - libm) / np.spacing(np.abs(libm))) <= 1
     assert ours[4] == 0.0

@@ -5,18 +5,18 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainers.run.config import TrainConfig
-from trainers.core.errors import TrainingConfigError
-from trainers.run.loop import train
-
 from tests.training_helpers import clusters
+from trainers.core.errors import TrainingConfigError
+from trainers.run.config import TrainConfig
+from trainers.run.loop import train
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: torch sees no GPU on this machine")
 
 
 def _run(method: str, compute: str, **kw):
-    config = TrainConfig.for_method(method, features="pixels", epochs=2, batch_size=50, hidden=(32, 32), compute=compute,
-                                    alignment=False, **kw)
+    config = TrainConfig.for_method(
+        method, features="pixels", epochs=2, batch_size=50, hidden=(32, 32), compute=compute, alignment=False, **kw
+    )
     return train(config, data=clusters(), progress=False, log=lambda m: None)
 
 

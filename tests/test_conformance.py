@@ -14,7 +14,6 @@ import opu_hal
 from opu_hal import BackendSpec, BaseProfile, NoiseReport
 from opu_hal.backends.torch_backend import TorchDevice
 from opu_hal.testing import CHECKS, check_device, parametrize_checks, run_check
-
 from tests.conftest import SHIPPED_PROFILES
 
 
@@ -39,9 +38,15 @@ class LeakyDevice(TorchDevice):
     """Reports a lower bound that grows with the input: accounting would depend on the data."""
 
     def __init__(self, profile: LeakyProfile) -> None:
-        super().__init__(opu_hal.TorchProfile(backend="torch", in_features=profile.in_features,
-                                              out_features=profile.out_features, device="cpu",
-                                              noise_std=1.0))
+        super().__init__(
+            opu_hal.TorchProfile(
+                backend="torch",
+                in_features=profile.in_features,
+                out_features=profile.out_features,
+                device="cpu",
+                noise_std=1.0,
+            )
+        )
 
     def _project(self, x):
         projection = super()._project(x)

@@ -29,7 +29,7 @@ def test_the_int64_hash_equals_splitmix64_in_exact_integers():
 def test_any_slice_equals_the_same_part_of_the_whole_stream():
     whole = gaussian(5, 0, 1001)
     for start, count in [(0, 1), (1, 1), (3, 10), (500, 501), (999, 2)]:
-        assert torch.equal(gaussian(5, start, count), whole[start:start + count])
+        assert torch.equal(gaussian(5, start, count), whole[start : start + count])
 
 
 def test_entries_are_standard_normal_and_seeds_give_different_streams():

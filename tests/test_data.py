@@ -111,13 +111,43 @@ def test_validation_fraction_zero_trains_on_every_image_and_reports_no_validatio
 
     make_dataset(tmp_path, n_train=60, n_test=20)
     out = tmp_path / "run.json"
-    assert main(["train", "--method", "dp-sgd", "--dataset", "fashion-mnist", "--data-dir", str(tmp_path),
-                 "--validation-fraction", "0", "--epochs", "1", "--batch-size", "20", "--hidden", "8",
-                 "--target-epsilon", "8", "--delta", "1e-5", "--quiet", "--no-alignment", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--method",
+                "dp-sgd",
+                "--dataset",
+                "fashion-mnist",
+                "--data-dir",
+                str(tmp_path),
+                "--validation-fraction",
+                "0",
+                "--epochs",
+                "1",
+                "--batch-size",
+                "20",
+                "--hidden",
+                "8",
+                "--target-epsilon",
+                "8",
+                "--delta",
+                "1e-5",
+                "--quiet",
+                "--no-alignment",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     record = json.loads(out.read_text())
     assert record["dataset"]["train"] == 60 and record["dataset"]["validation"] == 0
     assert record["hyperparameters"]["validation_fraction"] == 0.0
-    assert record["final"]["validation_accuracy"] is None or record["final"]["validation_accuracy"] != record["final"]["validation_accuracy"]
+    assert (
+        record["final"]["validation_accuracy"] is None
+        or record["final"]["validation_accuracy"] != record["final"]["validation_accuracy"]
+    )
 
 
 def test_a_validation_fraction_outside_zero_one_is_refused_naming_the_flag(capsys):

@@ -29,8 +29,9 @@ TRIALS = 20_000
 
 def point_event(law: DigitizedReadLaw, reads: int, shift: float) -> DigitizedNoiseEvent:
     c = low_camera(law)
-    return DigitizedNoiseEvent(c.mean_e, c.read_noise_e, c.gain_e_per_dn, c.adc_bits, c.black_level_dn,
-                               c.full_well_e, reads, shift, 1)
+    return DigitizedNoiseEvent(
+        c.mean_e, c.read_noise_e, c.gain_e_per_dn, c.adc_bits, c.black_level_dn, c.full_well_e, reads, shift, 1
+    )
 
 
 def claimed(event) -> float:
@@ -69,8 +70,10 @@ def test_digitized_counts_are_not_the_profile_seeded_camera_stream() -> None:
     for seed in range(4):
         rng = np.random.default_rng(seed)
         torch_rng = torch.Generator().manual_seed(seed)
-        for rebuilt in (rng.poisson(device.anchor_read_e, 512) - rng.poisson(device.anchor_read_e, 512),
-                        torch.poisson(torch.full((512,), device.anchor_read_e), torch_rng).numpy()):
+        for rebuilt in (
+            rng.poisson(device.anchor_read_e, 512) - rng.poisson(device.anchor_read_e, 512),
+            torch.poisson(torch.full((512,), device.anchor_read_e), torch_rng).numpy(),
+        ):
             assert np.mean(np.rint(rebuilt / 4) == counts) < 0.2  # chance level of two wide laws
 
 
@@ -79,8 +82,16 @@ def test_two_dp_dfa_runs_with_the_same_public_settings_release_different_noise()
     from trainers.run.config import TrainConfig
     from trainers.run.loop import train
 
-    config = TrainConfig.for_method("dp-dfa", epochs=1, batch_size=50, hidden=(16,), alignment=False,
-                                    noise_source="device", profile="opu-sim-8bit", noise_multiplier=1.0)
+    config = TrainConfig.for_method(
+        "dp-dfa",
+        epochs=1,
+        batch_size=50,
+        hidden=(16,),
+        alignment=False,
+        noise_source="device",
+        profile="opu-sim-8bit",
+        noise_multiplier=1.0,
+    )
     runs = [train(config, data=clusters(), progress=False, log=lambda m: None) for _ in range(2)]
     assert runs[0]["epochs"][0]["validation_loss"] != runs[1]["epochs"][0]["validation_loss"]
     privacy = runs[0]["privacy"]
@@ -186,8 +197,9 @@ def test_the_low_end_is_not_the_worst_so_the_box_event_takes_the_largest_curve()
     high_camera = CameraRead(950.0, 7.0, 4.0, 8, 10, 10000.0)
     high, _ = digitized_coefficients(high_camera, reads, shift)
     assert np.all(high[orders] > low[orders])
-    boxed = DigitizedNoiseEvent(490.0, 5.5, 4.0, 8, 10, 10000.0, reads, float(shift), 1, mean_e_high=950.0,
-                                read_noise_e_high=7.0)
+    boxed = DigitizedNoiseEvent(
+        490.0, 5.5, 4.0, 8, 10, 10000.0, reads, float(shift), 1, mean_e_high=950.0, read_noise_e_high=7.0
+    )
     curve = boxed.base_rdp(orders.astype(float))
     for camera in boxed.cameras:
         kappa, _ = digitized_coefficients(camera, reads, shift)

@@ -12,29 +12,48 @@ from scipy.special import logsumexp
 
 from opu_hal.backends.simulated.camera import Sensor
 from opu_hal.backends.simulated.privacy_noise import digitized_reads, draw_digitized_counts
-from opu_hal.privacy.mechanisms import randomized_round
 from opu_hal.privacy import Accountant
 from opu_hal.privacy.digitized import CameraRead, NoisePMF, difference_pmf, read_pmf
 from opu_hal.privacy.digitized_events import DigitizedNoiseEvent
+from opu_hal.privacy.mechanisms import randomized_round
 from opu_hal.privacy.pmf_rdp import pmf_coefficients
 from opu_hal.privacy.rounding import rounding_rdp_coefficient
 from opu_hal.randomness.secure_random import SecureGenerator
 
-LIGHTON_8BIT = CameraRead(mean_e=490.0, read_noise_e=6.0, gain_e_per_dn=4.0, adc_bits=8, black_level_dn=10,
-                          full_well_e=10000.0)
-SATURATING = CameraRead(mean_e=224.0, read_noise_e=200.0, gain_e_per_dn=8.0, adc_bits=6, black_level_dn=4,
-                        full_well_e=1e5)  # mean 32 DN, sd 25 DN: clips at both ends
+LIGHTON_8BIT = CameraRead(
+    mean_e=490.0, read_noise_e=6.0, gain_e_per_dn=4.0, adc_bits=8, black_level_dn=10, full_well_e=10000.0
+)
+SATURATING = CameraRead(
+    mean_e=224.0, read_noise_e=200.0, gain_e_per_dn=8.0, adc_bits=6, black_level_dn=4, full_well_e=1e5
+)  # mean 32 DN, sd 25 DN: clips at both ends
 
 
 def sensor_of(camera: CameraRead) -> Sensor:
-    return Sensor(temperature_c=20.0, exposure_us=100.0, pixel_pitch_um=5.0, dark_fom_na_per_cm2=0.0,
-                  read_noise_e=camera.read_noise_e, gain_e_per_dn=camera.gain_e_per_dn, adc_bits=camera.adc_bits,
-                  black_level_dn=camera.black_level_dn, full_well_e=camera.full_well_e)
+    return Sensor(
+        temperature_c=20.0,
+        exposure_us=100.0,
+        pixel_pitch_um=5.0,
+        dark_fom_na_per_cm2=0.0,
+        read_noise_e=camera.read_noise_e,
+        gain_e_per_dn=camera.gain_e_per_dn,
+        adc_bits=camera.adc_bits,
+        black_level_dn=camera.black_level_dn,
+        full_well_e=camera.full_well_e,
+    )
 
 
 def event(camera: CameraRead, reads: int, shift: float) -> DigitizedNoiseEvent:
-    return DigitizedNoiseEvent(camera.mean_e, camera.read_noise_e, camera.gain_e_per_dn, camera.adc_bits,
-                               camera.black_level_dn, camera.full_well_e, reads, shift, 1)
+    return DigitizedNoiseEvent(
+        camera.mean_e,
+        camera.read_noise_e,
+        camera.gain_e_per_dn,
+        camera.adc_bits,
+        camera.black_level_dn,
+        camera.full_well_e,
+        reads,
+        shift,
+        1,
+    )
 
 
 def law(noise: NoisePMF, t: float, support: np.ndarray) -> np.ndarray:
@@ -55,7 +74,7 @@ def test_read_pmf_matches_monte_carlo_of_the_camera(camera: CameraRead) -> None:
     counts = np.bincount(dn, minlength=camera.max_dn + 1)
     pmf = np.zeros(camera.max_dn + 1)
     r = read_pmf(camera)
-    pmf[r.offset:r.offset + len(r.pmf)] = r.pmf
+    pmf[r.offset : r.offset + len(r.pmf)] = r.pmf
     expected = draws * pmf
     big = expected >= 20
     chi2 = float(np.sum((counts[big] - expected[big]) ** 2 / expected[big]))
@@ -114,8 +133,7 @@ def test_accounted_epsilon_is_never_below_the_exact_pld_of_the_same_pmfs(shift: 
     assert exact <= accounted <= 4 * exact  # sound, and within RDP's conversion slack
 
 
-def empirical_epsilon(noise: NoisePMF, camera: CameraRead, reads: int, t: float, delta: float,
-                      draws: int) -> float:
+def empirical_epsilon(noise: NoisePMF, camera: CameraRead, reads: int, t: float, delta: float, draws: int) -> float:
     """Likelihood-ratio attack on ``R(t') + K`` vs ``R(0) + K`` drawn as coded; a 99.99 % lower bound."""
     generator, sensor = SecureGenerator(), sensor_of(camera)
     samples = {}
@@ -175,8 +193,9 @@ def test_planner_finds_a_sound_point_on_an_8bit_4e_camera_and_the_accountant_agr
     from opu_hal.privacy.digitized_plan import CameraFacts, RunShape, _epsilon, plan
 
     facts = CameraFacts(read_noise_e=6.0, gain_e_per_dn=4.0, adc_bits=8, black_level_dn=10, full_well_e=10000.0)
-    run = RunShape(dataset_size=5000, batch_size=250, steps=20, dimension=1000, resolution=10.0,
-                   target_epsilon=2.0, delta=1e-5)
+    run = RunShape(
+        dataset_size=5000, batch_size=250, steps=20, dimension=1000, resolution=10.0, target_epsilon=2.0, delta=1e-5
+    )
     found = plan(facts, run, pixels_per_frame=2040 * 1088, frame_time_s=500e-6, levels=(0.35, 0.5), max_reads=64)
     assert found.epsilon <= run.target_epsilon
     assert found.reads > 1 and _epsilon(found.camera, found.reads - 1, run) > run.target_epsilon
@@ -186,9 +205,12 @@ def test_planner_finds_a_sound_point_on_an_8bit_4e_camera_and_the_accountant_agr
 def test_planner_refuses_an_unreachable_target_and_names_why() -> None:
     from opu_hal.privacy.digitized_plan import CameraFacts, DigitizedPlanRefused, RunShape, plan
 
-    facts = CameraFacts(read_noise_e=200.0, gain_e_per_dn=8.0, adc_bits=6, black_level_dn=4, full_well_e=2000.0)  # small well: cheap read PMFs at 16 bits
-    run = RunShape(dataset_size=100, batch_size=100, steps=1000, dimension=10, resolution=10.0,
-                   target_epsilon=0.01, delta=1e-10)
+    facts = CameraFacts(
+        read_noise_e=200.0, gain_e_per_dn=8.0, adc_bits=6, black_level_dn=4, full_well_e=2000.0
+    )  # small well: cheap read PMFs at 16 bits
+    run = RunShape(
+        dataset_size=100, batch_size=100, steps=1000, dimension=10, resolution=10.0, target_epsilon=0.01, delta=1e-10
+    )
     with pytest.raises(DigitizedPlanRefused, match="6-bit camera at 8.0 e-/DN.*nearest that qualifies: none"):
         plan(facts, run, pixels_per_frame=1000, frame_time_s=1e-3, levels=(0.5,), max_reads=16)
 
@@ -198,7 +220,8 @@ def test_planner_names_the_nearest_camera_that_qualifies() -> None:
     from opu_hal.privacy.digitized_plan import CameraFacts, DigitizedPlanRefused, RunShape, plan
 
     facts = CameraFacts(read_noise_e=200.0, gain_e_per_dn=8.0, adc_bits=6, black_level_dn=4, full_well_e=1e5)
-    run = RunShape(dataset_size=1000, batch_size=100, steps=10, dimension=10, resolution=2.0,
-                   target_epsilon=4.0, delta=1e-5)
+    run = RunShape(
+        dataset_size=1000, batch_size=100, steps=10, dimension=10, resolution=2.0, target_epsilon=4.0, delta=1e-5
+    )
     with pytest.raises(DigitizedPlanRefused, match=r"nearest that qualifies: 8-bit at 8.0 e-/DN \(\d+ reads"):
         plan(facts, run, pixels_per_frame=1000, frame_time_s=1e-3, levels=(0.5,), max_reads=16)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 import os
 import signal
-import sys
 import socket
+import sys
 import traceback
 from pathlib import Path
 
@@ -19,9 +19,9 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from trainers.run.config import TrainConfig
 from trainers.core.errors import TrainingConfigError
 from trainers.distributed.context import DistributedError, SingleProcess, rank_context
+from trainers.run.config import TrainConfig
 from trainers.run.journal import StepJournal
 from trainers.run.loop import Callback, Trainer
 
@@ -35,8 +35,16 @@ def _free_port() -> int:
 
 
 def _rank_main(rank: int, world: int, port: int, job: str, config: TrainConfig, out: str) -> None:
-    os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world),
-                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1"})
+    os.environ.update(
+        {
+            "RANK": str(rank),
+            "LOCAL_RANK": str(rank),
+            "WORLD_SIZE": str(world),
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(port),
+            "OMP_NUM_THREADS": "1",
+        }
+    )
     torch.set_num_threads(1)
     ranks = rank_context("cpu", timeout_s=60)
     try:
@@ -84,9 +92,14 @@ def _release_job(ranks, config, out):
         released = method.release(torch.zeros(method.dimension, dtype=torch.float64))
         gathered = ranks.all_gather_object(released)
         if ranks.is_main:
-            torch.save({"released": gathered, "noise_std": method.noise_std,
-                        "gamma": getattr(getattr(method, "lattice", None), "gamma", None)},
-                       out / "result.pt")
+            torch.save(
+                {
+                    "released": gathered,
+                    "noise_std": method.noise_std,
+                    "gamma": getattr(getattr(method, "lattice", None), "gamma", None),
+                },
+                out / "result.pt",
+            )
 
 
 class _DieAfter(Callback):
@@ -153,8 +166,14 @@ def test_released_device_noise_has_the_law_of_one_process(tmp_path, mode, collud
     least sqrt(2) times the accounted one."""
     from scipy import stats
 
-    config = _digits("dp-dfa", noise_multiplier=1.0, noise_source="device", profile="opu-sim-dp",
-                     distributed_noise=mode, colluders=colluders)
+    config = _digits(
+        "dp-dfa",
+        noise_multiplier=1.0,
+        noise_source="device",
+        profile="opu-sim-dp",
+        distributed_noise=mode,
+        colluders=colluders,
+    )
     assert _spawn("release", config, tmp_path) == [0, 0]
     result = torch.load(tmp_path / "result.pt", weights_only=False)
     first, second = result["released"]
@@ -196,8 +215,15 @@ def test_dp_sgd_noise_shares_sum_to_the_accounted_gaussian(tmp_path):
 
 def test_a_killed_rank_leaves_a_resumable_checkpoint_charging_every_drawn_step(tmp_path):
     checkpoint = tmp_path / "run.ckpt"
-    config = _digits("dp-dfa", noise_multiplier=1.0, noise_source="device", profile="opu-sim-dp",
-                     checkpoint=str(checkpoint), checkpoint_every=2, epochs=2)
+    config = _digits(
+        "dp-dfa",
+        noise_multiplier=1.0,
+        noise_source="device",
+        profile="opu-sim-dp",
+        checkpoint=str(checkpoint),
+        checkpoint_every=2,
+        epochs=2,
+    )
     codes = _spawn("killed", config, tmp_path)
     assert codes[1] == -signal.SIGKILL
     message = (tmp_path / "error-0.txt").read_text()
@@ -217,5 +243,6 @@ def test_methods_that_cannot_be_distributed_are_refused_naming_why():
         world_size = 2
 
     with pytest.raises(TrainingConfigError, match="photonic-dp.*2 ranks.*different device"):
-        Trainer(TrainConfig.for_method("photonic-dp", dataset="digits", epochs=1, hidden=(16,)),
-                ranks=TwoRanks(), **QUIET)
+        Trainer(
+            TrainConfig.for_method("photonic-dp", dataset="digits", epochs=1, hidden=(16,)), ranks=TwoRanks(), **QUIET
+        )

@@ -40,15 +40,21 @@ RAW_ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|attr|data|exc|obj|const)
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The documentation site, built once per test session with ``mkdocs build --strict``."""
     try:
-        import mkdocs  # noqa: F401
         import material  # noqa: F401
+        import mkdocs  # noqa: F401
         import mkdocstrings_handlers.python  # noqa: F401
     except ImportError as exc:
         pytest.skip(f"the docs extra is not installed ({exc.name}): pip install -e '.[docs]' (scripts/setup.sh does)")
     out = tmp_path_factory.mktemp("docs") / "site"
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-                            cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     yield out
     shutil.rmtree(out, ignore_errors=True)
@@ -60,16 +66,19 @@ def test_mkdocs_build_strict(site):
 
 
 def test_docs_and_readme_name_no_issue_numbers():
-    found = [f"{page.relative_to(ROOT)}:{number}: {line.strip()}"
-             for page in DOCS_PAGES
-             for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
-             if re.search(r"[Ii]ssues? #?\d+", line)]
+    found = [
+        f"{page.relative_to(ROOT)}:{number}: {line.strip()}"
+        for page in DOCS_PAGES
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"[Ii]ssues? #?\d+", line)
+    ]
     assert not found, "issue numbers belong in CHANGELOG.md:\n" + "\n".join(found)
 
 
 def test_built_site_shows_no_raw_sphinx_roles(site):
-    raw = {str(page.relative_to(site)): RAW_ROLE.findall(page.read_text(encoding="utf-8"))
-           for page in site.rglob("*.html")}
+    raw = {
+        str(page.relative_to(site)): RAW_ROLE.findall(page.read_text(encoding="utf-8")) for page in site.rglob("*.html")
+    }
     raw = {page: roles for page, roles in raw.items() if roles}
     assert not raw, raw
 
@@ -78,8 +87,9 @@ def test_sphinx_roles_become_links_to_documented_objects(site):
     # opu_hal.loader.load_device's docstring says :class:`~opu_hal.calibration.schema.Calibration`,
     # rendered on the calibration API page.
     devices = (site / "api" / "devices" / "index.html").read_text(encoding="utf-8")
-    assert re.search(r'href="[^"]*#opu_hal\.calibration\.schema\.Calibration"', devices), \
+    assert re.search(r'href="[^"]*#opu_hal\.calibration\.schema\.Calibration"', devices), (
         "the :class: role in load_device's docstring is not a link to Calibration"
+    )
 
 
 @pytest.mark.parametrize("page", ["privacy", "calibration"])
@@ -130,17 +140,21 @@ def test_sphinx_roles_resolve_like_sphinx(roles):
     package = loader.modules_collection["opu_hal"]
     camera = loader.modules_collection["opu_hal.kernels.compiled.camera"]
     # a bare name through the package's imports, to where it is defined
-    assert 'identifier="opu_hal.loader.load_device" optional><code>load_device()</code>' in \
-        module.rewrite(":func:`load_device`", loader, package)
+    assert 'identifier="opu_hal.loader.load_device" optional><code>load_device()</code>' in module.rewrite(
+        ":func:`load_device`", loader, package
+    )
     # ~ shows the last component; the link keeps the full path
-    assert 'identifier="opu_hal.contract.noise.Projection" optional><code>Projection</code>' in \
-        module.rewrite(":class:`~opu_hal.contract.noise.Projection`", loader, package)
+    assert 'identifier="opu_hal.contract.noise.Projection" optional><code>Projection</code>' in module.rewrite(
+        ":class:`~opu_hal.contract.noise.Projection`", loader, package
+    )
     # a leading dot is relative to the module, then its parent packages
-    assert 'identifier="opu_hal.kernels.compiled.poisson.flat_frame_counts"' in \
-        module.rewrite(":func:`.poisson.flat_frame_counts`", loader, camera)
+    assert 'identifier="opu_hal.kernels.compiled.poisson.flat_frame_counts"' in module.rewrite(
+        ":func:`.poisson.flat_frame_counts`", loader, camera
+    )
     # an explicit title
-    assert ">the device</code>" in module.rewrite(":class:`the device <opu_hal.contract.device.Device>`",
-                                                  loader, package)
+    assert ">the device</code>" in module.rewrite(
+        ":class:`the device <opu_hal.contract.device.Device>`", loader, package
+    )
 
 
 def test_sphinx_roles_outside_the_project_stay_plain_code(roles):

@@ -9,15 +9,20 @@ import json
 
 import pytest
 
-from opu_hal.privacy import (Accountant, ControllerClaimEvent, PrivacyBudget, PrivacyParameterError,
-                             SampledWithRejectionGaussianEvent, event_from_dict)
+from opu_hal.privacy import (
+    Accountant,
+    ControllerClaimEvent,
+    PrivacyBudget,
+    PrivacyParameterError,
+    SampledWithRejectionGaussianEvent,
+    event_from_dict,
+)
 from opu_hal.privacy.tuning import TruncatedNegativeBinomial
-from trainers.run.config import TrainConfig
-from trainers.core.errors import TrainingConfigError
-from trainers.run.loop import train
-from trainers.cli.tune import parse_space, run_ledger, tune
-
 from tests.training_helpers import clusters
+from trainers.cli.tune import parse_space, run_ledger, tune
+from trainers.core.errors import TrainingConfigError
+from trainers.run.config import TrainConfig
+from trainers.run.loop import train
 
 CONTROLLER = {"mode": "controller"}
 
@@ -29,8 +34,12 @@ def cfg(**kw) -> TrainConfig:
 
 
 def run(config: TrainConfig, lines: list[str] | None = None) -> dict:
-    return train(config, data=clusters(n_train=600), progress=False,
-                 log=(lines.append if lines is not None else lambda message: None))
+    return train(
+        config,
+        data=clusters(n_train=600),
+        progress=False,
+        log=(lines.append if lines is not None else lambda message: None),
+    )
 
 
 def test_the_claim_event_is_theorem_3_5_as_a_claim_and_round_trips():
@@ -65,8 +74,12 @@ def test_a_controller_run_records_a_claim_with_the_number_theorem_3_5_gives():
     before = Accountant("add_remove")
     for entry in ledger.ledger:
         e = entry.event
-        before.step(SampledWithRejectionGaussianEvent(e.sampling_rate, e.noise_multiplier, e.min_batch_size,
-                                                      e.min_dataset_size), entry.count)
+        before.step(
+            SampledWithRejectionGaussianEvent(
+                e.sampling_rate, e.noise_multiplier, e.min_batch_size, e.min_dataset_size
+            ),
+            entry.count,
+        )
     assert final["claimed_epsilon"] == ledger.paper_claim_epsilon(1e-5) == before.get_epsilon(1e-5)
     assert record["epochs"][-1]["claimed_epsilon"] == final["claimed_epsilon"]
     assert any("claimed eps" in line and "(not a guarantee)" in line for line in lines if line.startswith("epoch"))
@@ -99,5 +112,9 @@ def test_tune_refuses_a_candidate_whose_ledger_holds_a_claim():
     with pytest.raises(TrainingConfigError, match="published claim .*paper 004"):
         run_ledger(record)
     with pytest.raises(TrainingConfigError, match="published claim"):
-        tune(cfg(noise_multiplier=4.0, extra=CONTROLLER), parse_space(["lr=0.1"]),
-             TruncatedNegativeBinomial.with_mean(2, 1.0), lambda config: record)
+        tune(
+            cfg(noise_multiplier=4.0, extra=CONTROLLER),
+            parse_space(["lr=0.1"]),
+            TruncatedNegativeBinomial.with_mean(2, 1.0),
+            lambda config: record,
+        )

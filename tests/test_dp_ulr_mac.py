@@ -3,7 +3,6 @@ sensitivities, budget stop, resume."""
 
 from __future__ import annotations
 
-
 import math
 
 import numpy as np
@@ -12,15 +11,14 @@ import torch
 from scipy import stats
 
 from opu_hal.privacy import PoissonGaussianEvent, PrivacyParameterError, SampledWithRejectionGaussianEvent
+from tests.training_helpers import clusters, interrupted_and_uninterrupted
 from trainers.core import mac, ulr
-from trainers.run.config import TrainConfig
 from trainers.core.errors import TrainingConfigError
-from trainers.run.loop import train
-from trainers.methods import METHODS, MethodContext
 from trainers.core.model import MLP
 from trainers.core.sampling import Sampler
-
-from tests.training_helpers import clusters, interrupted_and_uninterrupted
+from trainers.methods import METHODS, MethodContext
+from trainers.run.config import TrainConfig
+from trainers.run.loop import train
 
 HIDDEN = (16, 12)
 
@@ -43,11 +41,14 @@ def method(name: str, n: int = 600, **kw):
 
 
 # -- learning ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name, extra", [
-    ("dp-ulr", {"extra": {"baseline": "on", "forward_std": "1"}}),
-    ("dp-ulr", {"extra": {"mode": "controller"}, "epochs": 8}),
-    ("dp-mac", {"extra": {"z_steps": "5"}, "lr": 0.03, "epochs": 5}),
-])
+@pytest.mark.parametrize(
+    "name, extra",
+    [
+        ("dp-ulr", {"extra": {"baseline": "on", "forward_std": "1"}}),
+        ("dp-ulr", {"extra": {"mode": "controller"}, "epochs": 8}),
+        ("dp-mac", {"extra": {"z_steps": "5"}, "lr": 0.03, "epochs": 5}),
+    ],
+)
 def test_private_forward_methods_beat_chance_on_clusters(name, extra):
     data = clusters(n_train=1200, spread=0.5)
     kw = dict(noise_multiplier=4.0, epochs=4, batch_size=100)
@@ -95,16 +96,24 @@ def test_dp_ulr_run_spends_the_budget_it_planned():
     """Issue 35: the planner was floored at Theorem 3.5's sigma_0 = 4, logged "reaches epsilon 8"
     and the run spent 1.32; now the default plan's last step lands within 5% under the target."""
     lines: list[str] = []
-    record = train(cfg("dp-ulr", target_epsilon=2.0, delta=1e-5, epochs=2, batch_size=100),
-                   data=clusters(n_train=1200), progress=False, log=lines.append)
+    record = train(
+        cfg("dp-ulr", target_epsilon=2.0, delta=1e-5, epochs=2, batch_size=100),
+        data=clusters(n_train=1200),
+        progress=False,
+        log=lines.append,
+    )
     assert 0.95 * 2.0 <= record["final"]["epsilon"] <= 2.0
     assert not any("spends only" in line for line in lines)
 
 
 def test_dp_ulr_plan_below_target_states_the_reason():
     lines: list[str] = []
-    record = train(cfg("dp-ulr", target_epsilon=8.0, delta=1e-5, epochs=2, batch_size=100, sampling="rejection"),
-                   data=clusters(n_train=1200), progress=False, log=lines.append)
+    record = train(
+        cfg("dp-ulr", target_epsilon=8.0, delta=1e-5, epochs=2, batch_size=100, sampling="rejection"),
+        data=clusters(n_train=1200),
+        progress=False,
+        log=lines.append,
+    )
     spent = record["final"]["epsilon"]
     assert spent < 0.95 * 8.0
     assert any(f"spends only {spent:.3g}" in line and "sigma_0 >= 4" in line for line in lines)
@@ -135,8 +144,10 @@ def test_second_moment_spectrum_is_the_proxy_covariance_spectrum():
     x, losses = torch.randn(30, 5, generator=g), torch.rand(30, generator=g) + 0.5
     moment = ulr.second_moment(x, losses)
     xt = ulr.with_bias(x).double()
-    full = sum(float(loss) ** 2 * torch.kron(torch.eye(3, dtype=torch.float64), torch.outer(r, r))
-               for loss, r in zip(losses, xt))
+    full = sum(
+        float(loss) ** 2 * torch.kron(torch.eye(3, dtype=torch.float64), torch.outer(r, r))
+        for loss, r in zip(losses, xt)
+    )
     small = torch.linalg.eigvalsh(moment)
     big = torch.linalg.eigvalsh(full)
     assert torch.allclose(big, small.repeat_interleave(3), rtol=1e-8, atol=1e-8)
@@ -172,7 +183,7 @@ def test_lr_proxy_is_unbiased_for_the_noisy_gradient_of_a_linear_logit():
     clean = torch.nn.functional.cross_entropy(trace.logits, y, reduction="none")
     proxy = ulr.lr_factor(z, losses - clean, 0.05)[0]
     v = trace.preacts[0].detach().requires_grad_(True)
-    exact, = torch.autograd.grad(torch.nn.functional.cross_entropy(v, y), v)
+    (exact,) = torch.autograd.grad(torch.nn.functional.cross_entropy(v, y), v)
     assert torch.allclose(proxy, exact[0], atol=0.01)
 
 
@@ -193,15 +204,17 @@ SAMPLER_KEYS = [None, "5e" * 32]  # the seeded (non-private) and the secret-keye
 def test_rejection_sampler_is_the_truncated_binomial(secret_key):
     n, batch, floor_ = 200, 20, 18
     sampler = Sampler("rejection", n, batch, seed=3, min_batch=floor_, secret_key=secret_key)
-    sizes = np.array([len(sampler.batch(0, s)) for s in range(sampler.steps_per_epoch)]
-                     + [len(sampler.batch(e, 0)) for e in range(1, 1500)])
+    sizes = np.array(
+        [len(sampler.batch(0, s)) for s in range(sampler.steps_per_epoch)]
+        + [len(sampler.batch(e, 0)) for e in range(1, 1500)]
+    )
     assert sizes.min() >= floor_
     support = np.arange(floor_, n + 1)
     pmf = stats.binom.pmf(support, n, batch / n)
     pmf /= pmf.sum()
     top = 30
-    observed = np.array([(sizes == k).sum() for k in support[:top - floor_]] + [(sizes >= top).sum()])
-    expected = np.concatenate([pmf[:top - floor_], [pmf[top - floor_:].sum()]]) * len(sizes)
+    observed = np.array([(sizes == k).sum() for k in support[: top - floor_]] + [(sizes >= top).sum()])
+    expected = np.concatenate([pmf[: top - floor_], [pmf[top - floor_ :].sum()]]) * len(sizes)
     assert stats.chisquare(observed, expected).pvalue > 1e-3
 
 
@@ -293,14 +306,17 @@ def test_dp_mac_histogram_mode_charges_pretraining_and_histograms():
 def test_budget_stops_before_crossing_the_target(name):
     data = clusters(n_train=600)
     extra = {"z_steps": "2"} if name == "dp-mac" else {}
-    record = quiet_train(cfg(name, noise_multiplier=4.0 if name == "dp-ulr" else 1.0, target_epsilon=0.9,
-                             epochs=30, extra=extra), data=data)
+    record = quiet_train(
+        cfg(name, noise_multiplier=4.0 if name == "dp-ulr" else 1.0, target_epsilon=0.9, epochs=30, extra=extra),
+        data=data,
+    )
     assert record["privacy"]["stopped_by_budget"]
     assert record["final"]["epsilon"] <= 0.9
 
 
-@pytest.mark.parametrize("name, extra", [("dp-ulr", {"mode": "controller"}),
-                                         ("dp-mac", {"z_steps": "2", "bounds": "histogram"})])
+@pytest.mark.parametrize(
+    "name, extra", [("dp-ulr", {"mode": "controller"}), ("dp-mac", {"z_steps": "2", "bounds": "histogram"})]
+)
 def test_resume_equals_uninterrupted(name, extra, tmp_path):
     data = clusters(n_train=400)
     kw = dict(noise_multiplier=4.0 if name == "dp-ulr" else 1.5, epochs=2, extra=extra)

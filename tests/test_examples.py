@@ -15,8 +15,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run_example(name: str, *args: str) -> str:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, str(ROOT / "examples" / name), "--quick", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=240)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / name), "--quick", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 

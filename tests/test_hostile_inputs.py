@@ -11,23 +11,26 @@ from opu_hal.cli import main
 RUN = ["--dataset-size", "60000", "--batch-size", "256", "--epochs", "15"]
 
 
-@pytest.mark.parametrize("argv, named", [
-    (["account", *RUN, "--noise-multiplier", "1e-300"], "--noise-multiplier must be in"),
-    (["account", *RUN, "--noise-multiplier", "nan"], "--noise-multiplier must be in"),
-    (["account", *RUN, "--noise-multiplier", "inf"], "--noise-multiplier must be in"),
-    (["plan", *RUN, "--target-epsilon", "8", "--sensitivity", "inf"], "sensitivity must be finite and > 0"),
-    (["noise", "opu-sim", "--points", "0"], "--points must be in [1, 1000]"),
-    (["noise", "opu-sim", "--points", "-3"], "--points must be in [1, 1000]"),
-    (["noise", "opu-sim", "--points", "10000000"], "--points must be in [1, 1000]"),
-    (["project", "torch-cpu", "--batch", "-1"], "--batch must be in [1, "),
-    (["project", "torch-cpu", "--batch", "100000000000"], "--batch must be in [1, "),
-    (["train", "--method", "dfa", "--hidden", "100000000"], "--hidden needs one or more widths in [1, 65536]"),
-    (["train", "--method", "dfa", "--hidden", "60000,60000,60000,60000"], "is available; use smaller widths"),
-    (["table", "/nonexistent/run.json"], "not a readable result record"),
-    (["table", "/dev/null"], "not a readable result record"),
-    (["plot", "/nonexistent/run.json", "--out", "curves.png"], "not a readable result record"),
-    (["calibrate", "opu-sim", "--out", "/", "--temperatures", "25"], "--out /: not a writable file path"),
-])
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (["account", *RUN, "--noise-multiplier", "1e-300"], "--noise-multiplier must be in"),
+        (["account", *RUN, "--noise-multiplier", "nan"], "--noise-multiplier must be in"),
+        (["account", *RUN, "--noise-multiplier", "inf"], "--noise-multiplier must be in"),
+        (["plan", *RUN, "--target-epsilon", "8", "--sensitivity", "inf"], "sensitivity must be finite and > 0"),
+        (["noise", "opu-sim", "--points", "0"], "--points must be in [1, 1000]"),
+        (["noise", "opu-sim", "--points", "-3"], "--points must be in [1, 1000]"),
+        (["noise", "opu-sim", "--points", "10000000"], "--points must be in [1, 1000]"),
+        (["project", "torch-cpu", "--batch", "-1"], "--batch must be in [1, "),
+        (["project", "torch-cpu", "--batch", "100000000000"], "--batch must be in [1, "),
+        (["train", "--method", "dfa", "--hidden", "100000000"], "--hidden needs one or more widths in [1, 65536]"),
+        (["train", "--method", "dfa", "--hidden", "60000,60000,60000,60000"], "is available; use smaller widths"),
+        (["table", "/nonexistent/run.json"], "not a readable result record"),
+        (["table", "/dev/null"], "not a readable result record"),
+        (["plot", "/nonexistent/run.json", "--out", "curves.png"], "not a readable result record"),
+        (["calibrate", "opu-sim", "--out", "/", "--temperatures", "25"], "--out /: not a writable file path"),
+    ],
+)
 def test_hostile_argument_is_a_clear_error(argv, named, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -53,14 +56,27 @@ TORCH = {"backend": "torch", "in_features": 8, "out_features": 64, "device": "cp
 LIGHTON = {"backend": "lighton", "in_features": 8, "out_features": 64, "simulated": True}
 
 
-@pytest.mark.parametrize("base, key, value", [
-    (SIM, "exposure_us", 1e-300), (SIM, "laser_power_uw", 1e-300), (SIM, "anchor_power_uw", 1e-300),
-    (SIM, "quantum_efficiency", 1e-300), (SIM, "full_well_e", 1e308), (SIM, "block_mb", 1e308),
-    (SIM, "cache_mb", 1e308), (SIM, "black_level_dn", 2**64), (SIM, "sensor_pixels", 2**63),
-    (TORCH, "noise_std", 1e308), (TORCH, "matrix_std", 1e308), (TORCH, "in_features", 10**9),
-    (TORCH, "out_features", 2**64), (LIGHTON, "noise_std", 1e308), (LIGHTON, "timeout_s", 1e-300),
-    (LIGHTON, "exposure_us", 1e-300),
-])
+@pytest.mark.parametrize(
+    "base, key, value",
+    [
+        (SIM, "exposure_us", 1e-300),
+        (SIM, "laser_power_uw", 1e-300),
+        (SIM, "anchor_power_uw", 1e-300),
+        (SIM, "quantum_efficiency", 1e-300),
+        (SIM, "full_well_e", 1e308),
+        (SIM, "block_mb", 1e308),
+        (SIM, "cache_mb", 1e308),
+        (SIM, "black_level_dn", 2**64),
+        (SIM, "sensor_pixels", 2**63),
+        (TORCH, "noise_std", 1e308),
+        (TORCH, "matrix_std", 1e308),
+        (TORCH, "in_features", 10**9),
+        (TORCH, "out_features", 2**64),
+        (LIGHTON, "noise_std", 1e308),
+        (LIGHTON, "timeout_s", 1e-300),
+        (LIGHTON, "exposure_us", 1e-300),
+    ],
+)
 def test_profile_values_outside_physical_ranges_are_refused_naming_the_key(base, key, value):
     with pytest.raises(ProfileError, match=key):
         opu_hal.validate_profile({**base, key: value})
@@ -77,13 +93,15 @@ def test_torch_matrix_beyond_host_memory_is_refused_before_allocating():
         opu_hal.load_device(profile)
 
 
-@pytest.mark.parametrize("make, match", [
-    (lambda n: torch.zeros(2, n).to_sparse(), "sparse batches"),
-    (lambda n: torch.zeros(2, n, device="meta"), "meta tensor"),
-])
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda n: torch.zeros(2, n).to_sparse(), "sparse batches"),
+        (lambda n: torch.zeros(2, n, device="meta"), "meta tensor"),
+    ],
+)
 def test_sparse_and_meta_batches_are_typed_errors(make, match):
-    with (opu_hal.load_device(opu_hal.validate_profile(TORCH)) as device,
-          pytest.raises(opu_hal.InputError, match=match)):
+    with opu_hal.load_device(opu_hal.validate_profile(TORCH)) as device, pytest.raises(opu_hal.InputError, match=match):
         device.project(make(device.in_features))
 
 
@@ -93,8 +111,10 @@ def test_bfloat16_batches_are_projected():
 
 
 def test_finite_batch_whose_projection_overflows_is_refused():
-    with (opu_hal.load_device(opu_hal.validate_profile({**TORCH, "matrix_std": 1e6})) as device,
-          pytest.raises(opu_hal.InputError, match="overflowed")):
+    with (
+        opu_hal.load_device(opu_hal.validate_profile({**TORCH, "matrix_std": 1e6})) as device,
+        pytest.raises(opu_hal.InputError, match="overflowed"),
+    ):
         device.project(torch.full((2, 8), 3e37))
 
 

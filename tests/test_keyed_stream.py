@@ -15,12 +15,10 @@ from randomgen import ChaCha
 
 from opu_hal.kernels.compiled import chacha
 from opu_hal.randomness.keyed_stream import SAMPLING_NONCE, KeyedStream, keyed_stream
-from opu_hal.randomness.secure_random import (bernoulli_indices, keyed_generator, new_secret_key,
-                                              stream_key)
+from opu_hal.randomness.secure_random import bernoulli_indices, keyed_generator, new_secret_key, stream_key
+from tests.test_triton_kernels import chacha20_block
 from trainers.core.errors import TrainingConfigError
 from trainers.core.sampling import COMPILED_STREAM, RANDOMGEN_STREAM, Sampler
-
-from tests.test_triton_kernels import chacha20_block
 
 SECRET = "5e" * 32
 TWO_53 = 1 << 53
@@ -43,16 +41,18 @@ def test_uniforms_are_the_rfc8439_keystream_at_the_sampling_nonce_and_never_rere
     assert [int(u * TWO_53) for u in first] == reference_values(key, 0, 21)
     assert [int(u * TWO_53) for u in second] == reference_values(key, 3, 3)
     parallel = np.empty(1000)  # the secure generator's parallel kernel gives the same values
-    chacha.uniforms(chacha.key_words(key.to_bytes(32, "little")), np.uint64(0), np.uint32(SAMPLING_NONCE),
-                    np.uint32(0), parallel)
+    chacha.uniforms(
+        chacha.key_words(key.to_bytes(32, "little")), np.uint64(0), np.uint32(SAMPLING_NONCE), np.uint32(0), parallel
+    )
     assert np.array_equal(KeyedStream(key).random(1000), parallel)
 
 
 def test_the_sampling_nonce_is_out_of_reach_of_randomgens_stream_under_the_same_key():
     key = stream_key(SECRET, "batch", 0)
     words = np.empty((1, 16), np.uint32)
-    chacha.keystream_words(chacha.key_words(key.to_bytes(32, "little")), np.uint64(0), np.uint32(SAMPLING_NONCE),
-                           np.uint32(0), 1, words)
+    chacha.keystream_words(
+        chacha.key_words(key.to_bytes(32, "little")), np.uint64(0), np.uint32(SAMPLING_NONCE), np.uint32(0), 1, words
+    )
     as_64 = [int(words[0, 2 * p]) | int(words[0, 2 * p + 1]) << 32 for p in range(8)]
     # randomgen counts 32-bit words in a 128-bit counter: our block 0 is its block 4 * 2^64
     assert ChaCha(key=key, rounds=20, counter=16 * SAMPLING_NONCE << 64).random_raw(8).tolist() == as_64
@@ -96,8 +96,9 @@ def test_draws_follow_their_laws():
     assert stats.chisquare(np.bincount(picks, minlength=10)).pvalue > 1e-4
     sizes = [len(bernoulli_indices(stream, 2000, 0.05)) for _ in range(400)]  # Binomial(2000, 0.05)
     assert abs(np.mean(sizes) - 100) < 2.5 and 0.7 < np.var(sizes) / 95 < 1.3  # 5 standard errors
-    hits = np.bincount(np.concatenate([bernoulli_indices(stream, 50, 0.2).numpy() for _ in range(2000)]),
-                       minlength=50)  # every example joins with probability 0.2
+    hits = np.bincount(
+        np.concatenate([bernoulli_indices(stream, 50, 0.2).numpy() for _ in range(2000)]), minlength=50
+    )  # every example joins with probability 0.2
     assert stats.chisquare(hits).pvalue > 1e-4 and abs(hits.mean() / 2000 - 0.2) < 0.01
 
 

@@ -44,8 +44,7 @@ def _module_level_imports(path: Path) -> set[str]:
 
 def _graph(package: str) -> dict[str, set[str]]:
     modules = {_module_name(p): p for p in (ROOT / package).rglob("*.py")}
-    return {name: {m for m in _module_level_imports(path) if m in modules} - {name}
-            for name, path in modules.items()}
+    return {name: {m for m in _module_level_imports(path) if m in modules} - {name} for name, path in modules.items()}
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -57,7 +56,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state and (found := visit(nxt)):
                 return found
         stack.pop()
@@ -86,13 +85,17 @@ def test_opu_hal_never_imports_trainers():
 
 def test_a_backend_never_imports_another_backend():
     backends = ROOT / "opu_hal" / "backends"
-    names = {"torch": ("torch_backend", "torch_profile"), "simulated": ("simulated",),
-             "lighton": ("lighton", "lighton_profile")}
+    names = {
+        "torch": ("torch_backend", "torch_profile"),
+        "simulated": ("simulated",),
+        "lighton": ("lighton", "lighton_profile"),
+    }
     for owner, own_modules in names.items():
         others = [f"opu_hal.backends.{m}" for o, ms in names.items() if o != owner for m in ms]
         for module in own_modules:
-            paths = list((backends / module).rglob("*.py")) if (backends / module).is_dir() else [
-                backends / f"{module}.py"]
+            paths = (
+                list((backends / module).rglob("*.py")) if (backends / module).is_dir() else [backends / f"{module}.py"]
+            )
             for path in paths:
                 imports = _module_level_imports(path)
                 assert not any(i == o or i.startswith(o + ".") for i in imports for o in others), path
@@ -101,8 +104,12 @@ def test_a_backend_never_imports_another_backend():
 @pytest.mark.parametrize("layer", ["calibration", "privacy", "contract"])
 def test_calibration_privacy_and_contract_never_import_a_backend(layer):
     """They consume numbers and the device contract; a backend is chosen by a profile at run time."""
-    found = [f"{path.relative_to(ROOT)} -> {m}" for path in (ROOT / "opu_hal" / layer).rglob("*.py")
-             for m in sorted(_module_level_imports(path)) if m == "opu_hal.backends" or m.startswith("opu_hal.backends.")]
+    found = [
+        f"{path.relative_to(ROOT)} -> {m}"
+        for path in (ROOT / "opu_hal" / layer).rglob("*.py")
+        for m in sorted(_module_level_imports(path))
+        if m == "opu_hal.backends" or m.startswith("opu_hal.backends.")
+    ]
     assert not found, "\n".join(found)
 
 
@@ -113,8 +120,18 @@ def test_profile_reader_does_not_import_any_backend():
 
 #: opu_hal's layers, lowest first: a module may import its own layer and the layers below it.
 #: The README's "Layout" section draws the same order.
-LAYERS = ["contract", "runtime", "kernels", "randomness", "camera", "privacy", "profiles", "backends",
-          "calibration", "face"]
+LAYERS = [
+    "contract",
+    "runtime",
+    "kernels",
+    "randomness",
+    "camera",
+    "privacy",
+    "profiles",
+    "backends",
+    "calibration",
+    "face",
+]
 FACE = {"opu_hal", "opu_hal.__main__", "opu_hal.cli", "opu_hal.commands", "opu_hal.loader", "opu_hal.testing"}
 
 
@@ -130,8 +147,12 @@ def test_every_opu_hal_module_belongs_to_a_layer():
 
 
 def test_opu_hal_imports_point_down_the_layers():
-    upward = [f"{m} ({_layer(m)}) -> {i} ({_layer(i)})" for m, imports in _graph("opu_hal").items()
-              for i in imports if LAYERS.index(_layer(i)) > LAYERS.index(_layer(m))]
+    upward = [
+        f"{m} ({_layer(m)}) -> {i} ({_layer(i)})"
+        for m, imports in _graph("opu_hal").items()
+        for i in imports
+        if LAYERS.index(_layer(i)) > LAYERS.index(_layer(m))
+    ]
     assert not upward, "\n".join(sorted(upward))
 
 
@@ -148,8 +169,12 @@ def test_no_two_folders_import_each_other(package):
 
 
 def test_no_module_over_350_lines_outside_tests():
-    long = [f"{p.relative_to(ROOT)}: {n}" for d in ("opu_hal", "trainers", "benchmarks", "scripts", "examples")
-            for p in (ROOT / d).rglob("*.py") if (n := len(p.read_text(encoding="utf-8").splitlines())) > 350]
+    long = [
+        f"{p.relative_to(ROOT)}: {n}"
+        for d in ("opu_hal", "trainers", "benchmarks", "scripts", "examples")
+        for p in (ROOT / d).rglob("*.py")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > 350
+    ]
     assert not long, long
 
 

@@ -25,8 +25,9 @@ from opu_hal.cli import main
 
 
 def profile(**overrides) -> LightonProfile:
-    fields = dict(backend="lighton", in_features=12, out_features=64, simulated=True,
-                  retries=2, timeout_s=2.0, backoff_s=0.0)
+    fields = dict(
+        backend="lighton", in_features=12, out_features=64, simulated=True, retries=2, timeout_s=2.0, backoff_s=0.0
+    )
     return LightonProfile(**{**fields, **overrides})
 
 
@@ -128,6 +129,7 @@ def test_closing_while_a_call_is_stuck_is_a_timeout_and_the_device_is_closed():
 
 def process_running() -> BaseException:
     from lightonml.internal.pidfile import ProcessRunningException
+
     return ProcessRunningException("process already running in /tmp/opu.pid as pid 4242")
 
 
@@ -177,10 +179,12 @@ def test_hung_open_times_out_and_leaves_the_device_unopened():
 def test_invalid_rows_from_the_sdk_are_a_failure_not_success(row):
     device = LightonDevice(profile(retries=1))
     with device:
+
         def bad(batch):
             out = np.ones((batch.shape[0], 64))
             out[1] = row
             return out
+
         device.opu.linear_transform = bad
         with pytest.raises(DeviceUnavailable, match="output row"):
             device.project(BATCH)
@@ -198,8 +202,10 @@ def test_all_zero_output_for_an_all_zero_input_row_is_valid():
 def test_host_memory_error_is_not_retried_nor_an_opu_failure():
     device = LightonDevice(profile(retries=3))
     with device:
+
         def out_of_memory(batch):
             raise MemoryError("cannot allocate 16 GiB")
+
         device.opu.linear_transform = out_of_memory
         with pytest.raises(opu_hal.HostMemoryError, match="host ran out of memory.*not an OPU failure"):
             device.project(BATCH)
@@ -269,16 +275,32 @@ def test_uncalibrated_hardware_reports_zero_noise_and_calibration_file_is_used(t
     monkeypatch.setattr(lighton, "check_hardware_present", lambda: None)
     device = LightonDevice(profile(simulated=False))
     assert not device.calibrated and device.noise_report().std == 0.0
-    twin = opu_hal.load_device(opu_hal.validate_profile({
-        "backend": "simulated", "in_features": 12, "out_features": 64, "adc_bits": 12, "gain_e_per_dn": 3.0,
-        "black_level_dn": 100, "read_noise_e": 8.0, "exposure_us": 400.0}))
+    twin = opu_hal.load_device(
+        opu_hal.validate_profile(
+            {
+                "backend": "simulated",
+                "in_features": 12,
+                "out_features": 64,
+                "adc_bits": 12,
+                "gain_e_per_dn": 3.0,
+                "black_level_dn": 100,
+                "read_noise_e": 8.0,
+                "exposure_us": 400.0,
+            }
+        )
+    )
     measured = calibrate_device(twin, [31.0], [400.0], [100_000.0], frames=8, bootstrap=50)
     (tmp_path / "opu.toml").write_text(  # the declared temperature (lightonml cannot read it), a reference beam
         'backend = "lighton"\nin_features = 12\nout_features = 64\nexposure_us = 400.0\ncalibration = "cal.json"\n'
-        'temperature_c = 31.0\nanchor_power_uw = 0.7\n'
+        "temperature_c = 31.0\nanchor_power_uw = 0.7\n"
     )
-    identity = measured.device.model_copy(update={  # as if measured on this OPU: its identity, its physics keys
-        "backend": "lighton", "profile": "opu", "physics": physics_of(opu_hal.load_profile(tmp_path / "opu.toml"))})
+    identity = measured.device.model_copy(
+        update={  # as if measured on this OPU: its identity, its physics keys
+            "backend": "lighton",
+            "profile": "opu",
+            "physics": physics_of(opu_hal.load_profile(tmp_path / "opu.toml")),
+        }
+    )
     write_calibration(measured.model_copy(update={"device": identity}), tmp_path / "cal.json")
     calibrated = opu_hal.load_device(tmp_path / "opu.toml")  # the profile's calibration key
     assert isinstance(calibrated, LightonDevice) and calibrated.calibration is not None
@@ -294,11 +316,11 @@ def test_uncalibrated_hardware_reports_zero_noise_and_calibration_file_is_used(t
 
 def test_software_noise_on_hardware_and_credentials_in_profiles_are_refused():
     with pytest.raises(ProfileError, match="noise_std is software noise"):
-        opu_hal.validate_profile({"backend": "lighton", "in_features": 4, "out_features": 4,
-                                  "noise_std": 0.1})
+        opu_hal.validate_profile({"backend": "lighton", "in_features": 4, "out_features": 4, "noise_std": 0.1})
     with pytest.raises(ProfileError, match="unknown key"):
-        opu_hal.validate_profile({"backend": "lighton", "in_features": 4, "out_features": 4,
-                                  "simulated": True, "api_token": "secret"})
+        opu_hal.validate_profile(
+            {"backend": "lighton", "in_features": 4, "out_features": 4, "simulated": True, "api_token": "secret"}
+        )
 
 
 def test_sdk_simulated_device_sets_its_software_noise_through_set_options():

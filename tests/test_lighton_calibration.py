@@ -21,15 +21,21 @@ from lightonml.internal import simulated_device
 import opu_hal
 from opu_hal import LightonProfile
 from opu_hal.backends.lighton import LightonDevice
-from opu_hal.backends.lighton_frames import PLANCK_J_S, LIGHT_SPEED_M_S
+from opu_hal.backends.lighton_frames import LIGHT_SPEED_M_S, PLANCK_J_S
 from opu_hal.calibration.calibrated import load_calibrated_noise
 from opu_hal.calibration.schema import read_calibration
 from opu_hal.cli import main as opu_main
 from opu_hal.contract.errors import CalibrationError, DeviceUnavailable
 
 # The fake camera's hidden truth (never read by the code under test).
-TRUTH = dict(gain_e_per_dn=6.0, read_noise_e=8.0, black_level_dn=10, quantum_efficiency=0.5,
-             dark_e_per_s=60.0, full_well_e=20_000.0)
+TRUTH = dict(
+    gain_e_per_dn=6.0,
+    read_noise_e=8.0,
+    black_level_dn=10,
+    quantum_efficiency=0.5,
+    dark_e_per_s=60.0,
+    full_well_e=20_000.0,
+)
 PIXELS = 2040 * 1088  # the profile's sensor_pixels default
 
 
@@ -64,14 +70,27 @@ class SimulatedOpuDevice(simulated_device.SimulatedOpuDevice):
             field = field + math.sqrt(electrons(self.reference_power_uw, exposure))
         signal = np.abs(field) ** 2 + TRUTH["dark_e_per_s"] * exposure * 1e-6
         e = np.minimum(self._rng.poisson(signal), TRUTH["full_well_e"]) + self._rng.normal(
-            0.0, TRUTH["read_noise_e"], signal.shape)
+            0.0, TRUTH["read_noise_e"], signal.shape
+        )
         dn = np.round(e / TRUTH["gain_e_per_dn"]) + TRUTH["black_level_dn"]
         return np.clip(dn, 0, 255).astype(np.uint8)
 
 
-KEYS = dict(backend="lighton", in_features=10, out_features=256, simulated=True, mode="linear", seed=3,
-            exposure_us=400.0, temperature_c=30.0, laser_power_uw=0.6, anchor_power_uw=0.6,
-            retries=0, timeout_s=60.0, backoff_s=0.0)
+KEYS = dict(
+    backend="lighton",
+    in_features=10,
+    out_features=256,
+    simulated=True,
+    mode="linear",
+    seed=3,
+    exposure_us=400.0,
+    temperature_c=30.0,
+    laser_power_uw=0.6,
+    anchor_power_uw=0.6,
+    retries=0,
+    timeout_s=60.0,
+    backoff_s=0.0,
+)
 
 
 def toml(path, **overrides):
@@ -102,9 +121,12 @@ def calibrated(tmp_path_factory):
 def test_calibrate_through_the_sdk_recovers_the_hidden_camera(calibrated):
     _, _, cal = calibrated
     assert cal.device.backend == "lighton" and cal.temperatures_c == [30.0]
-    for estimate, truth in ((cal.gain_e_per_dn, TRUTH["gain_e_per_dn"]), (cal.read_noise_e, TRUTH["read_noise_e"]),
-                            (cal.black_level_dn, TRUTH["black_level_dn"]),
-                            (cal.quantum_efficiency, TRUTH["quantum_efficiency"])):
+    for estimate, truth in (
+        (cal.gain_e_per_dn, TRUTH["gain_e_per_dn"]),
+        (cal.read_noise_e, TRUTH["read_noise_e"]),
+        (cal.black_level_dn, TRUTH["black_level_dn"]),
+        (cal.quantum_efficiency, TRUTH["quantum_efficiency"]),
+    ):
         assert estimate.value == pytest.approx(truth, rel=0.1)
     assert cal.saturation_limited_by == "adc"  # the 8-bit ADC clips before the full well
 
@@ -127,16 +149,42 @@ def test_train_with_the_lighton_calibration_reports_its_noise(calibrated, camera
 
     folder, profile, _cal = calibrated
     out = tmp_path / "run.json"
-    code = train_main(["train", "--method", "photonic-dp", "--profile", str(profile), "--dataset", "digits", "--epochs", "1",
-                       "--hidden", "16", "--batch-size", "64", "--train-limit", "256", "--calibration",
-                       str(folder / "cal.json"), "--quiet", "--out", str(out)])
+    code = train_main(
+        [
+            "train",
+            "--method",
+            "photonic-dp",
+            "--profile",
+            str(profile),
+            "--dataset",
+            "digits",
+            "--epochs",
+            "1",
+            "--hidden",
+            "16",
+            "--batch-size",
+            "64",
+            "--train-limit",
+            "256",
+            "--calibration",
+            str(folder / "cal.json"),
+            "--quiet",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     record = json.loads(out.read_text())
     expected = load_calibrated_noise(folder / "cal.json", LightonProfile(**KEYS)).report(30.0)
     seen = [entry["operating_point"] for entry in record["noise_reports"]]
     # the ternarized error is projected in two passes (e+ and e-): their noises add in quadrature
-    assert seen and all(p["source"] == "calibrated" and p["temperature_c"] == 30.0 and p["passes"] == 2
-                        and p["std_lower"] == pytest.approx(math.sqrt(2) * expected.std_lower) for p in seen)
+    assert seen and all(
+        p["source"] == "calibrated"
+        and p["temperature_c"] == 30.0
+        and p["passes"] == 2
+        and p["std_lower"] == pytest.approx(math.sqrt(2) * expected.std_lower)
+        for p in seen
+    )
 
 
 def test_a_calibration_not_covering_the_declared_temperature_is_refused(calibrated, camera, tmp_path):
@@ -147,8 +195,20 @@ def test_a_calibration_not_covering_the_declared_temperature_is_refused(calibrat
 
 
 def test_a_temperature_other_than_the_declared_one_cannot_be_calibrated(camera, tmp_path, capsys):
-    code = opu_main(["calibrate", str(toml(tmp_path / "p.toml")), "--temperatures", "30", "80", "--frames", "4",
-                     "--quiet", "--out", str(tmp_path / "c.json")])
+    code = opu_main(
+        [
+            "calibrate",
+            str(toml(tmp_path / "p.toml")),
+            "--temperatures",
+            "30",
+            "80",
+            "--frames",
+            "4",
+            "--quiet",
+            "--out",
+            str(tmp_path / "c.json"),
+        ]
+    )
     assert code == 2 and "temperature_c = 80.0 is outside its allowed range [30.0, 30.0]" in capsys.readouterr().err
 
 
@@ -193,11 +253,18 @@ def test_report_is_interpolated_conservatively_and_independent_of_listing_order(
     between them the bound is never above either neighbour's, and listing order changes nothing."""
     _, _, cal = calibrated
     cold = cal.operating_points[0]
-    hot = cold.model_copy(update={"temperature_c": 80.0, "dark_e_min_pixel_lower": cold.dark_e_min_pixel_lower + 40.0,
-                                  "dark_e": cold.dark_e.model_copy(update={"value": cold.dark_e.value + 50.0})})
+    hot = cold.model_copy(
+        update={
+            "temperature_c": 80.0,
+            "dark_e_min_pixel_lower": cold.dark_e_min_pixel_lower + 40.0,
+            "dark_e": cold.dark_e.model_copy(update={"value": cold.dark_e.value + 50.0}),
+        }
+    )
     profile = LightonProfile(**KEYS)
-    orders = [cal.model_copy(update={"temperatures_c": temps, "operating_points": points, "temperature_law": None})
-              for temps, points in (([30.0, 80.0], [cold, hot]), ([80.0, 30.0], [hot, cold]))]
+    orders = [
+        cal.model_copy(update={"temperatures_c": temps, "operating_points": points, "temperature_law": None})
+        for temps, points in (([30.0, 80.0], [cold, hot]), ([80.0, 30.0], [hot, cold]))
+    ]
     one, two = (load_calibrated_noise(c, profile) for c in orders)
     for t in (30.0, 55.0, 80.0):
         assert one.report(t) == two.report(t)

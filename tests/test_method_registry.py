@@ -10,21 +10,20 @@ import torch
 from torch import nn
 
 from opu_hal.randomness.seeding import derive_seed, stream_seed
+from tests.test_data import make_dataset
+from tests.training_helpers import clusters
 from trainers import cli
-from trainers.run.config import TrainConfig
-from trainers.core.errors import TrainingConfigError
-from trainers.run.loop import train
 from trainers.api import PrivacyEngine, attach_dfa
 from trainers.audit.black_box import check_claim
 from trainers.audit.white_box import white_box_methods
+from trainers.core.errors import TrainingConfigError
+from trainers.core.sampling import step_generator
 from trainers.distributed.setup import check_method
 from trainers.methods import SPECS, Method, StepOutput, get_spec, register_method, unregister_method
-from trainers.methods.dp_sgd import DPSGD
 from trainers.methods.base import forward_and_error
-from trainers.core.sampling import step_generator
-
-from tests.test_data import make_dataset
-from tests.training_helpers import clusters
+from trainers.methods.dp_sgd import DPSGD
+from trainers.run.config import TrainConfig
+from trainers.run.loop import train
 
 
 class Frozen(Method):
@@ -60,8 +59,10 @@ def test_registered_method_is_a_cli_choice_and_trains_from_the_command_line(froz
     make_dataset(tmp_path, n_train=100, n_test=20, compress=False)
     monkeypatch.setenv("OPU_HAL_DATA_DIR", str(tmp_path))
     out = tmp_path / "r.json"
-    assert cli.main(["train", "--method", "frozen-test", "--epochs", "1", "--quiet", "--no-alignment",
-                     "--out", str(out)]) == 0
+    assert (
+        cli.main(["train", "--method", "frozen-test", "--epochs", "1", "--quiet", "--no-alignment", "--out", str(out)])
+        == 0
+    )
     assert json.loads(out.read_text())["hyperparameters"]["hidden"] == [7]
 
 
@@ -76,8 +77,7 @@ def test_unregistered_method_is_refused_by_config_and_cli(capsys):
 def test_sigma_flag_is_an_alias_of_software_noise_std():
     parser = cli.hal_cli.build_parser([cli.register_train_commands])
     a = cli.config_from_args(parser.parse_args(["train", "--method", "photonic-dp", "--sigma", "0.05"]))
-    b = cli.config_from_args(parser.parse_args(["train", "--method", "photonic-dp",
-                                                "--software-noise-std", "0.05"]))
+    b = cli.config_from_args(parser.parse_args(["train", "--method", "photonic-dp", "--software-noise-std", "0.05"]))
     assert a.software_noise_std == b.software_noise_std == 0.05
     assert TrainConfig.for_method("photonic-dp", sigma=0.05).software_noise_std == 0.05
 
@@ -111,16 +111,26 @@ def _make_private(method: str) -> PrivacyEngine:
     model = nn.Sequential(nn.Linear(20, 16), nn.Sigmoid(), nn.Linear(16, 10))
     data = clusters(n_train=100, n_test=2).train
     engine = PrivacyEngine()
-    engine.make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-                        data_loader=(data.x, data.y), batch_size=20, noise_multiplier=1.0, max_grad_norm=1.0,
-                        method=method)
+    engine.make_private(
+        module=model,
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+        data_loader=(data.x, data.y),
+        batch_size=20,
+        noise_multiplier=1.0,
+        max_grad_norm=1.0,
+        method=method,
+    )
     return engine
 
 
 @pytest.fixture
 def toy_private():
-    register_method(ToyPrivate, noise_sources=("software",), user_update="per-example-clipping",
-                    distributed_refusal="toy reason: not analysed on ranks")
+    register_method(
+        ToyPrivate,
+        noise_sources=("software",),
+        user_update="per-example-clipping",
+        distributed_refusal="toy reason: not analysed on ranks",
+    )
     yield ToyPrivate
     unregister_method(ToyPrivate.name)
 
@@ -150,8 +160,14 @@ def test_a_registration_refused_by_make_private_names_its_reason():
     register_method(Frozen, api_refusal="toy refusal: no user update")
     try:
         with pytest.raises(TrainingConfigError, match="not offered by make_private: toy refusal"):
-            PrivacyEngine().make_private(module=nn.Linear(2, 2), optimizer=None, data_loader=None,  # type: ignore[arg-type]
-                                         noise_multiplier=1.0, max_grad_norm=1.0, method=Frozen.name)
+            PrivacyEngine().make_private(
+                module=nn.Linear(2, 2),
+                optimizer=None,
+                data_loader=None,  # type: ignore[arg-type]
+                noise_multiplier=1.0,
+                max_grad_norm=1.0,
+                method=Frozen.name,
+            )
         with pytest.raises(TrainingConfigError, match="not private; there is no claim to audit"):
             check_claim(Frozen.name)
     finally:

@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from opu_hal.privacy.run_shape import RunShape
 from opu_hal.calibration.schema import read_calibration
+from opu_hal.privacy.run_shape import RunShape
 from opu_hal.privacy.skellam import required_poisson_mean
 from trainers.api import PrivacyEngine, calibrate, calibrated_device, plan
 from trainers.core.errors import TrainingConfigError
@@ -35,8 +35,16 @@ def test_plan_counts_steps_from_epochs_and_the_dimension_from_the_model(calibrat
     points = plan(path, "opu-sim-dp", 3.0, 1e-5, dataset_size=600, batch_size=32, epochs=2.5, model=model)
     steps = math.ceil(2.5 * 600 / 32)
     assert points[0].frames_total == points[0].frames_per_step * steps
-    shape = RunShape(sampling="fixed", dataset_size=600, batch_size=32, steps=steps, sensitivity=1.0,
-                     dimension=20 * 16 + 16 + 16 * 10 + 10, lattice_resolution=10.0, rounding_analysis="per-coordinate")
+    shape = RunShape(
+        sampling="fixed",
+        dataset_size=600,
+        batch_size=32,
+        steps=steps,
+        sensitivity=1.0,
+        dimension=20 * 16 + 16 + 16 * 10 + 10,
+        lattice_resolution=10.0,
+        rounding_analysis="per-coordinate",
+    )
     assert points[0].needed == pytest.approx(required_poisson_mean(3.0, 1e-5, shape))
     assert [p.reaches_target for p in points] == sorted((p.reaches_target for p in points), reverse=True)
     with pytest.raises(TrainingConfigError, match="model= or dimension="):
@@ -52,8 +60,16 @@ def test_a_calibrated_device_serves_dp_dfa_device_noise(calibration_file):
     x, y = torch.randn(64, 20), torch.randint(0, 10, (64,))
     engine = PrivacyEngine()
     model, optimizer, loader = engine.make_private(
-        module=model, optimizer=torch.optim.Adam(model.parameters(), lr=1e-3), data_loader=(x, y), batch_size=16,
-        noise_multiplier=2.0, max_grad_norm=0.1, method="dp-dfa", noise_source="device", device=device)
+        module=model,
+        optimizer=torch.optim.Adam(model.parameters(), lr=1e-3),
+        data_loader=(x, y),
+        batch_size=16,
+        noise_multiplier=2.0,
+        max_grad_norm=0.1,
+        method="dp-dfa",
+        noise_source="device",
+        device=device,
+    )
     for xb, yb in loader:
         optimizer.zero_grad()
         F.cross_entropy(model(xb), yb).backward()

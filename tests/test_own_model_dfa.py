@@ -9,10 +9,10 @@ from torch import nn
 
 from tests.training_helpers import clusters, simulated_device, torch_device
 from trainers.api import UnsupportedModelError, attach_dfa, dfa_alignment
-from trainers.run.config import TrainConfig
+from trainers.core.model import MLP
 from trainers.methods import DFA, PhotonicDFA, TernarizedDFA
 from trainers.methods.base import MethodContext
-from trainers.core.model import MLP
+from trainers.run.config import TrainConfig
 
 
 def _pair(activation: str = "tanh"):
@@ -26,9 +26,14 @@ def _pair(activation: str = "tanh"):
     return mlp, user, [user[0], user[2][0], user[3]]
 
 
-@pytest.mark.parametrize("method,cls,make_device,activation", [
-    ("dfa", DFA, torch_device, "tanh"), ("tdfa", TernarizedDFA, torch_device, "relu"),
-    ("pdfa", PhotonicDFA, simulated_device, "sigmoid")])
+@pytest.mark.parametrize(
+    "method,cls,make_device,activation",
+    [
+        ("dfa", DFA, torch_device, "tanh"),
+        ("tdfa", TernarizedDFA, torch_device, "relu"),
+        ("pdfa", PhotonicDFA, simulated_device, "sigmoid"),
+    ],
+)
 def test_hook_updates_equal_the_builtin_method_on_the_same_model_and_feedback(method, cls, make_device, activation):
     data = clusters(n_train=64, n_test=2)
     x, y = data.train.x, data.train.y
@@ -55,12 +60,15 @@ class Residual(nn.Module):
         return x + torch.tanh(self.inner(x))
 
 
-@pytest.mark.parametrize("model,named", [
-    (nn.Sequential(nn.Linear(4, 8), nn.Tanh(), Residual(8), nn.Linear(8, 3)), "'2' (Residual)"),
-    (nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.Linear(8, 3)), "'1' (LayerNorm)"),
-    (nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3), nn.Tanh()), "ends with an activation"),
-    (Residual(4), "got Residual"),
-])
+@pytest.mark.parametrize(
+    "model,named",
+    [
+        (nn.Sequential(nn.Linear(4, 8), nn.Tanh(), Residual(8), nn.Linear(8, 3)), "'2' (Residual)"),
+        (nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.Linear(8, 3)), "'1' (LayerNorm)"),
+        (nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3), nn.Tanh()), "ends with an activation"),
+        (Residual(4), "got Residual"),
+    ],
+)
 def test_a_model_dfa_cannot_train_is_refused_naming_the_layer(model, named):
     with pytest.raises(UnsupportedModelError, match=named.replace("(", r"\(").replace(")", r"\)")):
         attach_dfa(model, "dfa", torch_device(out_features=48))
@@ -131,8 +139,9 @@ def test_conv_layers_get_the_backprop_of_the_first_linears_dfa_signal():
     expected = torch.autograd.grad((z1 * delta1).sum(), [conv.weight, conv.bias])
     assert torch.allclose(conv.weight.grad, expected[0], atol=1e-6)
     assert torch.allclose(conv.bias.grad, expected[1], atol=1e-6)
-    backprop = torch.autograd.grad(F.cross_entropy(model[:5](x).tanh() @ model[6].weight.T + model[6].bias, y),
-                                   conv.weight)[0]
+    backprop = torch.autograd.grad(
+        F.cross_entropy(model[:5](x).tanh() @ model[6].weight.T + model[6].bias, y), conv.weight
+    )[0]
     assert not torch.allclose(conv.weight.grad, backprop, atol=1e-4)  # DFA's signal, not backprop's
 
 
@@ -154,10 +163,13 @@ def test_the_hybrid_network_trains_by_dfa_in_a_user_loop_and_its_convs_align():
     assert set(cosines) == {"0", "4", "6"} and cosines["6"] == pytest.approx(1.0, abs=1e-5)
 
 
-@pytest.mark.parametrize("model,named", [
-    (nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Flatten(), nn.Linear(8, 3)), "'1' (BatchNorm2d)"),
-    (nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Conv1d(1, 1, 3)), "'2' (Conv1d)"),
-])
+@pytest.mark.parametrize(
+    "model,named",
+    [
+        (nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Flatten(), nn.Linear(8, 3)), "'1' (BatchNorm2d)"),
+        (nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Conv1d(1, 1, 3)), "'2' (Conv1d)"),
+    ],
+)
 def test_an_unknown_layer_of_a_conv_prefix_or_a_conv_after_the_first_linear_is_refused_by_name(model, named):
     with pytest.raises(UnsupportedModelError, match=named.replace("(", r"\(").replace(")", r"\)")):
         attach_dfa(model, "dfa", torch_device(out_features=48))

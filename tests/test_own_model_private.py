@@ -10,15 +10,15 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from opu_hal.privacy.mechanisms import GaussianRelease
 from opu_hal.privacy import Accountant, FixedSizeGaussianEvent, PoissonGaussianEvent
+from opu_hal.privacy.mechanisms import GaussianRelease
 from tests.training_helpers import clusters
 from trainers.api import PrivacyBudgetExhausted, PrivacyEngine, UnsupportedModelError
-from trainers.run.config import TrainConfig
 from trainers.core.errors import TrainingConfigError
+from trainers.core.model import MLP
 from trainers.methods import DPDFA
 from trainers.methods.base import MethodContext
-from trainers.core.model import MLP
+from trainers.run.config import TrainConfig
 
 
 def _data(n: int = 200):
@@ -47,8 +47,12 @@ def test_dp_sgd_epsilon_equals_the_accountants_for_the_same_rate_noise_and_steps
     model = _mlp()
     engine = PrivacyEngine()
     model, optimizer, loader = engine.make_private(
-        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), data_loader=DataLoader(TensorDataset(x, y), batch_size=20),
-        noise_multiplier=1.3, max_grad_norm=1.0)
+        module=model,
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+        data_loader=DataLoader(TensorDataset(x, y), batch_size=20),
+        noise_multiplier=1.3,
+        max_grad_norm=1.0,
+    )
     steps = _train(loader, model, optimizer, epochs=2)
     assert steps == 20 == engine.steps
     reference = Accountant("add_remove")
@@ -62,8 +66,14 @@ def test_wrapped_optimizer_noise_std_is_z_times_clip_norm():
     x, y = torch.randn(100, 200), torch.randint(0, 100, (100,))
     engine = PrivacyEngine()
     z, clip, m = 0.8, 2.5, 10
-    model, optimizer, loader = engine.make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.0),
-                                                   data_loader=(x, y), batch_size=m, noise_multiplier=z, max_grad_norm=clip)
+    model, optimizer, loader = engine.make_private(
+        module=model,
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.0),
+        data_loader=(x, y),
+        batch_size=m,
+        noise_multiplier=z,
+        max_grad_norm=clip,
+    )
     assert optimizer.noise_std == pytest.approx(z * clip)
     xb, _ = next(iter(loader))
     (0 * model(xb).sum()).backward()  # zero per-example gradients: .grad is the noise alone
@@ -78,8 +88,14 @@ def test_dp_sgd_clips_each_example_to_the_norm():
     model = nn.Sequential(nn.Linear(5, 3))
     x, y = torch.randn(40, 5) * 10, torch.randint(0, 3, (40,))
     engine = PrivacyEngine()
-    model, optimizer, _loader = engine.make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.0),
-                                                   data_loader=(x, y), batch_size=4, noise_multiplier=1.0, max_grad_norm=0.5)
+    model, optimizer, _loader = engine.make_private(
+        module=model,
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.0),
+        data_loader=(x, y),
+        batch_size=4,
+        noise_multiplier=1.0,
+        max_grad_norm=0.5,
+    )
     F.cross_entropy(model(x[:1]), y[:1]).backward()
     clipped = optimizer.update.clipped()
     assert float(clipped.norm()) == pytest.approx(0.5, rel=1e-5)  # one example, gradient norm >> 0.5
@@ -98,9 +114,17 @@ def test_dp_dfa_update_before_noise_equals_the_builtin_method_and_so_does_the_se
     builtin.compute_gradients(x[:16], y[:16])
     engine = PrivacyEngine()
     user, optimizer, _loader = engine.make_private(
-        module=user, optimizer=torch.optim.SGD(user.parameters(), lr=0.1), data_loader=(x, y), batch_size=16,
-        noise_multiplier=1.0, max_grad_norm=config.tau_e, method="dp-dfa", tau_h=config.tau_h, beta=config.beta,
-        feedback_seed=config.seed)
+        module=user,
+        optimizer=torch.optim.SGD(user.parameters(), lr=0.1),
+        data_loader=(x, y),
+        batch_size=16,
+        noise_multiplier=1.0,
+        max_grad_norm=config.tau_e,
+        method="dp-dfa",
+        tau_h=config.tau_h,
+        beta=config.beta,
+        feedback_seed=config.seed,
+    )
     F.cross_entropy(user(x[:16]), y[:16]).backward()
     assert all(p.grad is None for p in user.parameters())  # nothing un-noised reaches .grad
     ours = optimizer.update.clipped()
@@ -122,8 +146,16 @@ def test_dp_dfa_with_device_noise_is_charged_the_lattice_event():
     model = _mlp()
     engine = PrivacyEngine()
     model, optimizer, loader = engine.make_private(
-        module=model, optimizer=torch.optim.Adam(model.parameters(), lr=1e-3), data_loader=(x, y), batch_size=16,
-        noise_multiplier=2.0, max_grad_norm=0.1, method="dp-dfa", noise_source="device", device="opu-sim-dp")
+        module=model,
+        optimizer=torch.optim.Adam(model.parameters(), lr=1e-3),
+        data_loader=(x, y),
+        batch_size=16,
+        noise_multiplier=2.0,
+        max_grad_norm=0.1,
+        method="dp-dfa",
+        noise_source="device",
+        device="opu-sim-dp",
+    )
     assert _train(loader, model, optimizer) == 4
     assert engine.optimizer.mechanism.mechanism == "skellam"
     event = optimizer.mechanism.lattice.event(64, 16, 2.0)
@@ -135,8 +167,15 @@ def test_budget_stop_ends_training_before_the_target_is_crossed():
     model = _mlp()
     engine = PrivacyEngine()
     model, optimizer, loader = engine.make_private(
-        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), data_loader=TensorDataset(x, y),
-        batch_size=20, noise_multiplier=2.0, max_grad_norm=1.0, target_epsilon=2.0, target_delta=1e-5)
+        module=model,
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+        data_loader=TensorDataset(x, y),
+        batch_size=20,
+        noise_multiplier=2.0,
+        max_grad_norm=1.0,
+        target_epsilon=2.0,
+        target_delta=1e-5,
+    )
     steps = _train(loader, model, optimizer, epochs=50)
     assert engine.stopped_by_budget and 0 < steps < 500
     assert engine.get_epsilon(1e-5) <= 2.0
@@ -149,14 +188,26 @@ def _wrap(engine: PrivacyEngine, how: str, **options):
     """``engine.<how>`` (make_private or make_private_with_epsilon) of a fresh MLP on :func:`_data`, batches of 20."""
     x, y = _data()
     model = _mlp()
-    return getattr(engine, how)(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-                                data_loader=(x, y), batch_size=20, **options)
+    return getattr(engine, how)(
+        module=model,
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+        data_loader=(x, y),
+        batch_size=20,
+        **options,
+    )
 
 
 def test_make_private_with_epsilon_spends_about_the_target_in_the_planned_epochs():
     engine = PrivacyEngine()
-    model, optimizer, loader = _wrap(engine, "make_private_with_epsilon", target_epsilon=3.0, target_delta=1e-5,
-                                     epochs=3, max_grad_norm=1.0, method="dp-dfa")
+    model, optimizer, loader = _wrap(
+        engine,
+        "make_private_with_epsilon",
+        target_epsilon=3.0,
+        target_delta=1e-5,
+        epochs=3,
+        max_grad_norm=1.0,
+        method="dp-dfa",
+    )
     assert _train(loader, model, optimizer, epochs=3) == 30
     assert 2.9 < engine.get_epsilon(1e-5) <= 3.0
     assert not engine.stopped_by_budget
@@ -174,8 +225,13 @@ def test_state_dict_round_trips_accountant_sampling_and_noise():
     twin.load_state_dict(model_state)
     engine2 = PrivacyEngine()
     twin, optimizer2, loader2 = engine2.make_private(
-        module=twin, optimizer=torch.optim.SGD(twin.parameters(), lr=0.1), data_loader=(x, y), batch_size=20,
-        noise_multiplier=1.0, max_grad_norm=1.0)
+        module=twin,
+        optimizer=torch.optim.SGD(twin.parameters(), lr=0.1),
+        data_loader=(x, y),
+        batch_size=20,
+        noise_multiplier=1.0,
+        max_grad_norm=1.0,
+    )
     engine2.load_state_dict(state)
     optimizer2.load_state_dict(opt_state)
     assert engine2.get_epsilon(1e-5) == engine.get_epsilon(1e-5)
@@ -189,9 +245,14 @@ def test_state_dict_round_trips_accountant_sampling_and_noise():
 def test_dp_sgd_refuses_trainable_layers_it_cannot_clip_naming_them():
     model = nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.Linear(8, 3))
     with pytest.raises(UnsupportedModelError, match=r"'1' \(LayerNorm\)"):
-        PrivacyEngine().make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-                                     data_loader=(torch.randn(10, 4), torch.zeros(10, dtype=torch.long)),
-                                     batch_size=2, noise_multiplier=1.0, max_grad_norm=1.0)
+        PrivacyEngine().make_private(
+            module=model,
+            optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+            data_loader=(torch.randn(10, 4), torch.zeros(10, dtype=torch.long)),
+            batch_size=2,
+            noise_multiplier=1.0,
+            max_grad_norm=1.0,
+        )
 
 
 def test_a_declared_public_dataset_size_sets_the_rate_the_steps_and_the_accounting():
@@ -199,8 +260,14 @@ def test_a_declared_public_dataset_size_sets_the_rate_the_steps_and_the_accounti
     model = _mlp()
     engine = PrivacyEngine()
     model, optimizer, loader = engine.make_private(
-        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), data_loader=(x, y), batch_size=20,
-        noise_multiplier=1.3, max_grad_norm=1.0, public_dataset_size=400)
+        module=model,
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+        data_loader=(x, y),
+        batch_size=20,
+        noise_multiplier=1.3,
+        max_grad_norm=1.0,
+        public_dataset_size=400,
+    )
     assert len(loader) == 20 and loader.sample_rate == pytest.approx(0.05)
     _train(loader, model, optimizer)
     assert engine.get_epsilon(1e-5) == pytest.approx(_epsilon(PoissonGaussianEvent(0.05, 1.3), "add_remove", 20))
@@ -211,9 +278,15 @@ def test_dp_ulr_and_dp_mac_are_refused_by_make_private_with_the_reason(method, r
     x, y = _data()
     model = _mlp()
     with pytest.raises(TrainingConfigError, match=rf"{method}.*not offered by make_private.*{reason}"):
-        PrivacyEngine().make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-                                     data_loader=(x, y), batch_size=32, noise_multiplier=1.0, max_grad_norm=1.0,
-                                     method=method)
+        PrivacyEngine().make_private(
+            module=model,
+            optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+            data_loader=(x, y),
+            batch_size=32,
+            noise_multiplier=1.0,
+            max_grad_norm=1.0,
+            method=method,
+        )
 
 
 @pytest.mark.parametrize("method", ["dp-ulr", "dp-mac"])
@@ -221,8 +294,16 @@ def test_the_refusals_suggested_path_trains_the_method_on_a_users_tensors(method
     from trainers.run.loop import train
 
     data = clusters(n_train=256, n_test=64)
-    config = TrainConfig.for_method(method, features="pixels", target_epsilon=8.0, epochs=1, batch_size=64, hidden=(16,),
-                                    inputs="unit", alignment=False)
+    config = TrainConfig.for_method(
+        method,
+        features="pixels",
+        target_epsilon=8.0,
+        epochs=1,
+        batch_size=64,
+        hidden=(16,),
+        inputs="unit",
+        alignment=False,
+    )
     record = train(config, data=data, progress=False, log=lambda message: None)
     assert record["final"]["steps"] > 0 and 0 < record["final"]["epsilon"] <= 8.0
 
@@ -231,9 +312,15 @@ def test_dp_dfa_refuses_a_conv_prefix_naming_the_conv_and_the_path_that_trains_i
     model = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.Tanh(), nn.Flatten(), nn.Linear(40, 10))
     x, y = torch.rand(64, 1, 4, 5), torch.randint(0, 10, (64,))
     with pytest.raises(UnsupportedModelError, match=r"layer '0' \(Conv2d\).*--model cnn"):
-        PrivacyEngine().make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-                                     data_loader=(x, y), batch_size=16, noise_multiplier=1.0, max_grad_norm=1.0,
-                                     method="dp-dfa")
+        PrivacyEngine().make_private(
+            module=model,
+            optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+            data_loader=(x, y),
+            batch_size=16,
+            noise_multiplier=1.0,
+            max_grad_norm=1.0,
+            method="dp-dfa",
+        )
 
 
 def test_a_pld_engine_accounts_like_a_pld_ledger_and_plans_less_noise():
@@ -241,8 +328,13 @@ def test_a_pld_engine_accounts_like_a_pld_ledger_and_plans_less_noise():
     loader = DataLoader(TensorDataset(x, y), batch_size=20)
     engine = PrivacyEngine(accountant="pld")
     model = _mlp()
-    model, optimizer, loader = engine.make_private(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-                                                   data_loader=loader, noise_multiplier=1.3, max_grad_norm=1.0)
+    model, optimizer, loader = engine.make_private(
+        module=model,
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+        data_loader=loader,
+        noise_multiplier=1.3,
+        max_grad_norm=1.0,
+    )
     _train(loader, model, optimizer, epochs=2)
     reference = Accountant("add_remove", conversion="pld")
     reference.step(PoissonGaussianEvent(20 / 200, 1.3), 20)
@@ -251,9 +343,15 @@ def test_a_pld_engine_accounts_like_a_pld_ledger_and_plans_less_noise():
     for kind in ("rdp", "pld"):
         model = _mlp()
         engine = PrivacyEngine(accountant=kind)
-        engine.make_private_with_epsilon(module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-                                         data_loader=DataLoader(TensorDataset(x, y), batch_size=20),
-                                         target_epsilon=2.0, target_delta=1e-5, epochs=2, max_grad_norm=1.0)
+        engine.make_private_with_epsilon(
+            module=model,
+            optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+            data_loader=DataLoader(TensorDataset(x, y), batch_size=20),
+            target_epsilon=2.0,
+            target_delta=1e-5,
+            epochs=2,
+            max_grad_norm=1.0,
+        )
         planned[kind] = engine.noise_multiplier
     assert planned["pld"] < 0.97 * planned["rdp"]
 
@@ -263,8 +361,12 @@ def test_a_pld_engine_refuses_events_the_pld_does_not_cover():
     model = _mlp()
     with pytest.raises(TrainingConfigError, match="accountant='pld'.*--accounting rdp"):
         PrivacyEngine(accountant="pld").make_private(
-            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-            data_loader=DataLoader(TensorDataset(x, y), batch_size=20), noise_multiplier=1.0, max_grad_norm=1.0,
-            method="dp-dfa")
+            module=model,
+            optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+            data_loader=DataLoader(TensorDataset(x, y), batch_size=20),
+            noise_multiplier=1.0,
+            max_grad_norm=1.0,
+            method="dp-dfa",
+        )
     with pytest.raises(TrainingConfigError, match="choose 'rdp' or 'pld'"):
         PrivacyEngine(accountant="prv")

@@ -17,15 +17,15 @@ from opu_hal.privacy import (
     PrivacyParameterError,
     UnboundedEvent,
 )
-from trainers.run.config import TrainConfig
-from trainers.methods import METHODS, MethodContext
-from trainers.core.model import MLP
-
 from tests.training_helpers import torch_device
+from trainers.core.model import MLP
+from trainers.methods import METHODS, MethodContext
+from trainers.run.config import TrainConfig
 
 # The issue's example: n_l = 10, m = 16, g = gamma_min tau_h_min = 0.5, G = gamma_max tau_h_max = 1.
-COUNTEREXAMPLE = dict(n_l=10, batch_size=16, sigma=1e4, gamma_min=0.5, gamma_max=1.0, tau_h_min=1.0,
-                      tau_h_max=1.0, tau_b=1.0)
+COUNTEREXAMPLE = dict(
+    n_l=10, batch_size=16, sigma=1e4, gamma_min=0.5, gamma_max=1.0, tau_h_min=1.0, tau_h_max=1.0, tau_b=1.0
+)
 M, G_MIN, G_MAX, N_L = 16, 0.5, 1.0, 10
 R = ((M - 1) * G_MIN**2 + G_MAX**2) / (M * G_MIN**2)  # per-coordinate variance ratio of the pair
 
@@ -90,7 +90,9 @@ def test_photonic_dp_update_reveals_whether_an_input_direction_was_sampled():
     update has rank 1 when every input shares a direction and rank 2 once one input does not,
     whatever the noise: the two laws are mutually singular, delta >= m/N at every epsilon."""
     config = TrainConfig.for_method("photonic-dp", epochs=1, batch_size=16, hidden=(16, 24), seed=0, sigma=0.5)
-    method = METHODS["photonic-dp"](MLP([20, 16, 24, 10]), MethodContext(config, torch_device(noise_std=0.5), 20, 10, 600))
+    method = METHODS["photonic-dp"](
+        MLP([20, 16, 24, 10]), MethodContext(config, torch_device(noise_std=0.5), 20, 10, 600)
+    )
     same = torch.zeros(16, 20)
     same[:, 0] = 3.0
     neighbour = same.clone()
@@ -103,7 +105,9 @@ def test_photonic_dp_update_reveals_whether_an_input_direction_was_sampled():
 
 def test_photonic_dp_is_charged_infinity_with_the_reason():
     config = TrainConfig.for_method("photonic-dp", epochs=1, batch_size=16, hidden=(16, 24), seed=0, sigma=0.5)
-    method = METHODS["photonic-dp"](MLP([20, 16, 24, 10]), MethodContext(config, torch_device(noise_std=0.5), 20, 10, 600))
+    method = METHODS["photonic-dp"](
+        MLP([20, 16, 24, 10]), MethodContext(config, torch_device(noise_std=0.5), 20, 10, 600)
+    )
     event = method.planned_event()
     assert event == UnboundedEvent(PHOTONIC_DP_UNBOUNDED_REASON) and "span" in event.reason
     accountant = Accountant("replace_one")

@@ -11,11 +11,10 @@ import pytest
 from opu_hal.privacy import Accountant, FixedSizeGaussianEvent, GaussianEvent, PoissonGaussianEvent
 from opu_hal.privacy.events import PrivacyParameterError
 from tests.test_privacy_attacks import DELTA, LRT_TRIALS, empirical_epsilon
-from trainers.run.config import TrainConfig
-from trainers.core.errors import TrainingConfigError
-from trainers.run.loop import Trainer, train
-
 from tests.training_helpers import clusters
+from trainers.core.errors import TrainingConfigError
+from trainers.run.config import TrainConfig
+from trainers.run.loop import Trainer, train
 
 
 def quiet(message: str) -> None:
@@ -97,8 +96,7 @@ def test_likelihood_ratio_test_stays_within_the_pld_epsilon_of_a_sampled_gaussia
 
 
 def _config(**changes):
-    options = dict(features="pixels", epochs=2, batch_size=50, hidden=(16,), alignment=False,
-                   target_epsilon=2.0)
+    options = dict(features="pixels", epochs=2, batch_size=50, hidden=(16,), alignment=False, target_epsilon=2.0)
     options.update(changes)
     return TrainConfig.for_method(options.pop("method", "dp-sgd"), **options)
 

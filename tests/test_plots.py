@@ -20,7 +20,14 @@ import pytest
 from matplotlib.collections import PolyCollection
 
 from opu_hal.calibration.figure_panels import (
-    DARK_AXES, DARK_BAND, DARK_LAW, PTC_AXES, PTC_FIT, draw_dark_current_law, draw_photon_transfer, law_band,
+    DARK_AXES,
+    DARK_BAND,
+    DARK_LAW,
+    PTC_AXES,
+    PTC_FIT,
+    draw_dark_current_law,
+    draw_photon_transfer,
+    law_band,
 )
 from opu_hal.calibration.schema import read_calibration
 from opu_hal.calibration.temperature import law_rate
@@ -103,11 +110,23 @@ def test_calibrate_writes_the_figure_with_ptc_and_dark_law_panels(calibration, t
 
 # -- training curves -----------------------------------------------------------------------------
 def record(tmp_path: Path, name: str, accuracies: list[float], epsilons: list[float] | None = None) -> str:
-    epochs = [{"epoch": i + 1, "test_accuracy": a, **({"epsilon": epsilons[i]} if epsilons else {})}
-              for i, a in enumerate(accuracies)]
+    epochs = [
+        {"epoch": i + 1, "test_accuracy": a, **({"epsilon": epsilons[i]} if epsilons else {})}
+        for i, a in enumerate(accuracies)
+    ]
     path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps({"method": name, "profile": None, "dataset": {"name": "fashion-mnist"}, "hyperparameters": {},
-                                "epochs": epochs, "final": {"delta": 1e-5} if epsilons else {}}))
+    path.write_text(
+        json.dumps(
+            {
+                "method": name,
+                "profile": None,
+                "dataset": {"name": "fashion-mnist"},
+                "hyperparameters": {},
+                "epochs": epochs,
+                "final": {"delta": 1e-5} if epsilons else {},
+            }
+        )
+    )
     return str(path)
 
 
@@ -162,17 +181,20 @@ def mechanisms() -> list[str]:
 #: Small runs (seconds each); skellam and digitized need fixed-size batches and a lattice.
 RUN = ["--target-epsilon", "8", "--dataset-size", "60000", "--batch-size", "256", "--steps", "10"]
 LATTICE = ["--sampling", "fixed", "--dimension", "100", "--lattice-resolution", "20"]
-EXTRA = {"gaussian": ["--sensitivity", "0.01", "--calibration", str(CALIBRATION)],
-         "skellam": [*LATTICE, "--rounding-analysis", "worst-case", "--calibration", str(CALIBRATION)],
-         "digitized": [*LATTICE, "--max-reads", "4"]}
+EXTRA = {
+    "gaussian": ["--sensitivity", "0.01", "--calibration", str(CALIBRATION)],
+    "skellam": [*LATTICE, "--rounding-analysis", "worst-case", "--calibration", str(CALIBRATION)],
+    "digitized": [*LATTICE, "--max-reads", "4"],
+}
 
 
 @pytest.mark.parametrize("mechanism", mechanisms())
 def test_plan_plot_writes_a_png_for_every_mechanism(mechanism, tmp_path, capsys):
     assert mechanism in EXTRA, f"plan --mechanism {mechanism}: add its run arguments to EXTRA"
     out = tmp_path / f"{mechanism}.png"
-    code = main(["plan", "--profile", str(PROFILE), "--mechanism", mechanism, *RUN, *EXTRA[mechanism],
-                 "--plot", str(out)])
+    code = main(
+        ["plan", "--profile", str(PROFILE), "--mechanism", mechanism, *RUN, *EXTRA[mechanism], "--plot", str(out)]
+    )
     assert code == 0, capsys.readouterr()
     assert out.stat().st_size > 1000 and out.read_bytes()[:8] == PNG
 
@@ -181,4 +203,3 @@ def test_plan_plot_without_a_profile_is_refused(tmp_path, capsys):
     out = tmp_path / "p.png"
     assert main(["plan", *RUN, "--plot", str(out)]) == 2
     assert "--plot needs --profile" in capsys.readouterr().err and not out.exists()
-

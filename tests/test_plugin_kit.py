@@ -25,7 +25,8 @@ def installed_plugin(tmp_path, monkeypatch):
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: secret-noise-plugin\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text(
         "[opu_hal.backends]\nsecret-noise = secret_noise_backend:SPEC\n"
-        "[opu_hal.profiles]\nsecret-noise = secret_noise_backend:PROFILES\n")
+        "[opu_hal.profiles]\nsecret-noise = secret_noise_backend:PROFILES\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path / "plugin"))
     monkeypatch.delitem(sys.modules, "secret_noise_backend", raising=False)
     registry.refresh_entry_points()
@@ -51,8 +52,12 @@ def test_secret_noise_really_differs_between_two_devices_of_one_profile(installe
 
 def test_check_fails_a_plugin_whose_matrix_is_not_drawn_from_the_profile(installed_plugin, capsys):
     source = installed_plugin / "secret_noise_backend.py"
-    source.write_text(source.read_text().replace("torch.Generator().manual_seed(profile.seed)",
-                                                 "torch.Generator().manual_seed(__import__('os').getpid() + id(self))"))
+    source.write_text(
+        source.read_text().replace(
+            "torch.Generator().manual_seed(profile.seed)",
+            "torch.Generator().manual_seed(__import__('os').getpid() + id(self))",
+        )
+    )
     assert main(["check", "secret-noise-cpu", "--only", "same_profile_same_projections"]) == 1
     out = capsys.readouterr().out
     assert "failed" in out and "disagree beyond their noise" in out

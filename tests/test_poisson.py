@@ -44,7 +44,9 @@ def test_negative_or_nonfinite_rates_are_refused():
 
 def test_a_seeded_generator_replays_the_same_frame():
     rates = torch.linspace(0, 300, 1000)
-    assert torch.equal(poisson(rates, torch.Generator().manual_seed(4)), poisson(rates, torch.Generator().manual_seed(4)))
+    assert torch.equal(
+        poisson(rates, torch.Generator().manual_seed(4)), poisson(rates, torch.Generator().manual_seed(4))
+    )
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: GPU frames are checked on a GPU only")
@@ -75,10 +77,20 @@ def test_a_flat_field_read_has_the_distribution_of_a_per_pixel_read():
     import opu_hal
     from opu_hal.backends.simulated.profile import SimulatedProfile
 
-    device = opu_hal.load_device(SimulatedProfile(backend="simulated", in_features=4, out_features=2000,
-                                                  dsnu_rms=0.5, hot_pixel_fraction=0.01, gain_e_per_dn=1.0,
-                                                  temperature_c=60.0, exposure_us=5000.0, read_noise_e=0.0,
-                                                      compute="cpu"))
+    device = opu_hal.load_device(
+        SimulatedProfile(
+            backend="simulated",
+            in_features=4,
+            out_features=2000,
+            dsnu_rms=0.5,
+            hot_pixel_fraction=0.01,
+            gain_e_per_dn=1.0,
+            temperature_c=60.0,
+            exposure_us=5000.0,
+            read_noise_e=0.0,
+            compute="cpu",
+        )
+    )
     sensor, g = device.sensor, torch.Generator().manual_seed(0)
     flat, _ = sensor.read_flat(device.anchor_e, (200, 2000), g, torch.device("cpu"))
     per_pixel, _ = sensor.read(torch.full((200, 2000), device.anchor_e), g)

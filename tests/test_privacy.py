@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import integrate, stats
 from opacus.accountants.analysis.rdp import compute_rdp as opacus_compute_rdp
 from opacus.accountants.analysis.rdp import get_privacy_spent as opacus_privacy_spent
+from scipy import integrate, stats
 
 from opu_hal.cli import main
 from opu_hal.privacy import (
@@ -47,7 +47,8 @@ def test_poisson_gaussian_epsilon_never_exceeds_dp_accounting_and_equals_opacus(
     ours = Accountant("add_remove")
     ours.step(PoissonGaussianEvent(q, z), steps)
     library = library_epsilon(
-        dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(z)), steps,
+        dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(z)),
+        steps,
         dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
     )
     orders = list(DEFAULT_ORDERS)
@@ -85,15 +86,14 @@ def test_fractional_orders_are_never_below_opacus_and_epsilon_never_below_it(q, 
     assert epsilon >= opacus_epsilon * (1 - 1e-6)
     if float(order).is_integer():
         integer_orders = list(np.asarray(orders)[INTEGER])
-        integer_epsilon, _ = opacus_privacy_spent(
-            orders=integer_orders, rdp=reference[INTEGER], delta=DELTA
-        )
+        integer_epsilon, _ = opacus_privacy_spent(orders=integer_orders, rdp=reference[INTEGER], delta=DELTA)
         assert epsilon == pytest.approx(integer_epsilon, rel=1e-6)
 
 
 @pytest.mark.parametrize("q, z, alpha", [(0.1, 1.0, 1.6), (0.1, 2.0, 1.1), (0.1, 1.0, 4.5), (0.01, 5.0, 2.5)])
 def test_poisson_gaussian_rdp_is_an_upper_bound_of_the_integrated_divergence(q, z, alpha):
     """Independent reference: the Renyi divergence of the sampled Gaussian by quadrature."""
+
     def density(x):
         return stats.norm.pdf(x, 0, z) * ((1 - q) + q * math.exp((2 * x - 1) / (2 * z * z))) ** alpha
 
@@ -109,7 +109,8 @@ def test_fixed_size_gaussian_agrees_with_dp_accounting_replace_one(n, m, z, step
     ours = Accountant("replace_one")
     ours.step(FixedSizeGaussianEvent(n, m, z), steps)
     expected = library_epsilon(
-        dp_accounting.SampledWithoutReplacementDpEvent(n, m, dp_accounting.GaussianDpEvent(z)), steps,
+        dp_accounting.SampledWithoutReplacementDpEvent(n, m, dp_accounting.GaussianDpEvent(z)),
+        steps,
         dp_accounting.NeighboringRelation.REPLACE_ONE,
     )
     assert ours.get_epsilon(DELTA) == pytest.approx(expected, rel=1e-6)
@@ -135,8 +136,9 @@ def test_pld_refuses_events_the_library_cannot_take():
 
 
 # -- the photonic bound (paper 000, Proposition 3) -----------------------------------------------
-PHOTONIC = dict(n_l=512, batch_size=256, sigma=0.1, gamma_min=0.5, gamma_max=1.0,
-                tau_h_min=1.0, tau_h_max=1.0, tau_b=1.0)
+PHOTONIC = dict(
+    n_l=512, batch_size=256, sigma=0.1, gamma_min=0.5, gamma_max=1.0, tau_h_min=1.0, tau_h_max=1.0, tau_b=1.0
+)
 
 
 def test_photonic_bound_matches_eq17_by_hand():
@@ -303,8 +305,18 @@ def test_fixed_size_event_needs_replace_one_adjacency():
 
 # -- CLI -----------------------------------------------------------------------------------------
 def test_account_command_prints_rdp_and_pld_epsilon(capsys):
-    args = ["account", "--dataset-size", "60000", "--batch-size", "256", "--epochs", "15",
-            "--noise-multiplier", "1.1", "--json"]
+    args = [
+        "account",
+        "--dataset-size",
+        "60000",
+        "--batch-size",
+        "256",
+        "--epochs",
+        "15",
+        "--noise-multiplier",
+        "1.1",
+        "--json",
+    ]
     assert main(args) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["steps"] == 3516 and 0 < result["epsilon_pld"] < result["epsilon_rdp"]
@@ -312,8 +324,20 @@ def test_account_command_prints_rdp_and_pld_epsilon(capsys):
 
 
 def test_plan_command_gives_noise_multiplier_and_device_std(capsys):
-    args = ["plan", "--dataset-size", "60000", "--batch-size", "256", "--epochs", "15",
-            "--target-epsilon", "8", "--sensitivity", "0.01", "--json"]
+    args = [
+        "plan",
+        "--dataset-size",
+        "60000",
+        "--batch-size",
+        "256",
+        "--epochs",
+        "15",
+        "--target-epsilon",
+        "8",
+        "--sensitivity",
+        "0.01",
+        "--json",
+    ]
     assert main(args) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["epsilon_rdp"] <= 8
@@ -321,8 +345,19 @@ def test_plan_command_gives_noise_multiplier_and_device_std(capsys):
 
 
 def test_account_command_refuses_invalid_srgm_with_exit_2(capsys):
-    args = ["account", "--sampling", "rejection", "--dataset-size", "60000", "--batch-size", "256",
-            "--steps", "10", "--noise-multiplier", "2"]
+    args = [
+        "account",
+        "--sampling",
+        "rejection",
+        "--dataset-size",
+        "60000",
+        "--batch-size",
+        "256",
+        "--steps",
+        "10",
+        "--noise-multiplier",
+        "2",
+    ]
     assert main(args) == 2
     assert "sigma_0 >= 4" in capsys.readouterr().err
 

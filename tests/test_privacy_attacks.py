@@ -17,8 +17,8 @@ import torch
 from scipy import stats
 
 import opu_hal
-from opu_hal.privacy.mechanisms import GaussianRelease, SkellamRelease
 from opu_hal.privacy import Accountant, GaussianEvent
+from opu_hal.privacy.mechanisms import GaussianRelease, SkellamRelease
 from opu_hal.privacy.skellam import SkellamEvent, SkellamLattice
 
 TRIALS = 200
@@ -101,8 +101,10 @@ def replay_attack(mechanism, rebuild, trials: int = 20) -> float:
 
 def _public_seed_rebuilds(noise_std: float):
     """Every stream an attacker can rebuild from public seeds: the profile's (0..3 streams), the config's."""
+
     def rebuild_seed(seed):
         return lambda n: noise_std * torch.randn(n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
     return [rebuild_seed(s) for s in range(4)]
 
 
@@ -145,12 +147,12 @@ def _scores_skellam(mechanism: SkellamRelease, claimed_mean: float, trials: int)
 
     def llr(y):
         n = np.rint(y.numpy() * gamma)
-        return (stats.skellam.logpmf(n - shift, claimed_mean, claimed_mean)
-                - stats.skellam.logpmf(n, claimed_mean, claimed_mean))
+        return stats.skellam.logpmf(n - shift, claimed_mean, claimed_mean) - stats.skellam.logpmf(
+            n, claimed_mean, claimed_mean
+        )
 
     zero = torch.zeros(trials, dtype=torch.float64)
-    return (llr(mechanism.release(zero)),
-            llr(mechanism.release(zero + mechanism.lattice.sensitivity)))
+    return (llr(mechanism.release(zero)), llr(mechanism.release(zero + mechanism.lattice.sensitivity)))
 
 
 DELTA = 1e-5
@@ -193,29 +195,35 @@ def test_likelihood_ratio_test_on_gaussian_noise_flags_only_the_broken_variant(n
 
 
 # -- (b) replay, through every private method ---------------------------------------------------------
-@pytest.mark.parametrize("method, extra", [
-    ("dp-sgd", {}), ("dp-dfa", {}), ("dp-dfa", {"noise_source": "device", "profile": "opu-sim-dp"}),
-    ("dp-ulr", {"noise_multiplier": 4.0}), ("dp-mac", {}),
-])
+@pytest.mark.parametrize(
+    "method, extra",
+    [
+        ("dp-sgd", {}),
+        ("dp-dfa", {}),
+        ("dp-dfa", {"noise_source": "device", "profile": "opu-sim-dp"}),
+        ("dp-ulr", {"noise_multiplier": 4.0}),
+        ("dp-mac", {}),
+    ],
+)
 def test_two_runs_with_the_same_public_settings_release_different_noise(method, extra):
     """Everything public (config, seeds, profile) is identical, so equal models would mean the noise
     (or the batches) can be rebuilt from what the record publishes."""
+    from tests.training_helpers import clusters
     from trainers.run.config import TrainConfig
     from trainers.run.loop import train
 
-    from tests.training_helpers import clusters
-
     options = {"noise_multiplier": 1.0, **extra}
-    config = TrainConfig.for_method(method, features="pixels", epochs=1, batch_size=50, hidden=(16, 16), alignment=False, **options)
+    config = TrainConfig.for_method(
+        method, features="pixels", epochs=1, batch_size=50, hidden=(16, 16), alignment=False, **options
+    )
     runs = [train(config, data=clusters(), progress=False, log=lambda m: None) for _ in range(2)]
     assert runs[0]["epochs"][0]["validation_loss"] != runs[1]["epochs"][0]["validation_loss"]
 
 
 def test_non_private_training_is_reproducible_from_its_seed():
+    from tests.training_helpers import clusters
     from trainers.run.config import TrainConfig
     from trainers.run.loop import train
-
-    from tests.training_helpers import clusters
 
     config = TrainConfig.for_method("bp", epochs=1, batch_size=50, hidden=(16, 16), alignment=False)
     runs = [train(config, data=clusters(), progress=False, log=lambda m: None) for _ in range(2)]

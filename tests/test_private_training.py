@@ -12,17 +12,16 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from opu_hal.privacy import Accountant, FixedSizeGaussianEvent, PoissonGaussianEvent
-from trainers.run.journal import load_checkpoint
-from trainers.run.config import TrainConfig
 from opu_hal import load_device, validate_profile
-from trainers.core.errors import CheckpointError, TrainingConfigError
-from trainers.run.loop import Trainer, train
-from trainers.methods import METHODS, MethodContext
-from trainers.core.model import MLP
-
+from opu_hal.privacy import Accountant, FixedSizeGaussianEvent, PoissonGaussianEvent
 from tests.test_data import make_dataset
 from tests.training_helpers import clusters, simulated_device, torch_device
+from trainers.core.errors import CheckpointError, TrainingConfigError
+from trainers.core.model import MLP
+from trainers.methods import METHODS, MethodContext
+from trainers.run.config import TrainConfig
+from trainers.run.journal import load_checkpoint
+from trainers.run.loop import Trainer, train
 
 HIDDEN = (16, 24)
 
@@ -94,13 +93,18 @@ def test_dp_dfa_poisson_adding_one_example_moves_the_sum_by_at_most_half_the_rep
 
 
 def test_dp_dfa_poisson_is_accounted_as_the_poisson_subsampled_gaussian_under_add_remove():
-    record = quiet_train(cfg("dp-dfa", sampling="poisson", noise_multiplier=1.3, epochs=2, alignment=False),
-                         data=clusters())
+    record = quiet_train(
+        cfg("dp-dfa", sampling="poisson", noise_multiplier=1.3, epochs=2, alignment=False), data=clusters()
+    )
     privacy = record["privacy"]
     assert privacy["neighboring"] == "add_remove"
     entries = privacy["ledger"]["entries"]
-    assert entries == [{"event": {"kind": "poisson_gaussian", "sampling_rate": 20 / 600, "noise_multiplier": 1.3},
-                        "count": record["final"]["steps"]}]
+    assert entries == [
+        {
+            "event": {"kind": "poisson_gaussian", "sampling_rate": 20 / 600, "noise_multiplier": 1.3},
+            "count": record["final"]["steps"],
+        }
+    ]
     reference = Accountant("add_remove")
     reference.step(PoissonGaussianEvent(20 / 600, 1.3), record["final"]["steps"])
     assert record["final"]["epsilon"] == pytest.approx(reference.get_epsilon(1e-5))
@@ -108,8 +112,11 @@ def test_dp_dfa_poisson_is_accounted_as_the_poisson_subsampled_gaussian_under_ad
 
 def test_dp_dfa_poisson_refuses_device_noise_and_unknown_samplings():
     with pytest.raises(TrainingConfigError, match="software noise"):
-        quiet_train(cfg("dp-dfa", sampling="poisson", noise_source="device", noise_multiplier=1.0, epochs=1),
-                    data=clusters(), device=simulated_device(out_features=64))
+        quiet_train(
+            cfg("dp-dfa", sampling="poisson", noise_source="device", noise_multiplier=1.0, epochs=1),
+            data=clusters(),
+            device=simulated_device(out_features=64),
+        )
     with pytest.raises(TrainingConfigError, match="choose fixed"):
         quiet_train(cfg("dp-dfa", sampling="rejection", noise_multiplier=1.0, epochs=1), data=clusters())
 
@@ -124,7 +131,7 @@ def test_dp_sgd_ghost_norms_clip_like_explicit_per_example_gradients():
     total = torch.zeros_like(ours)
     for i in range(20):
         model.zero_grad()
-        F.cross_entropy(model(x[i:i + 1]), y[i:i + 1]).backward()
+        F.cross_entropy(model(x[i : i + 1]), y[i : i + 1]).backward()
         grad = torch.cat([p.grad.flatten() for p in model.parameters()])
         total += grad * min(1.0, 0.3 / float(grad.norm()))
     assert torch.allclose(ours, total / 20, atol=1e-6)
@@ -167,8 +174,17 @@ def test_private_methods_learn_clusters():
 
 def test_dp_dfa_device_noise_refuses_a_device_that_cannot_serve_privacy_noise():
     # Not 1 e-/DN (no Skellam counts) and no read noise (no digitized read law): neither route.
-    profile = validate_profile({"backend": "simulated", "in_features": 10, "out_features": 64, "seed": 0,
-                                "mode": "linear", "gain_e_per_dn": 2.0, "read_noise_e": 0.0})
+    profile = validate_profile(
+        {
+            "backend": "simulated",
+            "in_features": 10,
+            "out_features": 64,
+            "seed": 0,
+            "mode": "linear",
+            "gain_e_per_dn": 2.0,
+            "read_noise_e": 0.0,
+        }
+    )
     device = load_device(profile)
     assert not (device.capabilities.privacy_noise or device.capabilities.digitized_noise)
     config = cfg("dp-dfa", noise_source="device", noise_multiplier=1.0, epochs=1)
@@ -196,14 +212,16 @@ def test_dp_dfa_with_device_noise_charges_the_skellam_event_at_the_delivered_poi
     assert event["kind"] == "fixed_size_rounded_skellam" and event["poisson_mean"] == accounted
     assert event["l2_sensitivity"] == pytest.approx(privacy["lattice"]["l2_sensitivity"])
     frames = privacy["device_noise"]["frames"]  # two counts per coordinate, one read per pixel
-    assert frames == math.ceil(2 * privacy["lattice"]["dimension"] * privacy["device_noise"]["reads_per_value"]
-                               / (2040 * 1088))
+    assert frames == math.ceil(
+        2 * privacy["lattice"]["dimension"] * privacy["device_noise"]["reads_per_value"] / (2040 * 1088)
+    )
     assert record["final"]["camera_seconds"] == pytest.approx(frames * 500e-6 * record["final"]["steps"])
 
 
 def test_dp_dfa_worst_case_rounding_analysis_is_still_available():
-    config = cfg("dp-dfa", noise_source="device", noise_multiplier=1.0, epochs=1, alignment=False,
-                 rounding_analysis="worst-case")
+    config = cfg(
+        "dp-dfa", noise_source="device", noise_multiplier=1.0, epochs=1, alignment=False, rounding_analysis="worst-case"
+    )
     record = quiet_train(config, data=clusters(), device=load_device("opu-sim-dp"))
     assert record["privacy"]["ledger"]["entries"][0]["event"]["kind"] == "fixed_size_skellam"
 
@@ -211,8 +229,9 @@ def test_dp_dfa_worst_case_rounding_analysis_is_still_available():
 def test_dp_dfa_device_release_has_at_least_the_noise_std_it_accounts():
     # k = 33 asks lambda = (1 x 33)^2 / 2 = 544.5 e- per count: one anchor read (576 e-) supplies it.
     config = cfg("dp-dfa", noise_source="device", noise_multiplier=1.0, lattice_resolution=33.0)
-    method = METHODS["dp-dfa"](MLP([20, *HIDDEN, 10], "sigmoid"),
-                               MethodContext(config, load_device("opu-sim-dp"), 20, 10, 600))
+    method = METHODS["dp-dfa"](
+        MLP([20, *HIDDEN, 10], "sigmoid"), MethodContext(config, load_device("opu-sim-dp"), 20, 10, 600)
+    )
     method.set_noise_multiplier(1.0)
     released = method.release_update(torch.zeros(200_000))
     # Applied = accounted Skellam, plus the read's surplus mean (576 / 544.5: 3%) and read noise (~3%); never less.
@@ -236,8 +255,13 @@ def test_photonic_dp_prints_eq17_epsilon_which_is_infinite_for_tanh():
     assert record["privacy"]["std_lower_accounted"] == pytest.approx(0.05)
     assert math.isinf(record["final"]["epsilon"])
     with pytest.raises(TrainingConfigError, match="infinite"):
-        Trainer(cfg("photonic-dp", software_noise_std=0.05, target_epsilon=8.0), data=clusters(), device=torch_device(),
-                progress=False, log=lambda m: None)
+        Trainer(
+            cfg("photonic-dp", software_noise_std=0.05, target_epsilon=8.0),
+            data=clusters(),
+            device=torch_device(),
+            progress=False,
+            log=lambda m: None,
+        )
 
 
 def test_photonic_dp_clips_layer_inputs_to_tau_h_max():
@@ -245,7 +269,6 @@ def test_photonic_dp_clips_layer_inputs_to_tau_h_max():
     method = METHODS["photonic-dp"](MLP([20, *HIDDEN, 10]), MethodContext(config, torch_device(), 20, 10, 600))
     clipped = method.clip_input(torch.randn(50, 16) * 10)
     assert float(clipped.norm(dim=1).max()) <= 1.0 + 1e-6
-
 
 
 def _first_layer_grad_for(config, x, y):
@@ -282,18 +305,30 @@ ROOT = Path(__file__).resolve().parent.parent
 def _run_cli(args: list[str], data_dir: Path, kill_after_step: int | None = None) -> subprocess.CompletedProcess:
     """``opu-hal train ARGS`` in a subprocess; with ``kill_after_step``, SIGKILLed after that step."""
     env = {**os.environ, "OPU_HAL_DATA_DIR": str(data_dir)}
-    command = (["-m", "trainers.cli", "train"] if kill_after_step is None
-               else ["-m", "tests.kill_after", str(kill_after_step)])
-    return subprocess.run([sys.executable, *command, *args], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    command = (
+        ["-m", "trainers.cli", "train"] if kill_after_step is None else ["-m", "tests.kill_after", str(kill_after_step)]
+    )
+    return subprocess.run(
+        [sys.executable, *command, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
 
 
 def _ledger_steps(record) -> int:
     return sum(entry["count"] for entry in record["privacy"]["ledger"]["entries"])
 
 
-COMMON = ["--method", "dp-dfa", "--batch-size", "20", "--hidden", "16,16", "--noise-multiplier", "1.0",
-          "--quiet", "--no-alignment"]
+COMMON = [
+    "--method",
+    "dp-dfa",
+    "--batch-size",
+    "20",
+    "--hidden",
+    "16,16",
+    "--noise-multiplier",
+    "1.0",
+    "--quiet",
+    "--no-alignment",
+]
 
 
 def test_killed_run_resumes_with_the_ledger_of_an_uninterrupted_run(tmp_path):
@@ -305,10 +340,13 @@ def test_killed_run_resumes_with_the_ledger_of_an_uninterrupted_run(tmp_path):
     killed = _run_cli([*common, "--checkpoint", str(ck)], tmp_path, kill_after_step=27)
     assert killed.returncode == -9  # killed mid-epoch 2 (18 steps per epoch), 3 steps after a checkpoint
     assert load_checkpoint(ck)["progress"]["global_step"] == 24
-    resumed = _run_cli([*common, "--checkpoint", str(ck), "--resume", "--out", str(tmp_path / "resumed.json")], tmp_path)
+    resumed = _run_cli(
+        [*common, "--checkpoint", str(ck), "--resume", "--out", str(tmp_path / "resumed.json")], tmp_path
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert "replaying 3 step(s)" in resumed.stderr
     import json
+
     a, b = (json.loads((tmp_path / name).read_text()) for name in ("whole.json", "resumed.json"))
     assert a["privacy"]["ledger"] == b["privacy"]["ledger"]
     assert a["final"]["epsilon"] == b["final"]["epsilon"] and a["final"]["steps"] == b["final"]["steps"] == 36
@@ -317,9 +355,21 @@ def test_killed_run_resumes_with_the_ledger_of_an_uninterrupted_run(tmp_path):
 def test_device_noise_steps_are_charged_once_through_two_kills(tmp_path):
     """Kill after a checkpoint, resume, kill again before the next checkpoint, resume: every draw charged."""
     import json
+
     make_dataset(tmp_path, n_train=400, n_test=50, compress=False)
-    common = [*COMMON, "--epochs", "1", "--checkpoint-every", "5", "--noise-source", "device",
-              "--profile", "opu-sim-dp", "--checkpoint", str(tmp_path / "run.ckpt")]
+    common = [
+        *COMMON,
+        "--epochs",
+        "1",
+        "--checkpoint-every",
+        "5",
+        "--noise-source",
+        "device",
+        "--profile",
+        "opu-sim-dp",
+        "--checkpoint",
+        str(tmp_path / "run.ckpt"),
+    ]
     assert _run_cli(common, tmp_path, kill_after_step=7).returncode == -9  # 7 drawn, 5 saved
     again = _run_cli([*common, "--resume"], tmp_path, kill_after_step=9)
     assert again.returncode == -9 and "charged 2 step(s)" in again.stderr  # then steps 5..8 drawn again
@@ -334,8 +384,19 @@ def test_device_noise_steps_are_charged_once_through_two_kills(tmp_path):
 @pytest.fixture
 def device_run(tmp_path):
     make_dataset(tmp_path, n_train=400, n_test=50, compress=False)
-    common = [*COMMON, "--epochs", "1", "--checkpoint-every", "5", "--noise-source", "device",
-              "--profile", "opu-sim-dp", "--checkpoint", str(tmp_path / "run.ckpt")]
+    common = [
+        *COMMON,
+        "--epochs",
+        "1",
+        "--checkpoint-every",
+        "5",
+        "--noise-source",
+        "device",
+        "--profile",
+        "opu-sim-dp",
+        "--checkpoint",
+        str(tmp_path / "run.ckpt"),
+    ]
     assert _run_cli(common, tmp_path, kill_after_step=7).returncode == -9
     return tmp_path, common
 
@@ -346,11 +407,14 @@ def test_restarting_without_resume_over_a_recorded_run_is_refused(device_run):
     assert result.returncode == 2 and "--resume" in result.stderr
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda p: (p / "run.ckpt.journal").unlink(), "truncated or deleted"),
-    (lambda p: (p / "run.ckpt.journal").write_text("0\n1\n99999999\n"), "journal is corrupt"),
-    (lambda p: (p / "run.ckpt").write_bytes(_flip_bit((p / "run.ckpt").read_bytes())), "corrupted"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda p: (p / "run.ckpt.journal").unlink(), "truncated or deleted"),
+        (lambda p: (p / "run.ckpt.journal").write_text("0\n1\n99999999\n"), "journal is corrupt"),
+        (lambda p: (p / "run.ckpt").write_bytes(_flip_bit((p / "run.ckpt").read_bytes())), "corrupted"),
+    ],
+)
 def test_resume_refuses_a_damaged_journal_or_checkpoint(device_run, damage, message):
     tmp_path, common = device_run
     damage(tmp_path)
@@ -360,11 +424,12 @@ def test_resume_refuses_a_damaged_journal_or_checkpoint(device_run, damage, mess
 
 def _flip_bit(data: bytes) -> bytes:
     middle = len(data) // 2
-    return data[:middle] + bytes([data[middle] ^ 1]) + data[middle + 1:]
+    return data[:middle] + bytes([data[middle] ^ 1]) + data[middle + 1 :]
 
 
-@pytest.mark.parametrize("option", [["--noise-multiplier", "0.3"], ["--epochs", "3"], ["--delta", "1e-6"],
-                                    ["--profile", "torch-cpu"]])
+@pytest.mark.parametrize(
+    "option", [["--noise-multiplier", "0.3"], ["--epochs", "3"], ["--delta", "1e-6"], ["--profile", "torch-cpu"]]
+)
 def test_resume_refuses_any_changed_privacy_data_or_model_setting(device_run, option):
     tmp_path, common = device_run
     changed = list(common)
@@ -380,8 +445,12 @@ def test_resume_refuses_a_checkpoint_made_with_other_settings(tmp_path):
     ck = tmp_path / "c.ckpt"
     quiet_train(cfg("dp-dfa", epochs=1, noise_multiplier=1.0, checkpoint=str(ck), alignment=False), data=clusters())
     with pytest.raises(TrainingConfigError, match="batch_size"):
-        Trainer(cfg("dp-dfa", batch_size=30, noise_multiplier=1.0, checkpoint=str(ck), resume=True),
-                data=clusters(), progress=False, log=lambda m: None)
+        Trainer(
+            cfg("dp-dfa", batch_size=30, noise_multiplier=1.0, checkpoint=str(ck), resume=True),
+            data=clusters(),
+            progress=False,
+            log=lambda m: None,
+        )
 
 
 def test_the_ledger_holds_the_event_each_step_returned_not_the_planned_one():
@@ -406,12 +475,16 @@ def test_the_ledger_holds_the_event_each_step_returned_not_the_planned_one():
 
     register_method(Varying)
     try:
-        record = quiet_train(TrainConfig.for_method("varying-test", epochs=1, batch_size=100, alignment=False),
-                             data=clusters())
+        record = quiet_train(
+            TrainConfig.for_method("varying-test", epochs=1, batch_size=100, alignment=False), data=clusters()
+        )
     finally:
         unregister_method("varying-test")
     entries = record["privacy"]["ledger"]["entries"]
-    assert [(e["event"]["noise_multiplier"], e["count"]) for e in entries] == [(10.0, 2), (5.0, record["final"]["steps"] - 2)]
+    assert [(e["event"]["noise_multiplier"], e["count"]) for e in entries] == [
+        (10.0, 2),
+        (5.0, record["final"]["steps"] - 2),
+    ]
 
 
 def _damaged_last_lines(text: str):
@@ -422,7 +495,10 @@ def _damaged_last_lines(text: str):
         yield f"cut {cut}", data[:-cut]
     for position in range(start, len(data)):
         for bit in range(8):
-            yield f"flip byte {position} bit {bit}", data[:position] + bytes([data[position] ^ (1 << bit)]) + data[position + 1:]
+            yield (
+                f"flip byte {position} bit {bit}",
+                data[:position] + bytes([data[position] ^ (1 << bit)]) + data[position + 1 :],
+            )
 
 
 def test_a_damaged_last_journal_line_is_charged_or_refused_never_dropped(tmp_path):
@@ -451,6 +527,7 @@ def test_resume_after_a_damaged_last_journal_line_charges_every_draw(device_run,
     """Killed after 7 device draws (5 checkpointed); the journal's last line is damaged: the resumed
     run still charges the 2 draws after the checkpoint (issue 27: 43 drawn, 42 charged)."""
     import json
+
     tmp_path, common = device_run
     path = tmp_path / "run.ckpt.journal"
     data = path.read_bytes()

@@ -11,13 +11,12 @@ from dataclasses import replace
 import pytest
 import torch
 
-from trainers.run.config import TrainConfig
+from tests.training_helpers import clusters
 from trainers.core.data import Dataset, DatasetError, Split, load_digits_dataset
 from trainers.core.errors import TrainingConfigError
+from trainers.run.config import TrainConfig
 from trainers.run.loop import Trainer
 from trainers.run.public_surface import invariant_part
-
-from tests.training_helpers import clusters
 
 TOP = 9  # the top label; only the first training example holds it
 
@@ -30,8 +29,9 @@ def _top_label_once() -> Dataset:
     y[y == TOP] = 0
     y[0] = TOP
     held_out = lambda s: Split(s.x[s.y != TOP], s.y[s.y != TOP])  # noqa: E731
-    return replace(data, train=Split(data.train.x[:400], y), validation=held_out(data.validation),
-                   test=held_out(data.test))
+    return replace(
+        data, train=Split(data.train.x[:400], y), validation=held_out(data.validation), test=held_out(data.test)
+    )
 
 
 def _relabelled(data: Dataset) -> Dataset:
@@ -63,8 +63,9 @@ CASES = [
 
 @pytest.mark.parametrize("method, options, neighbour", CASES, ids=["dp-dfa-device", "dp-dfa-software", "dp-sgd-remove"])
 def test_a_neighbour_without_the_top_label_publishes_the_same_widths(method, options, neighbour):
-    config = TrainConfig.for_method(method, epochs=1, batch_size=40, hidden=(16,), seed=0, alignment=False,
-                                    inputs="unit", **options)
+    config = TrainConfig.for_method(
+        method, epochs=1, batch_size=40, hidden=(16,), seed=0, alignment=False, inputs="unit", **options
+    )
     data = _top_label_once()
     record_a, width_a = _run(config, data)
     record_b, width_b = _run(config, neighbour(data))
@@ -77,16 +78,22 @@ def test_a_neighbour_without_the_top_label_publishes_the_same_widths(method, opt
 
 
 def test_a_declared_class_count_sets_the_output_width():
-    config = TrainConfig.for_method("dp-sgd", epochs=1, batch_size=40, hidden=(16,), noise_multiplier=2.0,
-                                    n_classes=12, alignment=False)
+    config = TrainConfig.for_method(
+        "dp-sgd", epochs=1, batch_size=40, hidden=(16,), noise_multiplier=2.0, n_classes=12, alignment=False
+    )
     with Trainer(config, data=clusters(n_train=200, n_test=50), progress=False, log=lambda m: None) as trainer:
         assert trainer.model.layers[-1].out_features == 12
 
 
 def test_the_registry_declares_the_class_count_of_a_named_dataset():
     data = load_digits_dataset()
-    cut = Dataset(data.name, Split(data.train.x, torch.clamp(data.train.y, max=3)), data.validation,
-                  Split(data.test.x[:0], data.test.y[:0]), data.classes)
+    cut = Dataset(
+        data.name,
+        Split(data.train.x, torch.clamp(data.train.y, max=3)),
+        data.validation,
+        Split(data.test.x[:0], data.test.y[:0]),
+        data.classes,
+    )
     assert cut.n_classes == 10  # neither the training labels (max 3) nor the (empty) test split
 
 
@@ -95,10 +102,16 @@ def test_labels_outside_the_public_classes_are_refused_before_any_spend(declared
     data = clusters(n_train=200, n_test=50)
     y = torch.where(data.train.y >= 5, torch.zeros_like(data.train.y), data.train.y)
     y[3] = label
-    bad = Dataset(data.name, Split(data.train.x, y), data.validation,
-                  Split(data.test.x, torch.clamp(data.test.y, max=4)), declared)
-    config = TrainConfig.for_method("dp-sgd", epochs=1, batch_size=40, hidden=(16,), noise_multiplier=2.0,
-                                    alignment=False)
+    bad = Dataset(
+        data.name,
+        Split(data.train.x, y),
+        data.validation,
+        Split(data.test.x, torch.clamp(data.test.y, max=4)),
+        declared,
+    )
+    config = TrainConfig.for_method(
+        "dp-sgd", epochs=1, batch_size=40, hidden=(16,), noise_multiplier=2.0, alignment=False
+    )
     with pytest.raises(DatasetError, match=r"dataset .clusters.: train labels must be integers in \[0, 4\]"):
         Trainer(config, data=bad, progress=False, log=lambda m: pytest.fail(f"no line before the refusal: {m}"))
 

@@ -8,14 +8,13 @@ import json
 import pytest
 import torch
 
-from trainers.run.config import TrainConfig
+from tests.training_helpers import clusters
 from trainers.core.data import Dataset, Split
-from trainers.run.loop import Trainer, train
 from trainers.methods import register_method, unregister_method
 from trainers.methods.dp_dfa import DPDFA
+from trainers.run.config import TrainConfig
+from trainers.run.loop import Trainer, train
 from trainers.run.public_surface import epoch_summary, invariant_part, public_record
-
-from tests.training_helpers import clusters
 
 HIDDEN = (16, 16)
 
@@ -39,8 +38,9 @@ def _published(config: TrainConfig, data: Dataset) -> tuple[dict, list[str]]:
 
 
 def _config(method: str, **kw) -> TrainConfig:
-    base = dict(epochs=2, batch_size=40, hidden=HIDDEN, seed=0, alignment=False, inputs="standardized",
-                features="pixels")
+    base = dict(
+        epochs=2, batch_size=40, hidden=HIDDEN, seed=0, alignment=False, inputs="standardized", features="pixels"
+    )
     base.update(kw)
     return TrainConfig.for_method(method, **base)
 
@@ -58,8 +58,9 @@ NEIGHBOURS = [
 ]
 
 
-@pytest.mark.parametrize("method, options, neighbour", NEIGHBOURS,
-                         ids=[f"{m}-{i}" for i, (m, _, _) in enumerate(NEIGHBOURS)])
+@pytest.mark.parametrize(
+    "method, options, neighbour", NEIGHBOURS, ids=[f"{m}-{i}" for i, (m, _, _) in enumerate(NEIGHBOURS)]
+)
 def test_neighbouring_datasets_publish_the_same_surface(method, options, neighbour):
     """Two runs, one example apart: every published field outside the released metrics and the
     timings is identical, and every log line is either a setting or the public epoch summary."""
@@ -77,8 +78,12 @@ def test_neighbouring_datasets_publish_the_same_surface(method, options, neighbo
 
 
 def test_a_private_record_holds_no_training_split_statistic():
-    record = train(_config("dp-dfa", noise_multiplier=2.0), data=clusters(n_train=200, n_test=100),
-                   progress=False, log=lambda m: None)
+    record = train(
+        _config("dp-dfa", noise_multiplier=2.0),
+        data=clusters(n_train=200, n_test=100),
+        progress=False,
+        log=lambda m: None,
+    )
     assert record["epochs"] and all("train_loss" not in e and "train_accuracy" not in e for e in record["epochs"])
     assert record == public_record(record)
 
@@ -117,16 +122,21 @@ def test_the_neighbour_check_flags_an_un_noised_training_statistic():
 
 def test_add_remove_with_a_public_size_publishes_it_and_not_the_true_size():
     data = clusters(n_train=380, n_test=100)
-    record = train(_config("dp-sgd", noise_multiplier=2.0, public_dataset_size=400), data=data,
-                   progress=False, log=lambda m: None)
+    record = train(
+        _config("dp-sgd", noise_multiplier=2.0, public_dataset_size=400), data=data, progress=False, log=lambda m: None
+    )
     assert record["dataset"]["train"] == 400
     assert "declared public bound" in record["privacy"]["dataset_size"]
     assert record["sampling"]["steps_per_epoch"] == 400 // 40
 
 
 def test_add_remove_without_a_public_size_states_the_convention():
-    record = train(_config("dp-sgd", noise_multiplier=2.0), data=clusters(n_train=380, n_test=100),
-                   progress=False, log=lambda m: None)
+    record = train(
+        _config("dp-sgd", noise_multiplier=2.0),
+        data=clusters(n_train=380, n_test=100),
+        progress=False,
+        log=lambda m: None,
+    )
     assert record["dataset"]["train"] == 380 and "public by convention" in record["privacy"]["dataset_size"]
 
 
@@ -134,8 +144,12 @@ def test_a_public_size_is_refused_under_replace_one():
     from trainers.core.errors import TrainingConfigError
 
     with pytest.raises(TrainingConfigError, match="replace-one"):
-        Trainer(_config("dp-dfa", noise_multiplier=2.0, public_dataset_size=400), data=clusters(n_train=400),
-                progress=False, log=lambda m: None)
+        Trainer(
+            _config("dp-dfa", noise_multiplier=2.0, public_dataset_size=400),
+            data=clusters(n_train=400),
+            progress=False,
+            log=lambda m: None,
+        )
 
 
 def test_private_standardization_reads_the_public_test_split_not_the_training_split():
@@ -153,6 +167,8 @@ def test_private_standardization_reads_the_public_test_split_not_the_training_sp
 def test_account_states_that_the_dataset_size_it_uses_is_treated_as_public(capsys):
     from opu_hal.cli import main
 
-    assert main(["account", "--dataset-size", "1000", "--batch-size", "100", "--steps", "10",
-                 "--noise-multiplier", "1.0"]) == 0
+    assert (
+        main(["account", "--dataset-size", "1000", "--batch-size", "100", "--steps", "10", "--noise-multiplier", "1.0"])
+        == 0
+    )
     assert "--dataset-size 1000: treated as public" in capsys.readouterr().out

@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from trainers.run.config import TrainConfig
 from trainers.core.data import DatasetError, load_dataset
+from trainers.run.config import TrainConfig
 from trainers.run.loop import train
 
 
@@ -37,8 +37,9 @@ def test_pdfa_on_the_simulated_opu_learns_fashion_mnist(fashion):
 
 
 def test_dp_dfa_with_device_noise_runs_on_fashion_mnist_within_budget(fashion):
-    config = TrainConfig.for_method("dp-dfa", epochs=1, train_limit=2560, noise_source="device",
-                                    target_epsilon=8.0, alignment=False)
+    config = TrainConfig.for_method(
+        "dp-dfa", epochs=1, train_limit=2560, noise_source="device", target_epsilon=8.0, alignment=False
+    )
     record = train(config, data=fashion, progress=False, log=lambda message: None)
     assert record["final"]["epsilon"] <= 8.0 and record["final"]["delta"] == 1e-5
     privacy = record["privacy"]

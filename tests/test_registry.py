@@ -24,7 +24,9 @@ class EchoDevice(TorchDevice):
 
     def __init__(self, profile: EchoProfile) -> None:
         torch_profile = opu_hal.TorchProfile(
-            backend="torch", in_features=profile.in_features, out_features=profile.out_features,
+            backend="torch",
+            in_features=profile.in_features,
+            out_features=profile.out_features,
             device="cpu",
         )
         super().__init__(torch_profile)
@@ -115,8 +117,10 @@ def test_builtins_are_discovered_through_their_entry_points_when_installed():
     refresh_entry_points()
     declared = _declared_builtins()
     if not declared:
-        pytest.skip("the installed opu-hal metadata predates the opu_hal.backends entry points; "
-                    "reinstall (pip install -e .) to exercise this path")
+        pytest.skip(
+            "the installed opu-hal metadata predates the opu_hal.backends entry points; "
+            "reinstall (pip install -e .) to exercise this path"
+        )
     for name in declared:
         assert backend_origin(name) == "entry point"
 
@@ -143,15 +147,20 @@ def test_builtin_spec_points_at_the_model_each_backend_owns():
 def test_reading_a_lighton_profile_does_not_import_the_sdk():
     import subprocess
 
-    code = ("import sys, opu_hal; opu_hal.validate_profile({'backend': 'lighton', 'simulated': True, "
-            "'in_features': 4, 'out_features': 2}); print('lightonml' in sys.modules)")
+    code = (
+        "import sys, opu_hal; opu_hal.validate_profile({'backend': 'lighton', 'simulated': True, "
+        "'in_features': 4, 'out_features': 2}); print('lightonml' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 
-OTHER_MAJOR_PLUGIN = PLUGIN + """
+OTHER_MAJOR_PLUGIN = (
+    PLUGIN
+    + """
     SPEC = BackendSpec("plugged", PluggedProfile, EchoDevice, interface_version="2.0")
 """
+)
 
 
 def test_entry_point_of_another_interface_major_is_refused_with_a_warning(tmp_path, monkeypatch):

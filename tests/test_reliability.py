@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import resource
 
-import torch
-
 import pytest
+import torch
 
 from opu_hal.runtime import memory
 
@@ -34,8 +33,19 @@ def test_available_memory_honours_a_cgroup_v2_limit(tmp_path, monkeypatch):
 
 from trainers.cli import main  # noqa: E402  (opu-hal's parser with the trainers' commands)
 
-PLAN = ["plan", "--dataset-size", "54000", "--batch-size", "256", "--epochs", "5", "--target-epsilon", "8",
-        "--sensitivity", "1"]
+PLAN = [
+    "plan",
+    "--dataset-size",
+    "54000",
+    "--batch-size",
+    "256",
+    "--epochs",
+    "5",
+    "--target-epsilon",
+    "8",
+    "--sensitivity",
+    "1",
+]
 
 
 def run_cli(argv: list[str], capsys) -> tuple[int, str]:
@@ -45,18 +55,30 @@ def run_cli(argv: list[str], capsys) -> tuple[int, str]:
     return code, captured.err
 
 
-@pytest.mark.parametrize("extra, named", [
-    (["--temperatures", "25", "25"], "--temperatures must be distinct values"),
-    (["--temperatures", "25", "--exposures", "400", "400"], "--exposures must be distinct values"),
-    (["--temperatures", "25", "--frames", "1000000000"], "--frames must be in [2, "),
-    (["--temperatures", "25", "--frames", "1"], "--frames must be in [2, "),
-    (["--temperatures", "25", "--plot", "{tmp}/p.xyz"], "--plot {tmp}/p.xyz: the extension .xyz is not a plot format"),
-    (["--temperatures", "25", "--plot", "{tmp}/c.json"], "is the --out path"),
-    (["--temperatures", "25", "--plot", "/proc/nope/p.png"], "--plot /proc/nope/p.png: not a writable file path"),
-])
+@pytest.mark.parametrize(
+    "extra, named",
+    [
+        (["--temperatures", "25", "25"], "--temperatures must be distinct values"),
+        (["--temperatures", "25", "--exposures", "400", "400"], "--exposures must be distinct values"),
+        (["--temperatures", "25", "--frames", "1000000000"], "--frames must be in [2, "),
+        (["--temperatures", "25", "--frames", "1"], "--frames must be in [2, "),
+        (
+            ["--temperatures", "25", "--plot", "{tmp}/p.xyz"],
+            "--plot {tmp}/p.xyz: the extension .xyz is not a plot format",
+        ),
+        (["--temperatures", "25", "--plot", "{tmp}/c.json"], "is the --out path"),
+        (["--temperatures", "25", "--plot", "/proc/nope/p.png"], "--plot /proc/nope/p.png: not a writable file path"),
+    ],
+)
 def test_calibrate_refuses_bad_options_before_measuring(extra, named, tmp_path, capsys):
-    argv = ["calibrate", "opu-sim-dp", "--out", f"{tmp_path}/c.json", "--quiet",
-            *[a.format(tmp=tmp_path) for a in extra]]
+    argv = [
+        "calibrate",
+        "opu-sim-dp",
+        "--out",
+        f"{tmp_path}/c.json",
+        "--quiet",
+        *[a.format(tmp=tmp_path) for a in extra],
+    ]
     code, err = run_cli(argv, capsys)
     assert code == 2 and named.format(tmp=tmp_path) in err
     assert not (tmp_path / "c.json").exists()
@@ -81,8 +103,10 @@ def test_calibrate_refuses_a_profile_without_a_camera(profile, tmp_path, capsys)
 
 def test_calibrate_a_profile_whose_temperature_range_is_one_point(tmp_path, capsys):
     profile = tmp_path / "point.toml"
-    profile.write_text('backend = "simulated"\nin_features = 4\nout_features = 64\ngain_e_per_dn = 1.0\n'
-                       'adc_bits = 12\nanchor_power_uw = 2.0\ntemperature_min_c = 25.0\ntemperature_max_c = 25.0\n')
+    profile.write_text(
+        'backend = "simulated"\nin_features = 4\nout_features = 64\ngain_e_per_dn = 1.0\n'
+        "adc_bits = 12\nanchor_power_uw = 2.0\ntemperature_min_c = 25.0\ntemperature_max_c = 25.0\n"
+    )
     code, err = run_cli(["calibrate", str(profile), "--out", f"{tmp_path}/c.json", "--frames", "4", "--quiet"], capsys)
     assert code == 0, err
     from opu_hal.calibration.schema import read_calibration
@@ -90,14 +114,17 @@ def test_calibrate_a_profile_whose_temperature_range_is_one_point(tmp_path, caps
     assert read_calibration(tmp_path / "c.json").temperatures_c == [25.0]
 
 
-@pytest.mark.parametrize("extra, named", [
-    (["--confidence", "-0.5"], "--confidence must be in (0, 1)"),
-    (["--confidence", "0"], "--confidence must be in (0, 1)"),
-    (["--confidence", "1"], "--confidence must be in (0, 1)"),
-    (["--confidence", "nan"], "--confidence must be in (0, 1)"),
-    (["--plot", "/proc/nope/p.png"], "--plot /proc/nope/p.png: /proc is not a writable folder"),
-    (["--plot", "p.xyz"], "--plot p.xyz: the extension .xyz is not a plot format"),
-])
+@pytest.mark.parametrize(
+    "extra, named",
+    [
+        (["--confidence", "-0.5"], "--confidence must be in (0, 1)"),
+        (["--confidence", "0"], "--confidence must be in (0, 1)"),
+        (["--confidence", "1"], "--confidence must be in (0, 1)"),
+        (["--confidence", "nan"], "--confidence must be in (0, 1)"),
+        (["--plot", "/proc/nope/p.png"], "--plot /proc/nope/p.png: /proc is not a writable folder"),
+        (["--plot", "p.xyz"], "--plot p.xyz: the extension .xyz is not a plot format"),
+    ],
+)
 def test_audit_refuses_bad_confidence_and_plot_before_training(extra, named, capsys, monkeypatch):
     from trainers import audit
 
@@ -122,8 +149,17 @@ import json  # noqa: E402
 import opu_hal  # noqa: E402
 from opu_hal.contract.errors import CalibrationError, ProfileError  # noqa: E402
 
-CAMERA = {"backend": "simulated", "in_features": 4, "out_features": 64, "seed": 3, "mode": "linear",
-          "gain_e_per_dn": 1.0, "adc_bits": 12, "black_level_dn": 64, "anchor_power_uw": 2.0}
+CAMERA = {
+    "backend": "simulated",
+    "in_features": 4,
+    "out_features": 64,
+    "seed": 3,
+    "mode": "linear",
+    "gain_e_per_dn": 1.0,
+    "adc_bits": 12,
+    "black_level_dn": 64,
+    "anchor_power_uw": 2.0,
+}
 
 
 def toml(keys: dict) -> str:
@@ -154,14 +190,22 @@ def damaged(folder, name: str, change) -> str:
 
 DAMAGES = {
     "short": (lambda d: d["operating_points"].pop(), "key 'operating_points' must hold one point per"),
-    "long": (lambda d: d["operating_points"].append(copy.deepcopy(d["operating_points"][0])),
-             "key 'operating_points' must hold one point per"),
-    "zero-anchor": (lambda d: d["operating_points"][0].update(anchor_power_uw=0.0),
-                    "key 'operating_points.0.anchor_power_uw': Input should be greater than 0"),
-    "negative-anchor": (lambda d: d["operating_points"][1].update(anchor_power_uw=-1.0),
-                        "key 'operating_points.1.anchor_power_uw': Input should be greater than 0"),
-    "negative-photons": (lambda d: d.update(photons_per_pixel_per_uw=-5.0),
-                         "key 'photons_per_pixel_per_uw': Input should be greater than 0"),
+    "long": (
+        lambda d: d["operating_points"].append(copy.deepcopy(d["operating_points"][0])),
+        "key 'operating_points' must hold one point per",
+    ),
+    "zero-anchor": (
+        lambda d: d["operating_points"][0].update(anchor_power_uw=0.0),
+        "key 'operating_points.0.anchor_power_uw': Input should be greater than 0",
+    ),
+    "negative-anchor": (
+        lambda d: d["operating_points"][1].update(anchor_power_uw=-1.0),
+        "key 'operating_points.1.anchor_power_uw': Input should be greater than 0",
+    ),
+    "negative-photons": (
+        lambda d: d.update(photons_per_pixel_per_uw=-5.0),
+        "key 'photons_per_pixel_per_uw': Input should be greater than 0",
+    ),
     "dark-current-short": (lambda d: d["dark_current"].pop(), "key 'dark_current' must hold one point per"),
 }
 
@@ -194,13 +238,16 @@ def test_plan_refuses_a_profile_without_a_camera(profile, camera, capsys):
     assert "declares no camera model to plan with" in err or "lacks the key(s)" in err
 
 
-@pytest.mark.parametrize("change, key", [
-    ({"out_features": 128}, "device.out_features"),
-    ({"seed": 4}, "device.seed"),
-    ({"quantum_efficiency": 0.3}, "device.physics.quantum_efficiency"),
-    ({"read_noise_e": 2.0}, "device.physics.read_noise_e"),
-    ({"dark_fom_na_per_cm2": 0.5}, "device.physics.dark_fom_na_per_cm2"),
-])
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        ({"out_features": 128}, "device.out_features"),
+        ({"seed": 4}, "device.seed"),
+        ({"quantum_efficiency": 0.3}, "device.physics.quantum_efficiency"),
+        ({"read_noise_e": 2.0}, "device.physics.read_noise_e"),
+        ({"dark_fom_na_per_cm2": 0.5}, "device.physics.dark_fom_na_per_cm2"),
+    ],
+)
 def test_plan_and_train_refuse_a_calibration_of_another_device_alike(change, key, camera, capsys):
     other = camera / f"other-{key}.toml"
     other.write_text(toml({**CAMERA, **change}))
@@ -214,8 +261,9 @@ def test_plan_refuses_a_calibration_of_another_backend(camera, capsys):
     data = json.loads((camera / "cal.json").read_text())
     data["device"]["backend"] = "lighton"
     (camera / "lighton-cal.json").write_text(json.dumps(data))
-    code, err = run_cli([*PLAN, "--profile", str(camera / "cam.toml"), "--calibration", str(camera / "lighton-cal.json")],
-                        capsys)
+    code, err = run_cli(
+        [*PLAN, "--profile", str(camera / "cam.toml"), "--calibration", str(camera / "lighton-cal.json")], capsys
+    )
     assert code == 2 and "key 'device.backend' is 'lighton'" in err
 
 
@@ -223,15 +271,31 @@ def test_a_calibration_without_physics_is_refused_as_unverifiable(camera, capsys
     data = json.loads((camera / "cal.json").read_text())
     del data["device"]["physics"]
     (camera / "old.json").write_text(json.dumps(data))
-    code, err = run_cli([*PLAN, "--profile", str(camera / "cam.toml"), "--calibration", str(camera / "old.json")], capsys)
+    code, err = run_cli(
+        [*PLAN, "--profile", str(camera / "cam.toml"), "--calibration", str(camera / "old.json")], capsys
+    )
     assert code == 2 and "key 'device.physics' is missing" in err
 
 
 def test_skellam_plan_rescales_the_calibration_to_the_profiles_anchor_power_as_train_does(camera, capsys):
     dim = {**CAMERA, "anchor_power_uw": 0.7}
     (camera / "dim.toml").write_text(toml(dim))
-    argv = [*PLAN, "--mechanism", "skellam", "--dimension", "1000", "--lattice-resolution", "10", "--sampling", "fixed",
-            "--json", "--profile", str(camera / "dim.toml"), "--calibration", str(camera / "cal.json")]
+    argv = [
+        *PLAN,
+        "--mechanism",
+        "skellam",
+        "--dimension",
+        "1000",
+        "--lattice-resolution",
+        "10",
+        "--sampling",
+        "fixed",
+        "--json",
+        "--profile",
+        str(camera / "dim.toml"),
+        "--calibration",
+        str(camera / "cal.json"),
+    ]
     assert main(argv) == 0
     plans = json.loads(capsys.readouterr().out)["plans"]
     with opu_hal.load_device(opu_hal.validate_profile({**dim, "calibration": str(camera / "cal.json")})) as device:
@@ -251,17 +315,51 @@ def test_a_torch_device_refuses_a_calibration_it_would_ignore(camera):
 
 
 def test_train_refuses_a_calibration_on_a_torch_profile_instead_of_ignoring_it(camera, capsys):
-    code, err = run_cli(["train", "--method", "dp-dfa", "--profile", "torch-cpu", "--calibration",
-                         str(camera / "cal.json"), "--dataset", "digits", "--epochs", "1", "--target-epsilon", "8",
-                         "--quiet"], capsys)
+    code, err = run_cli(
+        [
+            "train",
+            "--method",
+            "dp-dfa",
+            "--profile",
+            "torch-cpu",
+            "--calibration",
+            str(camera / "cal.json"),
+            "--dataset",
+            "digits",
+            "--epochs",
+            "1",
+            "--target-epsilon",
+            "8",
+            "--quiet",
+        ],
+        capsys,
+    )
     assert code == 2 and "has no camera a calibration could describe" in err and "torch-cpu" in err
 
 
 def test_train_with_device_noise_refuses_a_short_calibration_naming_the_key(camera, capsys):
     path = damaged(camera, "short-train", DAMAGES["short"][0])
-    code, err = run_cli(["train", "--method", "dp-dfa", "--noise-source", "device", "--profile", str(camera / "cam.toml"),
-                         "--calibration", path, "--dataset", "digits", "--epochs", "1", "--target-epsilon", "8",
-                         "--quiet"], capsys)
+    code, err = run_cli(
+        [
+            "train",
+            "--method",
+            "dp-dfa",
+            "--noise-source",
+            "device",
+            "--profile",
+            str(camera / "cam.toml"),
+            "--calibration",
+            path,
+            "--dataset",
+            "digits",
+            "--epochs",
+            "1",
+            "--target-epsilon",
+            "8",
+            "--quiet",
+        ],
+        capsys,
+    )
     assert code == 2 and path in err and "key 'operating_points' must hold one point per" in err
 
 
@@ -290,6 +388,7 @@ PLUGGED = """
 @pytest.fixture
 def install(tmp_path, monkeypatch):
     """Install a plugin distribution (dist-info on sys.path) declaring ``group = {name: value}``."""
+
     def install(group: str, name: str, value: str, source: str) -> None:
         (tmp_path / "rel_plugin.py").write_text(textwrap.dedent(source))
         dist = tmp_path / "rel_plugin-0.1.dist-info"
@@ -299,6 +398,7 @@ def install(tmp_path, monkeypatch):
         monkeypatch.syspath_prepend(str(tmp_path))
         monkeypatch.delitem(sys.modules, "rel_plugin", raising=False)
         refresh_entry_points()
+
     yield install
     monkeypatch.undo()
     sys.modules.pop("rel_plugin", None)
@@ -315,22 +415,28 @@ def info_with_warnings(argv: list[str], capsys) -> tuple[int, str, str]:
 
 
 @pytest.mark.parametrize("group", ["opu_hal.backends", "opu_hal.commands"])
-@pytest.mark.parametrize("body, named", [
-    ("raise KeyboardInterrupt", "failed to load: KeyboardInterrupt"),
-    ("import sys; sys.exit(3)", "failed to load: SystemExit: 3"),
-    ("raise ImportError('missing SDK')", "failed to load: ImportError: missing SDK"),
-])
+@pytest.mark.parametrize(
+    "body, named",
+    [
+        ("raise KeyboardInterrupt", "failed to load: KeyboardInterrupt"),
+        ("import sys; sys.exit(3)", "failed to load: SystemExit: 3"),
+        ("raise ImportError('missing SDK')", "failed to load: ImportError: missing SDK"),
+    ],
+)
 def test_a_plugin_failing_at_import_is_skipped_with_a_warning(group, body, named, install, capsys):
     install(group, "broken", "rel_plugin:SPEC", body + "\n")
     code, _err, warned = info_with_warnings(["info", "torch-cpu", "--json"], capsys)
     assert code == 0 and "'broken' (rel_plugin:SPEC) " + named in warned
 
 
-@pytest.mark.parametrize("source, named", [
-    ("def register(sub):\n    raise RuntimeError('bad plugin')\n", "failed: RuntimeError: bad plugin"),
-    ("def register(sub):\n    sub.add_parser('extra-cmd')\n    sub.add_parser('info')\n", "failed: ArgumentError"),
-    ("def register(sub):\n    import sys; sys.exit(0)\n", "failed: SystemExit"),
-])
+@pytest.mark.parametrize(
+    "source, named",
+    [
+        ("def register(sub):\n    raise RuntimeError('bad plugin')\n", "failed: RuntimeError: bad plugin"),
+        ("def register(sub):\n    sub.add_parser('extra-cmd')\n    sub.add_parser('info')\n", "failed: ArgumentError"),
+        ("def register(sub):\n    import sys; sys.exit(0)\n", "failed: SystemExit"),
+    ],
+)
 def test_a_command_registration_that_fails_or_takes_a_name_is_undone(source, named, install, capsys):
     install("opu_hal.commands", "cmds", "rel_plugin:register", source)
     code, _err, warned = info_with_warnings(["info", "torch-cpu", "--json"], capsys)
@@ -363,22 +469,39 @@ def _info_of_plugged_profile(spec: str, install, tmp_path, capsys):
     return info_with_warnings(["info", str(tmp_path / "p.toml")], capsys)
 
 
-@pytest.mark.parametrize("spec, named", [
-    ('SPEC = BackendSpec("plugged", PluggedProfile, "rel_plugin:MISSING")', "failed for profile 'p': AttributeError"),
-    ('SPEC = BackendSpec("plugged", PluggedProfile, "no_such_module:Device")',
-     "failed for profile 'p': ModuleNotFoundError"),
-    ("SPEC = BackendSpec('plugged', PluggedProfile, failing)", "failed for profile 'p': RuntimeError: no such hardware"),
-    ("SPEC = BackendSpec('plugged', PluggedProfile, lambda profile: None)", "returned NoneType, not an opu_hal Device"),
-])
+@pytest.mark.parametrize(
+    "spec, named",
+    [
+        (
+            'SPEC = BackendSpec("plugged", PluggedProfile, "rel_plugin:MISSING")',
+            "failed for profile 'p': AttributeError",
+        ),
+        (
+            'SPEC = BackendSpec("plugged", PluggedProfile, "no_such_module:Device")',
+            "failed for profile 'p': ModuleNotFoundError",
+        ),
+        (
+            "SPEC = BackendSpec('plugged', PluggedProfile, failing)",
+            "failed for profile 'p': RuntimeError: no such hardware",
+        ),
+        (
+            "SPEC = BackendSpec('plugged', PluggedProfile, lambda profile: None)",
+            "returned NoneType, not an opu_hal Device",
+        ),
+    ],
+)
 def test_info_of_a_plugin_profile_whose_factory_fails_is_a_clear_error(spec, named, install, tmp_path, capsys):
     code, err, _ = _info_of_plugged_profile(spec, install, tmp_path, capsys)
     assert code == 2 and "backend 'plugged'" in err and named in err
 
 
-@pytest.mark.parametrize("spec, named", [
-    ("SPEC = BackendSpec('plugged', dict, EchoDevice)", "profile model <class 'dict'> is not a subclass"),
-    ("SPEC = BackendSpec('plugged', PluggedProfile, None)", "factory None is neither callable"),
-])
+@pytest.mark.parametrize(
+    "spec, named",
+    [
+        ("SPEC = BackendSpec('plugged', dict, EchoDevice)", "profile model <class 'dict'> is not a subclass"),
+        ("SPEC = BackendSpec('plugged', PluggedProfile, None)", "factory None is neither callable"),
+    ],
+)
 def test_a_plugin_spec_with_no_profile_model_or_factory_is_ignored(spec, named, install, tmp_path, capsys):
     code, err, warned = _info_of_plugged_profile(spec, install, tmp_path, capsys)
     assert code == 2 and "key 'backend' is 'plugged'; allowed: " in err and named in warned
@@ -389,10 +512,14 @@ def test_a_plugin_spec_with_no_profile_model_or_factory_is_ignored(spec, named, 
 def test_a_plugin_named_like_a_builtin_backend_is_refused_naming_both(install, capsys):
     from opu_hal.backends.simulated.profile import SPEC as BUILTIN
 
-    install("opu_hal.backends", "simulated", "rel_plugin:SPEC",
-            "from opu_hal import BackendSpec\nfrom tests.test_registry import EchoDevice\n"
-            "from opu_hal.backends.simulated.profile import SimulatedProfile\n"
-            "SPEC = BackendSpec('simulated', SimulatedProfile, EchoDevice)\n")
+    install(
+        "opu_hal.backends",
+        "simulated",
+        "rel_plugin:SPEC",
+        "from opu_hal import BackendSpec\nfrom tests.test_registry import EchoDevice\n"
+        "from opu_hal.backends.simulated.profile import SimulatedProfile\n"
+        "SPEC = BackendSpec('simulated', SimulatedProfile, EchoDevice)\n",
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert opu_hal.get_backend("simulated") is BUILTIN
@@ -402,8 +529,9 @@ def test_a_plugin_named_like_a_builtin_backend_is_refused_naming_both(install, c
 
 # -- older surfaces -------------------------------------------------------------------------------
 def test_info_of_a_maximal_lighton_simulated_profile_is_refused_before_allocating(tmp_path, capsys):
-    (tmp_path / "lmax.toml").write_text('backend = "lighton"\nsimulated = true\nin_features = 1039680\n'
-                                        'out_features = 2219520\n')
+    (tmp_path / "lmax.toml").write_text(
+        'backend = "lighton"\nsimulated = true\nin_features = 1039680\nout_features = 2219520\n'
+    )
     code, err = run_cli(["info", str(tmp_path / "lmax.toml")], capsys)
     assert code == 2 and "keys 'in_features' x 'out_features' = 1039680 x 2219520 need about" in err
 
@@ -425,8 +553,9 @@ def test_project_seed_outside_63_bits_is_refused(seed, capsys):
 
 
 def test_a_gain_that_quantizes_the_signal_away_is_refused_not_reported_as_noise(tmp_path, capsys):
-    (tmp_path / "gain.toml").write_text('backend = "simulated"\nin_features = 8\nout_features = 64\n'
-                                        'gain_e_per_dn = 1e6\n')
+    (tmp_path / "gain.toml").write_text(
+        'backend = "simulated"\nin_features = 8\nout_features = 64\ngain_e_per_dn = 1e6\n'
+    )
     for command in (["info"], ["project"]):
         code, err = run_cli([*command, str(tmp_path / "gain.toml")], capsys)
         assert code == 2 and "key 'gain_e_per_dn' = 1e+06 quantizes the signal away" in err
@@ -462,8 +591,12 @@ def test_train_on_an_empty_training_file_names_the_file(tmp_path, capsys):
 def test_torch_matrix_memory_counts_its_float64_draw(monkeypatch):
     from opu_hal.backends import torch_backend
 
-    monkeypatch.setattr(torch_backend, "available_bytes", lambda: 2 * 30000 * 30000 * 4 + 1)  # float32 fits, the draw not
-    profile = opu_hal.validate_profile({"backend": "torch", "in_features": 30000, "out_features": 30000, "device": "cpu"})
+    monkeypatch.setattr(
+        torch_backend, "available_bytes", lambda: 2 * 30000 * 30000 * 4 + 1
+    )  # float32 fits, the draw not
+    profile = opu_hal.validate_profile(
+        {"backend": "torch", "in_features": 30000, "out_features": 30000, "device": "cpu"}
+    )
     with pytest.raises(ProfileError, match="need a .* GiB matrix"):
         opu_hal.load_device(profile)
 
@@ -473,20 +606,28 @@ def test_a_projection_of_100000_rows_and_a_30000_square_torch_matrix_under_a_4_g
     import sys as _sys
     from pathlib import Path
 
-    code = ("import torch, opu_hal\n"
-            "with opu_hal.load_device('opu-sim') as d:\n"
-            "    try:\n"
-            "        d.project(torch.zeros(100_000, d.in_features)); print('projected')\n"
-            "    except opu_hal.HostMemoryError as exc:\n"
-            "        print('refused:', exc)\n"
-            "torch_profile = {'backend': 'torch', 'in_features': 30000, 'out_features': 30000, 'device': 'cpu'}\n"
-            "try:\n"
-            "    opu_hal.load_device(opu_hal.validate_profile(torch_profile)); print('loaded')\n"
-            "except opu_hal.ProfileError as exc:\n"
-            "    print('refused:', exc)\n")
+    code = (
+        "import torch, opu_hal\n"
+        "with opu_hal.load_device('opu-sim') as d:\n"
+        "    try:\n"
+        "        d.project(torch.zeros(100_000, d.in_features)); print('projected')\n"
+        "    except opu_hal.HostMemoryError as exc:\n"
+        "        print('refused:', exc)\n"
+        "torch_profile = {'backend': 'torch', 'in_features': 30000, 'out_features': 30000, 'device': 'cpu'}\n"
+        "try:\n"
+        "    opu_hal.load_device(opu_hal.validate_profile(torch_profile)); print('loaded')\n"
+        "except opu_hal.ProfileError as exc:\n"
+        "    print('refused:', exc)\n"
+    )
     cap = lambda: resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # noqa: E731
-    done = subprocess.run([_sys.executable, "-c", code], capture_output=True, text=True, timeout=120, preexec_fn=cap,
-                          cwd=Path(__file__).resolve().parents[1])
+    done = subprocess.run(
+        [_sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=cap,
+        cwd=Path(__file__).resolve().parents[1],
+    )
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-500:]
     assert "refused: a batch of 100000 rows needs about" in done.stdout  # checked when projected
     assert "30000 x 30000 need a" in done.stdout
@@ -503,10 +644,26 @@ def test_privacy_counts_name_the_model_when_its_read_mean_is_below_the_calibrati
 
     with opu_hal.load_device("opu-sim-dp") as device:
         read = device.anchor_read_e
-        low = draw_counts(SecureGenerator(), device.sensor, read, 8, 1000.0, "t", read_mean_lower_e=2 * read,
-                          mean_source="calibration X")
-        high = draw_counts(SecureGenerator(), device.sensor, read, 8, 1000.0, "t", read_mean_lower_e=read / 2,
-                           mean_source="calibration X")
+        low = draw_counts(
+            SecureGenerator(),
+            device.sensor,
+            read,
+            8,
+            1000.0,
+            "t",
+            read_mean_lower_e=2 * read,
+            mean_source="calibration X",
+        )
+        high = draw_counts(
+            SecureGenerator(),
+            device.sensor,
+            read,
+            8,
+            1000.0,
+            "t",
+            read_mean_lower_e=read / 2,
+            mean_source="calibration X",
+        )
     assert low.distribution.mean_source.startswith("model (the profile's declared camera")
     assert "calibration X" in low.distribution.mean_source
     assert low.distribution.reads_per_value * read >= 1000 > (low.distribution.reads_per_value - 1) * read

@@ -11,13 +11,10 @@ import torch
 from scipy.special import logsumexp
 
 import opu_hal
+from opu_hal.privacy import Accountant, event_from_dict, rounding
 from opu_hal.privacy.mechanisms import SkellamRelease
-from opu_hal.privacy import Accountant, event_from_dict
-from opu_hal.privacy import rounding
-from opu_hal.privacy.rounding import (FixedSizeRoundedSkellamEvent, RoundedSkellamEvent,
-                                      rounding_rdp_coefficient)
+from opu_hal.privacy.rounding import FixedSizeRoundedSkellamEvent, RoundedSkellamEvent, rounding_rdp_coefficient
 from opu_hal.privacy.skellam import SkellamLattice
-
 from tests.test_privacy_attacks import CHANCE_LIMIT, DELTA, empirical_epsilon, lattice_attack
 
 
@@ -47,8 +44,11 @@ SHIFTS = [*np.linspace(0.03, 1.0, 12), *np.linspace(1.05, 3.5, 12), -0.4, -1.0, 
 @pytest.mark.parametrize("alpha", [2, 3, 5, 8, 16])
 def test_coefficient_is_never_below_the_exact_divergence_on_a_grid_of_inputs(poisson_mean, alpha):
     kappa = float(rounding_rdp_coefficient(np.array([float(alpha)]), poisson_mean)[0])
-    worst = max(exact_divergence(alpha, f, f + shift, poisson_mean) / shift**2
-                for f in np.linspace(0.0, 0.95, 8) for shift in SHIFTS)
+    worst = max(
+        exact_divergence(alpha, f, f + shift, poisson_mean) / shift**2
+        for f in np.linspace(0.0, 0.95, 8)
+        for shift in SHIFTS
+    )
     assert worst <= kappa
 
 

@@ -10,11 +10,11 @@ import torch
 
 from tests.training_helpers import clusters
 from trainers.core import feature_cache, scattering
-from trainers.run.config import TrainConfig
 from trainers.core.data import Dataset, DatasetError, Split
 from trainers.core.errors import TrainingConfigError
-from trainers.run.loop import train
 from trainers.core.scattering import Scattering2D, _gabor, group_normalize, scatter_dataset
+from trainers.run.config import TrainConfig
+from trainers.run.loop import train
 
 
 def images(n: int = 6, side: int = 28, seed: int = 0) -> torch.Tensor:
@@ -120,7 +120,9 @@ def _count_computations(tmp_path, monkeypatch) -> list[int]:
     monkeypatch.setenv("OPU_HAL_CACHE", str(tmp_path))
     calls: list[int] = []
     real = feature_cache.scatter_dataset
-    monkeypatch.setattr(feature_cache, "scatter_dataset", lambda data, progress=None: calls.append(1) or real(data, progress))
+    monkeypatch.setattr(
+        feature_cache, "scatter_dataset", lambda data, progress=None: calls.append(1) or real(data, progress)
+    )
     return calls
 
 
@@ -149,8 +151,16 @@ def test_an_unwritable_cache_costs_time_not_the_run(tmp_path, monkeypatch):
 
 def test_dp_sgd_trains_a_linear_model_on_scatter_features(tmp_path, monkeypatch):
     monkeypatch.setenv("OPU_HAL_CACHE", str(tmp_path))
-    config = TrainConfig.for_method("dp-sgd", hidden=(), features="scatter", inputs="unit", epochs=1,
-                                    batch_size=20, target_epsilon=8.0, alignment=False)
+    config = TrainConfig.for_method(
+        "dp-sgd",
+        hidden=(),
+        features="scatter",
+        inputs="unit",
+        epochs=1,
+        batch_size=20,
+        target_epsilon=8.0,
+        alignment=False,
+    )
     record = train(config, data=tiny_images_dataset(), progress=False, log=lambda m: None)
     assert record["dataset"]["features"] == "scatter" and record["dataset"]["n_features"] == 3969
     assert record["final"]["epsilon"] <= 8.0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -18,19 +18,23 @@ from randomgen import ChaCha
 
 from opu_hal.contract.errors import OpuHalError
 from opu_hal.randomness.keyed_stream import keyed_stream
-from opu_hal.randomness.secure_random import (bernoulli_indices, keyed_generator, new_secret_key,
-                                   sample_without_replacement, stream_key)
+from opu_hal.randomness.secure_random import (
+    bernoulli_indices,
+    keyed_generator,
+    new_secret_key,
+    sample_without_replacement,
+    stream_key,
+)
 from opu_hal.randomness.seeding import derive_seed
+from tests.training_helpers import clusters
 from trainers.core import mac
-from trainers.run.config import TrainConfig
-from trainers.run.loop import Trainer, train
+from trainers.core.model import MLP
+from trainers.core.sampling import COMPILED_STREAM, RANDOMGEN_STREAM, Sampler, default_stream
 from trainers.methods import METHODS, MethodContext
 from trainers.methods.dp_mac import DPMAC
 from trainers.methods.dp_ulr import DPULR
-from trainers.core.model import MLP
-from trainers.core.sampling import COMPILED_STREAM, RANDOMGEN_STREAM, Sampler, default_stream
-
-from tests.training_helpers import clusters
+from trainers.run.config import TrainConfig
+from trainers.run.loop import Trainer, train
 
 HIDDEN = (16, 12)
 KEY = "c3" * 32
@@ -44,8 +48,9 @@ def cfg(method: str, **kw) -> TrainConfig:
 
 def dp_mac(secret_key: str) -> DPMAC:
     config = cfg("dp-mac", noise_multiplier=1.0, extra={"z_steps": "2"})
-    method = METHODS["dp-mac"](MLP([20, *HIDDEN, 10], config.activation, seed=0),
-                               MethodContext(config, None, 20, 10, 600))
+    method = METHODS["dp-mac"](
+        MLP([20, *HIDDEN, 10], config.activation, seed=0), MethodContext(config, None, 20, 10, 600)
+    )
     method.set_noise_multiplier(1.0)
     method.secret_key = secret_key
     return method
@@ -140,6 +145,7 @@ class PrivacyPathProbe:
                 self.depth -= 1
                 if not torch.equal(before, torch.default_generator.get_state()):
                     self.events.append(f"{name}: drew from torch's global generator")
+
         return wrapped
 
     def generator_class(self) -> type:
@@ -159,21 +165,31 @@ class PrivacyPathProbe:
         return RecordingGenerator
 
 
-@pytest.mark.parametrize("name, kw", [
-    ("dp-ulr", {"noise_multiplier": 4.0}),
-    ("dp-ulr", {"noise_multiplier": 4.0, "extra": {"mode": "controller"}}),
-    ("dp-mac", {"noise_multiplier": 1.0, "extra": {"z_steps": "2", "bounds": "histogram"}}),
-    ("dp-sgd", {"noise_multiplier": 1.0, "sampling": "fixed"}),
-])
+@pytest.mark.parametrize(
+    "name, kw",
+    [
+        ("dp-ulr", {"noise_multiplier": 4.0}),
+        ("dp-ulr", {"noise_multiplier": 4.0, "extra": {"mode": "controller"}}),
+        ("dp-mac", {"noise_multiplier": 1.0, "extra": {"z_steps": "2", "bounds": "histogram"}}),
+        ("dp-sgd", {"noise_multiplier": 1.0, "sampling": "fixed"}),
+    ],
+)
 def test_private_batches_and_noise_never_seed_a_torch_generator(name, kw, monkeypatch):
     probe = PrivacyPathProbe()
-    for owner, attribute in [(Sampler, "batch"), (DPULR, "compute_gradients"), (DPMAC, "compute_gradients"),
-                             (DPMAC, "prepare")]:
+    for owner, attribute in [
+        (Sampler, "batch"),
+        (DPULR, "compute_gradients"),
+        (DPMAC, "compute_gradients"),
+        (DPMAC, "prepare"),
+    ]:
         monkeypatch.setattr(owner, attribute, probe.wrap(f"{owner.__name__}.{attribute}", getattr(owner, attribute)))
     monkeypatch.setattr(torch, "Generator", probe.generator_class())
     seed_global = torch.manual_seed
-    monkeypatch.setattr(torch, "manual_seed",
-                        lambda s: (probe.depth and probe.events.append(f"torch.manual_seed({s})"), seed_global(s))[1])
+    monkeypatch.setattr(
+        torch,
+        "manual_seed",
+        lambda s: (probe.depth and probe.events.append(f"torch.manual_seed({s})"), seed_global(s))[1],
+    )
     train(cfg(name, **kw), data=clusters(n_train=200), progress=False, log=lambda m: None)
     assert probe.entered["Sampler.batch"] >= 5
     if name != "dp-sgd":
@@ -190,8 +206,9 @@ def test_dp_ulr_describe_is_the_same_whatever_the_batches_were():
     config = cfg("dp-ulr", noise_multiplier=4.0, extra={"mode": "controller"})
     descriptions = []
     for seed, n in [(1, 40), (2, 55)]:
-        method = METHODS["dp-ulr"](MLP([20, *HIDDEN, 10], config.activation, seed=0),
-                                   MethodContext(config, None, 20, 10, 600))
+        method = METHODS["dp-ulr"](
+            MLP([20, *HIDDEN, 10], config.activation, seed=0), MethodContext(config, None, 20, 10, 600)
+        )
         method.set_noise_multiplier(4.0)
         data = clusters(n_train=n, seed=seed, spread=0.1 * seed)
         method.compute_gradients(data.train.x, data.train.y)
@@ -203,8 +220,14 @@ def test_dp_ulr_describe_is_the_same_whatever_the_batches_were():
 def public_seeds(seed: int, step: int) -> list[int]:
     """Seeds an attacker derives from a record (config seed, step number) with the project's
     derivations, each also as torch keeps it (low 32 bits)."""
-    seeds = [seed, step, derive_seed(seed, step), derive_seed(seed, "noise", step),
-             derive_seed(seed, "batch", step), derive_seed(seed, "mac-noise", step)]
+    seeds = [
+        seed,
+        step,
+        derive_seed(seed, step),
+        derive_seed(seed, "noise", step),
+        derive_seed(seed, "batch", step),
+        derive_seed(seed, "mac-noise", step),
+    ]
     return sorted({s for value in seeds for s in (value, value & 0xFFFFFFFF)})
 
 
@@ -235,8 +258,9 @@ def test_a_kept_key_replays_the_same_batches(kind, stream):
     if stream == COMPILED_STREAM:
         pytest.importorskip("numba")
     first = Sampler(kind, 300, 30, seed=0, min_batch=24, secret_key=new_secret_key(), stream=stream)
-    resumed = Sampler(kind, 300, 30, seed=0, min_batch=24, secret_key=new_secret_key(),
-                      stream=default_stream()).with_state(first.state_dict())  # what resume does
+    resumed = Sampler(
+        kind, 300, 30, seed=0, min_batch=24, secret_key=new_secret_key(), stream=default_stream()
+    ).with_state(first.state_dict())  # what resume does
     other = Sampler(kind, 300, 30, seed=0, min_batch=24, secret_key=new_secret_key(), stream=stream)
     for epoch, step in [(0, 0), (0, 5), (2, 9)]:
         batch = first.batch(epoch, step)
@@ -244,8 +268,7 @@ def test_a_kept_key_replays_the_same_batches(kind, stream):
         assert not torch.equal(batch, other.batch(epoch, step))
     stream_of = keyed_stream if stream == COMPILED_STREAM else keyed_generator
     stream = stream_of(first.secret_key, "batch", 0)
-    expected = (sample_without_replacement(stream, 300, 30) if kind == "fixed"
-                else bernoulli_indices(stream, 300, 0.1))
+    expected = sample_without_replacement(stream, 300, 30) if kind == "fixed" else bernoulli_indices(stream, 300, 0.1)
     if kind == "rejection":
         while len(expected) < 24:
             expected = bernoulli_indices(stream, 300, 0.1)

@@ -12,7 +12,6 @@ pytest.importorskip("numba", reason="Numba is not installed: the secure generato
 from opu_hal.kernels.compiled import chacha
 from opu_hal.kernels.compiled.poisson_constant import constant_mean_counts
 from opu_hal.randomness.secure_random import COUNTS_GENERATOR_NAME, GENERATOR_NAME, SecureGenerator
-
 from tests.test_compiled_camera import _chi_square_p
 from tests.test_triton_kernels import chacha20_block
 
@@ -20,11 +19,32 @@ from tests.test_triton_kernels import chacha20_block
 def test_keystream_matches_the_rfc8439_test_vector():
     # RFC 8439 section 2.3.2: key 00..1f, block count 1, nonce 00:00:00:09:00:00:00:4a:00:00:00:00
     words = np.empty((1, 16), np.uint32)
-    chacha.keystream_words(chacha.key_words(bytes(range(32))), np.uint64(1 + (0x09000000 << 32)),
-                           np.uint32(0x4A000000), np.uint32(0), 1, words)
-    assert words[0].tolist() == [0xE4E7F110, 0x15593BD1, 0x1FDD0F50, 0xC47120A3, 0xC7F4D1C7, 0x0368C033,
-                                 0x9AAA2204, 0x4E6CD4C3, 0x466482D2, 0x09AA9F07, 0x05D7C214, 0xA2028BD9,
-                                 0xD19C12B5, 0xB94E16DE, 0xE883D0CB, 0x4E3C50A2]
+    chacha.keystream_words(
+        chacha.key_words(bytes(range(32))),
+        np.uint64(1 + (0x09000000 << 32)),
+        np.uint32(0x4A000000),
+        np.uint32(0),
+        1,
+        words,
+    )
+    assert words[0].tolist() == [
+        0xE4E7F110,
+        0x15593BD1,
+        0x1FDD0F50,
+        0xC47120A3,
+        0xC7F4D1C7,
+        0x0368C033,
+        0x9AAA2204,
+        0x4E6CD4C3,
+        0x466482D2,
+        0x09AA9F07,
+        0x05D7C214,
+        0xA2028BD9,
+        0xD19C12B5,
+        0xB94E16DE,
+        0xE883D0CB,
+        0x4E3C50A2,
+    ]
 
 
 def test_keystream_matches_a_python_reference_across_the_counter_words():
@@ -113,10 +133,20 @@ def test_small_means_and_no_numba_use_randomgens_sampler(monkeypatch):
 def test_privacy_summary_names_the_counts_generator_and_the_rounding_generator():
     from trainers.cli import privacy_summary
 
-    privacy = {"mechanism": "skellam", "noise_source": "device", "generator": "ChaCha20 (randomgen), k",
-               "device_noise": {"poisson_mean_lower": 4e8, "reads_per_value": 7, "mean_source": "model",
-                                "generator": COUNTS_GENERATOR_NAME}}
+    privacy = {
+        "mechanism": "skellam",
+        "noise_source": "device",
+        "generator": "ChaCha20 (randomgen), k",
+        "device_noise": {
+            "poisson_mean_lower": 4e8,
+            "reads_per_value": 7,
+            "mean_source": "model",
+            "generator": COUNTS_GENERATOR_NAME,
+        },
+    }
     line = privacy_summary(privacy, {"name": "opu-sim-dp"})
     assert f"counts from {COUNTS_GENERATOR_NAME}" in line
     assert "lattice rounding from ChaCha20 (randomgen), k" in line
-    assert "generator ChaCha20 (randomgen)" in privacy_summary({"mechanism": "gaussian", "generator": "ChaCha20 (randomgen)"}, None)
+    assert "generator ChaCha20 (randomgen)" in privacy_summary(
+        {"mechanism": "gaussian", "generator": "ChaCha20 (randomgen)"}, None
+    )

@@ -12,16 +12,31 @@ from scipy import stats
 
 pytest.importorskip("numba", reason="Numba is not installed: the secure generator uses randomgen alone")
 
+from opu_hal.contract.errors import OpuHalError
 from opu_hal.kernels.compiled import chacha, chacha_normal
 from opu_hal.kernels.compiled.normal import ZIGGURAT_F, ZIGGURAT_K, ZIGGURAT_R, ZIGGURAT_W
-from opu_hal.contract.errors import OpuHalError
 from opu_hal.randomness.secure_random import GENERATOR_NAME, NORMALS_NONCE, UNIFORMS_NONCE, SecureGenerator
-
 from tests.test_triton_kernels import chacha20_block
 
 RFC_KEY = bytes(range(32))
-RFC_BLOCK = [0xE4E7F110, 0x15593BD1, 0x1FDD0F50, 0xC47120A3, 0xC7F4D1C7, 0x0368C033, 0x9AAA2204, 0x4E6CD4C3,
-             0x466482D2, 0x09AA9F07, 0x05D7C214, 0xA2028BD9, 0xD19C12B5, 0xB94E16DE, 0xE883D0CB, 0x4E3C50A2]
+RFC_BLOCK = [
+    0xE4E7F110,
+    0x15593BD1,
+    0x1FDD0F50,
+    0xC47120A3,
+    0xC7F4D1C7,
+    0x0368C033,
+    0x9AAA2204,
+    0x4E6CD4C3,
+    0x466482D2,
+    0x09AA9F07,
+    0x05D7C214,
+    0xA2028BD9,
+    0xD19C12B5,
+    0xB94E16DE,
+    0xE883D0CB,
+    0x4E3C50A2,
+]
 
 
 def test_single_and_lane_blocks_match_the_rfc8439_test_vector():
@@ -46,8 +61,9 @@ def _reference_normals(key: bytes, counter: int, nonce: int, n: int) -> tuple[np
     (``random_standard_normal``), first proposals from the shared blocks, the rest from each
     normal's substream; also how often each branch ran (so the test knows it covered them)."""
     words = np.empty((chacha.blocks_for(n), 16), np.uint32)
-    chacha.keystream_words(chacha.key_words(key), np.uint64(counter), np.uint32(nonce), np.uint32(0),
-                           words.shape[0], words)
+    chacha.keystream_words(
+        chacha.key_words(key), np.uint64(counter), np.uint32(nonce), np.uint32(0), words.shape[0], words
+    )
     out, seen = np.empty(n), {"wedge": 0, "tail": 0, "rejected": 0}
     for i in range(n):
         pairs = iter([(int(words[i // 8, 2 * (i % 8)]), int(words[i // 8, 2 * (i % 8) + 1]))])
@@ -81,8 +97,9 @@ def _reference_normals(key: bytes, counter: int, nonce: int, n: int) -> tuple[np
                 x = ZIGGURAT_R + xx
                 break
             seen["wedge"] += 1
-            if (ZIGGURAT_F[layer - 1] - ZIGGURAT_F[layer]) * _uniform53(*next_pair()) + ZIGGURAT_F[layer] \
-                    < math.exp(-0.5 * x * x):
+            if (ZIGGURAT_F[layer - 1] - ZIGGURAT_F[layer]) * _uniform53(*next_pair()) + ZIGGURAT_F[layer] < math.exp(
+                -0.5 * x * x
+            ):
                 break
             seen["rejected"] += 1
         out[i] = -x if negative else x

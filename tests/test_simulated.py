@@ -11,9 +11,9 @@ from scipy import stats
 
 import opu_hal
 from opu_hal import InputError, ProfileError, SimulatedProfile
-from opu_hal.camera.physics import band_gap_ev, dark_current_rate
 from opu_hal.backends.simulated.device import SaturationWarning, SimulatedDevice
 from opu_hal.backends.simulated.optics import TransmissionMatrix
+from opu_hal.camera.physics import band_gap_ev, dark_current_rate
 
 ELECTRON_CHARGE_C = 1.602176634e-19
 
@@ -109,8 +109,9 @@ def test_intensity_mode_returns_the_squared_modulus_on_average():
     device = make(mode="intensity", in_features=32, out_features=256)
     x = binary(1, 32, seed=1)
     ideal = device.ideal(x)[0].double()
-    assert torch.allclose(device.optics.field(x)[0] ** 2 + device.optics.field(x)[1] ** 2,
-                          ideal.float() * 32, rtol=1e-4, atol=1e-4)
+    assert torch.allclose(
+        device.optics.field(x)[0] ** 2 + device.optics.field(x)[1] ** 2, ideal.float() * 32, rtol=1e-4, atol=1e-4
+    )
     mean = repeats(device, x, 400).mean(dim=0)
     standard_error = device.project(x).noise.std / math.sqrt(400)
     assert (mean - ideal).abs().max().item() < 5 * standard_error
@@ -150,8 +151,15 @@ def test_temperature_outside_the_sensor_range_is_refused_and_device_stays_usable
 
 def test_profile_temperature_outside_its_own_range_is_a_profile_error():
     with pytest.raises(ProfileError, match="temperature_c = 90.0 is outside"):
-        opu_hal.validate_profile({"backend": "simulated", "in_features": 4, "out_features": 4,
-                                  "temperature_c": 90.0, "temperature_max_c": 85.0})
+        opu_hal.validate_profile(
+            {
+                "backend": "simulated",
+                "in_features": 4,
+                "out_features": 4,
+                "temperature_c": 90.0,
+                "temperature_max_c": 85.0,
+            }
+        )
 
 
 def test_std_lower_bounds_every_coordinate_variance():

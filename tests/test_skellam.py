@@ -12,9 +12,9 @@ from scipy.special import logsumexp
 
 import opu_hal
 from opu_hal import DeviceUnavailable
-from opu_hal.privacy.mechanisms import SkellamRelease
 from opu_hal.privacy import Accountant, FixedSizeGaussianEvent
 from opu_hal.privacy.events import event_from_dict
+from opu_hal.privacy.mechanisms import SkellamRelease
 from opu_hal.privacy.skellam import (
     FixedSizeSkellamEvent,
     SkellamEvent,
@@ -35,7 +35,8 @@ def exact_skellam_renyi(poisson_mean: float, shift: int, alpha: float) -> float:
     k = np.arange(-span, span + 1)
     with np.errstate(invalid="ignore"):
         terms = alpha * stats.skellam.logpmf(k, poisson_mean, poisson_mean) + (1 - alpha) * stats.skellam.logpmf(
-            k - shift, poisson_mean, poisson_mean)
+            k - shift, poisson_mean, poisson_mean
+        )
     return float(logsumexp(terms[np.isfinite(terms)]) / (alpha - 1))
 
 
@@ -135,17 +136,27 @@ def test_simulated_privacy_profile_serves_skellam_counts_of_at_least_the_request
 
 
 def _simulated(**changes):
-    data = {"backend": "simulated", "in_features": 10, "out_features": 64, "gain_e_per_dn": 1.0,
-            "adc_bits": 12, "black_level_dn": 64, "anchor_power_uw": 2.0}
+    data = {
+        "backend": "simulated",
+        "in_features": 10,
+        "out_features": 64,
+        "gain_e_per_dn": 1.0,
+        "adc_bits": 12,
+        "black_level_dn": 64,
+        "anchor_power_uw": 2.0,
+    }
     data.update(changes)
     return opu_hal.load_device(validate_profile(data, "probe.toml"))
 
 
-@pytest.mark.parametrize("changes, key", [
-    ({"gain_e_per_dn": 20.0}, "gain_e_per_dn"),
-    ({"anchor_power_uw": 20.0}, "anchor_power_uw"),
-    ({"full_well_e": 600.0}, "full_well_e"),
-])
+@pytest.mark.parametrize(
+    "changes, key",
+    [
+        ({"gain_e_per_dn": 20.0}, "gain_e_per_dn"),
+        ({"anchor_power_uw": 20.0}, "anchor_power_uw"),
+        ({"full_well_e": 600.0}, "full_well_e"),
+    ],
+)
 def test_simulated_device_refuses_operating_points_where_the_analysis_fails(changes, key):
     device = _simulated(**changes)
     assert not device.capabilities.privacy_noise

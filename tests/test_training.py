@@ -8,16 +8,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from trainers.run.alignment import gradient_alignment
-from trainers.run.config import TrainConfig
+from tests.training_helpers import clusters, simulated_device, torch_device
+from trainers.cli.plot import plot_records
 from trainers.core.errors import TrainingConfigError
 from trainers.core.feedback import ternarize
-from trainers.run.loop import train
-from trainers.methods import METHODS, MethodContext
 from trainers.core.model import ACTIVATIONS, MLP
-from trainers.cli.plot import plot_records
-
-from tests.training_helpers import clusters, simulated_device, torch_device
+from trainers.methods import METHODS, MethodContext
+from trainers.run.alignment import gradient_alignment
+from trainers.run.config import TrainConfig
+from trainers.run.loop import train
 
 HIDDEN = (24, 24)
 
@@ -62,7 +61,7 @@ def test_dfa_update_is_projected_error_times_derivative_times_input():
     trace = model.forward_trace(x)
     e = torch.softmax(trace.logits, 1) - F.one_hot(y, 10)
     projected = e @ device.matrix
-    first = (projected[:, :HIDDEN[0]] * (1 - torch.tanh(trace.preacts[0]) ** 2)).T @ x / 16
+    first = (projected[:, : HIDDEN[0]] * (1 - torch.tanh(trace.preacts[0]) ** 2)).T @ x / 16
     assert torch.allclose(model.layers[0].weight.grad, first, atol=1e-6)
     assert torch.allclose(model.layers[-1].weight.grad, e.T @ trace.inputs[-1] / 16, atol=1e-6)
 
@@ -95,9 +94,15 @@ def test_bp_alignment_with_itself_is_one():
     assert all(c == pytest.approx(1.0, abs=1e-5) for c in cosines.values())
 
 
-@pytest.mark.parametrize("method,device_fn", [
-    ("bp", None), ("dfa", torch_device), ("tdfa", torch_device), ("pdfa", simulated_device),
-])
+@pytest.mark.parametrize(
+    "method,device_fn",
+    [
+        ("bp", None),
+        ("dfa", torch_device),
+        ("tdfa", torch_device),
+        ("pdfa", simulated_device),
+    ],
+)
 def test_every_method_learns_separable_clusters(method, device_fn):
     device = device_fn() if device_fn else None
     record = quiet_train(config(method, epochs=4), data=clusters(), device=device)
@@ -149,8 +154,8 @@ def test_plot_writes_a_png(tmp_path):
 
 @pytest.mark.parametrize("option", [{"target_epsilon": 3.0}, {"noise_multiplier": 1.0}, {"noise_source": "device"}])
 def test_privacy_options_on_a_non_private_method_are_refused(option):
-    from trainers.run.config import TrainConfig
     from trainers.core.errors import TrainingConfigError
+    from trainers.run.config import TrainConfig
 
     with pytest.raises(TrainingConfigError, match="not private"):
         TrainConfig.for_method("dfa", **option)
@@ -181,7 +186,12 @@ def test_callbacks_see_every_step_after_it_is_accounted():
             self.seen.append((trainer.global_step, trainer.accountant.steps))
 
     spy = Spy()
-    record = train(config("dp-dfa", epochs=1, noise_multiplier=1.0, alignment=False), data=clusters(),
-                   progress=False, log=lambda m: None, callbacks=[spy])
+    record = train(
+        config("dp-dfa", epochs=1, noise_multiplier=1.0, alignment=False),
+        data=clusters(),
+        progress=False,
+        log=lambda m: None,
+        callbacks=[spy],
+    )
     steps = record["final"]["steps"]
     assert spy.seen == [(k, k) for k in range(1, steps + 1)]

@@ -20,9 +20,12 @@ HAS_TRITON = importlib.util.find_spec("triton") is not None
 INTERPRETED = HAS_TRITON and os.environ.get("TRITON_INTERPRET") == "1" and not torch.cuda.is_available()
 pytestmark = pytest.mark.skipif(
     not HAS_TRITON or not (torch.cuda.is_available() or INTERPRETED),
-    reason="needs Triton and CUDA (or Triton's interpreter: TRITON_INTERPRET=1)")
+    reason="needs Triton and CUDA (or Triton's interpreter: TRITON_INTERPRET=1)",
+)
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-CUDA_ONLY = pytest.mark.skipif(not torch.cuda.is_available(), reason="the secure generator uses the kernel on CUDA only")
+CUDA_ONLY = pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="the secure generator uses the kernel on CUDA only"
+)
 
 
 # -- ChaCha20 ------------------------------------------------------------------------------------
@@ -33,19 +36,29 @@ def _rotl(x: int, n: int) -> int:
 def chacha20_block(key: bytes, counter: int, nonce: int) -> list[int]:
     """Pure-Python ChaCha20 block function (RFC 8439 section 2.3, 64-bit counter / 64-bit nonce)."""
     state = [0x61707865, 0x3320646E, 0x79622D32, 0x6B206574]
-    state += [int.from_bytes(key[4 * i:4 * i + 4], "little") for i in range(8)]
+    state += [int.from_bytes(key[4 * i : 4 * i + 4], "little") for i in range(8)]
     state += [counter & 0xFFFFFFFF, counter >> 32, nonce & 0xFFFFFFFF, nonce >> 32]
     x = list(state)
 
     def quarter(a: int, b: int, c: int, d: int) -> None:
-        x[a] = (x[a] + x[b]) & 0xFFFFFFFF; x[d] = _rotl(x[d] ^ x[a], 16)  # noqa: E702
-        x[c] = (x[c] + x[d]) & 0xFFFFFFFF; x[b] = _rotl(x[b] ^ x[c], 12)  # noqa: E702
-        x[a] = (x[a] + x[b]) & 0xFFFFFFFF; x[d] = _rotl(x[d] ^ x[a], 8)  # noqa: E702
-        x[c] = (x[c] + x[d]) & 0xFFFFFFFF; x[b] = _rotl(x[b] ^ x[c], 7)  # noqa: E702
+        x[a] = (x[a] + x[b]) & 0xFFFFFFFF
+        x[d] = _rotl(x[d] ^ x[a], 16)
+        x[c] = (x[c] + x[d]) & 0xFFFFFFFF
+        x[b] = _rotl(x[b] ^ x[c], 12)
+        x[a] = (x[a] + x[b]) & 0xFFFFFFFF
+        x[d] = _rotl(x[d] ^ x[a], 8)
+        x[c] = (x[c] + x[d]) & 0xFFFFFFFF
+        x[b] = _rotl(x[b] ^ x[c], 7)
 
     for _ in range(10):
-        quarter(0, 4, 8, 12); quarter(1, 5, 9, 13); quarter(2, 6, 10, 14); quarter(3, 7, 11, 15)  # noqa: E702
-        quarter(0, 5, 10, 15); quarter(1, 6, 11, 12); quarter(2, 7, 8, 13); quarter(3, 4, 9, 14)  # noqa: E702
+        quarter(0, 4, 8, 12)
+        quarter(1, 5, 9, 13)
+        quarter(2, 6, 10, 14)
+        quarter(3, 7, 11, 15)
+        quarter(0, 5, 10, 15)
+        quarter(1, 6, 11, 12)
+        quarter(2, 7, 8, 13)
+        quarter(3, 4, 9, 14)
     return [(a + b) & 0xFFFFFFFF for a, b in zip(x, state)]
 
 
@@ -54,8 +67,24 @@ def test_chacha_block_matches_the_rfc8439_test_vector():
 
     # RFC 8439 section 2.3.2: key 00..1f, block count 1, nonce 00:00:00:09:00:00:00:4a:00:00:00:00
     words = triton_chacha.keystream_words(bytes(range(32)), 1 + (0x09000000 << 32), 0x4A000000, 1, DEVICE)
-    expected = [0xE4E7F110, 0x15593BD1, 0x1FDD0F50, 0xC47120A3, 0xC7F4D1C7, 0x0368C033, 0x9AAA2204, 0x4E6CD4C3,
-                0x466482D2, 0x09AA9F07, 0x05D7C214, 0xA2028BD9, 0xD19C12B5, 0xB94E16DE, 0xE883D0CB, 0x4E3C50A2]
+    expected = [
+        0xE4E7F110,
+        0x15593BD1,
+        0x1FDD0F50,
+        0xC47120A3,
+        0xC7F4D1C7,
+        0x0368C033,
+        0x9AAA2204,
+        0x4E6CD4C3,
+        0x466482D2,
+        0x09AA9F07,
+        0x05D7C214,
+        0xA2028BD9,
+        0xD19C12B5,
+        0xB94E16DE,
+        0xE883D0CB,
+        0x4E3C50A2,
+    ]
     assert words[0].tolist() == expected
 
 
@@ -117,7 +146,9 @@ def test_a_flat_field_with_a_dark_map_has_per_pixel_poisson_means():
     dark = torch.linspace(0.05, 4.0, 64, device=DEVICE)
     frame, _ = _read(150.0, (4000, 64), dark=dark)
     # dark-subtracted electrons: each pixel's mean is the flat signal, its variance signal + dark
-    assert torch.allclose(frame.double().mean(0), torch.full((64,), 150.0, dtype=torch.float64), atol=5 * (154 / 4000) ** 0.5)
+    assert torch.allclose(
+        frame.double().mean(0), torch.full((64,), 150.0, dtype=torch.float64), atol=5 * (154 / 4000) ** 0.5
+    )
     variance = frame.double().var(0)
     assert torch.allclose(variance, 150.0 + dark.cpu().double(), rtol=0.1)
 
@@ -127,12 +158,28 @@ def test_fused_digitization_matches_the_eager_sensor():
     from opu_hal.backends.simulated.camera import Sensor
     from opu_hal.kernels.poisson import poisson
 
-    sensor = Sensor(temperature_c=25.0, exposure_us=400.0, pixel_pitch_um=5.0, dark_fom_na_per_cm2=0.0,
-                    read_noise_e=6.0, gain_e_per_dn=2.0, adc_bits=8, black_level_dn=10, full_well_e=470.0)
+    sensor = Sensor(
+        temperature_c=25.0,
+        exposure_us=400.0,
+        pixel_pitch_um=5.0,
+        dark_fom_na_per_cm2=0.0,
+        read_noise_e=6.0,
+        gain_e_per_dn=2.0,
+        adc_bits=8,
+        black_level_dn=10,
+        full_well_e=470.0,
+    )
     n = 100_000 if torch.cuda.is_available() else 20_000
     rates = torch.full((n,), 420.0, device=DEVICE)
-    fused, fused_clipped = _read(rates, (n,), full_well_e=sensor.full_well_e, read_noise_e=6.0,
-                                 gain_e_per_dn=2.0, black_level_dn=10, max_dn=sensor.max_dn)
+    fused, fused_clipped = _read(
+        rates,
+        (n,),
+        full_well_e=sensor.full_well_e,
+        read_noise_e=6.0,
+        gain_e_per_dn=2.0,
+        black_level_dn=10,
+        max_dn=sensor.max_dn,
+    )
     cpu = torch.Generator().manual_seed(1)
     eager, eager_clipped = sensor._digitize(poisson(rates.cpu(), cpu), cpu)
     assert stats.ks_2samp(fused.numpy(), eager.numpy()).pvalue > 1e-3

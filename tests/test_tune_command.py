@@ -3,21 +3,27 @@ score, one per-run ledger, the published record, and the total epsilon recompute
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest
+from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 
 from opu_hal.privacy import Accountant, PoissonGaussianEvent
-from opu_hal.privacy.tuning import (PoissonRuns, TruncatedNegativeBinomial, poisson_tuning_rdp, sample_within,
-                                    tnb_tuning_rdp, truncation_delta)
-from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
-from trainers.run.config import TrainConfig
-from trainers.core.errors import TrainingConfigError
-from trainers.run.loop import train
+from opu_hal.privacy.tuning import (
+    PoissonRuns,
+    TruncatedNegativeBinomial,
+    poisson_tuning_rdp,
+    sample_within,
+    tnb_tuning_rdp,
+    truncation_delta,
+)
 from trainers.cli.tune import parse_space, summary, tune
+from trainers.core.errors import TrainingConfigError
+from trainers.run.config import TrainConfig
+from trainers.run.loop import train
 
 LAW = TruncatedNegativeBinomial.with_mean(4, 1.0)
 
@@ -36,16 +42,23 @@ class FixedUniforms:
 def fake_record(config: TrainConfig, noise: float = 2.0) -> dict[str, Any]:
     accountant = Accountant("add_remove")
     accountant.step(PoissonGaussianEvent(0.01, noise), 100)
-    return {"method": config.method, "privacy": {"ledger": accountant.to_dict()},
-            "dataset": {"name": "fake"}, "epochs": [], "noise_reports": [],
-            "final": {"delta": config.delta, "validation_accuracy": config.lr, "test_accuracy": 0.5}}
+    return {
+        "method": config.method,
+        "privacy": {"ledger": accountant.to_dict()},
+        "dataset": {"name": "fake"},
+        "epochs": [],
+        "noise_reports": [],
+        "final": {"delta": config.delta, "validation_accuracy": config.lr, "test_accuracy": 0.5},
+    }
 
 
 def recording(configs: list[TrainConfig]) -> Callable[[TrainConfig], dict[str, Any]]:
     """A fake trainer that appends each config it is given to ``configs``."""
+
     def fake(config: TrainConfig) -> dict[str, Any]:
         configs.append(config)
         return fake_record(config)
+
     return fake
 
 
@@ -72,9 +85,26 @@ def test_the_record_publishes_neither_k_nor_the_other_candidates():
     """Theorem 2 covers the best candidate only: publishing K or another score would void it."""
     record = tune(base(), parse_space(["lr=0.1,0.3"]), LAW, fake_record, generator=FixedUniforms(0.99))
     assert set(record["tuning"]) == {
-        "procedure", "distribution", "eta", "gamma", "mean_runs", "search_space", "selected",
-        "selected_validation_accuracy", "score", "per_run_epsilon", "tuning_epsilon", "final_run_epsilon",
-        "total_epsilon", "delta", "secret", "slots", "truncation_tail", "delta_conversion", "timing"}
+        "procedure",
+        "distribution",
+        "eta",
+        "gamma",
+        "mean_runs",
+        "search_space",
+        "selected",
+        "selected_validation_accuracy",
+        "score",
+        "per_run_epsilon",
+        "tuning_epsilon",
+        "final_run_epsilon",
+        "total_epsilon",
+        "delta",
+        "secret",
+        "slots",
+        "truncation_tail",
+        "delta_conversion",
+        "timing",
+    }
     assert set(record) == {"method", "tuning", "final_run"}
 
 
@@ -94,8 +124,9 @@ def test_total_epsilon_is_theorem_2_composed_with_the_final_run_and_delta_pays_t
 def test_candidates_with_different_ledgers_are_refused():
     noises = iter([2.0, 3.0] * 50)
     with pytest.raises(TrainingConfigError, match="different ledgers"):
-        tune(base(), parse_space(["lr=0.1"]), LAW, lambda c: fake_record(c, next(noises)),
-             generator=FixedUniforms(0.99))
+        tune(
+            base(), parse_space(["lr=0.1"]), LAW, lambda c: fake_record(c, next(noises)), generator=FixedUniforms(0.99)
+        )
 
 
 @pytest.mark.parametrize("pair", ["epochs=1,2", "noise_multiplier=1,2", "lr", "lr=", "opt.min_batch=3"])
@@ -117,8 +148,12 @@ def test_explicit_slots_below_what_delta_allows_are_refused():
 
 
 def test_tune_end_to_end_on_digits_with_secure_k():
-    record = tune(base(train_limit=100), parse_space(["lr=0.05,0.2", "clip_norm=1"]),
-                  TruncatedNegativeBinomial.with_mean(1.1, 1.0), lambda c: train(c, progress=False, log=lambda m: None))
+    record = tune(
+        base(train_limit=100),
+        parse_space(["lr=0.05,0.2", "clip_norm=1"]),
+        TruncatedNegativeBinomial.with_mean(1.1, 1.0),
+        lambda c: train(c, progress=False, log=lambda m: None),
+    )
     tuning = record["tuning"]
     assert tuning["final_run_epsilon"] <= 2.0 and tuning["total_epsilon"] > tuning["final_run_epsilon"]
     assert tuning["selected"]["lr"] in (0.05, 0.2)
@@ -130,9 +165,36 @@ def test_tune_command_prints_and_records_the_total_epsilon(tmp_path, capsys):
     from trainers.cli import main
 
     out = tmp_path / "tune.json"
-    assert main(["tune", "--method", "dp-sgd", "--dataset", "digits", "--epochs", "1", "--batch-size", "50",
-                 "--hidden", "16", "--target-epsilon", "1", "--delta", "1e-5", "--space", "lr=0.1,0.2",
-                 "--train-limit", "100", "--mean-runs", "1.1", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "tune",
+                "--method",
+                "dp-sgd",
+                "--dataset",
+                "digits",
+                "--epochs",
+                "1",
+                "--batch-size",
+                "50",
+                "--hidden",
+                "16",
+                "--target-epsilon",
+                "1",
+                "--delta",
+                "1e-5",
+                "--space",
+                "lr=0.1,0.2",
+                "--train-limit",
+                "100",
+                "--mean-runs",
+                "1.1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     import json
 
     saved = json.loads(out.read_text())
@@ -177,8 +239,9 @@ def test_poisson_k_runs_select_the_best_and_charge_theorem_6():
     run = Accountant("add_remove")
     run.step(PoissonGaussianEvent(0.01, 2.0), 100)
     total = rdp_lib._compute_rdp_repeat_and_select(run.orders, run.rdp, 3.0, np.inf) + run.rdp  # independent code
-    assert record["tuning"]["total_epsilon"] == pytest.approx(rdp_lib.compute_epsilon(run.orders, total, 0.9e-5)[0],
-                                                              rel=1e-9)
+    assert record["tuning"]["total_epsilon"] == pytest.approx(
+        rdp_lib.compute_epsilon(run.orders, total, 0.9e-5)[0], rel=1e-9
+    )
     assert "K ~ Poisson, mean 3" in summary(record)
 
 
@@ -186,17 +249,64 @@ def test_tune_command_with_poisson_k(tmp_path, capsys):
     from trainers.cli import main
 
     out = tmp_path / "tune.json"
-    assert main(["tune", "--method", "dp-sgd", "--dataset", "digits", "--epochs", "1", "--batch-size", "50",
-                 "--hidden", "16", "--target-epsilon", "1", "--delta", "1e-5", "--space", "lr=0.1,0.2",
-                 "--train-limit", "100", "--k-distribution", "poisson", "--mean-runs", "1", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "tune",
+                "--method",
+                "dp-sgd",
+                "--dataset",
+                "digits",
+                "--epochs",
+                "1",
+                "--batch-size",
+                "50",
+                "--hidden",
+                "16",
+                "--target-epsilon",
+                "1",
+                "--delta",
+                "1e-5",
+                "--space",
+                "lr=0.1,0.2",
+                "--train-limit",
+                "100",
+                "--k-distribution",
+                "poisson",
+                "--mean-runs",
+                "1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     import json
 
     saved = json.loads(out.read_text())["tuning"]
     assert saved["distribution"].startswith("Poisson") and saved["mu"] == 1.0
     assert saved["total_epsilon"] > 1.0 >= saved["final_run_epsilon"]
     assert "K ~ Poisson, mean 1" in capsys.readouterr().out
-    assert main(["tune", "--method", "dp-sgd", "--dataset", "digits", "--target-epsilon", "1", "--space", "lr=0.1",
-                 "--k-distribution", "poisson", "--mean-runs", "0.5"]) != 0
+    assert (
+        main(
+            [
+                "tune",
+                "--method",
+                "dp-sgd",
+                "--dataset",
+                "digits",
+                "--target-epsilon",
+                "1",
+                "--space",
+                "lr=0.1",
+                "--k-distribution",
+                "poisson",
+                "--mean-runs",
+                "0.5",
+            ]
+        )
+        != 0
+    )
     assert "mu must be in [1" in capsys.readouterr().err
 
 
@@ -225,7 +335,9 @@ def test_noise_for_total_pays_for_a_released_feature_mean(tmp_path, monkeypatch)
     law = TruncatedNegativeBinomial.with_mean(3, 1.0)
     plain = base(target_epsilon=None, noise_multiplier=1.0, features="scatter", hidden=(), inputs="unit")
     centred = replace(plain, center_features=True, centering_noise=8.0)
-    assert noise_for_total(centred, law, 3.0).noise_multiplier > 1.01 * noise_for_total(plain, law, 3.0).noise_multiplier
+    assert (
+        noise_for_total(centred, law, 3.0).noise_multiplier > 1.01 * noise_for_total(plain, law, 3.0).noise_multiplier
+    )
 
 
 def config_steps(config: TrainConfig) -> int:
@@ -239,9 +351,36 @@ def test_tune_command_with_a_total_epsilon_spends_at_most_it(tmp_path, capsys):
     from trainers.cli import main
 
     out = tmp_path / "tune.json"
-    assert main(["tune", "--method", "dp-sgd", "--dataset", "digits", "--epochs", "1", "--batch-size", "50",
-                 "--hidden", "16", "--total-epsilon", "2", "--delta", "1e-5", "--space", "lr=0.1,0.2",
-                 "--train-limit", "100", "--mean-runs", "1.1", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "tune",
+                "--method",
+                "dp-sgd",
+                "--dataset",
+                "digits",
+                "--epochs",
+                "1",
+                "--batch-size",
+                "50",
+                "--hidden",
+                "16",
+                "--total-epsilon",
+                "2",
+                "--delta",
+                "1e-5",
+                "--space",
+                "lr=0.1,0.2",
+                "--train-limit",
+                "100",
+                "--mean-runs",
+                "1.1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     import json
 
     tuning = json.loads(out.read_text())["tuning"]
@@ -261,8 +400,9 @@ def test_what_the_candidates_print_does_not_depend_on_k(capfd):
             k_runs.append(1)
             return train(config, progress=True, log=lambda m: print(m, file=__import__("sys").stderr))
 
-        record = tune(base(epochs=1, train_limit=100), parse_space(["lr=0.1"]), law, counted,
-                      generator=FixedUniforms(first))
+        record = tune(
+            base(epochs=1, train_limit=100), parse_space(["lr=0.1"]), law, counted, generator=FixedUniforms(first)
+        )
         printed.append((len(k_runs), sample_within(law, record["tuning"]["slots"], first), capfd.readouterr()))
     (runs_a, k_a, out_a), (runs_b, k_b, out_b) = printed
     assert k_a == 1 < k_b and runs_a == runs_b  # different K, the same candidate slots trained
@@ -274,8 +414,12 @@ def test_what_the_candidates_print_does_not_depend_on_k(capfd):
 
 def test_tune_refuses_a_run_without_a_validation_split():
     with pytest.raises(TrainingConfigError, match="validation-fraction 0"):
-        tune(base(validation_fraction=0.0), parse_space(["lr=0.05,0.2"]),
-             TruncatedNegativeBinomial.with_mean(2, 1.0), lambda c: pytest.fail("no candidate may run"))
+        tune(
+            base(validation_fraction=0.0),
+            parse_space(["lr=0.05,0.2"]),
+            TruncatedNegativeBinomial.with_mean(2, 1.0),
+            lambda c: pytest.fail("no candidate may run"),
+        )
 
 
 def test_a_fixed_k_trains_exactly_its_candidates_publishes_k_and_spends_their_composition():
@@ -298,6 +442,24 @@ def test_a_fixed_k_trains_exactly_its_candidates_publishes_k_and_spends_their_co
 def test_tune_command_refuses_a_fractional_fixed_k(capsys):
     from trainers.cli import main
 
-    assert main(["tune", "--method", "dp-sgd", "--dataset", "digits", "--noise-multiplier", "2",
-                 "--space", "lr=0.1,0.2", "--k-distribution", "fixed", "--mean-runs", "2.5"]) == 2
+    assert (
+        main(
+            [
+                "tune",
+                "--method",
+                "dp-sgd",
+                "--dataset",
+                "digits",
+                "--noise-multiplier",
+                "2",
+                "--space",
+                "lr=0.1,0.2",
+                "--k-distribution",
+                "fixed",
+                "--mean-runs",
+                "2.5",
+            ]
+        )
+        == 2
+    )
     assert "--mean-runs 2.5: with --k-distribution fixed" in capsys.readouterr().err

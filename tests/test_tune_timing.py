@@ -36,6 +36,7 @@ class FixedUniforms:
 def fake_train(cache: Path, calls: list[TrainConfig]):
     """A trainer whose duration is its config's shape (epochs) and that writes a feature cache the
     first time it runs (as ``--features scatter`` does), then returns a private run's record."""
+
     def train(config: TrainConfig, **_: Any) -> dict[str, Any]:
         calls.append(config)
         if not cache.exists():
@@ -43,17 +44,29 @@ def fake_train(cache: Path, calls: list[TrainConfig]):
         time.sleep(PER_EPOCH_S * config.epochs)
         ledger = Accountant("add_remove")
         ledger.step(PoissonGaussianEvent(0.02, 2.0), 50)
-        return {"method": config.method, "profile": None, "privacy": {"ledger": ledger.to_dict()},
-                "dataset": {"name": "fake", "train": 2500}, "epochs": [], "noise_reports": [],
-                "final": {"delta": config.delta, "validation_accuracy": config.lr, "test_accuracy": 0.5,
-                          "epochs_completed": config.epochs, "wall_time_s": 0.0}}
+        return {
+            "method": config.method,
+            "profile": None,
+            "privacy": {"ledger": ledger.to_dict()},
+            "dataset": {"name": "fake", "train": 2500},
+            "epochs": [],
+            "noise_reports": [],
+            "final": {
+                "delta": config.delta,
+                "validation_accuracy": config.lr,
+                "test_accuracy": 0.5,
+                "epochs_completed": config.epochs,
+                "wall_time_s": 0.0,
+            },
+        }
+
     return train
 
 
 def run_tuning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uniform: float) -> tuple[float, float, int]:
     """``opu-hal tune --out`` with K's uniform fixed: (wall time, out mtime - cache mtime, train calls)."""
-    import trainers.run.loop
     import trainers.cli.tune
+    import trainers.run.loop
     from trainers.cli import main
 
     folder = tmp_path / f"u{uniform}"
@@ -62,15 +75,38 @@ def run_tuning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uniform: float) 
     monkeypatch.setattr(trainers.run.loop, "train", fake_train(folder / "features.pt", calls))
     monkeypatch.setattr(trainers.cli.tune, "SecureGenerator", lambda: FixedUniforms(uniform))
     began = time.perf_counter()
-    assert main(["tune", "--method", "dp-sgd", "--dataset", "digits", "--epochs", "3", "--noise-multiplier", "2",
-                 "--delta", "1e-5", "--space", "lr=0.1,0.2", "--mean-runs", "2", "--out", str(folder / "tune.json")]) == 0
+    assert (
+        main(
+            [
+                "tune",
+                "--method",
+                "dp-sgd",
+                "--dataset",
+                "digits",
+                "--epochs",
+                "3",
+                "--noise-multiplier",
+                "2",
+                "--delta",
+                "1e-5",
+                "--space",
+                "lr=0.1,0.2",
+                "--mean-runs",
+                "2",
+                "--out",
+                str(folder / "tune.json"),
+            ]
+        )
+        == 0
+    )
     wall = time.perf_counter() - began
     dated = (folder / "tune.json").stat().st_mtime - (folder / "features.pt").stat().st_mtime
     return wall, dated, len(calls)
 
 
 def test_the_tuning_takes_the_same_time_and_dates_its_files_alike_for_the_smallest_and_largest_k(
-        tmp_path, monkeypatch, capsys):
+    tmp_path, monkeypatch, capsys
+):
     """Tolerance: a factor 1.5. Every slot trains (sleeps) whatever K is, so the two tunings differ
     only by scheduling noise, a few per cent of a sleep-dominated interval even on a loaded machine;
     a tuning whose time followed K would differ by (K_max + 1) / (K_min + 1) >= 5 here (K ~ geometric,
@@ -84,11 +120,15 @@ def test_the_tuning_takes_the_same_time_and_dates_its_files_alike_for_the_smalle
 
 
 def test_tune_refuses_checkpoints_whose_file_times_would_date_the_candidates():
-    from trainers.core.errors import TrainingConfigError
-    from trainers.cli.tune import parse_space, tune
     from opu_hal.privacy.tuning import TruncatedNegativeBinomial
+    from trainers.cli.tune import parse_space, tune
+    from trainers.core.errors import TrainingConfigError
 
     config = TrainConfig.for_method("dp-sgd", dataset="digits", noise_multiplier=2.0, checkpoint="run.ckpt")
     with pytest.raises(TrainingConfigError, match="--checkpoint"):
-        tune(config, parse_space(["lr=0.1"]), TruncatedNegativeBinomial.with_mean(2, 1.0),
-             lambda c: pytest.fail("no candidate may run"))
+        tune(
+            config,
+            parse_space(["lr=0.1"]),
+            TruncatedNegativeBinomial.with_mean(2, 1.0),
+            lambda c: pytest.fail("no candidate may run"),
+        )

@@ -10,12 +10,17 @@ import math
 
 import numpy as np
 import pytest
-
-from opu_hal.privacy import PrivacyParameterError
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 from scipy import stats
 
-from opu_hal.privacy.tuning import PoissonRuns, TruncatedNegativeBinomial, poisson_tuning_rdp, tnb_tuning_rdp, tuning_epsilon
+from opu_hal.privacy import PrivacyParameterError
+from opu_hal.privacy.tuning import (
+    PoissonRuns,
+    TruncatedNegativeBinomial,
+    poisson_tuning_rdp,
+    tnb_tuning_rdp,
+    tuning_epsilon,
+)
 
 ORDERS = np.array([1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0, 64.0])
 
@@ -46,7 +51,9 @@ def test_eta_one_is_geometric_and_eta_zero_is_the_limit_of_the_mean():
     k = np.arange(1, 20)
     assert np.exp(law.log_pmf(k)) == pytest.approx(0.3 * 0.7 ** (k - 1), rel=1e-12)
     assert law.mean == pytest.approx(1 / 0.3)
-    assert TruncatedNegativeBinomial(1e-7, 0.3).mean == pytest.approx(TruncatedNegativeBinomial(0.0, 0.3).mean, rel=1e-5)
+    assert TruncatedNegativeBinomial(1e-7, 0.3).mean == pytest.approx(
+        TruncatedNegativeBinomial(0.0, 0.3).mean, rel=1e-5
+    )
 
 
 def test_with_mean_hits_the_mean_and_sampling_inverts_the_cdf():
@@ -64,8 +71,13 @@ def test_theorem_2_equals_a_direct_evaluation_for_the_gaussian_mechanism():
     expected_k = eta * (1 - gamma) / (gamma * (1 - gamma**eta))
     direct = []
     for lam, eps in zip(ORDERS, rdp):
-        best = min(eps + (1 + eta) * (1 - 1 / lh) * eh + (1 + eta) * math.log(1 / gamma) / lh
-                   + math.log(expected_k) / (lam - 1) for lh, eh in zip(ORDERS, rdp))
+        best = min(
+            eps
+            + (1 + eta) * (1 - 1 / lh) * eh
+            + (1 + eta) * math.log(1 / gamma) / lh
+            + math.log(expected_k) / (lam - 1)
+            for lh, eh in zip(ORDERS, rdp)
+        )
         direct.append(best)
     assert tnb_tuning_rdp(ORDERS, rdp, law) == pytest.approx(direct, rel=1e-12)
 
@@ -145,16 +157,23 @@ def test_theorem_6_equals_a_direct_evaluation_and_dp_accountings_implementation(
     sigma, mu = 3.0, 5.0
     rdp = ORDERS / (2 * sigma**2)
     bound = poisson_tuning_rdp(ORDERS, rdp, PoissonRuns(mu))
-    direct = [eps + mu * rdp_lib.compute_delta(ORDERS, rdp, math.log(lam / (lam - 1)))[0] + math.log(mu) / (lam - 1)
-              for lam, eps in zip(ORDERS, rdp)]
+    direct = [
+        eps + mu * rdp_lib.compute_delta(ORDERS, rdp, math.log(lam / (lam - 1)))[0] + math.log(mu) / (lam - 1)
+        for lam, eps in zip(ORDERS, rdp)
+    ]
     assert bound == pytest.approx(direct, rel=1e-12)
     library = rdp_lib._compute_rdp_repeat_and_select(ORDERS, rdp, mu, np.inf)  # shape infinity: Poisson
     assert bound == pytest.approx(library, rel=1e-12)
     # With the mechanism's exact privacy profile the theorem is tighter, never looser.
     exact = poisson_tuning_rdp(ORDERS, rdp, PoissonRuns(mu), lambda eps: gaussian_delta(sigma, eps))
     assert np.all(exact <= bound) and np.any(exact < bound)
-    assert exact == pytest.approx([eps + mu * gaussian_delta(sigma, math.log1p(1 / (lam - 1))) + math.log(mu) / (lam - 1)
-                                   for lam, eps in zip(ORDERS, rdp)], rel=1e-12)
+    assert exact == pytest.approx(
+        [
+            eps + mu * gaussian_delta(sigma, math.log1p(1 / (lam - 1))) + math.log(mu) / (lam - 1)
+            for lam, eps in zip(ORDERS, rdp)
+        ],
+        rel=1e-12,
+    )
 
 
 def best_of_poisson(p: np.ndarray, mu: float) -> np.ndarray:

@@ -10,17 +10,29 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from opu_hal.privacy.tuning import (PoissonRuns, TruncatedNegativeBinomial, runs_tail, sample_within, slots_for,
-                                    truncation_delta)
+from opu_hal.privacy.tuning import (
+    PoissonRuns,
+    TruncatedNegativeBinomial,
+    runs_tail,
+    sample_within,
+    slots_for,
+    truncation_delta,
+)
 
 
-@pytest.mark.parametrize("law, reference", [
-    (TruncatedNegativeBinomial.with_mean(2, 1.0), lambda g, m: stats.geom(g).sf(m)),
-    (TruncatedNegativeBinomial.with_mean(3, 0.0), lambda g, m: stats.logser(1 - g).sf(m)),
-    (TruncatedNegativeBinomial.with_mean(3, 2.5),
-     lambda g, m: stats.nbinom(2.5, g).sf(m) / (1 - stats.nbinom(2.5, g).pmf(0))),
-    (PoissonRuns(1.5), lambda g, m: stats.poisson(1.5).sf(m)),
-], ids=["geometric", "logarithmic", "negative-binomial-2.5", "poisson"])
+@pytest.mark.parametrize(
+    "law, reference",
+    [
+        (TruncatedNegativeBinomial.with_mean(2, 1.0), lambda g, m: stats.geom(g).sf(m)),
+        (TruncatedNegativeBinomial.with_mean(3, 0.0), lambda g, m: stats.logser(1 - g).sf(m)),
+        (
+            TruncatedNegativeBinomial.with_mean(3, 2.5),
+            lambda g, m: stats.nbinom(2.5, g).sf(m) / (1 - stats.nbinom(2.5, g).pmf(0)),
+        ),
+        (PoissonRuns(1.5), lambda g, m: stats.poisson(1.5).sf(m)),
+    ],
+    ids=["geometric", "logarithmic", "negative-binomial-2.5", "poisson"],
+)
 @pytest.mark.parametrize("slots", [1, 4, 12])
 def test_the_tail_beyond_the_slots_matches_scipy(law, reference, slots):
     gamma = getattr(law, "gamma", None)
@@ -101,6 +113,7 @@ def test_a_fixed_k_of_two_leaves_a_run_about_what_a_secret_geometric_k_of_mean_t
         def total(rho: float) -> float:
             rdp = rho * orders
             return tuning_epsilon(orders, law.tuning_rdp(orders, rdp) + rdp, 1e-5)[0] - 8.0
+
         return tuning_epsilon(orders, brentq(total, 1e-4, 10) * orders, 1e-5)[0]
 
     fixed, secret = per_run_at_total(FixedRuns(2)), per_run_at_total(TruncatedNegativeBinomial.with_mean(2, 1.0))

@@ -9,8 +9,9 @@ from opu_hal.profiles.catalogue import validate_profile
 from trainers.core.data import Dataset, Split
 
 
-def clusters(n_train: int = 600, n_test: int = 200, features: int = 20, classes: int = 10,
-             seed: int = 0, spread: float = 0.6) -> Dataset:
+def clusters(
+    n_train: int = 600, n_test: int = 200, features: int = 20, classes: int = 10, seed: int = 0, spread: float = 0.6
+) -> Dataset:
     """Separable Gaussian clusters: every method should learn them."""
     g = torch.Generator().manual_seed(seed)
     centers = torch.randn(classes, features, generator=g)
@@ -23,14 +24,30 @@ def clusters(n_train: int = 600, n_test: int = 200, features: int = 20, classes:
 
 
 def torch_device(out_features: int = 48, in_features: int = 10, noise_std: float = 0.0, seed: int = 0):
-    profile = validate_profile({"backend": "torch", "in_features": in_features, "out_features": out_features,
-                                "seed": seed, "device": "cpu", "noise_std": noise_std, "input_kind": "real"})
+    profile = validate_profile(
+        {
+            "backend": "torch",
+            "in_features": in_features,
+            "out_features": out_features,
+            "seed": seed,
+            "device": "cpu",
+            "noise_std": noise_std,
+            "input_kind": "real",
+        }
+    )
     return load_device(profile)
 
 
 def simulated_device(out_features: int = 48, in_features: int = 10, seed: int = 0):
-    profile = validate_profile({"backend": "simulated", "in_features": in_features,
-                                "out_features": out_features, "seed": seed, "mode": "linear"})
+    profile = validate_profile(
+        {
+            "backend": "simulated",
+            "in_features": in_features,
+            "out_features": out_features,
+            "seed": seed,
+            "mode": "linear",
+        }
+    )
     return load_device(profile)
 
 

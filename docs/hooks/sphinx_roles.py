@@ -23,8 +23,10 @@ from typing import Any
 import griffe
 
 #: ``:role:`target``` and ``:role:`title <target>```; ``py:`` domain prefixes are accepted.
-ROLE = re.compile(r":(?:py:)?(?P<role>func|class|meth|mod|attr|data|exc|obj|const|attribute|function|method"
-                  r"|module|exception):`(?P<body>[^`]+)`")
+ROLE = re.compile(
+    r":(?:py:)?(?P<role>func|class|meth|mod|attr|data|exc|obj|const|attribute|function|method"
+    r"|module|exception):`(?P<body>[^`]+)`"
+)
 
 #: The top-level packages whose objects the site can document.
 DOCUMENTED = ("opu_hal", "trainers")
@@ -106,8 +108,7 @@ def rewrite(text: str, loader: griffe.GriffeLoader, obj: griffe.Object) -> str:
         path = resolve(loader, obj, target)
         if path is None:
             return f"`{title}`"
-        return (f'<autoref identifier="{html.escape(path)}" optional>'
-                f"<code>{html.escape(title)}</code></autoref>")
+        return f'<autoref identifier="{html.escape(path)}" optional><code>{html.escape(title)}</code></autoref>'
 
     return ROLE.sub(replace, text)
 

@@ -47,8 +47,13 @@ class SecretNoiseDevice(Device[SecretNoiseProfile]):
         self._secret = SecureGenerator()  # the noise is not: 256-bit key from os.urandom
 
     def _describe(self) -> Capabilities:
-        return Capabilities(input_kind="real", output_kind="linear", max_in_features=None, max_out_features=None,
-                            settable={"noise_std": (0.0, 1e3, "output units")})
+        return Capabilities(
+            input_kind="real",
+            output_kind="linear",
+            max_in_features=None,
+            max_out_features=None,
+            settable={"noise_std": (0.0, 1e3, "output units")},
+        )
 
     def _apply_options(self, options: dict[str, float]) -> None:
         self._noise_std = options.get("noise_std", self._noise_std)

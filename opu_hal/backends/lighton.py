@@ -20,18 +20,18 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..contract.capabilities import Capabilities
-from ..runtime.memory import available_bytes, check_rows_fit, gib
-from ..contract.device import Device
 from ..contract.calibration import NoiseCalibration
+from ..contract.capabilities import Capabilities
+from ..contract.device import Device
 from ..contract.errors import CalibrationError, DeviceUnavailable, ProfileError
 from ..contract.frames import RawFrames
 from ..contract.noise import NoiseReport, Projection
 from ..contract.profile_base import CAMERA_PIXELS, DMD_MIRRORS
+from ..randomness.seeding import stream_seed
+from ..runtime.memory import available_bytes, check_rows_fit, gib
 from .lighton_calls import SdkCaller, check_output
 from .lighton_frames import calibrated_intensity, holographic_linear, raw_frames
 from .lighton_profile import LightonProfile
-from ..randomness.seeding import stream_seed
 
 INSTALL_HINT = (
     "install the SDK with `pip install --no-deps lightonml==1.4.3` next to numexpr, attrs, requests "
@@ -81,7 +81,8 @@ def check_simulated_matrix_fits(profile: LightonProfile) -> None:
         raise ProfileError(
             f"profile {profile.label!r}: keys 'in_features' x 'out_features' = {profile.in_features} x "
             f"{profile.out_features} need about {gib(need)} for lightonml's simulated matrix; {gib(available_bytes())} "
-            "is available (half of it may be used): use smaller sizes")
+            "is available (half of it may be used): use smaller sizes"
+        )
 
 
 class LightonDevice(Device[LightonProfile]):
@@ -112,9 +113,13 @@ class LightonDevice(Device[LightonProfile]):
         if p.temperature_c is not None:  # declared, not settable: the range is that point
             settable["temperature_c"] = (p.temperature_c, p.temperature_c, "C")
         return Capabilities(
-            input_kind="binary", output_kind=p.mode, max_in_features=DMD_MIRRORS,
-            max_out_features=CAMERA_PIXELS, settable=settable,
-            raw_frames=p.laser_power_uw is not None, calibratable=True,
+            input_kind="binary",
+            output_kind=p.mode,
+            max_in_features=DMD_MIRRORS,
+            max_out_features=CAMERA_PIXELS,
+            settable=settable,
+            raw_frames=p.laser_power_uw is not None,
+            calibratable=True,
         )
 
     def _apply_options(self, options: dict[str, float]) -> None:
@@ -142,15 +147,20 @@ class LightonDevice(Device[LightonProfile]):
             self._calibration = None
             raise CalibrationError(
                 f"profile {p.label!r}: a calibration needs the keys 'temperature_c' (the camera's operating "
-                "temperature: lightonml 1.4.3 cannot read it) and 'exposure_us'")
+                "temperature: lightonml 1.4.3 cannot read it) and 'exposure_us'"
+            )
         if p.noise_std > 0:
             self._calibration = None
-            raise CalibrationError(f"profile {p.label!r}: noise_std = {p.noise_std:g} adds software noise the "
-                                   "calibration does not describe; set noise_std = 0 with a calibration")
+            raise CalibrationError(
+                f"profile {p.label!r}: noise_std = {p.noise_std:g} adds software noise the "
+                "calibration does not describe; set noise_std = 0 with a calibration"
+            )
         if not callable(getattr(calibration, "readout", None)):
             self._calibration = None
-            raise CalibrationError(f"profile {p.label!r}: this calibration ({type(calibration).__name__}) gives no "
-                                   "readout (black level, gain, electrons) to read raw frames with")
+            raise CalibrationError(
+                f"profile {p.label!r}: this calibration ({type(calibration).__name__}) gives no "
+                "readout (black level, gain, electrons) to read raw frames with"
+            )
         try:
             calibration.check_operating_point(p.temperature_c, p.exposure_us)
         except CalibrationError:
@@ -161,18 +171,36 @@ class LightonDevice(Device[LightonProfile]):
             raise CalibrationError(
                 f"profile {p.label!r}: a calibrated linear projection is read holographically with a reference "
                 "beam (anchor_power_uw); lightonml's linear_transform reconstructs with DMD anchors inside "
-                "lightonopu, whose frames and units are not exposed: use mode = \"intensity\" or an OPU with a "
-                "reference beam")
+                'lightonopu, whose frames and units are not exposed: use mode = "intensity" or an OPU with a '
+                "reference beam"
+            )
 
-    def raw_frames(self, illumination: str, n_frames: int, *, exposure_us: float | None = None,
-                   anchor_power_uw: float | None = None, pattern: torch.Tensor | None = None) -> RawFrames:
+    def raw_frames(
+        self,
+        illumination: str,
+        n_frames: int,
+        *,
+        exposure_us: float | None = None,
+        anchor_power_uw: float | None = None,
+        pattern: torch.Tensor | None = None,
+    ) -> RawFrames:
         """Raw camera frames in DN through lightonml (:mod:`.lighton_frames`: what the SDK offers)."""
         if not self.capabilities.raw_frames:
             return super().raw_frames(illumination, n_frames, exposure_us=exposure_us)
         self.open()
-        return self._calls.call(lambda: raw_frames(
-            self._opu, self._profile, illumination, n_frames, exposure_us=exposure_us,
-            anchor_power_uw=anchor_power_uw, pattern=pattern), f"raw {illumination} frames", retries=0)
+        return self._calls.call(
+            lambda: raw_frames(
+                self._opu,
+                self._profile,
+                illumination,
+                n_frames,
+                exposure_us=exposure_us,
+                anchor_power_uw=anchor_power_uw,
+                pattern=pattern,
+            ),
+            f"raw {illumination} frames",
+            retries=0,
+        )
 
     def noise_report(self) -> NoiseReport:
         """Calibrated noise at the declared temperature; else software noise (simulated) or zero."""
@@ -180,20 +208,23 @@ class LightonDevice(Device[LightonProfile]):
         if self._calibration is not None:
             return self._calibration.report(p.declared("temperature_c"))
         if p.simulated:
-            return NoiseReport(std=self._noise_std, std_lower=self._noise_std, source="software",
-                               exposure_us=p.exposure_us)
-        return NoiseReport(std=0.0, std_lower=0.0, source="declared", exposure_us=p.exposure_us,
-                           details={"uncalibrated": 1.0})
+            return NoiseReport(
+                std=self._noise_std, std_lower=self._noise_std, source="software", exposure_us=p.exposure_us
+            )
+        return NoiseReport(
+            std=0.0, std_lower=0.0, source="declared", exposure_us=p.exposure_us, details={"uncalibrated": 1.0}
+        )
 
     def _acquire(self) -> None:
         p = self._profile
         device = self._opu_device
         if device is None and p.simulated:
-            kwargs = {k: int(v) for k, v in (("exposure_us", p.exposure_us),
-                                             ("frametime_us", p.frametime_us)) if v is not None}
-            device = self._sdk.internal.simulated_device.SimulatedOpuDevice(
-                linear=p.mode == "linear", **kwargs
-            )
+            kwargs = {
+                k: int(v)
+                for k, v in (("exposure_us", p.exposure_us), ("frametime_us", p.frametime_us))
+                if v is not None
+            }
+            device = self._sdk.internal.simulated_device.SimulatedOpuDevice(linear=p.mode == "linear", **kwargs)
         override = {}
         if not p.simulated and device is None:
             if p.exposure_us is not None:
@@ -202,13 +233,18 @@ class LightonDevice(Device[LightonProfile]):
                 override["input"] = {"frametime_us": p.frametime_us}
         try:
             opu = self._sdk.OPU(
-                n_components=p.out_features, opu_device=device, max_n_features=p.in_features,
-                config_override=override or None, rescale=p.rescale, disable_pbar=True,
+                n_components=p.out_features,
+                opu_device=device,
+                max_n_features=p.in_features,
+                config_override=override or None,
+                rescale=p.rescale,
+                disable_pbar=True,
                 open_at_init=False,
             )
             if hasattr(opu.device, "build_random_matrix"):
-                opu.device.build_random_matrix(p.in_features, p.out_features,
-                                               seed=stream_seed(p.seed, "matrix") % 2**32)
+                opu.device.build_random_matrix(
+                    p.in_features, p.out_features, seed=stream_seed(p.seed, "matrix") % 2**32
+                )
         except (RuntimeError, OSError, ImportError, ValueError) as exc:
             raise DeviceUnavailable(f"could not create the OPU through lightonml: {exc}") from None
 
@@ -248,9 +284,7 @@ class LightonDevice(Device[LightonProfile]):
             method = self._opu.linear_transform if p.mode == "linear" else self._opu.transform
             output = np.asarray(method(batch), dtype=np.float32)
         if output.shape != (batch.shape[0], self.out_features):
-            raise RuntimeError(
-                f"OPU returned shape {output.shape}, expected {(batch.shape[0], self.out_features)}"
-            )
+            raise RuntimeError(f"OPU returned shape {output.shape}, expected {(batch.shape[0], self.out_features)}")
         check_output(output, batch)
         return output
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -48,8 +49,9 @@ def check_output(output: np.ndarray, inputs: np.ndarray) -> None:
 class SdkCaller:
     """Serialises calls into the SDK; see the module docstring for what is retried."""
 
-    def __init__(self, *, retries: int, timeout_s: float, backoff_s: float,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self, *, retries: int, timeout_s: float, backoff_s: float, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
         self.retries, self.timeout_s, self.backoff_s, self.sleep = retries, timeout_s, backoff_s, sleep
         self._inflight: threading.Thread | None = None
 
@@ -73,7 +75,8 @@ class SdkCaller:
             if isinstance(last, MemoryError):
                 raise HostMemoryError(
                     f"{what}: the host ran out of memory ({last}); not an OPU failure and not retried: "
-                    "use smaller batches or free memory") from None
+                    "use smaller batches or free memory"
+                ) from None
             if isinstance(last, (KeyboardInterrupt, SystemExit)):
                 raise last
         raise self._failure(what, last, retries + 1)
@@ -106,15 +109,26 @@ class SdkCaller:
     def _failure(self, what: str, last: BaseException | None, attempts: int) -> Exception:
         if isinstance(last, TimeoutError):
             still = " (the last call is still inside the SDK; no new call starts until it returns)" if self.busy else ""
-            return DeviceTimeout(f"{what} timed out {attempts} time(s) ({self.timeout_s} s each){still}; check "
-                                 "the OPU host, or raise timeout_s / retries in the profile")
+            return DeviceTimeout(
+                f"{what} timed out {attempts} time(s) ({self.timeout_s} s each){still}; check "
+                "the OPU host, or raise timeout_s / retries in the profile"
+            )
         if last is not None and is_process_running(last):
-            return DeviceBusy(f"{what}: the OPU is in use by another process ({str(last).strip()}); tried "
-                              f"{attempts} time(s); wait for that process or stop it")
+            return DeviceBusy(
+                f"{what}: the OPU is in use by another process ({str(last).strip()}); tried "
+                f"{attempts} time(s); wait for that process or stop it"
+            )
         return DeviceUnavailable(f"{what} failed {attempts} time(s); last error: {last!r}")
 
 
-def call_with_retries(call: Callable[[], Any], *, retries: int, timeout_s: float, backoff_s: float,
-                      sleep: Callable[[float], None] = time.sleep, what: str = "OPU transform") -> Any:
+def call_with_retries(
+    call: Callable[[], Any],
+    *,
+    retries: int,
+    timeout_s: float,
+    backoff_s: float,
+    sleep: Callable[[float], None] = time.sleep,
+    what: str = "OPU transform",
+) -> Any:
     """One retried call through a fresh :class:`SdkCaller` (for calls outside a device)."""
     return SdkCaller(retries=retries, timeout_s=timeout_s, backoff_s=backoff_s, sleep=sleep).call(call, what)

@@ -38,8 +38,10 @@ PLANCK_J_S = 6.62607015e-34
 LIGHT_SPEED_M_S = 299_792_458.0
 LASER_SWITCH = "laser_on"
 REFERENCE_BEAM = "reference_power_uw"
-SDK_LACKS = ("lightonml 1.4.3 offers no laser switch, no reference beam and no temperature read; its "
-             "OPU device (the opu_device seam) would need a '{attr}' attribute")
+SDK_LACKS = (
+    "lightonml 1.4.3 offers no laser switch, no reference beam and no temperature read; its "
+    "OPU device (the opu_device seam) would need a '{attr}' attribute"
+)
 
 
 def photons_per_pixel(power_uw: float, profile: LightonProfile, exposure_us: float) -> float:
@@ -56,17 +58,22 @@ def camera_max_dn(sdk_device: Any) -> int:
         raise DeviceUnavailable(
             f"the SDK device {type(sdk_device).__name__} returns {dtype} values, not camera DN: it has no camera "
             "to calibrate (lightonml's simulated device is noiseless); calibrate a LightOn OPU, or a device at the "
-            "opu_device seam whose output_dtype is an integer type")
+            "opu_device seam whose output_dtype is an integer type"
+        )
     return int(np.iinfo(dtype).max)
 
 
 def require_control(sdk_device: Any, attr: str, illumination: str) -> None:
     """Refuse an illumination the SDK device cannot produce, saying what is missing."""
     if not hasattr(sdk_device, attr):
-        what = {"dark": "dark frames need the laser off", "anchor": "anchor frames need the reference beam alone",
-                "reference": "a calibrated linear projection needs a reference beam (holographic read)"}[illumination]
-        raise DeviceUnavailable(f"{what}, which this OPU ({type(sdk_device).__name__}) cannot produce: "
-                                + SDK_LACKS.format(attr=attr))
+        what = {
+            "dark": "dark frames need the laser off",
+            "anchor": "anchor frames need the reference beam alone",
+            "reference": "a calibrated linear projection needs a reference beam (holographic read)",
+        }[illumination]
+        raise DeviceUnavailable(
+            f"{what}, which this OPU ({type(sdk_device).__name__}) cannot produce: " + SDK_LACKS.format(attr=attr)
+        )
 
 
 def transform_at(opu: Any, batch: np.ndarray, exposure_us: float, n_features: int) -> tuple[np.ndarray, float]:
@@ -91,9 +98,16 @@ def set_illumination(sdk_device: Any, *, laser: bool, reference_uw: float) -> No
         setattr(sdk_device, REFERENCE_BEAM, float(reference_uw))
 
 
-def raw_frames(opu: Any, profile: LightonProfile, illumination: str, n_frames: int, *,
-               exposure_us: float | None = None, anchor_power_uw: float | None = None,
-               pattern: torch.Tensor | None = None) -> RawFrames:
+def raw_frames(
+    opu: Any,
+    profile: LightonProfile,
+    illumination: str,
+    n_frames: int,
+    *,
+    exposure_us: float | None = None,
+    anchor_power_uw: float | None = None,
+    pattern: torch.Tensor | None = None,
+) -> RawFrames:
     """``n_frames`` raw frames in DN of one ``illumination`` at the declared temperature."""
     if illumination not in ILLUMINATIONS:
         raise InputError(f"illumination {illumination!r}; allowed: {', '.join(ILLUMINATIONS)}")
@@ -113,8 +127,10 @@ def raw_frames(opu: Any, profile: LightonProfile, illumination: str, n_frames: i
     elif illumination == "anchor":
         require_control(device, REFERENCE_BEAM, "anchor")
         if profile.anchor_power_uw is None:
-            raise DeviceUnavailable(f"profile {profile.label!r} declares no anchor_power_uw: an OPU without a "
-                                    "reference beam has no anchor frames")
+            raise DeviceUnavailable(
+                f"profile {profile.label!r} declares no anchor_power_uw: an OPU without a "
+                "reference beam has no anchor frames"
+            )
         power = profile.anchor_power_uw if anchor_power_uw is None else float(anchor_power_uw)
         if not (math.isfinite(power) and 0 <= power <= 1e6):
             raise InputError(f"anchor_power_uw {power} is outside [0, 1e6] uW")
@@ -132,9 +148,16 @@ def raw_frames(opu: Any, profile: LightonProfile, illumination: str, n_frames: i
     if photons is not None:
         photons = photons_per_pixel(power, profile, used)
     dn = np.asarray(dn)
-    return RawFrames(dn=torch.from_numpy(dn.astype(np.int64)), illumination=illumination,
-                     temperature_c=profile.declared("temperature_c"), exposure_us=used, photons_per_pixel=photons,
-                     clipped=int((dn >= max_dn).sum()), power_uw=float(power), max_dn=max_dn)
+    return RawFrames(
+        dn=torch.from_numpy(dn.astype(np.int64)),
+        illumination=illumination,
+        temperature_c=profile.declared("temperature_c"),
+        exposure_us=used,
+        photons_per_pixel=photons,
+        clipped=int((dn >= max_dn).sum()),
+        power_uw=float(power),
+        max_dn=max_dn,
+    )
 
 
 def holographic_linear(opu: Any, profile: LightonProfile, batch: np.ndarray, readout: dict[str, float]) -> np.ndarray:

@@ -7,14 +7,14 @@ import math
 import torch
 
 from ..contract.capabilities import Capabilities
-from ..runtime.compute import resolve_torch_device
 from ..contract.device import Device
 from ..contract.errors import InputError, ProfileError
-from ..runtime.memory import available_bytes, check_rows_fit, gib
 from ..contract.noise import NoiseDistribution, NoiseReport, PrivacyCounts, Projection
 from ..randomness.secure_random import SecureGenerator
-from .torch_profile import TorchProfile
 from ..randomness.seeding import stream_seed
+from ..runtime.compute import resolve_torch_device
+from ..runtime.memory import available_bytes, check_rows_fit, gib
+from .torch_profile import TorchProfile
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -31,6 +31,7 @@ def gaussian_matrix(in_features: int, out_features: int, std: float, seed: int) 
 
 PEAK_FACTOR = 3  # float32 copies of a row's input and output at the projection's peak
 
+
 class TorchDevice(Device[TorchProfile]):
     """``values = x B + g`` with ``g ~ N(0, noise_std^2)`` added in software (exact report)."""
 
@@ -41,14 +42,16 @@ class TorchDevice(Device[TorchProfile]):
         if profile.calibration is not None:
             raise ProfileError(
                 f"profile {profile.label!r}: key 'calibration' ({profile.calibration}) applies to a camera; a torch "
-                "profile has none (its noise is software noise of exactly noise_std): drop the calibration")
+                "profile has none (its noise is software noise of exactly noise_std): drop the calibration"
+            )
         # the matrix is drawn in float64, then cast: both copies exist at the peak
         need = profile.in_features * profile.out_features * (8 + (8 if profile.dtype == "float64" else 4))
         if need > available_bytes() // 2:
             raise ProfileError(
                 f"profile {profile.label!r}: keys 'in_features' x 'out_features' = {profile.in_features} x "
                 f"{profile.out_features} need a {gib(need)} matrix; this host has {gib(available_bytes())} available "
-                "(half of it may be used): use smaller sizes")
+                "(half of it may be used): use smaller sizes"
+            )
         std = profile.matrix_std if profile.matrix_std is not None else 1.0 / math.sqrt(profile.in_features)
         self._matrix = gaussian_matrix(
             profile.in_features, profile.out_features, std, stream_seed(profile.seed, "matrix")
@@ -82,9 +85,16 @@ class TorchDevice(Device[TorchProfile]):
         counts = self._privacy_generator.skellam(poisson_mean, n_values)
         return PrivacyCounts(
             counts=torch.from_numpy(counts),
-            distribution=NoiseDistribution(kind="poisson-counts", generator=self._privacy_generator.name,
-                                           poisson_mean=poisson_mean, poisson_mean_lower=poisson_mean,
-                                           reads_per_value=None, lattice_step=1.0, clip_probability=0.0))
+            distribution=NoiseDistribution(
+                kind="poisson-counts",
+                generator=self._privacy_generator.name,
+                poisson_mean=poisson_mean,
+                poisson_mean_lower=poisson_mean,
+                reads_per_value=None,
+                lattice_step=1.0,
+                clip_probability=0.0,
+            ),
+        )
 
     @property
     def matrix(self) -> torch.Tensor:
@@ -104,8 +114,6 @@ class TorchDevice(Device[TorchProfile]):
     def _project(self, x: torch.Tensor) -> Projection:
         values = x.to(device=self._device, dtype=self._dtype) @ self._matrix
         if self._noise_std > 0:
-            noise = torch.randn(
-                values.shape, generator=self._noise_generator, device=self._device, dtype=self._dtype
-            )
+            noise = torch.randn(values.shape, generator=self._noise_generator, device=self._device, dtype=self._dtype)
             values.add_(noise, alpha=self._noise_std)
         return Projection(values=values, noise=self.noise_report())

@@ -19,9 +19,9 @@ import os
 from pathlib import Path
 from typing import Literal
 
+from ..camera.physics import least_frames_e, output_variance, typical_frames_e
 from ..contract.errors import CalibrationError
 from ..contract.noise import NoiseReport
-from ..camera.physics import least_frames_e, output_variance, typical_frames_e
 from .run import device_identity, profile_identity
 from .schema import Calibration, DeviceIdentity, OperatingPointCalibration, read_calibration
 from .temperature import law_rate
@@ -51,30 +51,48 @@ def check_matches(calibration: Calibration, mine: DeviceIdentity, label: str, pa
     and every physics key), naming the first key that differs."""
     theirs = calibration.device
     if theirs.physics is None:
-        raise CalibrationError(f"{path}: key 'device.physics' is missing: the file does not say which camera "
-                               "it measured (written before issue 32); re-run `opu-hal calibrate`")
-    differences = [(f"device.{key}", value, getattr(mine, key)) for key, value in theirs.model_dump().items()
-                   if key not in ("profile", "physics") and getattr(mine, key) != value]
+        raise CalibrationError(
+            f"{path}: key 'device.physics' is missing: the file does not say which camera "
+            "it measured (written before issue 32); re-run `opu-hal calibrate`"
+        )
+    differences = [
+        (f"device.{key}", value, getattr(mine, key))
+        for key, value in theirs.model_dump().items()
+        if key not in ("profile", "physics") and getattr(mine, key) != value
+    ]
     physics = mine.physics or {}
-    differences += [(f"device.physics.{key}", theirs.physics.get(key), physics.get(key))
-                    for key in sorted(set(theirs.physics) | set(physics)) if theirs.physics.get(key) != physics.get(key)]
+    differences += [
+        (f"device.physics.{key}", theirs.physics.get(key), physics.get(key))
+        for key in sorted(set(theirs.physics) | set(physics))
+        if theirs.physics.get(key) != physics.get(key)
+    ]
     if differences:
         key, value, own = differences[0]
         raise CalibrationError(
             f"{path}: key '{key}' is {value!r} but this device ({label!r}) has {own!r}: the calibration was "
-            f"taken on another device ({len(differences)} key(s) differ); re-run `opu-hal calibrate`")
+            f"taken on another device ({len(differences)} key(s) differ); re-run `opu-hal calibrate`"
+        )
 
 
 class CalibratedNoise:
     """Noise reports of an OPU-like device at operating points its calibration covers."""
 
-    def __init__(self, calibration: Calibration, path: Path, mode: Literal["linear", "intensity"], exposure_us: float,
-                 laser_power_uw: float, anchor_power_uw: float) -> None:
+    def __init__(
+        self,
+        calibration: Calibration,
+        path: Path,
+        mode: Literal["linear", "intensity"],
+        exposure_us: float,
+        laser_power_uw: float,
+        anchor_power_uw: float,
+    ) -> None:
         self.calibration, self.path, self.mode = calibration, path, mode
         self.exposure_us, self.laser_power_uw, self.anchor_power_uw = exposure_us, laser_power_uw, anchor_power_uw
         if calibration.quantum_efficiency is None or calibration.photons_per_pixel_per_uw is None:
-            raise CalibrationError(f"{path}: key 'quantum_efficiency' is missing: the signal electrons of a "
-                                   "projection cannot be derived from this calibration")
+            raise CalibrationError(
+                f"{path}: key 'quantum_efficiency' is missing: the signal electrons of a "
+                "projection cannot be derived from this calibration"
+            )
         self.check_operating_point(min(calibration.temperatures_c), exposure_us)
 
     @property
@@ -99,9 +117,14 @@ class CalibratedNoise:
             )
 
     def _points(self) -> list[OperatingPointCalibration]:
-        return sorted((p for p in self.calibration.operating_points
-                       if math.isclose(p.exposure_us, self.exposure_us, rel_tol=1e-9)),
-                      key=lambda p: p.temperature_c)
+        return sorted(
+            (
+                p
+                for p in self.calibration.operating_points
+                if math.isclose(p.exposure_us, self.exposure_us, rel_tol=1e-9)
+            ),
+            key=lambda p: p.temperature_c,
+        )
 
     def _electrons(self, which: str) -> tuple[float, float]:
         """(pixel mean, brightest pixel's upper bound) electrons of the signal (all mirrors on) or the
@@ -114,8 +137,10 @@ class CalibratedNoise:
             return point.anchor_e.value * scale, max(point.anchor_e.upper, point.anchor_e_max_pixel_upper) * scale
         qe, per_uw = cal.quantum_efficiency, cal.photons_per_pixel_per_uw
         if qe is None or per_uw is None:  # refused in __init__; a calibration changed since is a bug
-            raise CalibrationError(f"{self.path}: key 'quantum_efficiency' is missing: the signal electrons of a "
-                                   "projection cannot be derived from this calibration")
+            raise CalibrationError(
+                f"{self.path}: key 'quantum_efficiency' is missing: the signal electrons of a "
+                "projection cannot be derived from this calibration"
+            )
         photons = per_uw * self.laser_power_uw * self.exposure_us / cal.exposures_us[0]
         return qe.value * photons, qe.upper * photons * max(cal.uniformity.response_max_upper, 1.0)
 
@@ -133,7 +158,8 @@ class CalibratedNoise:
                 f"{self.path}: the measured gain's {gain.level:.0%} interval [{gain.lower:.5g}, {gain.upper:.5g}] e-/DN "
                 f"(estimate {gain.value:.5g}) excludes 1 e-/DN by more than the {tol:.3g} the Skellam privacy source "
                 "tolerates (a read of up to the saturation must map electrons to DN one to one); calibrate a camera "
-                "mode at unity gain, or use the Gaussian mechanism")
+                "mode at unity gain, or use the Gaussian mechanism"
+            )
 
     def neighbours(self, temperature_c: float) -> tuple[OperatingPointCalibration, OperatingPointCalibration]:
         """The calibrated points at this exposure just below and just above ``temperature_c`` (the same
@@ -173,26 +199,39 @@ class CalibratedNoise:
             candidates.append((lower, point))
         lower, point = min(candidates, key=lambda c: c[0])
         level = point.anchor_e.level
-        return lower, (f"calibration {self.path} (lower end of the {level:.0%} interval of the dimmest pixel's anchor read, "
-                       f"measured at {point.temperature_c:g} C, {point.exposure_us:g} us)")
+        return lower, (
+            f"calibration {self.path} (lower end of the {level:.0%} interval of the dimmest pixel's anchor read, "
+            f"measured at {point.temperature_c:g} C, {point.exposure_us:g} us)"
+        )
 
     def _lower(self, point: OperatingPointCalibration, phi_up: float, a2_up: float) -> float:
         """``std_lower`` with the floor measured at one calibrated ``point``."""
         floor_low = self.calibration.read_noise_e.lower**2 + point.dark_e_min_pixel_lower
         return math.sqrt(output_variance(self.mode, least_frames_e(self.mode, a2_up), phi_up, a2_up, floor_low))
 
-    def anchor_read_box(self, temperature_c: float) -> tuple[tuple[float, float], tuple[float, float],
-                                                                  tuple[float, float], str]:
+    def anchor_read_box(
+        self, temperature_c: float
+    ) -> tuple[tuple[float, float], tuple[float, float], tuple[float, float], str]:
         """The calibrated box of one anchor-only read (:class:`~opu_hal.contract.calibration.NoiseCalibration`):
         mean from :meth:`anchor_read_lower_e` to the upper ends of the anchor and dark intervals (scaled to
         this anchor power, the larger of the calibrated neighbours'), read noise and gain from their intervals."""
         lower, source = self.anchor_read_lower_e(temperature_c)
-        upper = max([lower] + [max(point.anchor_e.upper, point.anchor_e_max_pixel_upper)
-                               * (self.anchor_power_uw / point.anchor_power_uw) + max(point.dark_e.upper, 0.0)
-                               for point in self.neighbours(temperature_c)])
+        upper = max(
+            [lower]
+            + [
+                max(point.anchor_e.upper, point.anchor_e_max_pixel_upper)
+                * (self.anchor_power_uw / point.anchor_power_uw)
+                + max(point.dark_e.upper, 0.0)
+                for point in self.neighbours(temperature_c)
+            ]
+        )
         cal = self.calibration
-        return ((lower, upper), (cal.read_noise_e.lower, cal.read_noise_e.upper),
-                (cal.gain_e_per_dn.lower, cal.gain_e_per_dn.upper), source.replace("lower end", "ends"))
+        return (
+            (lower, upper),
+            (cal.read_noise_e.lower, cal.read_noise_e.upper),
+            (cal.gain_e_per_dn.lower, cal.gain_e_per_dn.upper),
+            source.replace("lower end", "ends"),
+        )
 
     def report(self, temperature_c: float) -> NoiseReport:
         """The noise at ``temperature_c`` (inside the calibrated range, else refused): ``std`` from
@@ -207,13 +246,21 @@ class CalibratedNoise:
         std = math.sqrt(output_variance(self.mode, typical_frames_e(self.mode, phi, a2), phi, a2, floor))
         lower = min(self._lower(below, phi_up, a2_up), self._lower(above, phi_up, a2_up))
         return NoiseReport(
-            std=max(std, lower), std_lower=lower, source="calibrated", temperature_c=temperature_c,
+            std=max(std, lower),
+            std_lower=lower,
+            source="calibrated",
+            temperature_c=temperature_c,
             exposure_us=self.exposure_us,
-            details={"signal_e": phi, "anchor_e": a2, "dark_e": dark,
-                     "read_noise_e": cal.read_noise_e.value,
-                     "anchor_read_e_lower": self.anchor_read_lower_e(temperature_c)[0],
-                     "bound_level": 0.9, "calibrated_at_c": below.temperature_c,
-                     "calibrated_above_c": above.temperature_c},
+            details={
+                "signal_e": phi,
+                "anchor_e": a2,
+                "dark_e": dark,
+                "read_noise_e": cal.read_noise_e.value,
+                "anchor_read_e_lower": self.anchor_read_lower_e(temperature_c)[0],
+                "bound_level": 0.9,
+                "calibrated_at_c": below.temperature_c,
+                "calibrated_above_c": above.temperature_c,
+            },
         )
 
     def readout(self, temperature_c: float) -> dict[str, float]:
@@ -223,8 +270,13 @@ class CalibratedNoise:
         phi, _ = self._electrons("signal")
         a2, _ = self._electrons("anchor")
         cal = self.calibration
-        return {"black_level_dn": cal.black_level_dn.value, "gain_e_per_dn": cal.gain_e_per_dn.value,
-                "dark_e": self.dark_e(temperature_c), "signal_e": phi, "anchor_e": a2}
+        return {
+            "black_level_dn": cal.black_level_dn.value,
+            "gain_e_per_dn": cal.gain_e_per_dn.value,
+            "dark_e": self.dark_e(temperature_c),
+            "signal_e": phi,
+            "anchor_e": a2,
+        }
 
 
 def calibrated_noise(calibration: Calibration, path: Path, profile) -> CalibratedNoise:
@@ -237,7 +289,7 @@ def calibrated_noise(calibration: Calibration, path: Path, profile) -> Calibrate
     return CalibratedNoise(calibration, path, profile.mode, exposure, laser, anchor)
 
 
-def load_calibrated_noise(source: "str | os.PathLike[str] | Calibration", profile) -> CalibratedNoise:
+def load_calibrated_noise(source: str | os.PathLike[str] | Calibration, profile) -> CalibratedNoise:
     """The noise model of ``source`` (a calibration file, relative paths against the working
     directory, or a :class:`Calibration` already read) for a device of ``profile``."""
     if isinstance(source, Calibration):

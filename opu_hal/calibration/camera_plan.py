@@ -39,9 +39,16 @@ def resolution_that_one_read_supplies(best: OperatingPlan, shape: RunShape) -> f
     return shape.lattice_resolution * math.sqrt(best.reads_per_value * best.supplied / best.needed)
 
 
-def trade_off(best: OperatingPlan, shape: RunShape, target_epsilon: float, delta: float,
-              required_poisson_mean: RequiredPoissonMean, pixels: int, frame_s: float,
-              factors: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)) -> list[CameraTradeOff]:
+def trade_off(
+    best: OperatingPlan,
+    shape: RunShape,
+    target_epsilon: float,
+    delta: float,
+    required_poisson_mean: RequiredPoissonMean,
+    pixels: int,
+    frame_s: float,
+    factors: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0),
+) -> list[CameraTradeOff]:
     """Camera time and noise for ``k`` = ``factors`` times the resolution one read supplies."""
     assert shape.dimension is not None
     fill = resolution_that_one_read_supplies(best, shape)
@@ -51,15 +58,21 @@ def trade_off(best: OperatingPlan, shape: RunShape, target_epsilon: float, delta
         mu = required_poisson_mean(target_epsilon, delta, dataclasses.replace(shape, lattice_resolution=k))
         reads = math.ceil(mu / best.supplied)
         frames = math.ceil(2 * reads * shape.dimension / pixels)
-        rows.append(CameraTradeOff(k, mu, reads, frames, frames * shape.steps * frame_s,
-                                   math.sqrt(2 * reads * best.supplied) / k))
+        rows.append(
+            CameraTradeOff(
+                k, mu, reads, frames, frames * shape.steps * frame_s, math.sqrt(2 * reads * best.supplied) / k
+            )
+        )
     return rows
 
 
 def format_trade_off(rows: list[CameraTradeOff]) -> str:
     lines = [f"  {'k':>9} {'mu needed':>11} {'reads':>6} {'frames/step':>11} {'camera (s)':>11} {'noise/Delta':>11}"]
-    lines += [f"  {r.lattice_resolution:9.4g} {r.poisson_mean_needed:11.4g} {r.reads_per_count:6d} "
-              f"{r.frames_per_step:11d} {r.camera_seconds:11.4g} {r.noise_over_sensitivity:11.4g}" for r in rows]
+    lines += [
+        f"  {r.lattice_resolution:9.4g} {r.poisson_mean_needed:11.4g} {r.reads_per_count:6d} "
+        f"{r.frames_per_step:11d} {r.camera_seconds:11.4g} {r.noise_over_sensitivity:11.4g}"
+        for r in rows
+    ]
     return "\n".join(lines)
 
 
@@ -73,8 +86,13 @@ def plot_trade_off(rows: list[CameraTradeOff], path: str | Path) -> None:
     figure, axis = plt.subplots(figsize=(5.5, 4))
     axis.plot([r.noise_over_sensitivity for r in rows], [r.camera_seconds for r in rows], "o-")
     for r in rows:
-        axis.annotate(f"k={r.lattice_resolution:.3g}", (r.noise_over_sensitivity, r.camera_seconds), fontsize=8,
-                      textcoords="offset points", xytext=(4, 4))
+        axis.annotate(
+            f"k={r.lattice_resolution:.3g}",
+            (r.noise_over_sensitivity, r.camera_seconds),
+            fontsize=8,
+            textcoords="offset points",
+            xytext=(4, 4),
+        )
     axis.set_xlabel("noise std / sensitivity (applied)")
     axis.set_ylabel("camera seconds for the run")
     axis.set_yscale("log")
@@ -85,8 +103,9 @@ def plot_trade_off(rows: list[CameraTradeOff], path: str | Path) -> None:
     plt.close(figure)
 
 
-def profile_trade_off(best: OperatingPlan, shape: RunShape, target_epsilon: float, delta: float,
-                      profile) -> list[CameraTradeOff]:
+def profile_trade_off(
+    best: OperatingPlan, shape: RunShape, target_epsilon: float, delta: float, profile
+) -> list[CameraTradeOff]:
     """The trade-off at the cheapest point, at ``profile``'s sensor size and frame time."""
     frame_s = best.camera_seconds_per_step / best.frames_per_step if best.frames_per_step else 0.0
     return trade_off(best, shape, target_epsilon, delta, required_poisson_mean, profile.sensor_pixels, frame_s)
@@ -94,20 +113,28 @@ def profile_trade_off(best: OperatingPlan, shape: RunShape, target_epsilon: floa
 
 def print_trade_off(best: OperatingPlan, rows: list[CameraTradeOff]) -> None:
     """Camera time against noise over the lattice resolution at the cheapest point, as a table."""
-    print(f"trade-off at {best.temperature_c:g} C, {best.exposure_us:g} us (k relative to the resolution one read supplies):")
+    print(
+        f"trade-off at {best.temperature_c:g} C, {best.exposure_us:g} us (k relative to the resolution one read supplies):"
+    )
     print(format_trade_off(rows))
 
 
 def camera_summary(best: OperatingPlan, shape: RunShape) -> str:
     """The cheapest point's camera time, and the largest lattice resolution its reads supply."""
-    text = (f"camera: {best.frames_per_step} anchor-only frame(s) of the whole sensor per step, "
-            f"{best.camera_seconds_per_step:.4g} s per step, {best.time_s:.4g} s for the run "
-            f"({best.time_s / 60:.3g} min); applied noise {best.noise_ratio:.3g}x the accounted")
+    text = (
+        f"camera: {best.frames_per_step} anchor-only frame(s) of the whole sensor per step, "
+        f"{best.camera_seconds_per_step:.4g} s per step, {best.time_s:.4g} s for the run "
+        f"({best.time_s / 60:.3g} min); applied noise {best.noise_ratio:.3g}x the accounted"
+    )
     if shape.rounding_analysis == "per-coordinate" and shape.lattice_resolution and best.needed > 0:
         fill = resolution_that_one_read_supplies(best, shape)
-        text += (f"; {best.reads_per_value} read(s) per count supply lambda {best.reads_per_value * best.supplied:.4g} e-:"
-                 f" --lattice-resolution up to {math.floor(fill * 1000) / 1000:g} costs no more camera time")
+        text += (
+            f"; {best.reads_per_value} read(s) per count supply lambda {best.reads_per_value * best.supplied:.4g} e-:"
+            f" --lattice-resolution up to {math.floor(fill * 1000) / 1000:g} costs no more camera time"
+        )
     if best.reads_per_value == 1:
-        text += ("; binding: one read per count, so the frames per step are the 2 d counts over the sensor's "
-                 "pixels (a dimmer anchor or a larger k would need more reads)")
+        text += (
+            "; binding: one read per count, so the frames per step are the 2 d counts over the sensor's "
+            "pixels (a dimmer anchor or a larger k would need more reads)"
+        )
     return text

@@ -10,18 +10,18 @@ from pathlib import Path
 from typing import Any
 
 from ..contract.errors import CalibrationError
-from ..runtime.output import print_json
-from ..runtime.paths import plot_format_reason, same_file, unwritable_reason
 from ..privacy.events import PrivacyParameterError
 from ..privacy.inverse import smallest_noise_multiplier
 from ..privacy.run_shape import RunShape, as_flags, run_description, steps_for
-from ..profiles.registry import get_backend
 from ..privacy.skellam import required_poisson_mean
 from ..profiles.catalogue import load_profile
+from ..profiles.registry import get_backend
+from ..runtime.output import print_json
+from ..runtime.paths import plot_format_reason, same_file, unwritable_reason
 from .camera_plan import CameraTradeOff, camera_summary, plot_trade_off, print_trade_off, profile_trade_off
+from .figures import plot_calibration
 from .frames import check_frames_fit
 from .plan import OperatingPlan, plan_gaussian, plan_skellam, what_would
-from .figures import plot_calibration
 from .run import calibrate_device
 from .schema import Calibration, read_calibration, write_calibration
 
@@ -56,12 +56,14 @@ def require_camera_profile(profile, what: str) -> None:
             f"{', '.join(dict.fromkeys('temperature_c' if k.startswith('temperature') else k for k in missing))}: lightonml "
             "1.4.3 reads no temperature and knows no optical power, so the profile declares the camera's operating "
             "temperature (temperature_c), exposure_us, the power at the sensor (laser_power_uw) and, only for an OPU "
-            "with a reference beam, anchor_power_uw (photon transfer and anchor frames need it)")
+            "with a reference beam, anchor_power_uw (photon transfer and anchor frames need it)"
+        )
     if missing:
         problem = "has no camera to calibrate" if what == "calibrate" else "declares no camera model to plan with"
         raise CalibrationError(
             f"{what}: profile {profile.label!r} (backend {profile.backend}) {problem} "
-            f"(no {', '.join(missing)}); give a simulated OPU profile (e.g. opu-sim-dp)")
+            f"(no {', '.join(missing)}); give a simulated OPU profile (e.g. opu-sim-dp)"
+        )
 
 
 def camera_exposure_us(profile: Any) -> float:
@@ -72,8 +74,9 @@ def camera_exposure_us(profile: Any) -> float:
 
 def _check_distinct(values: list[float] | None, option: str) -> None:
     if values is not None and len(set(values)) != len(values):
-        raise CalibrationError(f"{option} must be distinct values (each is one calibrated point), got "
-                               f"{' '.join(f'{v:g}' for v in values)}")
+        raise CalibrationError(
+            f"{option} must be distinct values (each is one calibrated point), got {' '.join(f'{v:g}' for v in values)}"
+        )
 
 
 def _check_output(path: str | None, option: str) -> None:
@@ -92,8 +95,10 @@ def _check_outputs(args: argparse.Namespace) -> Path:
     option = "--plot" if args.plot else f"the plot's default path (--out {args.out} with .png)"
     _check_output(str(plot), option)
     if same_file(plot, args.out):
-        raise CalibrationError(f"{option} {plot} is the --out path {args.out}: the plot would overwrite the "
-                               "calibration; give --out a .json path or --plot another file")
+        raise CalibrationError(
+            f"{option} {plot} is the --out path {args.out}: the plot would overwrite the "
+            "calibration; give --out a .json path or --plot another file"
+        )
     reason = plot_format_reason(plot)
     if reason is not None:
         raise CalibrationError(f"{option} {plot}: {reason}")
@@ -101,8 +106,12 @@ def _check_outputs(args: argparse.Namespace) -> Path:
 
 
 #: The calibration's quantities as the calibrate command's flags (library errors name quantities).
-CALIBRATION_FLAGS = {"frames (per series)": "--frames", "dark_exposures": "--dark-exposures",
-                     "(temperatures)": "(--temperatures)", "(exposures)": "(--exposures)"}
+CALIBRATION_FLAGS = {
+    "frames (per series)": "--frames",
+    "dark_exposures": "--dark-exposures",
+    "(temperatures)": "(--temperatures)",
+    "(exposures)": "(--exposures)",
+}
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -127,15 +136,22 @@ def _calibrate(args: argparse.Namespace) -> int:
     temperatures = args.temperatures or default_temperatures(profile)
     exposures = args.exposures or [camera_exposure_us(profile)]
     start = time.perf_counter()
-    calibration = calibrate_device(device, temperatures, exposures, args.dark_exposures, args.frames,
-                                   progress=None if args.quiet else progress_bar)
+    calibration = calibrate_device(
+        device, temperatures, exposures, args.dark_exposures, args.frames, progress=None if args.quiet else progress_bar
+    )
     elapsed = time.perf_counter() - start
     out = write_calibration(calibration, args.out)
     shape = _shape(args) if args.dataset_size else None
     plot_calibration(calibration, profile, plot, shape, args.delta)
     if args.json:
-        print_json({"calibration": str(out), "plot": str(plot), "elapsed_s": elapsed,
-                    "summary": calibration.model_dump(mode="json")})
+        print_json(
+            {
+                "calibration": str(out),
+                "plot": str(plot),
+                "elapsed_s": elapsed,
+                "summary": calibration.model_dump(mode="json"),
+            }
+        )
     elif not args.quiet:
         print(summary(calibration, elapsed))
         print(f"wrote {out} and {plot}")
@@ -146,17 +162,23 @@ def summary(cal: Calibration, elapsed_s: float | None = None) -> str:
     def fmt(name, e):
         return f"  {name:<22} {e.value:10.4g}  [{e.lower:.4g}, {e.upper:.4g}] {e.unit} ({e.level:.0%}, {e.method})"
 
-    lines = [f"calibration of {cal.device.profile} ({cal.device.backend}, seed {cal.device.seed}): "
-             f"{cal.frames_total} frames of {cal.pixels} pixels"
-             + (f" in {elapsed_s:.1f} s" if elapsed_s is not None else "")]
-    lines += [fmt("gain", cal.gain_e_per_dn), fmt("read noise", cal.read_noise_e),
-              fmt("black level", cal.black_level_dn),
-              fmt(f"saturation ({cal.saturation_limited_by})", cal.saturation_e),
-              fmt("saturation point", cal.saturation_point_e), fmt("PRNU", cal.uniformity.prnu_pct),
-              fmt("DSNU", cal.uniformity.dsnu_e),
-              f"  linearity error {cal.linearity.error_min_pct:+.3g} .. {cal.linearity.error_max_pct:+.3g} % over "
-              f"{cal.linearity.levels} of {cal.illumination_levels} levels; defect pixels: {cal.defect_pixels.hot} hot, "
-              f"{cal.defect_pixels.dim} dim, {cal.defect_pixels.bright} bright"]
+    lines = [
+        f"calibration of {cal.device.profile} ({cal.device.backend}, seed {cal.device.seed}): "
+        f"{cal.frames_total} frames of {cal.pixels} pixels"
+        + (f" in {elapsed_s:.1f} s" if elapsed_s is not None else "")
+    ]
+    lines += [
+        fmt("gain", cal.gain_e_per_dn),
+        fmt("read noise", cal.read_noise_e),
+        fmt("black level", cal.black_level_dn),
+        fmt(f"saturation ({cal.saturation_limited_by})", cal.saturation_e),
+        fmt("saturation point", cal.saturation_point_e),
+        fmt("PRNU", cal.uniformity.prnu_pct),
+        fmt("DSNU", cal.uniformity.dsnu_e),
+        f"  linearity error {cal.linearity.error_min_pct:+.3g} .. {cal.linearity.error_max_pct:+.3g} % over "
+        f"{cal.linearity.levels} of {cal.illumination_levels} levels; defect pixels: {cal.defect_pixels.hot} hot, "
+        f"{cal.defect_pixels.dim} dim, {cal.defect_pixels.bright} bright",
+    ]
     if cal.quantum_efficiency:
         lines.append(fmt("quantum efficiency", cal.quantum_efficiency))
     law = cal.temperature_law
@@ -165,14 +187,18 @@ def summary(cal: Calibration, elapsed_s: float | None = None) -> str:
         if law.doubling_temperature_k:
             lines.append(fmt(f"doubling at {law.doubling_reference_c:g} C", law.doubling_temperature_k))
         lines += [f"  law: {note}" for note in law.notes]
-    lines.append(f"  {'T (C)':>6} {'dark e-/s':>10} {'[95% CI]':>22} {'exp (us)':>9} {'dark e-':>9} "
-                 f"{'anchor e-':>9} {'mu_read>=':>9}")
+    lines.append(
+        f"  {'T (C)':>6} {'dark e-/s':>10} {'[95% CI]':>22} {'exp (us)':>9} {'dark e-':>9} "
+        f"{'anchor e-':>9} {'mu_read>=':>9}"
+    )
     for dc in cal.dark_current:
         for op in (o for o in cal.operating_points if o.temperature_c == dc.temperature_c):
             r = dc.rate_e_per_s
-            lines.append(f"  {dc.temperature_c:6.1f} {r.value:10.4g} {f'[{r.lower:.4g}, {r.upper:.4g}]':>22} "
-                         f"{op.exposure_us:9.4g} {op.dark_e.value:9.3g} {op.anchor_e.value:9.4g} "
-                         f"{op.anchor_read_e_min_pixel_lower:9.4g}")
+            lines.append(
+                f"  {dc.temperature_c:6.1f} {r.value:10.4g} {f'[{r.lower:.4g}, {r.upper:.4g}]':>22} "
+                f"{op.exposure_us:9.4g} {op.dark_e.value:9.3g} {op.anchor_e.value:9.4g} "
+                f"{op.anchor_read_e_min_pixel_lower:9.4g}"
+            )
     return "\n".join(lines)
 
 
@@ -188,11 +214,20 @@ def _shape(args: argparse.Namespace) -> RunShape:
     lattice = getattr(args, "mechanism", "gaussian") in ("skellam", "digitized")
     if lattice:
         if dimension is None or not dimension >= 1 or resolution is None or not resolution > 0:
-            raise CalibrationError("--mechanism skellam (the lattice mechanism of dp-dfa --noise-source device) needs "
-                                   "--dimension D >= 1 (the update's parameters) and --lattice-resolution K > 0")
-        return RunShape(sampling=args.sampling, dataset_size=n, batch_size=m, steps=steps,
-                        sensitivity=args.sensitivity or 1.0, dimension=dimension, lattice_resolution=resolution,
-                        rounding_analysis=getattr(args, "rounding_analysis", "per-coordinate"))
+            raise CalibrationError(
+                "--mechanism skellam (the lattice mechanism of dp-dfa --noise-source device) needs "
+                "--dimension D >= 1 (the update's parameters) and --lattice-resolution K > 0"
+            )
+        return RunShape(
+            sampling=args.sampling,
+            dataset_size=n,
+            batch_size=m,
+            steps=steps,
+            sensitivity=args.sensitivity or 1.0,
+            dimension=dimension,
+            lattice_resolution=resolution,
+            rounding_analysis=getattr(args, "rounding_analysis", "per-coordinate"),
+        )
     if args.sensitivity is None or not args.sensitivity > 0:
         raise CalibrationError("--sensitivity (l2, output units) > 0 is needed to map noise to epsilon")
     return RunShape(sampling=args.sampling, dataset_size=n, batch_size=m, steps=steps, sensitivity=args.sensitivity)
@@ -219,8 +254,9 @@ def _plan_calibration(args: argparse.Namespace, profile) -> Calibration:
     checked against the profile as train's device checks it."""
     cal_path = args.calibration or profile.calibration
     if cal_path is None:
-        raise CalibrationError(f"profile {profile.label!r} names no calibration: pass --calibration CAL "
-                               "(written by `opu-hal calibrate`)")
+        raise CalibrationError(
+            f"profile {profile.label!r} names no calibration: pass --calibration CAL (written by `opu-hal calibrate`)"
+        )
     if args.calibration is None and profile.source is not None and not Path(cal_path).is_absolute():
         cal_path = Path(profile.source).parent / cal_path
     calibration = read_calibration(cal_path)
@@ -230,8 +266,9 @@ def _plan_calibration(args: argparse.Namespace, profile) -> Calibration:
     return calibration
 
 
-def _plan_figure(args: argparse.Namespace, profile, plans: list[OperatingPlan],
-                 shape: RunShape) -> list[CameraTradeOff] | None:
+def _plan_figure(
+    args: argparse.Namespace, profile, plans: list[OperatingPlan], shape: RunShape
+) -> list[CameraTradeOff] | None:
     """Write ``--plot`` for every mechanism, reaching or not: the lattice trade-off over the resolution
     (skellam, per-coordinate, with a point that reaches; its rows are returned), else the operating points."""
     reaching = [p for p in plans if p.reaches_target]
@@ -241,9 +278,14 @@ def _plan_figure(args: argparse.Namespace, profile, plans: list[OperatingPlan],
         return rows
     from .plan_figures import plot_operating_points
 
-    plot_operating_points(plans, args.mechanism, f"{profile.label}: {args.mechanism} mechanism, target epsilon "
-                          f"{args.target_epsilon:g} at delta {args.delta:g}, {shape.steps} steps of {shape.batch_size} "
-                          f"({shape.sampling})", args.plot)
+    plot_operating_points(
+        plans,
+        args.mechanism,
+        f"{profile.label}: {args.mechanism} mechanism, target epsilon "
+        f"{args.target_epsilon:g} at delta {args.delta:g}, {shape.steps} steps of {shape.batch_size} "
+        f"({shape.sampling})",
+        args.plot,
+    )
     return None
 
 
@@ -256,8 +298,12 @@ def run_plan(args: argparse.Namespace) -> int:
         from .digitized_command import run_digitized_plan
 
         cal_path = args.calibration or profile.calibration
-        if cal_path is not None and args.calibration is None and profile.source is not None \
-                and not Path(cal_path).is_absolute():
+        if (
+            cal_path is not None
+            and args.calibration is None
+            and profile.source is not None
+            and not Path(cal_path).is_absolute()
+        ):
             cal_path = Path(profile.source).parent / cal_path
         return run_digitized_plan(args, profile, cal_path, _shape(args))
     calibration = _plan_calibration(args, profile)
@@ -269,18 +315,31 @@ def run_plan(args: argparse.Namespace) -> int:
     reaching = [p for p in plans if p.reaches_target]
     rows = _plan_figure(args, profile, plans, shape) if getattr(args, "plot", None) else None
     if args.json:
-        print_json({"mechanism": args.mechanism, "target_epsilon": args.target_epsilon, "delta": args.delta,
-                    "steps": shape.steps, "plans": [p.to_dict() for p in plans],
-                    "none_reaches": None if reaching else what_would(plans, calibration)})
+        print_json(
+            {
+                "mechanism": args.mechanism,
+                "target_epsilon": args.target_epsilon,
+                "delta": args.delta,
+                "steps": shape.steps,
+                "plans": [p.to_dict() for p in plans],
+                "none_reaches": None if reaching else what_would(plans, calibration),
+            }
+        )
         return 0 if reaching else 1
-    print(f"{profile.label}: {args.mechanism} mechanism, target epsilon {args.target_epsilon:g} at delta "
-          f"{args.delta:g}, {shape.steps} steps of {shape.batch_size} ({shape.sampling})")
-    print(f"{'':2}{'T (C)':>6} {'exp (us)':>9} {'reaches':>7} {'needed':>10} {'supplied':>10} {'reads':>5} "
-          f"{'frames':>10} {'time (s)':>9} {'noise':>9}")
+    print(
+        f"{profile.label}: {args.mechanism} mechanism, target epsilon {args.target_epsilon:g} at delta "
+        f"{args.delta:g}, {shape.steps} steps of {shape.batch_size} ({shape.sampling})"
+    )
+    print(
+        f"{'':2}{'T (C)':>6} {'exp (us)':>9} {'reaches':>7} {'needed':>10} {'supplied':>10} {'reads':>5} "
+        f"{'frames':>10} {'time (s)':>9} {'noise':>9}"
+    )
     for p in plans:
-        print(f"  {p.temperature_c:6.1f} {p.exposure_us:9.4g} {'yes' if p.reaches_target else 'no':>7} "
-              f"{p.needed:10.4g} {p.supplied:10.4g} {p.reads_per_value:5d} {p.frames_total:10d} "
-              f"{p.time_s:9.4g} {p.noise_std:9.4g}")
+        print(
+            f"  {p.temperature_c:6.1f} {p.exposure_us:9.4g} {'yes' if p.reaches_target else 'no':>7} "
+            f"{p.needed:10.4g} {p.supplied:10.4g} {p.reads_per_value:5d} {p.frames_total:10d} "
+            f"{p.time_s:9.4g} {p.noise_std:9.4g}"
+        )
     if not reaching:
         print(what_would(plans, calibration))
     elif args.mechanism == "skellam":

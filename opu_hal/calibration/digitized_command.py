@@ -15,7 +15,8 @@ import math
 
 from ..contract.errors import CalibrationError, DeviceUnavailable
 from ..privacy.digitized_lattice import DigitizedLattice, fewest_box_reads
-from ..privacy.digitized_plan import CameraFacts, DigitizedPlanRefused, RunShape as PlanShape, plan
+from ..privacy.digitized_plan import CameraFacts, DigitizedPlanRefused, plan
+from ..privacy.digitized_plan import RunShape as PlanShape
 from ..privacy.skellam import SkellamLattice
 from ..runtime.output import print_json
 from .plan import RunShape
@@ -24,8 +25,9 @@ from .plan import RunShape
 def _lattice(shape: RunShape) -> tuple[int, float]:
     """The run shape's lattice dimension ``d`` and resolution ``k``, which a digitized plan needs."""
     if shape.dimension is None or shape.lattice_resolution is None:
-        raise CalibrationError("--mechanism digitized needs --dimension D >= 1 (the update's parameters) and "
-                               "--lattice-resolution K > 0")
+        raise CalibrationError(
+            "--mechanism digitized needs --dimension D >= 1 (the update's parameters) and --lattice-resolution K > 0"
+        )
     return shape.dimension, float(shape.lattice_resolution)
 
 
@@ -41,47 +43,74 @@ def run_digitized_plan(args: argparse.Namespace, profile, calibration_path, shap
     try:
         law = device.digitized_read_law()
     except DeviceUnavailable as exc:
-        print(f"{profile.label}: refused: {exc}" + (f" (--plot {args.plot} not written: no read law to draw)"
-                                                   if getattr(args, "plot", None) else ""))
+        print(
+            f"{profile.label}: refused: {exc}"
+            + (f" (--plot {args.plot} not written: no read law to draw)" if getattr(args, "plot", None) else "")
+        )
         return 1
     dimension, k = _lattice(shape)
-    lattice = DigitizedLattice(SkellamLattice(dimension, 1.0, float(k), "per-coordinate"), law,
-                               max_reads=args.max_reads)
+    lattice = DigitizedLattice(
+        SkellamLattice(dimension, 1.0, float(k), "per-coordinate"), law, max_reads=args.max_reads
+    )
     trace: list[tuple[int, float]] = []
-    found = fewest_box_reads(lattice, shape.dataset_size, shape.batch_size, shape.steps, args.target_epsilon,
-                             args.delta, trace)
+    found = fewest_box_reads(
+        lattice, shape.dataset_size, shape.batch_size, shape.steps, args.target_epsilon, args.delta, trace
+    )
     if getattr(args, "plot", None):
         from .plan_figures import plot_digitized
 
-        plot_digitized(trace, args.target_epsilon, args.delta, found,
-                       f"{profile.label}: digitized reads, d = {dimension}, k = {k:g}, {shape.steps} steps of "
-                       f"{shape.batch_size} of {shape.dataset_size} (fixed)", args.plot)
-    box = (f"read mean {law.mean_e[0]:.4g}..{law.mean_e[1]:.4g} e-, read noise {law.read_noise_e[0]:.4g}.."
-           f"{law.read_noise_e[1]:.4g} e-, {law.adc_bits}-bit at {law.gain_e_per_dn:g} e-/DN, black "
-           f"{law.black_level_dn} DN ({law.source}; {len(lattice.cameras)} grid camera(s))")
-    result: dict = {"profile": profile.label, "mechanism": "digitized", "target_epsilon": args.target_epsilon,
-                    "delta": args.delta, "steps": shape.steps, "dimension": dimension, "lattice_resolution": k,
-                    "camera": box}
+        plot_digitized(
+            trace,
+            args.target_epsilon,
+            args.delta,
+            found,
+            f"{profile.label}: digitized reads, d = {dimension}, k = {k:g}, {shape.steps} steps of "
+            f"{shape.batch_size} of {shape.dataset_size} (fixed)",
+            args.plot,
+        )
+    box = (
+        f"read mean {law.mean_e[0]:.4g}..{law.mean_e[1]:.4g} e-, read noise {law.read_noise_e[0]:.4g}.."
+        f"{law.read_noise_e[1]:.4g} e-, {law.adc_bits}-bit at {law.gain_e_per_dn:g} e-/DN, black "
+        f"{law.black_level_dn} DN ({law.source}; {len(lattice.cameras)} grid camera(s))"
+    )
+    result: dict = {
+        "profile": profile.label,
+        "mechanism": "digitized",
+        "target_epsilon": args.target_epsilon,
+        "delta": args.delta,
+        "steps": shape.steps,
+        "dimension": dimension,
+        "lattice_resolution": k,
+        "camera": box,
+    }
     if found is not None:
         reads, epsilon = found
         frames = math.ceil(2 * reads * dimension / law.pixels_per_frame)
-        result.update(reads_per_count=reads, epsilon=epsilon, frames_per_step=frames,
-                      camera_seconds_per_step=frames * law.frame_time_s,
-                      camera_seconds=frames * law.frame_time_s * shape.steps)
+        result.update(
+            reads_per_count=reads,
+            epsilon=epsilon,
+            frames_per_step=frames,
+            camera_seconds_per_step=frames * law.frame_time_s,
+            camera_seconds=frames * law.frame_time_s * shape.steps,
+        )
     else:
         result["refused"] = _what_would(law, shape, args)
     if args.json:
         print_json(result)
     else:
-        print(f"{profile.label}: digitized mechanism, target epsilon {args.target_epsilon:g} at delta {args.delta:g}, "
-              f"{shape.steps} steps of {shape.batch_size} of {shape.dataset_size} (fixed), d = {dimension}, k = {k:g}")
+        print(
+            f"{profile.label}: digitized mechanism, target epsilon {args.target_epsilon:g} at delta {args.delta:g}, "
+            f"{shape.steps} steps of {shape.batch_size} of {shape.dataset_size} (fixed), d = {dimension}, k = {k:g}"
+        )
         print(f"  camera: {box}")
         if found is None:
             print(f"  refused: {result['refused']}")
         else:
-            print(f"  {result['reads_per_count']} reads per count: epsilon {result['epsilon']:.4g}; "
-                  f"{result['frames_per_step']} anchor-only frame(s) per step, {result['camera_seconds_per_step']:.4g} s "
-                  f"per step, {result['camera_seconds']:.4g} s for the run")
+            print(
+                f"  {result['reads_per_count']} reads per count: epsilon {result['epsilon']:.4g}; "
+                f"{result['frames_per_step']} anchor-only frame(s) per step, {result['camera_seconds_per_step']:.4g} s "
+                f"per step, {result['camera_seconds']:.4g} s for the run"
+            )
         if getattr(args, "plot", None):
             print(f"wrote {args.plot}")
     return 0 if found is not None else 1
@@ -92,13 +121,14 @@ def _what_would(law, shape: RunShape, args: argparse.Namespace) -> str:
     nearest camera (:func:`opu_hal.privacy.digitized_plan.plan`)."""
     facts = CameraFacts(law.read_noise_e[0], law.gain_e_per_dn, law.adc_bits, law.black_level_dn, law.full_well_e)
     dimension, k = _lattice(shape)
-    run = PlanShape(shape.dataset_size, shape.batch_size, shape.steps, dimension, k, args.target_epsilon,
-                    args.delta)
+    run = PlanShape(shape.dataset_size, shape.batch_size, shape.steps, dimension, k, args.target_epsilon, args.delta)
     head = f"no reads per count up to {args.max_reads} reach the target at this anchor"
     try:
         other = plan(facts, run, law.pixels_per_frame, law.frame_time_s, max_reads=args.max_reads)
     except DigitizedPlanRefused as exc:
         return f"{head}; {exc}"
     top = other.camera.mean_e
-    return (f"{head}; an anchor read of {top:.4g} e- ({other.reads} reads per count, epsilon {other.epsilon:.4g}) "
-            "would qualify: change anchor_power_uw or exposure_us")
+    return (
+        f"{head}; an anchor read of {top:.4g} e- ({other.reads} reads per count, epsilon {other.epsilon:.4g}) "
+        "would qualify: change anchor_power_uw or exposure_us"
+    )

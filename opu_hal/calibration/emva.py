@@ -44,14 +44,21 @@ def saturation_index(variance: np.ndarray) -> int:
 def linearity(signal_dn: np.ndarray, illumination: np.ndarray, saturated_at: int, against: str) -> Linearity:
     """EMVA 1288 linearity error over 5-95 % of the signal at the saturation point."""
     top = signal_dn[saturated_at]
-    use = np.flatnonzero((signal_dn >= LINEARITY_RANGE[0] * top) & (signal_dn <= LINEARITY_RANGE[1] * top)
-                         & (np.arange(signal_dn.size) <= saturated_at))
+    use = np.flatnonzero(
+        (signal_dn >= LINEARITY_RANGE[0] * top)
+        & (signal_dn <= LINEARITY_RANGE[1] * top)
+        & (np.arange(signal_dn.size) <= saturated_at)
+    )
     x, y = illumination[use], signal_dn[use]
     slope, offset = np.polynomial.polynomial.polyfit(x, y, 1, w=1 / y)[::-1]
     fit = slope * x + offset
     deviation = 100 * (y - fit) / fit
-    return Linearity(error_min_pct=float(deviation.min()), error_max_pct=float(deviation.max()),
-                     levels=int(use.size), against=against)
+    return Linearity(
+        error_min_pct=float(deviation.min()),
+        error_max_pct=float(deviation.max()),
+        levels=int(use.size),
+        against=against,
+    )
 
 
 def _spatial_variance(mean: np.ndarray, var: np.ndarray, frames: int, index: np.ndarray | None = None):
@@ -72,12 +79,25 @@ def _neighbour_mean(values: np.ndarray, window: int = SMOOTH_WINDOW) -> np.ndarr
 
 def _estimate(value: float, draws: np.ndarray, alpha: float, unit: str) -> Estimate:
     low, high = np.quantile(draws, [alpha / 2, 1 - alpha / 2])
-    return Estimate(value=value, lower=float(min(low, value)), upper=float(max(high, value)),
-                    level=1 - alpha, method=BOOT, unit=unit)
+    return Estimate(
+        value=value,
+        lower=float(min(low, value)),
+        upper=float(max(high, value)),
+        level=1 - alpha,
+        method=BOOT,
+        unit=unit,
+    )
 
 
-def uniformity(bright: SeriesStats, dark: SeriesStats, gain_e_per_dn: float, gain_draws: np.ndarray,
-               index: np.ndarray, alpha: float, level_fraction: float) -> tuple[Uniformity, np.ndarray]:
+def uniformity(
+    bright: SeriesStats,
+    dark: SeriesStats,
+    gain_e_per_dn: float,
+    gain_draws: np.ndarray,
+    index: np.ndarray,
+    alpha: float,
+    level_fraction: float,
+) -> tuple[Uniformity, np.ndarray]:
     """PRNU, high-pass PRNU, DSNU and the largest pixel response bound; and each pixel's high-pass
     response (for the defect counts)."""
     frames = bright.frames
@@ -109,7 +129,8 @@ def uniformity(bright: SeriesStats, dark: SeriesStats, gain_e_per_dn: float, gai
     return Uniformity(
         prnu_pct=_estimate(float(prnu), prnu_draws, alpha, "%"),
         prnu_highpass_pct=_estimate(prnu_hp, 100 * np.sqrt(np.maximum(hp_draws, 0.0)), alpha, "%"),
-        dsnu_e=_estimate(dsnu, dsnu_draws, alpha, "e-"), response_max_upper=response_max,
+        dsnu_e=_estimate(dsnu, dsnu_draws, alpha, "e-"),
+        response_max_upper=response_max,
         level_fraction=float(level_fraction),
     ), highpass
 
@@ -127,15 +148,22 @@ def defect_pixels(hot: np.ndarray, highpass: np.ndarray) -> DefectPixels:
     return DefectPixels(hot=int(hot.sum()), dim=dim, bright=bright, threshold_mads=DEFECT_MADS)
 
 
-def zero_exposure_read_noise(darks: list[SeriesStats], good: np.ndarray, gain_e_per_dn: float,
-                             gain_draws: np.ndarray, index: np.ndarray, alpha: float) -> Estimate:
+def zero_exposure_read_noise(
+    darks: list[SeriesStats],
+    good: np.ndarray,
+    gain_e_per_dn: float,
+    gain_draws: np.ndarray,
+    index: np.ndarray,
+    alpha: float,
+) -> Estimate:
     """EMVA 1288 temporal dark noise ``sigma_d`` (e-) at zero exposure from ``darks`` (one
     temperature, several exposures), the ``good`` pixels' pooled variance fitted against the
     exposure (module docstring); the pixel bootstrap draws the intercept and the gain together."""
     exposures = np.array([s.exposure_us for s in darks])
     if np.unique(exposures).size < 2:
         raise CalibrationError(
-            f"zero-exposure read noise needs dark series at two exposures at least, got {np.unique(exposures).tolist()} us")
+            f"zero-exposure read noise needs dark series at two exposures at least, got {np.unique(exposures).tolist()} us"
+        )
     pooled = np.array([s.var[good].mean() for s in darks])
     weight = good[index]
     draws = np.stack([(s.var[index] * weight).sum(1) / np.maximum(weight.sum(1), 1) for s in darks], axis=-1)
@@ -148,6 +176,13 @@ def zero_exposure_read_noise(darks: list[SeriesStats], good: np.ndarray, gain_e_
     value = gain_e_per_dn * np.sqrt(max(float(intercept(pooled)) - 1 / 12, 0.0))
     value_draws = gain_draws * np.sqrt(np.maximum(intercept(draws) - 1 / 12, 0.0))
     low, high = np.quantile(value_draws, [alpha / 2, 1 - alpha / 2])
-    return Estimate(value=float(value), lower=float(min(low, value)), upper=float(max(high, value)), level=1 - alpha,
-                    method="zero-exposure intercept of the pooled dark variance (EMVA 1288); " + BOOT
-                    + " with the gain; Sheppard 1/12 DN^2", unit="e-")
+    return Estimate(
+        value=float(value),
+        lower=float(min(low, value)),
+        upper=float(max(high, value)),
+        level=1 - alpha,
+        method="zero-exposure intercept of the pooled dark variance (EMVA 1288); "
+        + BOOT
+        + " with the gain; Sheppard 1/12 DN^2",
+        unit="e-",
+    )

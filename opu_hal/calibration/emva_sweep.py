@@ -11,7 +11,7 @@ read noise (:func:`~.emva.zero_exposure_read_noise`).
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -28,10 +28,18 @@ def series_of(frames: np.ndarray, exposure_us: float, photons: float, max_dn: in
     dn = np.asarray(frames, dtype=np.float64).reshape(len(frames), -1)
     if dn.shape[0] < 2:
         raise CalibrationError(f"a level needs two frames at least (exposure {exposure_us:g} us, photons {photons:g})")
-    return SeriesStats(kind="anchor" if photons else "dark", temperature_c=temperature_c, exposure_us=float(exposure_us),
-                       frames=int(dn.shape[0]), mean=dn.mean(axis=0), var=dn.var(axis=0, ddof=1),
-                       photons_per_pixel=float(photons) if photons else None, clipped=int((dn >= max_dn).sum()),
-                       max_dn=max_dn, reads_at_top=int((dn >= max_dn).sum()))
+    return SeriesStats(
+        kind="anchor" if photons else "dark",
+        temperature_c=temperature_c,
+        exposure_us=float(exposure_us),
+        frames=int(dn.shape[0]),
+        mean=dn.mean(axis=0),
+        var=dn.var(axis=0, ddof=1),
+        photons_per_pixel=float(photons) if photons else None,
+        clipped=int((dn >= max_dn).sum()),
+        max_dn=max_dn,
+        reads_at_top=int((dn >= max_dn).sum()),
+    )
 
 
 def acquisition_from_sweep(sweep: Sweep, max_dn: int, temperature_c: float = 0.0) -> Acquisition:
@@ -44,15 +52,23 @@ def acquisition_from_sweep(sweep: Sweep, max_dn: int, temperature_c: float = 0.0
         if 0.0 not in by_photons or len(by_photons) < 2:
             raise CalibrationError(
                 f"EMVA sweep: exposure {exposure:g} us needs a dark series (photons 0) and a bright one, "
-                f"got photon counts {sorted(by_photons)}")
+                f"got photon counts {sorted(by_photons)}"
+            )
         darks[exposure] = series_of(by_photons[0.0], exposure, 0.0, max_dn, temperature_c)
         levels += [series_of(by_photons[p], exposure, p, max_dn, temperature_c) for p in sorted(by_photons) if p]
     dark_list = [darks[e] for e in sorted(darks)]
     shortest = dark_list[0]
     return Acquisition(
-        reference_temperature_c=temperature_c, reference_exposure_us=shortest.exposure_us, ptc_dark=shortest,
-        ptc=levels, dark=dark_list, frames_total=sum(s.frames for s in levels + dark_list),
-        pixels=int(shortest.mean.size), max_dn=max_dn, ptc_darks=[darks[s.exposure_us] for s in levels])
+        reference_temperature_c=temperature_c,
+        reference_exposure_us=shortest.exposure_us,
+        ptc_dark=shortest,
+        ptc=levels,
+        dark=dark_list,
+        frames_total=sum(s.frames for s in levels + dark_list),
+        pixels=int(shortest.mean.size),
+        max_dn=max_dn,
+        ptc_darks=[darks[s.exposure_us] for s in levels],
+    )
 
 
 def dark_current(acq: Acquisition, pt: PhotonTransfer) -> Estimate:

@@ -5,7 +5,8 @@ temperature with its fitted law (:mod:`.temperature`). Artists that tests look f
 from __future__ import annotations
 
 import textwrap
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -56,28 +57,58 @@ def draw_photon_transfer(ax: Any, cal: Calibration) -> None:
         low = float(x.min())
     else:
         low = max(sat_dn * 1e-3, 1.0)
-        ax.text(0.03, 0.97, "no sweep points in this calibration file\n(written before they were stored)",
-                transform=ax.transAxes, va="top", fontsize=7.5)
+        ax.text(
+            0.03,
+            0.97,
+            "no sweep points in this calibration file\n(written before they were stored)",
+            transform=ax.transAxes,
+            va="top",
+            fontsize=7.5,
+        )
     line_x = np.geomspace(low, sat_dn, 200)
     floor = float(ptc_line(cal, np.zeros(1))[0])
-    ax.plot(line_x, ptc_line(cal, line_x), "-", color="C1", gid=PTC_FIT,
-            label=f"fit: slope 1/g = {1 / g.value:.4g} DN^2/DN\n+ (sigma_r/g)^2 + 1/12 = {floor:.3g} DN^2 (dotted)")
+    ax.plot(
+        line_x,
+        ptc_line(cal, line_x),
+        "-",
+        color="C1",
+        gid=PTC_FIT,
+        label=f"fit: slope 1/g = {1 / g.value:.4g} DN^2/DN\n+ (sigma_r/g)^2 + 1/12 = {floor:.3g} DN^2 (dotted)",
+    )
     ax.axhline(floor, color="C1", linestyle=":", linewidth=1)
-    ax.axvline(sat_dn, color="C3", linestyle="--", linewidth=1,
-               label=f"saturation point (largest variance): {cal.saturation_point_e.value:.4g} e-, {sat_dn:.4g} DN")
-    ax.axvline(clip_dn, color="k", linestyle="-.", linewidth=1,
-               label=f"clip level ({'full well' if cal.saturation_limited_by == 'full_well' else 'ADC top'}): "
-                     f"{cal.saturation_e.value:.4g} e-, {clip_dn:.4g} DN")
+    ax.axvline(
+        sat_dn,
+        color="C3",
+        linestyle="--",
+        linewidth=1,
+        label=f"saturation point (largest variance): {cal.saturation_point_e.value:.4g} e-, {sat_dn:.4g} DN",
+    )
+    ax.axvline(
+        clip_dn,
+        color="k",
+        linestyle="-.",
+        linewidth=1,
+        label=f"clip level ({'full well' if cal.saturation_limited_by == 'full_well' else 'ADC top'}): "
+        f"{cal.saturation_e.value:.4g} e-, {clip_dn:.4g} DN",
+    )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("mean signal above dark (DN)")
     ax.set_ylabel("temporal variance (DN^2)")
     top = ax.secondary_xaxis("top", functions=(lambda v: v * g.value, lambda v: v / g.value))
     top.set_xlabel("mean signal above dark (e-)", fontsize=8)
-    ax.text(0.97, 0.03, f"gain g = {g.value:.4g} e-/DN [{g.lower:.4g}, {g.upper:.4g}]\n"
-                        f"read noise sigma_r = {read.value:.3g} e- [{read.lower:.3g}, {read.upper:.3g}]\n"
-                        f"({g.level:.0%} intervals)", transform=ax.transAxes, ha="right", va="bottom", fontsize=7.5,
-            bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "0.7"})
+    ax.text(
+        0.97,
+        0.03,
+        f"gain g = {g.value:.4g} e-/DN [{g.lower:.4g}, {g.upper:.4g}]\n"
+        f"read noise sigma_r = {read.value:.3g} e- [{read.lower:.3g}, {read.upper:.3g}]\n"
+        f"({g.level:.0%} intervals)",
+        transform=ax.transAxes,
+        ha="right",
+        va="bottom",
+        fontsize=7.5,
+        bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "0.7"},
+    )
     ax.legend(fontsize=6.5, loc="upper left")
     ax.set_title("photon transfer", fontsize=10)
 
@@ -93,7 +124,9 @@ def law_band(law: TemperatureLaw, temperatures_c: np.ndarray) -> tuple[np.ndarra
     if law.activation_energy_ev is not None:
         ea = law.activation_energy_ev
         shifts = [ea.lower - ea.value, ea.upper - ea.value]
-    x = 1 / (BOLTZMANN_EV_PER_K * (np.asarray(temperatures_c) + KELVIN_OFFSET)) - 1 / (BOLTZMANN_EV_PER_K * FOM_REFERENCE_K)
+    x = 1 / (BOLTZMANN_EV_PER_K * (np.asarray(temperatures_c) + KELVIN_OFFSET)) - 1 / (
+        BOLTZMANN_EV_PER_K * FOM_REFERENCE_K
+    )
     corners = np.stack([rate * s * np.exp(-d * x) for s in scales for d in shifts])
     return corners.min(axis=0), corners.max(axis=0)
 
@@ -104,9 +137,17 @@ def draw_dark_current_law(ax: Any, cal: Calibration) -> None:
     rates = [d.rate_e_per_s for d in cal.dark_current]
     temps = np.array([d.temperature_c for d in cal.dark_current])
     if rates:
-        ax.errorbar(temps, [r.value for r in rates], yerr=[[r.value - r.lower for r in rates],
-                    [r.upper - r.value for r in rates]], fmt="o", color="C3", capsize=3, markersize=4, zorder=3,
-                    label=f"measured, typical pixels ({rates[0].level:.0%} interval)")
+        ax.errorbar(
+            temps,
+            [r.value for r in rates],
+            yerr=[[r.value - r.lower for r in rates], [r.upper - r.value for r in rates]],
+            fmt="o",
+            color="C3",
+            capsize=3,
+            markersize=4,
+            zorder=3,
+            label=f"measured, typical pixels ({rates[0].level:.0%} interval)",
+        )
     law = cal.temperature_law
     if law is not None:
         span = (float(temps.min()), float(temps.max())) if temps.size else (20.0, 30.0)
@@ -115,22 +156,42 @@ def draw_dark_current_law(ax: Any, cal: Calibration) -> None:
         low, high = law_band(law, grid)
         fom = law.dark_fom_na_per_cm2
         shape = "quadratic in 1/kT" if law.coefficients is not None else "Konnik-Welsh shape, assumed"
-        ax.plot(grid, [law_rate(law, float(t)) for t in grid], "-", color="C0", gid=DARK_LAW,
-                label=f"fitted law ({shape}): FOM {fom.value:.3g} nA/cm^2")
-        band = ax.fill_between(grid, low, high, color="C0", alpha=0.2,
-                               label=f"{fom.level:.0%} band: FOM" + (" and E_a" if law.activation_energy_ev else "")
-                                     + " over their intervals")
+        ax.plot(
+            grid,
+            [law_rate(law, float(t)) for t in grid],
+            "-",
+            color="C0",
+            gid=DARK_LAW,
+            label=f"fitted law ({shape}): FOM {fom.value:.3g} nA/cm^2",
+        )
+        band = ax.fill_between(
+            grid,
+            low,
+            high,
+            color="C0",
+            alpha=0.2,
+            label=f"{fom.level:.0%} band: FOM"
+            + (" and E_a" if law.activation_energy_ev else "")
+            + " over their intervals",
+        )
         band.set_gid(DARK_BAND)
         lines = [note.split(";")[0] for note in law.notes if note.startswith(("lack of fit", "left out"))]
         if law.doubling_temperature_k is not None:
             td = law.doubling_temperature_k
-            lines.insert(0, f"doubles every {td.value:.3g} K [{td.lower:.3g}, {td.upper:.3g}] at {law.doubling_reference_c:g} C")
-        ax.text(0.03, 0.97, "\n".join(textwrap.fill(line, 60) for line in lines), transform=ax.transAxes, va="top",
-                fontsize=7)
+            lines.insert(
+                0, f"doubles every {td.value:.3g} K [{td.lower:.3g}, {td.upper:.3g}] at {law.doubling_reference_c:g} C"
+            )
+        ax.text(
+            0.03,
+            0.97,
+            "\n".join(textwrap.fill(line, 60) for line in lines),
+            transform=ax.transAxes,
+            va="top",
+            fontsize=7,
+        )
     ax.set_yscale("log")
     plain_ticks(ax.yaxis)
     ax.set_xlabel("sensor temperature (C)")
     ax.set_ylabel("dark current (e-/s per pixel)")
     ax.legend(fontsize=6.5, loc="lower right")
     ax.set_title("dark current against temperature", fontsize=10)
-

@@ -27,10 +27,23 @@ def epsilons(reports: list, shape: RunShape, delta: float) -> tuple[list[float],
 def _noise_panel(ax: Any, cal: Calibration, temps: list[float], reports: list) -> None:
     """Noise std of the returned values (typical input) and ``std_lower`` (accounting) per temperature."""
     level = reports[0].details.get("bound_level", 0.9)
-    ax.plot(temps, [r.std for r in reports], "o-", color="C0", markersize=8, markerfacecolor="none",
-            label="std, typical input (half the mirrors on)")
-    ax.plot(temps, [r.std_lower for r in reports], "s--", color="C1", markersize=4,
-            label=f"std_lower, any input ({level:.0%} lower bound; accounting)")
+    ax.plot(
+        temps,
+        [r.std for r in reports],
+        "o-",
+        color="C0",
+        markersize=8,
+        markerfacecolor="none",
+        label="std, typical input (half the mirrors on)",
+    )
+    ax.plot(
+        temps,
+        [r.std_lower for r in reports],
+        "s--",
+        color="C1",
+        markersize=4,
+        label=f"std_lower, any input ({level:.0%} lower bound; accounting)",
+    )
     if len(temps) == 1:
         for value, color in ((reports[0].std, "C0"), (reports[0].std_lower, "C1")):
             ax.annotate(f"{value:.4g}", (temps[0], value), textcoords="offset points", xytext=(8, -3), color=color)
@@ -50,8 +63,11 @@ def _epsilon_panel(ax: Any, temps: list[float], eps: list[float], shape: RunShap
     _plain_ticks(ax.yaxis)
     ax.set_xlabel("sensor temperature (C)")
     ax.set_ylabel(f"epsilon at delta = {delta:.0e}".replace("e-0", "e-"))
-    ax.set_title(f"{shape.sampling} Gaussian, m={shape.batch_size} of N={shape.dataset_size}, {steps} steps,\n"
-                 f"L2 sensitivity {shape.sensitivity:g}, noise std = std_lower", fontsize=8.5)
+    ax.set_title(
+        f"{shape.sampling} Gaussian, m={shape.batch_size} of N={shape.dataset_size}, {steps} steps,\n"
+        f"L2 sensitivity {shape.sensitivity:g}, noise std = std_lower",
+        fontsize=8.5,
+    )
 
 
 def plot_calibration(cal: Calibration, profile: Any, path: Path, shape: RunShape | None, delta: float) -> None:
@@ -65,8 +81,9 @@ def plot_calibration(cal: Calibration, profile: Any, path: Path, shape: RunShape
     from .calibrated import CalibratedNoise
     from .figure_panels import draw_dark_current_law, draw_photon_transfer
 
-    model = CalibratedNoise(cal, path, profile.mode, cal.exposures_us[0], profile.laser_power_uw,
-                            profile.anchor_power_uw)
+    model = CalibratedNoise(
+        cal, path, profile.mode, cal.exposures_us[0], profile.laser_power_uw, profile.anchor_power_uw
+    )
     temps = cal.temperatures_c
     reports = [model.report(t) for t in temps]
     eps, steps = epsilons(reports, shape, delta) if shape is not None else (None, 0)
@@ -78,8 +95,10 @@ def plot_calibration(cal: Calibration, profile: Any, path: Path, shape: RunShape
         _epsilon_panel(axes[1, 1], temps, eps, shape, steps, delta)
     else:
         axes[1, 1].remove()
-    fig.suptitle(f"{cal.device.profile}: calibration ({cal.frames_per_series} frames per series, "
-                 f"{len(temps)} temperature(s))", fontsize=10)
+    fig.suptitle(
+        f"{cal.device.profile}: calibration ({cal.frames_per_series} frames per series, {len(temps)} temperature(s))",
+        fontsize=10,
+    )
     _save(fig, path)
 
 

@@ -10,8 +10,8 @@ kept (EMVA 1288 needs no more), so memory does not grow with the frame count.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -31,6 +31,8 @@ PTC_FRAME_SHARE = 20  # the sweep takes as many frames as this many series of --
 def sweep_frames(frames: int) -> int:
     """Frames per photon-transfer level: the sweep's frames spread over its levels, at least 2."""
     return max(2, math.ceil(frames * PTC_FRAME_SHARE / PTC_LEVELS))
+
+
 PLATEAU_RTOL = 2e-3  # a level whose mean grew by less than this (relative) is on the plateau
 SERIES_BYTES_PER_PIXEL = 32  # one series' peak per frame and pixel: raw DN, its float64 copy, mean/var temporaries
 
@@ -46,7 +48,8 @@ def check_frames_fit(frames: int, pixels: int) -> None:
     if not 2 <= frames <= most:
         raise CalibrationError(
             f"frames (per series) must be in [2, {most}] (a variance needs two frames; a series of {pixels}-pixel frames "
-            f"must fit in half of the {gib(available_bytes())} available), got {frames}")
+            f"must fit in half of the {gib(available_bytes())} available), got {frames}"
+        )
 
 
 @dataclass(frozen=True)
@@ -97,15 +100,23 @@ def series(device, kind: str, frames: int, exposure_us: float, anchor_power_uw: 
     raw = device.raw_frames(kind, frames, **options)
     dn = raw.dn.double().numpy()
     return SeriesStats(
-        kind=kind, temperature_c=raw.temperature_c, exposure_us=raw.exposure_us, frames=frames,
-        mean=dn.mean(axis=0), var=dn.var(axis=0, ddof=1), photons_per_pixel=raw.photons_per_pixel,
-        anchor_power_uw=anchor_power_uw, clipped=raw.clipped, max_dn=raw.max_dn,
+        kind=kind,
+        temperature_c=raw.temperature_c,
+        exposure_us=raw.exposure_us,
+        frames=frames,
+        mean=dn.mean(axis=0),
+        var=dn.var(axis=0, ddof=1),
+        photons_per_pixel=raw.photons_per_pixel,
+        anchor_power_uw=anchor_power_uw,
+        clipped=raw.clipped,
+        max_dn=raw.max_dn,
         reads_at_top=int((dn >= raw.max_dn).sum()) if raw.max_dn is not None else None,
     )
 
 
-def _checked_request(device, temperatures: Sequence[float], exposures: Sequence[float],
-                     dark_exposures: Sequence[float], frames: int) -> list[float]:
+def _checked_request(
+    device, temperatures: Sequence[float], exposures: Sequence[float], dark_exposures: Sequence[float], frames: int
+) -> list[float]:
     """Refuse a calibration the device or the request cannot support; the sorted dark exposures."""
     if not device.capabilities.raw_frames:
         raise CalibrationError(
@@ -124,8 +135,9 @@ def _checked_request(device, temperatures: Sequence[float], exposures: Sequence[
     return all_exposures
 
 
-def _saturation_search(device, dark: SeriesStats, exposure: float, power: float,
-                       tick: Callable[[str], None]) -> list[SeriesStats]:
+def _saturation_search(
+    device, dark: SeriesStats, exposure: float, power: float, tick: Callable[[str], None]
+) -> list[SeriesStats]:
     """Anchor levels of :data:`SEARCH_FRAMES` frames, the power growing by :data:`PTC_STEP`, until the
     mean stops growing twice in a row (saturation); refuses a sweep that never saturates."""
     search: list[SeriesStats] = []
@@ -148,8 +160,12 @@ def _saturation_search(device, dark: SeriesStats, exposure: float, power: float,
 
 
 def acquire(
-    device, temperatures: Sequence[float], exposures: Sequence[float], dark_exposures: Sequence[float],
-    frames: int, progress: Progress | None = None,
+    device,
+    temperatures: Sequence[float],
+    exposures: Sequence[float],
+    dark_exposures: Sequence[float],
+    frames: int,
+    progress: Progress | None = None,
 ) -> Acquisition:
     """Measure a device: photon transfer at ``temperatures[0]``, ``exposures[0]`` (a quick geometric
     search for the saturation power with :data:`SEARCH_FRAMES` frames a level, then
@@ -190,8 +206,11 @@ def acquire(
         for exposure in exposures:
             acquisition.anchor.append(series(device, "anchor", frames, float(exposure), anchor_power))
             tick(f"anchor {celsius:g} C {exposure:g} us")
-    acquisition.frames_total = (frames * (1 + len(acquisition.dark) + len(acquisition.anchor))
-                                + sweep_frames(frames) * len(ptc) + SEARCH_FRAMES * len(search))
+    acquisition.frames_total = (
+        frames * (1 + len(acquisition.dark) + len(acquisition.anchor))
+        + sweep_frames(frames) * len(ptc)
+        + SEARCH_FRAMES * len(search)
+    )
     acquisition.max_dn = ptc_dark.max_dn
     if not math.isfinite(float(ptc[-1].mean.mean())):
         raise CalibrationError("non-finite frames")
@@ -216,6 +235,7 @@ def saturation_power(search: list[SeriesStats], dark_dn: float) -> float:
     if below.size == 0:
         raise CalibrationError(
             f"the saturation search starts saturated ({signal[0]:.4g} DN over dark at {power[0]:.3g} uW): "
-            "lower the anchor power or the exposure")
+            "lower the anchor power or the exposure"
+        )
     slope = float(signal[below] @ power[below] / (power[below] @ power[below]))
     return plateau / slope

@@ -41,12 +41,23 @@ def draw_camera(seed: int, pixels: int = 1024) -> Truth:
         "quantum_efficiency": float(rng.uniform(0.3, 0.9)),
         "full_well_e": float(rng.uniform(4000.0, min(15000.0, 0.85 * adc_top))),
     }
-    profile = validate_profile({
-        "backend": "simulated", "name": f"ground-truth-{seed}", "in_features": 10, "out_features": pixels,
-        "seed": seed, "adc_bits": 12, "black_level_dn": 100, "temperature_min_c": 0.0,
-        "temperature_max_c": 80.0, "dsnu_rms": 0.2, "hot_pixel_fraction": 0.002, "hot_pixel_factor": 20.0,
-        **values,
-    })
+    profile = validate_profile(
+        {
+            "backend": "simulated",
+            "name": f"ground-truth-{seed}",
+            "in_features": 10,
+            "out_features": pixels,
+            "seed": seed,
+            "adc_bits": 12,
+            "black_level_dn": 100,
+            "temperature_min_c": 0.0,
+            "temperature_max_c": 80.0,
+            "dsnu_rms": 0.2,
+            "hot_pixel_fraction": 0.002,
+            "hot_pixel_factor": 20.0,
+            **values,
+        }
+    )
     values["dark_fom_na_per_cm2"] *= typical_dark_multiplier(profile)  # the law's pixels: hot ones left out
     return Truth(profile=profile, values=values)
 
@@ -56,8 +67,9 @@ def typical_dark_multiplier(profile) -> float:
     true dark map with the estimator's own rule (photon_transfer.hot_pixel_mask) applied to it."""
     from .photon_transfer import HOT_PIXEL_MADS
 
-    dark_map = dark_signal_map(profile.seed, profile.out_features, profile.dsnu_rms,
-                               profile.hot_pixel_fraction, profile.hot_pixel_factor)
+    dark_map = dark_signal_map(
+        profile.seed, profile.out_features, profile.dsnu_rms, profile.hot_pixel_fraction, profile.hot_pixel_factor
+    )
     if dark_map is None:
         return 1.0
     m = dark_map.double().numpy()
@@ -92,19 +104,38 @@ def draw_thermal_camera(seed: int, pixels: int = 256, frames_bits: tuple[int, ..
     gain = float(rng.uniform(1.0, 3.0)) if bits == 12 else float(rng.uniform(0.4, 1.0))
     fom = float(math.exp(rng.uniform(math.log(0.03), math.log(0.2))))
     top = (2**bits - 1 - 64) * gain
-    profile = validate_profile({
-        "backend": "simulated", "name": f"thermal-{seed}", "in_features": 8, "out_features": pixels, "seed": seed,
-        "adc_bits": bits, "black_level_dn": 64, "gain_e_per_dn": gain, "read_noise_e": float(rng.uniform(2.0, 6.0)),
-        "full_well_e": float(0.8 * top), "quantum_efficiency": float(rng.uniform(0.3, 0.9)),
-        "dark_fom_na_per_cm2": fom, "dark_activation_ev": activation, "temperature_min_c": 0.0,
-        "temperature_max_c": 85.0, "dsnu_rms": 0.2, "hot_pixel_fraction": 0.01, "hot_pixel_factor": 20.0,
-        "exposure_us": 400.0, "anchor_power_uw": 0.7, "laser_power_uw": 0.7,
-    })
+    profile = validate_profile(
+        {
+            "backend": "simulated",
+            "name": f"thermal-{seed}",
+            "in_features": 8,
+            "out_features": pixels,
+            "seed": seed,
+            "adc_bits": bits,
+            "black_level_dn": 64,
+            "gain_e_per_dn": gain,
+            "read_noise_e": float(rng.uniform(2.0, 6.0)),
+            "full_well_e": float(0.8 * top),
+            "quantum_efficiency": float(rng.uniform(0.3, 0.9)),
+            "dark_fom_na_per_cm2": fom,
+            "dark_activation_ev": activation,
+            "temperature_min_c": 0.0,
+            "temperature_max_c": 85.0,
+            "dsnu_rms": 0.2,
+            "hot_pixel_fraction": 0.01,
+            "hot_pixel_factor": 20.0,
+            "exposure_us": 400.0,
+            "anchor_power_uw": 0.7,
+            "laser_power_uw": 0.7,
+        }
+    )
     if not isinstance(profile, SimulatedProfile):  # validate_profile keys on backend = "simulated"
         raise TypeError(f"draw_thermal_camera built a {type(profile).__name__}, not a SimulatedProfile")
     area = (profile.pixel_pitch_um * 1e-4) ** 2
-    values = {"dark_fom_na_per_cm2": fom * typical_dark_multiplier(profile),
-              "doubling_temperature_k": doubling_temperature_k(25.0, area, fom, activation)}
+    values = {
+        "dark_fom_na_per_cm2": fom * typical_dark_multiplier(profile),
+        "doubling_temperature_k": doubling_temperature_k(25.0, area, fom, activation),
+    }
     return Truth(profile=profile, values=values)
 
 

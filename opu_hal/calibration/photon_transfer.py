@@ -75,8 +75,14 @@ class PhotonTransfer:
 def percentile_estimate(value: float, draws: np.ndarray, alpha: float, unit: str, method: str = BOOTSTRAP) -> Estimate:
     """Point ``value`` and the percentile interval of ``draws`` (widened to contain ``value``)."""
     low, high = np.quantile(draws, [alpha / 2, 1 - alpha / 2])
-    return Estimate(value=float(value), lower=float(min(low, value)), upper=float(max(high, value)),
-                    level=1 - alpha, method=method, unit=unit)
+    return Estimate(
+        value=float(value),
+        lower=float(min(low, value)),
+        upper=float(max(high, value)),
+        level=1 - alpha,
+        method=method,
+        unit=unit,
+    )
 
 
 def boot_mean(array: np.ndarray, index: np.ndarray) -> np.ndarray:
@@ -91,8 +97,9 @@ def line_fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return y.mean(axis=-1) - slope * x.mean(), slope
 
 
-def pixel_lines(darks: list[SeriesStats], ceiling_dn: float = np.inf,
-                black_dn: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+def pixel_lines(
+    darks: list[SeriesStats], ceiling_dn: float = np.inf, black_dn: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-pixel black level (DN) and dark slope (DN/us) at one temperature (NaN: unusable pixel).
 
     Each pixel gets its own least-squares line over the exposures where its mean stays below
@@ -112,9 +119,14 @@ def pixel_lines(darks: list[SeriesStats], ceiling_dn: float = np.inf,
     full = (n >= 2) & (sxx > 0)
     slope = np.where(full, (w * (x - xm) * (y - ym)).sum(0) / np.where(full, sxx, 1.0), 0.0)
     intercept = ym - slope * xm
-    common = (float(np.median(intercept[full])) if full.any()
-              else float(black_dn) if black_dn is not None else float(np.median(y[0])))
-    single = (n == 1)
+    common = (
+        float(np.median(intercept[full]))
+        if full.any()
+        else float(black_dn)
+        if black_dn is not None
+        else float(np.median(y[0]))
+    )
+    single = n == 1
     slope = np.where(single, (ym - common) / xm.clip(min=1e-12), slope)
     intercept = np.where(single, common, intercept)
     keep = n >= 1
@@ -153,8 +165,9 @@ def hot_pixel_mask(darks: list[SeriesStats], ceiling_dn: float) -> np.ndarray:
     return hot | ~measured
 
 
-def _read_noise(acq: Acquisition, index: np.ndarray, ceiling: float, hot: np.ndarray, k: float, k_draws: np.ndarray,
-                alpha: float) -> tuple[Estimate, float]:
+def _read_noise(
+    acq: Acquisition, index: np.ndarray, ceiling: float, hot: np.ndarray, k: float, k_draws: np.ndarray, alpha: float
+) -> tuple[Estimate, float]:
     """Read noise (e-) from the quietest dark series (coldest, shortest), hot pixels left out, and
     that series' pooled variance (DN^2): chi-square on the variance x pixel bootstrap of the gain,
     Bonferroni; Sheppard's 1/12 DN^2; EMVA's zero-exposure estimate when every level has a dark."""
@@ -177,9 +190,11 @@ def _read_noise(acq: Acquisition, index: np.ndarray, ceiling: float, hot: np.nda
         read = zero_exposure_read_noise(same_t, ~hot, 1 / k, 1 / k_draws, index, alpha)
     else:
         read = Estimate(
-            value=read_noise(1 / k, var_dn), lower=0.0 if undersampled else read_noise(g_low, var_low),
+            value=read_noise(1 / k, var_dn),
+            lower=0.0 if undersampled else read_noise(g_low, var_low),
             upper=max(read_noise(g_high, var_high), math.sqrt(max(var_high, 0.0)) * g_high if undersampled else 0.0),
-            level=1 - alpha, unit="e-",
+            level=1 - alpha,
+            unit="e-",
             method="chi-square (pooled dark variance) x pixel bootstrap (gain), Bonferroni; Sheppard 1/12 DN^2",
         )
     return read, var_dn
@@ -216,8 +231,9 @@ def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400
 
     read, var_dn = _read_noise(acq, index, ceiling, hot, k, k_draws, alpha)
 
-    saturation, limited = clip_level(acq, plateau, float(darks[-1].mean.mean()), black_value, black_draws, k,
-                                     k_draws, index, alpha)
+    saturation, limited = clip_level(
+        acq, plateau, float(darks[-1].mean.mean()), black_value, black_draws, k, k_draws, index, alpha
+    )
 
     qe = None
     photons = np.array([acq.ptc[i].photons_per_pixel or 0.0 for i in fit])
@@ -227,36 +243,81 @@ def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400
         qe = percentile_estimate(qe_value, qe_draws, alpha, "e-/photon")
     all_photons = np.array([s.photons_per_pixel or 0.0 for s in acq.ptc])
     if qe is not None:
-        point = percentile_estimate(qe.value * all_photons[saturated_at], qe_draws * all_photons[saturated_at],
-                                    alpha, "e-", "EMVA 1288 eta mu_p.sat at the largest variance; " + BOOTSTRAP)
+        point = percentile_estimate(
+            qe.value * all_photons[saturated_at],
+            qe_draws * all_photons[saturated_at],
+            alpha,
+            "e-",
+            "EMVA 1288 eta mu_p.sat at the largest variance; " + BOOTSTRAP,
+        )
     else:
-        point = percentile_estimate(x[saturated_at] / k, boot_mean(acq.ptc[saturated_at].mean - darks[saturated_at].mean, index)
-                                    / k_draws, alpha, "e-", "EMVA 1288 mu_y.sat / K at the largest variance; " + BOOTSTRAP)
+        point = percentile_estimate(
+            x[saturated_at] / k,
+            boot_mean(acq.ptc[saturated_at].mean - darks[saturated_at].mean, index) / k_draws,
+            alpha,
+            "e-",
+            "EMVA 1288 mu_y.sat / K at the largest variance; " + BOOTSTRAP,
+        )
     known = bool(all_photons.all())
-    lin = linearity(x, all_photons if known else np.array([s.anchor_power_uw or 0.0 for s in acq.ptc]),
-                    saturated_at, "photons" if known else "power")
+    lin = linearity(
+        x,
+        all_photons if known else np.array([s.anchor_power_uw or 0.0 for s in acq.ptc]),
+        saturated_at,
+        "photons" if known else "power",
+    )
     half = int(np.argmin(np.abs(x[: saturated_at + 1] - 0.5 * x[saturated_at])))
-    uniform, highpass = uniformity(acq.ptc[half], darks[half], 1 / k, 1 / k_draws, index, alpha,
-                                   x[half] / x[saturated_at])
-    return PhotonTransfer(gain=gain, gain_draws=1 / k_draws, read_noise=read, black=black,
-                          saturation=saturation, saturation_limited_by=limited, quantum_efficiency=qe,
-                          fit_levels=int(fit.size), hot_pixels=hot, index=index, alpha=alpha,
-                          dark_noise_dn=math.sqrt(var_dn), saturation_point=point, linearity=lin,
-                          uniformity=uniform, defects=defect_pixels(hot, highpass), levels=len(acq.ptc),
-                          curve=sweep_points(acq, x, fit))
+    uniform, highpass = uniformity(
+        acq.ptc[half], darks[half], 1 / k, 1 / k_draws, index, alpha, x[half] / x[saturated_at]
+    )
+    return PhotonTransfer(
+        gain=gain,
+        gain_draws=1 / k_draws,
+        read_noise=read,
+        black=black,
+        saturation=saturation,
+        saturation_limited_by=limited,
+        quantum_efficiency=qe,
+        fit_levels=int(fit.size),
+        hot_pixels=hot,
+        index=index,
+        alpha=alpha,
+        dark_noise_dn=math.sqrt(var_dn),
+        saturation_point=point,
+        linearity=lin,
+        uniformity=uniform,
+        defects=defect_pixels(hot, highpass),
+        levels=len(acq.ptc),
+        curve=sweep_points(acq, x, fit),
+    )
 
 
 def sweep_points(acq: Acquisition, signal_dn: np.ndarray, fit: np.ndarray) -> list[PhotonTransferPoint]:
     """The sweep's levels as the calibration file keeps them (pixel means; what the figure draws)."""
     used = set(fit.tolist())
-    return [PhotonTransferPoint(exposure_us=s.exposure_us, anchor_power_uw=s.anchor_power_uw,
-                                signal_dn=float(signal_dn[i]), variance_dn2=float(s.var.mean()),
-                                dark_variance_dn2=float(d.var.mean()), in_fit=i in used)
-            for i, (s, d) in enumerate(zip(acq.ptc, acq.level_darks()))]
+    return [
+        PhotonTransferPoint(
+            exposure_us=s.exposure_us,
+            anchor_power_uw=s.anchor_power_uw,
+            signal_dn=float(signal_dn[i]),
+            variance_dn2=float(s.var.mean()),
+            dark_variance_dn2=float(d.var.mean()),
+            in_fit=i in used,
+        )
+        for i, (s, d) in enumerate(zip(acq.ptc, acq.level_darks()))
+    ]
 
 
-def clip_level(acq: Acquisition, plateau: float, dark_dn: float, black: float, black_draws: np.ndarray, k: float,
-               k_draws: np.ndarray, index: np.ndarray, alpha: float) -> tuple[Estimate, str]:
+def clip_level(
+    acq: Acquisition,
+    plateau: float,
+    dark_dn: float,
+    black: float,
+    black_draws: np.ndarray,
+    k: float,
+    k_draws: np.ndarray,
+    index: np.ndarray,
+    alpha: float,
+) -> tuple[Estimate, str]:
     """The clip level in electrons and what sets it ("adc" or "full_well"), checked on the sweep's
     own last levels (module docstring); refuses a sweep that ends neither clipped nor on a plateau."""
     last = acq.ptc[-1]
@@ -265,11 +326,14 @@ def clip_level(acq: Acquisition, plateau: float, dark_dn: float, black: float, b
     reads = last.reads_at_top / (last.frames * last.mean.size) if last.reads_at_top is not None else 0.0
     if at_top >= ADC_CLIPPED_FRACTION or reads >= ADC_TOP_READS:
         if max_dn is None:
-            raise CalibrationError("the sweep's last level reads at the ADC top, but its acquisition declares no "
-                                   "max_dn (the camera's top DN) to place the clip level at")
+            raise CalibrationError(
+                "the sweep's last level reads at the ADC top, but its acquisition declares no "
+                "max_dn (the camera's top DN) to place the clip level at"
+            )
         draws = (max_dn - black_draws) / k_draws
-        return percentile_estimate((max_dn - black) / k, draws, alpha, "e-",
-                                   "ADC top (max_dn - black) g; " + BOOTSTRAP), "adc"
+        return percentile_estimate(
+            (max_dn - black) / k, draws, alpha, "e-", "ADC top (max_dn - black) g; " + BOOTSTRAP
+        ), "adc"
     means = [float(s.mean.mean()) for s in acq.ptc[-3:]]
     signal = means[-1] - dark_dn
     grown = max(means[-1] - means[0], 0.0) / max(signal, 1e-12) if len(means) == 3 else math.inf
@@ -277,7 +341,8 @@ def clip_level(acq: Acquisition, plateau: float, dark_dn: float, black: float, b
         raise CalibrationError(
             f"photon transfer: the sweep's brightest levels are not a plateau (the mean grew {grown:.3%} over "
             f"the last two levels, {at_top:.0%} of pixels at the ADC top {acq.max_dn} DN): the clip level is "
-            "not identified; extend the sweep past saturation")
+            "not identified; extend the sweep past saturation"
+        )
     draws = (boot_mean(last.mean, index) - black_draws) / k_draws
     return percentile_estimate((plateau - black) / k, draws, alpha, "e-"), "full_well"
 

@@ -22,15 +22,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
+from pathlib import Path
 
 from ..contract.errors import CalibrationError
 from ..privacy.run_shape import RunShape
 from .calibrated import CalibratedNoise
 from .schema import Calibration
-
 
 RequiredPoissonMean = Callable[[float, float, RunShape], float]
 RequiredNoiseMultiplier = Callable[[float, float, RunShape], float]
@@ -58,12 +57,22 @@ class OperatingPlan:
 
 
 def _model(calibration: Calibration, profile, exposure_us: float) -> CalibratedNoise:
-    return CalibratedNoise(calibration, Path(profile.calibration or "<calibration>"), profile.mode, exposure_us,
-                           profile.laser_power_uw, profile.anchor_power_uw)
+    return CalibratedNoise(
+        calibration,
+        Path(profile.calibration or "<calibration>"),
+        profile.mode,
+        exposure_us,
+        profile.laser_power_uw,
+        profile.anchor_power_uw,
+    )
 
 
 def plan_gaussian(
-    calibration: Calibration, profile, target_epsilon: float, delta: float, shape: RunShape,
+    calibration: Calibration,
+    profile,
+    target_epsilon: float,
+    delta: float,
+    shape: RunShape,
     required_noise_multiplier: RequiredNoiseMultiplier,
 ) -> list[OperatingPlan]:
     """Every calibrated point, ranked; ``reaches_target`` where ``std_lower >= z * sensitivity``."""
@@ -76,17 +85,30 @@ def plan_gaussian(
         for celsius in calibration.temperatures_c:
             report = model.report(celsius)
             per_step = frames_per_projection * shape.passes * shape.batch_size
-            plans.append(OperatingPlan(
-                temperature_c=celsius, exposure_us=exposure, laser_power_uw=profile.laser_power_uw,
-                anchor_power_uw=profile.anchor_power_uw, reaches_target=report.std_lower >= needed,
-                frames_per_step=per_step, frames_total=per_step * shape.steps,
-                time_s=per_step * shape.steps * exposure * 1e-6, noise_std=report.std, needed=needed,
-                supplied=report.std_lower))
+            plans.append(
+                OperatingPlan(
+                    temperature_c=celsius,
+                    exposure_us=exposure,
+                    laser_power_uw=profile.laser_power_uw,
+                    anchor_power_uw=profile.anchor_power_uw,
+                    reaches_target=report.std_lower >= needed,
+                    frames_per_step=per_step,
+                    frames_total=per_step * shape.steps,
+                    time_s=per_step * shape.steps * exposure * 1e-6,
+                    noise_std=report.std,
+                    needed=needed,
+                    supplied=report.std_lower,
+                )
+            )
     return rank(plans)
 
 
 def plan_skellam(
-    calibration: Calibration, profile, target_epsilon: float, delta: float, shape: RunShape,
+    calibration: Calibration,
+    profile,
+    target_epsilon: float,
+    delta: float,
+    shape: RunShape,
     required_poisson_mean: RequiredPoissonMean,
 ) -> list[OperatingPlan]:
     """Reads per value ``ceil(mu / mu_read)`` at every calibrated point, ranked by cost."""
@@ -110,15 +132,28 @@ def plan_skellam(
             else:
                 per_step = 2 * reads * shape.passes * shape.batch_size
             frame_s = max(getattr(profile, "frame_time_us", exposure), exposure) * 1e-6
-            plans.append(OperatingPlan(
-                temperature_c=op.temperature_c, exposure_us=exposure, laser_power_uw=profile.laser_power_uw,
-                anchor_power_uw=profile.anchor_power_uw, reaches_target=mu_read > 0,
-                frames_per_step=per_step, frames_total=per_step * shape.steps,
-                time_s=per_step * shape.steps * frame_s, camera_seconds_per_step=per_step * frame_s,
-                noise_ratio=math.sqrt(reads * mu_read / mu) if mu > 0 else 1.0,
-                noise_std=math.sqrt(2 * reads * (op.anchor_e.value * profile.anchor_power_uw / op.anchor_power_uw
-                                                 + max(op.dark_e.value, 0.0))),
-                needed=mu, supplied=mu_read, reads_per_value=reads))
+            plans.append(
+                OperatingPlan(
+                    temperature_c=op.temperature_c,
+                    exposure_us=exposure,
+                    laser_power_uw=profile.laser_power_uw,
+                    anchor_power_uw=profile.anchor_power_uw,
+                    reaches_target=mu_read > 0,
+                    frames_per_step=per_step,
+                    frames_total=per_step * shape.steps,
+                    time_s=per_step * shape.steps * frame_s,
+                    camera_seconds_per_step=per_step * frame_s,
+                    noise_ratio=math.sqrt(reads * mu_read / mu) if mu > 0 else 1.0,
+                    noise_std=math.sqrt(
+                        2
+                        * reads
+                        * (op.anchor_e.value * profile.anchor_power_uw / op.anchor_power_uw + max(op.dark_e.value, 0.0))
+                    ),
+                    needed=mu,
+                    supplied=mu_read,
+                    reads_per_value=reads,
+                )
+            )
     return rank(plans)
 
 

@@ -6,8 +6,9 @@ over the resolution is :func:`.camera_plan.plot_trade_off`."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .plan import OperatingPlan
 
@@ -50,8 +51,13 @@ def _supplied_panel(ax: Any, plans: Sequence[OperatingPlan], mechanism: str) -> 
             ax.plot(*zip(*reached), "o", color=f"C{i}", markersize=11, markerfacecolor="none")
     if mechanism == "gaussian":
         needed = plans[0].needed
-        ax.axhline(needed, color="k", linestyle="--", gid=NEEDED_GID,
-                   label=f"needed: z x sensitivity = {needed:.4g} (circled: reaches)")
+        ax.axhline(
+            needed,
+            color="k",
+            linestyle="--",
+            gid=NEEDED_GID,
+            label=f"needed: z x sensitivity = {needed:.4g} (circled: reaches)",
+        )
         ax.set_ylabel("noise std_lower supplied (output units)")
         ax.set_ylim(bottom=0)
         ax.set_title("accounted noise per projection", fontsize=10)
@@ -66,8 +72,13 @@ def _supplied_panel(ax: Any, plans: Sequence[OperatingPlan], mechanism: str) -> 
 def _time_panel(ax: Any, plans: Sequence[OperatingPlan]) -> None:
     """Camera time of the whole run at each operating point."""
     for i, (exposure, group) in enumerate(_by_exposure(plans).items()):
-        ax.plot([p.temperature_c for p in group], [max(p.time_s, 1e-12) for p in group], "s-", color=f"C{i}",
-                label=f"{exposure:g} us exposure")
+        ax.plot(
+            [p.temperature_c for p in group],
+            [max(p.time_s, 1e-12) for p in group],
+            "s-",
+            color=f"C{i}",
+            label=f"{exposure:g} us exposure",
+        )
     ax.set_yscale("log")
     ax.set_xlabel("sensor temperature (C)")
     ax.set_ylabel("camera time for the run (s)")
@@ -84,8 +95,14 @@ def plot_operating_points(plans: Sequence[OperatingPlan], mechanism: str, title:
     _save(figure, path)
 
 
-def plot_digitized(trace: Sequence[tuple[int, float]], target_epsilon: float, delta: float,
-                   found: tuple[int, float] | None, title: str, path: str | Path) -> None:
+def plot_digitized(
+    trace: Sequence[tuple[int, float]],
+    target_epsilon: float,
+    delta: float,
+    found: tuple[int, float] | None,
+    title: str,
+    path: str | Path,
+) -> None:
     """Epsilon of the run against reads per count (the planner's evaluations), the target and the answer."""
     figure, axes = _figure(1)
     ax = axes[0, 0]
@@ -93,8 +110,14 @@ def plot_digitized(trace: Sequence[tuple[int, float]], target_epsilon: float, de
     ax.plot([r for r, _ in points], [e for _, e in points], "o-", color="C0", label="epsilon of the run (accountant)")
     ax.axhline(target_epsilon, color="k", linestyle="--", gid=TARGET_GID, label=f"target epsilon {target_epsilon:g}")
     if found is not None:
-        ax.plot([found[0]], [found[1]], "*", color="C3", markersize=14,
-                label=f"fewest reads: {found[0]} (epsilon {found[1]:.4g})")
+        ax.plot(
+            [found[0]],
+            [found[1]],
+            "*",
+            color="C3",
+            markersize=14,
+            label=f"fewest reads: {found[0]} (epsilon {found[1]:.4g})",
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     from matplotlib.ticker import FuncFormatter

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Literal, Optional, Union
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -40,7 +40,7 @@ class Estimate(_Model):
     unit: str = ""
 
     @model_validator(mode="after")
-    def _ordered(self) -> "Estimate":
+    def _ordered(self) -> Estimate:
         if not self.lower <= self.value <= self.upper:
             raise ValueError(f"need lower <= value <= upper, got {self.lower}, {self.value}, {self.upper}")
         return self
@@ -51,13 +51,14 @@ class DeviceIdentity(_Model):
 
     backend: str
     profile: str
-    serial: Optional[str] = None
+    serial: str | None = None
     seed: int
     in_features: int
     out_features: int
     mode: Literal["linear", "intensity"]
-    physics: Optional[dict[str, Union[bool, int, float, str, None]]] = Field(
-        None, description="the profile's physics keys at calibration (opu_hal.calibration.run.physics_of)")
+    physics: dict[str, bool | int | float | str | None] | None = Field(
+        None, description="the profile's physics keys at calibration (opu_hal.calibration.run.physics_of)"
+    )
 
 
 class OperatingPointCalibration(_Model):
@@ -70,8 +71,12 @@ class OperatingPointCalibration(_Model):
     dark_e_min_pixel_lower: float = Field(ge=0.0)
     anchor_e: Estimate
     anchor_read_e_min_pixel_lower: float = Field(ge=0.0)
-    anchor_e_min_pixel_lower: float = Field(ge=0.0, description="anchor photo-electrons of the dimmest pixel, lower bound")
-    anchor_e_max_pixel_upper: float = Field(ge=0.0, description="anchor photo-electrons of the brightest pixel, upper bound")
+    anchor_e_min_pixel_lower: float = Field(
+        ge=0.0, description="anchor photo-electrons of the dimmest pixel, lower bound"
+    )
+    anchor_e_max_pixel_upper: float = Field(
+        ge=0.0, description="anchor photo-electrons of the brightest pixel, upper bound"
+    )
     anchor_power_uw: float = Field(gt=0.0)
     clipped_reads: int = Field(ge=0)
 
@@ -87,11 +92,12 @@ class TemperatureLaw(_Model):
 
     dark_fom_na_per_cm2: Estimate
     pixel_area_cm2: float = Field(gt=0.0)
-    activation_energy_ev: Optional[Estimate] = None
-    doubling_temperature_k: Optional[Estimate] = None
+    activation_energy_ev: Estimate | None = None
+    doubling_temperature_k: Estimate | None = None
     doubling_reference_c: float = 25.0
-    coefficients: Optional[list[float]] = Field(
-        None, description="ln(D/T^1.5) = sum c_p (1/kT - x_center)^p (opu_hal.calibration.temperature)")
+    coefficients: list[float] | None = Field(
+        None, description="ln(D/T^1.5) = sum c_p (1/kT - x_center)^p (opu_hal.calibration.temperature)"
+    )
     x_center_per_ev: float = 0.0
     notes: list[str] = Field(default_factory=list)
 
@@ -134,7 +140,7 @@ class PhotonTransferPoint(_Model):
     temporal variance of the lit and of the dark series (DN^2), and whether the gain fit used it."""
 
     exposure_us: float = Field(ge=0.0)
-    anchor_power_uw: Optional[float] = Field(None, ge=0.0)
+    anchor_power_uw: float | None = Field(None, ge=0.0)
     signal_dn: float
     variance_dn2: float = Field(ge=0.0)
     dark_variance_dn2: float = Field(ge=0.0)
@@ -164,21 +170,23 @@ class Calibration(_Model):
     linearity: Linearity
     uniformity: Uniformity
     defect_pixels: DefectPixels
-    quantum_efficiency: Optional[Estimate] = None
-    photons_per_pixel_per_uw: Optional[float] = Field(
+    quantum_efficiency: Estimate | None = None
+    photons_per_pixel_per_uw: float | None = Field(
         None, gt=0.0, description="photons per pixel per uW at the first exposure (known illumination)"
     )
-    laser_power_uw: Optional[float] = Field(None, gt=0.0)
-    anchor_power_uw: Optional[float] = Field(None, gt=0.0)
+    laser_power_uw: float | None = Field(None, gt=0.0)
+    anchor_power_uw: float | None = Field(None, gt=0.0)
     dark_current: list[DarkCurrentPoint] = Field(default_factory=list)
-    temperature_law: Optional[TemperatureLaw] = None
+    temperature_law: TemperatureLaw | None = None
     operating_points: list[OperatingPointCalibration] = Field(min_length=1)
-    photon_transfer_curve: Optional[list[PhotonTransferPoint]] = Field(
-        None, description="the sweep's levels (opu_hal.calibration.photon_transfer.estimate); drawn, not used to account")
+    photon_transfer_curve: list[PhotonTransferPoint] | None = Field(
+        None,
+        description="the sweep's levels (opu_hal.calibration.photon_transfer.estimate); drawn, not used to account",
+    )
     notes: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _consistent(self) -> "Calibration":
+    def _consistent(self) -> Calibration:
         """Distinct, positive grid values; every (temperature, exposure) of the grid measured once;
         dark current, when given, at each calibrated temperature once; a positive gain."""
         if len(set(self.temperatures_c)) != len(self.temperatures_c):
@@ -208,9 +216,12 @@ def _coverage(key: str, expected: list, found: list) -> str | None:
         return None
     missing = sorted(set(expected) - set(found))
     extra = sorted({point for point in found if point not in expected or found.count(point) > 1})
-    return (f"key '{key}' must hold one point per calibrated {'(temperature_c, exposure_us)' if key == 'operating_points' else 'temperature_c'}"
-            f" ({len(expected)} points), got {len(found)}" + (f"; missing {missing}" if missing else "")
-            + (f"; not calibrated or repeated {extra}" if extra else ""))
+    return (
+        f"key '{key}' must hold one point per calibrated {'(temperature_c, exposure_us)' if key == 'operating_points' else 'temperature_c'}"
+        f" ({len(expected)} points), got {len(found)}"
+        + (f"; missing {missing}" if missing else "")
+        + (f"; not calibrated or repeated {extra}" if extra else "")
+    )
 
 
 def write_calibration(calibration: Calibration, path: str | os.PathLike[str]) -> Path:
@@ -227,7 +238,9 @@ def read_calibration(path: str | os.PathLike[str]) -> Calibration:
     try:
         size = file.stat().st_size
         if size > MAX_FILE_BYTES:
-            raise CalibrationError(f"{file}: {size} bytes is over the {MAX_FILE_BYTES}-byte limit of a calibration file")
+            raise CalibrationError(
+                f"{file}: {size} bytes is over the {MAX_FILE_BYTES}-byte limit of a calibration file"
+            )
         with file.open("rb") as handle:
             data = json.loads(handle.read(MAX_FILE_BYTES + 1).decode("utf-8"))
     except CalibrationError:

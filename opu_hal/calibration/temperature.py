@@ -58,8 +58,9 @@ def _fit(x: np.ndarray, logs: np.ndarray, weights: np.ndarray, degree: int) -> n
     return (logs * np.sqrt(weights)) @ solve.T
 
 
-def _usable(temperatures_c: np.ndarray, rates: np.ndarray, rate_draws: np.ndarray, alpha: float,
-            censored: np.ndarray | None) -> tuple[np.ndarray, list[str]]:
+def _usable(
+    temperatures_c: np.ndarray, rates: np.ndarray, rate_draws: np.ndarray, alpha: float, censored: np.ndarray | None
+) -> tuple[np.ndarray, list[str]]:
     """Temperatures whose rate is resolved above 0 and not censored, and the censored ones left out."""
     low = np.quantile(rate_draws, alpha / 2, axis=0)
     usable = (low > 0) & (rates > 0)
@@ -70,8 +71,15 @@ def _usable(temperatures_c: np.ndarray, rates: np.ndarray, rate_draws: np.ndarra
     return usable, dropped
 
 
-def _shape_only_law(temperatures_c: np.ndarray, rates: np.ndarray, rate_draws: np.ndarray, usable: np.ndarray,
-                    pixel_area_cm2: float, alpha: float, reference_c: float) -> TemperatureLaw:
+def _shape_only_law(
+    temperatures_c: np.ndarray,
+    rates: np.ndarray,
+    rate_draws: np.ndarray,
+    usable: np.ndarray,
+    pixel_area_cm2: float,
+    alpha: float,
+    reference_c: float,
+) -> TemperatureLaw:
     """No slope: the Konnik-Welsh shape, one parameter, through the origin."""
     shape = law_shape(temperatures_c, pixel_area_cm2)
     weights = 1 / np.maximum(rate_draws.std(axis=0), 1e-12 * max(float(np.abs(rates).max()), 1e-30)) ** 2
@@ -79,13 +87,18 @@ def _shape_only_law(temperatures_c: np.ndarray, rates: np.ndarray, rate_draws: n
     fom_draws = (rate_draws * weights * shape).sum(-1) / (weights * shape * shape).sum()
     return TemperatureLaw(
         dark_fom_na_per_cm2=percentile_estimate(fom, fom_draws, alpha, "nA/cm^2", "Konnik-Welsh shape; " + METHOD),
-        pixel_area_cm2=pixel_area_cm2, doubling_reference_c=reference_c,
-        notes=[f"{int(usable.sum())} temperature(s) with a dark rate resolved above 0: the Konnik-Welsh shape "
-               "is assumed (its activation energy is not checked; model mismatch is not in the interval)"])
+        pixel_area_cm2=pixel_area_cm2,
+        doubling_reference_c=reference_c,
+        notes=[
+            f"{int(usable.sum())} temperature(s) with a dark rate resolved above 0: the Konnik-Welsh shape "
+            "is assumed (its activation energy is not checked; model mismatch is not in the interval)"
+        ],
+    )
 
 
-def _lack_of_fit(xc: np.ndarray, logs: np.ndarray, weights: np.ndarray, coef: np.ndarray, degree: int,
-                 notes: list[str]) -> float:
+def _lack_of_fit(
+    xc: np.ndarray, logs: np.ndarray, weights: np.ndarray, coef: np.ndarray, degree: int, notes: list[str]
+) -> float:
     """The factor that widens the intervals (``sqrt(chi2 / dof)`` when the weighted residual
     chi-square exceeds its :data:`LACK_OF_FIT_QUANTILE`, else 1); appends what was checked to ``notes``."""
     dof = len(xc) - degree - 1
@@ -93,9 +106,11 @@ def _lack_of_fit(xc: np.ndarray, logs: np.ndarray, weights: np.ndarray, coef: np
         residual = logs - np.stack([xc**p for p in range(degree + 1)], -1) @ coef
         chi2 = float((weights * residual**2).sum())
         if chi2 > stats.chi2.ppf(LACK_OF_FIT_QUANTILE, dof):
-            notes.append(f"lack of fit: weighted chi-square {chi2:.3g} on {dof} dof is above its "
-                         f"{LACK_OF_FIT_QUANTILE:.0%} quantile; intervals widened x{math.sqrt(chi2 / dof):.3g}: "
-                         "the law does not fit")
+            notes.append(
+                f"lack of fit: weighted chi-square {chi2:.3g} on {dof} dof is above its "
+                f"{LACK_OF_FIT_QUANTILE:.0%} quantile; intervals widened x{math.sqrt(chi2 / dof):.3g}: "
+                "the law does not fit"
+            )
             return math.sqrt(chi2 / dof)
     elif degree == 1:
         notes.append("two usable temperatures: linear in 1/kT, model mismatch is not in the intervals")
@@ -112,8 +127,9 @@ def _at(celsius: float, c: np.ndarray, x0: float, degree: int) -> tuple[np.ndarr
     return value, -slope
 
 
-def _widened(value: float, draws: np.ndarray, unit: str, alpha: float, inflate: float,
-             of_line: np.ndarray | None = None) -> Estimate:
+def _widened(
+    value: float, draws: np.ndarray, unit: str, alpha: float, inflate: float, of_line: np.ndarray | None = None
+) -> Estimate:
     """Percentile interval of ``draws`` widened by ``inflate``; with ``of_line``, its union with the
     straight line's interval (neither shape is privileged by a fit that cannot tell them apart)."""
     draws = value + inflate * (draws - value)
@@ -121,12 +137,14 @@ def _widened(value: float, draws: np.ndarray, unit: str, alpha: float, inflate: 
     if of_line is None:
         return estimate
     low, high = np.quantile(of_line, [alpha / 2, 1 - alpha / 2])
-    return estimate.model_copy(update={"lower": float(min(estimate.lower, low)),
-                                       "upper": float(max(estimate.upper, high))})
+    return estimate.model_copy(
+        update={"lower": float(min(estimate.lower, low)), "upper": float(max(estimate.upper, high))}
+    )
 
 
-def _fom_and_activation(c: np.ndarray, x0: float, degree: int, shape_300: float,
-                        reference_c: float) -> tuple[np.ndarray, np.ndarray]:
+def _fom_and_activation(
+    c: np.ndarray, x0: float, degree: int, shape_300: float, reference_c: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Figure of merit (the law's rate at 300 K over the Konnik-Welsh shape there) and the local
     activation energy at ``reference_c``, from coefficients ``c``."""
     fom = np.exp(_at(FOM_REFERENCE_K - KELVIN_OFFSET, c, x0, degree)[0]) * FOM_REFERENCE_K**1.5 / shape_300
@@ -134,8 +152,13 @@ def _fom_and_activation(c: np.ndarray, x0: float, degree: int, shape_300: float,
 
 
 def fit_temperature_law(
-    temperatures_c: np.ndarray, rates: np.ndarray, rate_draws: np.ndarray, pixel_area_cm2: float,
-    alpha: float, reference_c: float = 25.0, censored: np.ndarray | None = None,
+    temperatures_c: np.ndarray,
+    rates: np.ndarray,
+    rate_draws: np.ndarray,
+    pixel_area_cm2: float,
+    alpha: float,
+    reference_c: float = 25.0,
+    censored: np.ndarray | None = None,
 ) -> TemperatureLaw | None:
     """Fit the local law to rates (e-/s, ``(n_T,)``) and their bootstrap draws ``(B, n_T)``;
     ``censored``: per temperature, the fraction of typical pixels with fewer than two dark exposures
@@ -154,8 +177,11 @@ def fit_temperature_law(
     degree = 2 if usable.sum() >= 3 else 1
     coef = _fit(x - x0, logs, weights, degree)
     coef_draws = _fit(x - x0, log_draws, weights, degree)
-    notes = ([f"left out of the law, typical pixels with fewer than two unclipped dark exposures: {', '.join(dropped)}"]
-             if dropped else [])
+    notes = (
+        [f"left out of the law, typical pixels with fewer than two unclipped dark exposures: {', '.join(dropped)}"]
+        if dropped
+        else []
+    )
     inflate = _lack_of_fit(x - x0, logs, weights, coef, degree, notes)
     shape_300 = law_shape(np.array([FOM_REFERENCE_K - KELVIN_OFFSET]), pixel_area_cm2)[0]
     fom, ea = (float(v) for v in _fom_and_activation(coef, x0, degree, shape_300, reference_c))
@@ -168,12 +194,20 @@ def fit_temperature_law(
         line["td"] = np.asarray(doubling_temperature_k(line["ea"], reference_c))
     return TemperatureLaw(
         dark_fom_na_per_cm2=_widened(fom, fom_draws, "nA/cm^2", alpha, inflate, line.get("fom")),
-        pixel_area_cm2=pixel_area_cm2, doubling_reference_c=reference_c,
+        pixel_area_cm2=pixel_area_cm2,
+        doubling_reference_c=reference_c,
         activation_energy_ev=_widened(ea, ea_draws, "eV", alpha, inflate, line.get("ea")),
-        doubling_temperature_k=_widened(float(doubling_temperature_k(ea, reference_c)),
-                                        np.asarray(doubling_temperature_k(ea_draws, reference_c)), "K", alpha,
-                                        inflate, line.get("td")),
-        coefficients=[float(c) for c in coef], x_center_per_ev=float(x0), notes=notes,
+        doubling_temperature_k=_widened(
+            float(doubling_temperature_k(ea, reference_c)),
+            np.asarray(doubling_temperature_k(ea_draws, reference_c)),
+            "K",
+            alpha,
+            inflate,
+            line.get("td"),
+        ),
+        coefficients=[float(c) for c in coef],
+        x_center_per_ev=float(x0),
+        notes=notes,
     )
 
 

@@ -62,8 +62,9 @@ def band_gap_ev(temperature_k: float) -> float:
 FOM_REFERENCE_K = 300.0  # the figure of merit is the dark current density at 300 K
 
 
-def dark_current_rate(temperature_c: float, pixel_area_cm2: float, dark_fom_na_per_cm2: float,
-                      activation_ev: float | None = None) -> float:
+def dark_current_rate(
+    temperature_c: float, pixel_area_cm2: float, dark_fom_na_per_cm2: float, activation_ev: float | None = None
+) -> float:
     """Mean dark current [e-/s/pixel] at ``temperature_c`` (Konnik and Welsh 2014).
 
     ``activation_ev`` None: the Konnik-Welsh activation, half the Varshni band gap. A number: the
@@ -72,20 +73,33 @@ def dark_current_rate(temperature_c: float, pixel_area_cm2: float, dark_fom_na_p
     t = temperature_c + KELVIN_OFFSET
     if activation_ev is not None:
         at_300 = dark_current_rate(FOM_REFERENCE_K - KELVIN_OFFSET, pixel_area_cm2, dark_fom_na_per_cm2)
-        return at_300 * (t / FOM_REFERENCE_K) ** 1.5 * math.exp(
-            -activation_ev / BOLTZMANN_EV_PER_K * (1 / t - 1 / FOM_REFERENCE_K))
+        return (
+            at_300
+            * (t / FOM_REFERENCE_K) ** 1.5
+            * math.exp(-activation_ev / BOLTZMANN_EV_PER_K * (1 / t - 1 / FOM_REFERENCE_K))
+        )
     return (
-        2.55e15 * pixel_area_cm2 * dark_fom_na_per_cm2 * t**1.5
+        2.55e15
+        * pixel_area_cm2
+        * dark_fom_na_per_cm2
+        * t**1.5
         * math.exp(-band_gap_ev(t) / (2 * BOLTZMANN_EV_PER_K * t))
     )
 
 
-def doubling_temperature_k(temperature_c: float, pixel_area_cm2: float, dark_fom_na_per_cm2: float,
-                           activation_ev: float | None = None, step_k: float = 1e-3) -> float:
+def doubling_temperature_k(
+    temperature_c: float,
+    pixel_area_cm2: float,
+    dark_fom_na_per_cm2: float,
+    activation_ev: float | None = None,
+    step_k: float = 1e-3,
+) -> float:
     """Temperature step that doubles the dark current at ``temperature_c``: ``ln 2 / (d ln D_R / dT)``
     (central difference of the law above; the truth hidden-truth tests compare with)."""
+
     def log_rate(c: float) -> float:
         return math.log(dark_current_rate(c, pixel_area_cm2, dark_fom_na_per_cm2, activation_ev))
+
     slope = (log_rate(temperature_c + step_k) - log_rate(temperature_c - step_k)) / (2 * step_k)
     return math.log(2) / slope
 

@@ -28,8 +28,12 @@ def dark_signal_map(
     return (multiplier / multiplier.mean()).float()
 
 
-def light_response_map(seed: int, pixels: int, prnu_rms: float, anchor_falloff: float,
-                       ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+def light_response_map(
+    seed: int,
+    pixels: int,
+    prnu_rms: float,
+    anchor_falloff: float,
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """Per-pixel photo-response multipliers (PRNU, mean 1, relative std ``prnu_rms``: seeded
     physics like the dark map) and the anchor beam's intensity profile over the pixels read
     (``1 - anchor_falloff u^2`` for ``u`` from -1 to 1 across them, normalised to mean 1); each

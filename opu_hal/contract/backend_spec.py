@@ -7,8 +7,9 @@ Built-in and third-party backends alike expose one ``SPEC`` under the entry-poin
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Union
+from typing import TYPE_CHECKING, Any
 
 from .profile_base import BaseProfile
 
@@ -41,7 +42,7 @@ class BackendSpec:
 
     name: str
     profile_model: type[BaseProfile]
-    factory: Union[DeviceFactory, str]
+    factory: DeviceFactory | str
     interface_version: str = INTERFACE_VERSION
 
     def problem(self) -> str | None:
@@ -55,7 +56,7 @@ class BackendSpec:
             return f"its factory {factory!r} is neither callable nor a 'module:attribute' string"
         return None
 
-    def create(self, profile: BaseProfile) -> "Device[Any]":
+    def create(self, profile: BaseProfile) -> Device[Any]:
         """A device of ``profile``; a factory that cannot be imported, fails untyped or returns no
         :class:`~opu_hal.contract.device.Device` is a :class:`~opu_hal.contract.errors.DeviceUnavailable` naming the backend."""
         from .device import Device
@@ -70,9 +71,13 @@ class BackendSpec:
         except OpuHalError:
             raise
         except Exception as exc:  # a plugin's bug must not surface as a traceback
-            raise DeviceUnavailable(f"backend {self.name!r}: its device factory {self.factory!r} failed for profile "
-                                    f"{profile.label!r}: {type(exc).__name__}: {exc}") from exc
+            raise DeviceUnavailable(
+                f"backend {self.name!r}: its device factory {self.factory!r} failed for profile "
+                f"{profile.label!r}: {type(exc).__name__}: {exc}"
+            ) from exc
         if not isinstance(device, Device):
-            raise DeviceUnavailable(f"backend {self.name!r}: its device factory {self.factory!r} returned "
-                                    f"{type(device).__name__}, not an opu_hal Device")
+            raise DeviceUnavailable(
+                f"backend {self.name!r}: its device factory {self.factory!r} returned "
+                f"{type(device).__name__}, not an opu_hal Device"
+            )
         return device

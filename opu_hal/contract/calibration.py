@@ -35,8 +35,9 @@ class NoiseCalibration(Protocol):
         """Lower confidence bound on one anchor-only read's photo-electrons at the darkest pixel, and
         where it came from (the privacy-noise source plans its reads with it)."""
 
-    def anchor_read_box(self, temperature_c: float) -> tuple[tuple[float, float], tuple[float, float],
-                                                                  tuple[float, float], str]:
+    def anchor_read_box(
+        self, temperature_c: float
+    ) -> tuple[tuple[float, float], tuple[float, float], tuple[float, float], str]:
         """Intervals of one anchor-only read's mean photo-electrons (darkest pixel's lower end to the mean
         pixel's upper end), of the read noise [e-] and of the gain [e-/DN], and where they came from:
         the box a digitized privacy-noise source is accounted over (its worst point)."""

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Literal, Mapping
+from typing import Literal
 
 InputKind = Literal["binary", "ternary", "real"]
 OutputKind = Literal["linear", "intensity"]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from types import TracebackType
 import math
 import warnings
+from abc import ABC, abstractmethod
+from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 import torch
@@ -80,14 +80,23 @@ class Device(ABC, Generic[P]):
     def check_calibratable(self) -> None:
         """Raise :class:`DeviceUnavailable` unless ``capabilities.calibratable``."""
         if not self.capabilities.calibratable:
-            raise DeviceUnavailable(f"profile {self._profile.label!r} ({self._profile.backend}) has no camera a "
-                                    "calibration could describe; use a simulated or lighton profile")
+            raise DeviceUnavailable(
+                f"profile {self._profile.label!r} ({self._profile.backend}) has no camera a "
+                "calibration could describe; use a simulated or lighton profile"
+            )
 
     def _use_calibration(self, calibration: NoiseCalibration) -> None:
         """Backend hook: take ``calibration`` into account (the base stores it in :attr:`calibration`)."""
 
-    def raw_frames(self, illumination: str, n_frames: int, *, exposure_us: float | None = None,
-                   anchor_power_uw: float | None = None, pattern: torch.Tensor | None = None) -> RawFrames:
+    def raw_frames(
+        self,
+        illumination: str,
+        n_frames: int,
+        *,
+        exposure_us: float | None = None,
+        anchor_power_uw: float | None = None,
+        pattern: torch.Tensor | None = None,
+    ) -> RawFrames:
         """``n_frames`` raw camera frames in DN (:class:`~opu_hal.contract.frames.RawFrames`) of one
         ``illumination`` (``"dark"``, ``"anchor"`` at ``anchor_power_uw``, or ``"signal"``: the
         speckle of one input ``pattern``) at ``exposure_us``: what calibration measures. Only devices
@@ -116,8 +125,10 @@ class Device(ABC, Generic[P]):
                     f"({self._profile.backend}); settable: {allowed or 'none'}"
                 )
             low, high, unit = settable[name]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                math.isfinite(value) and low <= value <= high
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not (math.isfinite(value) and low <= value <= high)
             ):
                 raise InputError(
                     f"option {name} = {value!r} is outside its allowed range [{low}, {high}] {unit} "
@@ -132,8 +143,11 @@ class Device(ABC, Generic[P]):
         raise InputError(f"{type(self).__name__} declares settable options but cannot apply them")
 
     def _deprecated_setter(self, old: str, **options: float) -> None:
-        warnings.warn(f"{type(self).__name__}.{old} is deprecated; use set_options("
-                      f"{', '.join(f'{k}=...' for k in options)})", DeprecationWarning, stacklevel=3)
+        warnings.warn(
+            f"{type(self).__name__}.{old} is deprecated; use set_options({', '.join(f'{k}=...' for k in options)})",
+            DeprecationWarning,
+            stacklevel=3,
+        )
         self.set_options(**options)
 
     # -- life cycle ----------------------------------------------------------------------------
@@ -141,7 +155,7 @@ class Device(ABC, Generic[P]):
     def closed(self) -> bool:
         return self._closed
 
-    def open(self) -> "Device[P]":
+    def open(self) -> Device[P]:
         """Acquire the device (a no-op for software backends); returns the device."""
         if self._closed:
             raise DeviceUnavailable(f"device {self._profile.label!r} is closed; load it again")
@@ -161,7 +175,7 @@ class Device(ABC, Generic[P]):
                 self._closed = True
                 self._is_open = False
 
-    def __enter__(self) -> "Device[P]":
+    def __enter__(self) -> Device[P]:
         return self.open()
 
     def __exit__(
@@ -179,7 +193,8 @@ class Device(ABC, Generic[P]):
         if not bool(torch.isfinite(projection.values).all()):
             raise InputError(
                 f"the projection of this finite batch overflowed to inf/NaN (largest |x| = "
-                f"{float(batch.abs().max()):.4g}); scale the inputs down")
+                f"{float(batch.abs().max()):.4g}); scale the inputs down"
+            )
         return projection
 
     def draw_privacy_counts(self, n_values: int, poisson_mean: float) -> PrivacyCounts:
@@ -195,14 +210,18 @@ class Device(ABC, Generic[P]):
     def digitized_read_law(self) -> DigitizedReadLaw:
         """The law of one anchor-only read that :meth:`draw_digitized_counts` sums (intervals from the
         calibration when one is attached). Devices whose ``capabilities.digitized_noise`` is false raise."""
-        raise DeviceUnavailable(f"profile {self._profile.label!r} ({self._profile.backend}) has no digitized camera "
-                                "reads to serve as privacy noise")
+        raise DeviceUnavailable(
+            f"profile {self._profile.label!r} ({self._profile.backend}) has no digitized camera "
+            "reads to serve as privacy noise"
+        )
 
     def draw_digitized_counts(self, n_values: int, reads: int) -> PrivacyCounts:
         """``n_values`` integer noise values in DN, each ``C_1 - C_2`` of two independent sums of ``reads``
         anchor-only reads of :meth:`digitized_read_law` (any gain), drawn from a secure generator."""
-        raise DeviceUnavailable(f"profile {self._profile.label!r} ({self._profile.backend}) has no digitized camera "
-                                "reads to serve as privacy noise")
+        raise DeviceUnavailable(
+            f"profile {self._profile.label!r} ({self._profile.backend}) has no digitized camera "
+            "reads to serve as privacy noise"
+        )
 
     def _check_memory(self, rows: int) -> None:
         """Backend hook: refuse, with :class:`HostMemoryError`, a batch of ``rows`` whose projection
@@ -220,7 +239,4 @@ class Device(ABC, Generic[P]):
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("open" if self._is_open else "ready")
-        return (
-            f"<{type(self).__name__} {self._profile.label!r} {self.in_features}->{self.out_features} "
-            f"{state}>"
-        )
+        return f"<{type(self).__name__} {self._profile.label!r} {self.in_features}->{self.out_features} {state}>"

@@ -33,5 +33,7 @@ class InputError(OpuHalError, ValueError):
 
 class ParameterError(OpuHalError, ValueError):
     """A value handed to an opu_hal object is outside its allowed range (names it and the range)."""
+
+
 class CalibrationError(OpuHalError, ValueError):
     """A calibration cannot be taken, read, or used here (file, key, range or device named)."""

@@ -38,8 +38,10 @@ def check_batch(x: Any, in_features: int, capabilities: Capabilities) -> torch.T
     if n == 0:
         raise InputError(f"expected a batch of shape {expected} with n >= 1, got an empty batch")
     if capabilities.max_batch is not None and n > capabilities.max_batch:
-        raise InputError(f"batch has {n} rows but this device takes at most {capabilities.max_batch} per call "
-                         "(derived from the host's available memory); split it")
+        raise InputError(
+            f"batch has {n} rows but this device takes at most {capabilities.max_batch} per call "
+            "(derived from the host's available memory); split it"
+        )
     limit = capabilities.max_in_features
     if limit is not None and width > limit:
         raise InputError(
@@ -55,8 +57,7 @@ def check_batch(x: Any, in_features: int, capabilities: Capabilities) -> torch.T
         if bool(bad.any()):
             where = tuple(int(i) for i in bad.nonzero()[0])
             raise InputError(
-                f"batch holds {int(bad.sum())} NaN/inf value(s), first at index {where}: "
-                f"{batch[where].item()}"
+                f"batch holds {int(bad.sum())} NaN/inf value(s), first at index {where}: {batch[where].item()}"
             )
     _check_kind(batch, capabilities.input_kind)
     if batch.dtype in (torch.bfloat16, torch.float16):

@@ -45,11 +45,15 @@ class NoiseDistribution:
     camera_seconds: float | None = None
 
     def __post_init__(self) -> None:
-        if (self.poisson_mean_lower is not None and self.poisson_mean is not None
-                and not 0 < self.poisson_mean_lower <= self.poisson_mean):
+        if (
+            self.poisson_mean_lower is not None
+            and self.poisson_mean is not None
+            and not 0 < self.poisson_mean_lower <= self.poisson_mean
+        ):
             raise ValueError(
                 f"poisson_mean_lower ({self.poisson_mean_lower}) must be in (0, poisson_mean = "
-                f"{self.poisson_mean}]: accounting may never use more noise than is applied")
+                f"{self.poisson_mean}]: accounting may never use more noise than is applied"
+            )
 
     def to_dict(self) -> dict[str, object]:
         return {k: v for k, v in asdict(self).items() if v is not None}

@@ -8,7 +8,6 @@ both depend on it without depending on each other.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -28,11 +27,11 @@ class BaseProfile(BaseModel):
     in_features: int = Field(ge=1, description="input width of the projection")
     out_features: int = Field(ge=1, description="output width of the projection")
     seed: int = Field(0, ge=0, le=2**63 - 1, description="seed of the projection matrix and noise")
-    calibration: Optional[str] = Field(
+    calibration: str | None = Field(
         None, description="calibration JSON written by `opu-hal calibrate`, relative to the profile"
     )
 
-    _source: Optional[Path] = PrivateAttr(default=None)
+    _source: Path | None = PrivateAttr(default=None)
 
     @property
     def source(self) -> Path | None:

@@ -17,14 +17,17 @@ from typing import Any
 
 import torch
 
+from .capabilities import Capabilities
 from .device import Device
 from .errors import InputError
-from .capabilities import Capabilities
 from .inputs import as_batch, check_batch
 from .noise import NoiseReport, Projection
 
 _TERNARY = Capabilities(
-    input_kind="ternary", output_kind="linear", max_in_features=None, max_out_features=None,
+    input_kind="ternary",
+    output_kind="linear",
+    max_in_features=None,
+    max_out_features=None,
 )
 
 
@@ -33,7 +36,7 @@ def project_ternary(device: Device[Any], e: Any) -> Projection:
     if device.capabilities.output_kind != "linear":
         raise InputError(
             f"ternary projection needs a linear-output device; {device.profile.label!r} returns "
-            f"{device.capabilities.output_kind} (use a profile with mode = \"linear\")"
+            f'{device.capabilities.output_kind} (use a profile with mode = "linear")'
         )
     batch = check_batch(as_batch(e), device.in_features, _TERNARY)
     if device.capabilities.accepts("ternary"):
@@ -41,8 +44,9 @@ def project_ternary(device: Device[Any], e: Any) -> Projection:
     rows, limit = batch.shape[0], device.capabilities.max_batch
     if limit is None or 2 * rows <= limit:
         both = device.project(torch.cat([(batch > 0), (batch < 0)]).to(batch.dtype))
-        return Projection(values=both.values[:rows] - both.values[rows:],
-                          noise=combine_independent(both.noise, both.noise))
+        return Projection(
+            values=both.values[:rows] - both.values[rows:], noise=combine_independent(both.noise, both.noise)
+        )
     positive = device.project((batch > 0).to(batch.dtype))
     negative = device.project((batch < 0).to(batch.dtype))
     return Projection(

@@ -93,8 +93,9 @@ def _inversion(lam: torch.Tensor, generator: torch.Generator | None) -> torch.Te
         pending = pending[~stuck]
 
 
-def poisson_constant(rate: float, n: int, generator: torch.Generator | None = None,
-                     device: torch.device | str = "cpu") -> torch.Tensor:
+def poisson_constant(
+    rate: float, n: int, generator: torch.Generator | None = None, device: torch.device | str = "cpu"
+) -> torch.Tensor:
     """``n`` Poisson(``rate``) draws (float32) by inversion from one CDF table
     (:func:`poisson_quantile` of float64 uniforms)."""
     if not (math.isfinite(rate) and rate >= 0):

@@ -39,6 +39,7 @@ def uniform53(hi, lo):
     """A float64 uniform in [0, 1) from two uint32 words (numpy's 53-bit construction)."""
     return ((hi >> 5).to(tl.float64) * 67108864.0 + (lo >> 6).to(tl.float64)) * (1.0 / 9007199254740992.0)
 
+
 @triton.jit
 def loggam(x):
     """``log Gamma(x)`` for x >= 1, numpy's ``random_loggam``: the series at x + n >= 7."""
@@ -61,10 +62,27 @@ def loggam(x):
         shift *= tl.where(i < n, x0 - 1.0 - i, 1.0)
     return tl.where(x <= 2.0, 0.0, gl - tl.log(shift))
 
+
 @triton.jit
-def camera_read_kernel(signal_ptr, dark_ptr, out_ptr, clipped_ptr, key_ptr, n, columns,
-                flat_signal, dark_scalar, full_well, read_noise, gain, black, max_dn,
-                HAS_SIGNAL: tl.constexpr, HAS_DARK_MAP: tl.constexpr, BLOCK: tl.constexpr):
+def camera_read_kernel(
+    signal_ptr,
+    dark_ptr,
+    out_ptr,
+    clipped_ptr,
+    key_ptr,
+    n,
+    columns,
+    flat_signal,
+    dark_scalar,
+    full_well,
+    read_noise,
+    gain,
+    black,
+    max_dn,
+    HAS_SIGNAL: tl.constexpr,
+    HAS_DARK_MAP: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
     if HAS_DARK_MAP:
@@ -142,11 +160,20 @@ def camera_read_kernel(signal_ptr, dark_ptr, out_ptr, clipped_ptr, key_ptr, n, c
     tl.atomic_add(clipped_ptr, tl.sum((clipped & mask).to(tl.int32), axis=0))
 
 
-
-def camera_read(signal_e: torch.Tensor | float, shape: tuple[int, ...], dark_e: torch.Tensor | float,
-                generator: torch.Generator, device: torch.device, *, full_well_e: float,
-                read_noise_e: float, gain_e_per_dn: float, black_level_dn: float, max_dn: float,
-                block: int = BLOCK) -> tuple[torch.Tensor, torch.Tensor]:
+def camera_read(
+    signal_e: torch.Tensor | float,
+    shape: tuple[int, ...],
+    dark_e: torch.Tensor | float,
+    generator: torch.Generator,
+    device: torch.device,
+    *,
+    full_well_e: float,
+    read_noise_e: float,
+    gain_e_per_dn: float,
+    black_level_dn: float,
+    max_dn: float,
+    block: int = BLOCK,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Dark-subtracted electrons of one frame (float32, ``shape``) and its clipped-pixel count (a
     0-d int32 tensor, not synchronized). ``signal_e``: the mean photo-electrons per pixel (a tensor
     of ``shape``, or one float for a flat field); ``dark_e``: mean dark electrons (a float, or one
@@ -165,11 +192,22 @@ def camera_read(signal_e: torch.Tensor | float, shape: tuple[int, ...], dark_e: 
     clipped = torch.zeros((), dtype=torch.int32, device=device)
     placeholder = out  # unused pointer arguments (constexpr flags switch their loads off)
     camera_read_kernel[(triton.cdiv(numel, block),)](
-        signal if has_signal else placeholder, dark if has_dark_map else placeholder, out, clipped, key,
-        numel, columns, 0.0 if isinstance(signal_e, torch.Tensor) else float(signal_e),
+        signal if has_signal else placeholder,
+        dark if has_dark_map else placeholder,
+        out,
+        clipped,
+        key,
+        numel,
+        columns,
+        0.0 if isinstance(signal_e, torch.Tensor) else float(signal_e),
         0.0 if isinstance(dark_e, torch.Tensor) else float(dark_e),
-        float(full_well_e), float(read_noise_e), float(gain_e_per_dn), float(black_level_dn), float(max_dn),
-        HAS_SIGNAL=has_signal, HAS_DARK_MAP=has_dark_map, BLOCK=block,
+        float(full_well_e),
+        float(read_noise_e),
+        float(gain_e_per_dn),
+        float(black_level_dn),
+        float(max_dn),
+        HAS_SIGNAL=has_signal,
+        HAS_DARK_MAP=has_dark_map,
+        BLOCK=block,
     )
     return out.view(shape), clipped
-

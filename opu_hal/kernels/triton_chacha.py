@@ -57,8 +57,9 @@ def _box_muller(u1, u2):
 
 
 @triton.jit
-def _chacha_kernel(key_ptr, out_ptr, n_out, n_blocks, counter_start, nonce_lo, nonce_hi,
-                   RAW: tl.constexpr, BLOCK: tl.constexpr):
+def _chacha_kernel(
+    key_ptr, out_ptr, n_out, n_blocks, counter_start, nonce_lo, nonce_hi, RAW: tl.constexpr, BLOCK: tl.constexpr
+):
     lane = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     live = lane < n_blocks
     counter = lane.to(tl.int64) + counter_start
@@ -140,11 +141,13 @@ def _chacha_kernel(key_ptr, out_ptr, n_out, n_blocks, counter_start, nonce_lo, n
         tl.store(out_ptr + base + 7, z7.to(tl.float32), mask=live & (base + 7 < n_out))
 
 
-def _launch(key_words: torch.Tensor, out: torch.Tensor, n_out: int, n_blocks: int, counter: int,
-            nonce: int, raw: bool) -> None:
+def _launch(
+    key_words: torch.Tensor, out: torch.Tensor, n_out: int, n_blocks: int, counter: int, nonce: int, raw: bool
+) -> None:
     grid = (triton.cdiv(n_blocks, BLOCK),)
-    _chacha_kernel[grid](key_words, out, n_out, n_blocks, counter, nonce & 0xFFFFFFFF, nonce >> 32,
-                         RAW=raw, BLOCK=BLOCK)
+    _chacha_kernel[grid](
+        key_words, out, n_out, n_blocks, counter, nonce & 0xFFFFFFFF, nonce >> 32, RAW=raw, BLOCK=BLOCK
+    )
 
 
 def keystream_words(key: bytes, counter: int, nonce: int, n_blocks: int, device: torch.device) -> torch.Tensor:
@@ -158,7 +161,7 @@ def key_tensor(key: bytes, device: torch.device) -> torch.Tensor:
     """A 32-byte key as eight little-endian words (int64, for the kernel's loads)."""
     if len(key) != 32:
         raise ValueError(f"a ChaCha20 key has 32 bytes, got {len(key)}")
-    words = [int.from_bytes(key[4 * i:4 * i + 4], "little") for i in range(8)]
+    words = [int.from_bytes(key[4 * i : 4 * i + 4], "little") for i in range(8)]
     return torch.tensor(words, dtype=torch.int64, device=device)
 
 

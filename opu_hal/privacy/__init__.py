@@ -5,10 +5,11 @@ Consumes numbers only (noise multipliers, sampling, steps), never a device.
 
 from .accountant import Accountant, LedgerEntry
 from .budget import PrivacyBudget
+from .digitized_events import DigitizedNoiseEvent, FixedSizeDigitizedNoiseEvent
 from .events import (
-    ComposedEvent,
     DEFAULT_ORDERS,
     EVENT_TYPES,
+    ComposedEvent,
     Event,
     FixedSizeGaussianEvent,
     GaussianEvent,
@@ -17,6 +18,7 @@ from .events import (
     event_from_dict,
     register_event,
 )
+from .inverse import noise_std_for, planned_epsilon, smallest_noise_multiplier
 from .paper_events import (
     PHOTONIC_DP_UNBOUNDED_REASON,
     ControllerClaimEvent,
@@ -24,12 +26,11 @@ from .paper_events import (
     SampledWithRejectionGaussianEvent,
     UnboundedEvent,
 )
+from .rounding import FixedSizeRoundedSkellamEvent, RoundedSkellamEvent
+
 # Every built-in event module is imported here so that its events register (``register_event``) and
 # any ledger this package wrote restores, whichever modules the restoring process imported.
 from .skellam import FixedSizeSkellamEvent, SkellamEvent
-from .rounding import FixedSizeRoundedSkellamEvent, RoundedSkellamEvent
-from .digitized_events import DigitizedNoiseEvent, FixedSizeDigitizedNoiseEvent
-from .inverse import noise_std_for, planned_epsilon, smallest_noise_multiplier
 
 __all__ = [
     "Accountant",

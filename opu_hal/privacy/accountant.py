@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
@@ -50,12 +51,11 @@ class Accountant:
     one dp-accounting's PLD covers, and none may carry a coupling cost) and reports the smaller of
     the two epsilons, each a valid bound: about 7 % less noise for DP-SGD's shapes at epsilon 3."""
 
-    def __init__(self, neighboring: Neighboring = "add_remove", orders: Sequence[float] = DEFAULT_ORDERS,
-                 conversion: str = "rdp"):
+    def __init__(
+        self, neighboring: Neighboring = "add_remove", orders: Sequence[float] = DEFAULT_ORDERS, conversion: str = "rdp"
+    ):
         if neighboring not in _LIBRARY_RELATION:
-            raise PrivacyParameterError(
-                f"neighboring must be 'add_remove' or 'replace_one', got {neighboring!r}"
-            )
+            raise PrivacyParameterError(f"neighboring must be 'add_remove' or 'replace_one', got {neighboring!r}")
         if conversion not in CONVERSIONS:
             raise PrivacyParameterError(f"conversion must be 'rdp' or 'pld', got {conversion!r}")
         self.conversion = conversion
@@ -66,8 +66,9 @@ class Accountant:
         self._curves: dict[Event, np.ndarray] = {}
         self._totals: dict[Event, int] = {}  # occurrences per event, in order of first use
         # fits(): per (event, delta, target), the ledger's shape and the largest total of the event that fits
-        self._room: dict[tuple[Event, float, float, bool],
-                         tuple[tuple[tuple[Event, int | None], ...] | None, int | None]] = {}
+        self._room: dict[
+            tuple[Event, float, float, bool], tuple[tuple[tuple[Event, int | None], ...] | None, int | None]
+        ] = {}
 
     # -- composing ---------------------------------------------------------------------------
     def curve(self, event: Event) -> np.ndarray:
@@ -172,8 +173,9 @@ class Accountant:
 
     def claims(self) -> tuple[str, ...]:
         """Whose published claims the ledger holds (events that are not guarantees); empty for a guarantee."""
-        return tuple(sorted({e.event.claim_source or type(e.event).__name__
-                             for e in self._ledger if not e.event.is_guarantee}))
+        return tuple(
+            sorted({e.event.claim_source or type(e.event).__name__ for e in self._ledger if not e.event.is_guarantee})
+        )
 
     def _refuse_claims(self, extra: Event | None = None) -> None:
         events = [e.event for e in self._ledger] + ([extra] if extra is not None else [])
@@ -181,7 +183,8 @@ class Accountant:
         if claims:
             raise PrivacyParameterError(
                 f"the ledger holds {', '.join(claims)}: a published claim, not a valid bound; no epsilon "
-                "guarantee can be given (Accountant.paper_claim_epsilon reports the claim)")
+                "guarantee can be given (Accountant.paper_claim_epsilon reports the claim)"
+            )
 
     def paper_claim_epsilon(self, delta: float) -> float:
         """Epsilon the ledger's events CLAIM, published bounds included that are not valid (e.g. paper
@@ -243,6 +246,7 @@ class Accountant:
     def _largest_fitting(self, event: Event, delta: float, target_epsilon: float, claimed: bool) -> int:
         """The largest ``k`` with ``epsilon_after(event, k) <= target_epsilon`` (-1 if none; ``2^62``
         stands for no limit), by doubling then bisection."""
+
         def fits(k: int) -> bool:
             return self.epsilon_after(event, k, delta, claimed=claimed) <= target_epsilon
 
@@ -263,8 +267,9 @@ class Accountant:
         (:func:`~opu_hal.privacy.pld_conversion.grid_interval`)."""
         return grid_interval(self._rdp, self.orders, finest, max_points)
 
-    def get_epsilon_pld(self, delta: float, value_discretization_interval: float | None = None,
-                        max_points: int = PLD_MAX_POINTS) -> float:
+    def get_epsilon_pld(
+        self, delta: float, value_discretization_interval: float | None = None, max_points: int = PLD_MAX_POINTS
+    ) -> float:
         """Epsilon from dp_accounting's PLD accountant (tighter), when every event is standard.
 
         The interval defaults to :meth:`pld_interval` (1e-4 unless the grid would exceed
@@ -278,7 +283,8 @@ class Accountant:
         elif not (is_real(value_discretization_interval) and value_discretization_interval >= needed):
             raise PrivacyParameterError(
                 f"value_discretization_interval {value_discretization_interval!r} would need more than "
-                f"{max_points} grid points for this ledger; use >= {needed:.3g} (or raise max_points)")
+                f"{max_points} grid points for this ledger; use >= {needed:.3g} (or raise max_points)"
+            )
         return self._pld_epsilon(self._totals, delta, float(value_discretization_interval))
 
     def _pld_epsilon(self, totals: dict[Event, int], delta: float, interval: float) -> float:
@@ -298,7 +304,7 @@ class Accountant:
         return json.dumps(self.to_dict())
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Accountant":
+    def from_dict(cls, data: dict[str, Any]) -> Accountant:
         if data.get("version") != LEDGER_VERSION:
             raise PrivacyParameterError(f"unknown ledger version {data.get('version')!r}")
         accountant = cls(data["neighboring"], data["orders"], data.get("conversion", "rdp"))
@@ -307,7 +313,7 @@ class Accountant:
         return accountant
 
     @classmethod
-    def from_json(cls, text: str) -> "Accountant":
+    def from_json(cls, text: str) -> Accountant:
         return cls.from_dict(json.loads(text))
 
     def state_dict(self) -> dict[str, Any]:
@@ -318,5 +324,5 @@ class Accountant:
         """Replace this accountant's ledger by a saved one (curves recomputed from the events)."""
         self.__dict__.update(Accountant.from_dict(state).__dict__)
 
-    def copy(self) -> "Accountant":
+    def copy(self) -> Accountant:
         return Accountant.from_dict(self.to_dict())

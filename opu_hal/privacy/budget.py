@@ -26,8 +26,13 @@ class PrivacyBudget:
 
     def allows(self, accountant: Accountant, event: Event, count: int = 1) -> bool:
         """Whether ``count`` more ``event`` keep the composition within the target."""
-        return accountant.fits(event, count, self.delta, self.target_epsilon,  # == epsilon_after(...) <= target
-                               claimed=self.claimed)
+        return accountant.fits(
+            event,
+            count,
+            self.delta,
+            self.target_epsilon,  # == epsilon_after(...) <= target
+            claimed=self.claimed,
+        )
 
     def spent(self, accountant: Accountant) -> float:
         """Epsilon spent so far at this budget's delta (the claimed one for a budget on a claim)."""

@@ -62,7 +62,8 @@ class CameraRead:
             raise PrivacyParameterError(f"adc_bits must be an integer in [6, 16], got {self.adc_bits!r}")
         if not (is_count(self.black_level_dn) and 0 <= self.black_level_dn < self.max_dn):
             raise PrivacyParameterError(
-                f"black_level_dn must be an integer in [0, {self.max_dn - 1}], got {self.black_level_dn!r}")
+                f"black_level_dn must be an integer in [0, {self.max_dn - 1}], got {self.black_level_dn!r}"
+            )
 
     @property
     def max_dn(self) -> int:
@@ -139,12 +140,12 @@ def read_log_pmf(camera: CameraRead) -> tuple[np.ndarray, float]:
     out = np.full(len(d), -np.inf)
     reach = _BIN_SIGMAS * sigma  # a bin farther than this from every electron count of a chunk is skipped
     for start in range(0, len(e), 256):  # chunks of 256 electron counts, each against the bins it reaches
-        chunk = e[start:start + 256, None]
+        chunk = e[start : start + 256, None]
         first = int(np.clip(math.floor((chunk[0, 0] - reach) / g + camera.black_level_dn - 0.5), 0, len(d) - 1))
         last = int(np.clip(math.ceil((chunk[-1, 0] + reach) / g + camera.black_level_dn + 0.5), 0, len(d) - 1))
         cols = slice(first, last + 1)
         log_bins = _log_bin((edges_low[None, cols] - chunk) / sigma, (edges_high[None, cols] - chunk) / sigma)
-        out[cols] = np.logaddexp(out[cols], logsumexp(log_pois[start:start + 256, None] + log_bins, axis=0))
+        out[cols] = np.logaddexp(out[cols], logsumexp(log_pois[start : start + 256, None] + log_bins, axis=0))
     return out, left_out + SKIPPED_BIN
 
 
@@ -160,7 +161,7 @@ def _trim(offset: int, values: np.ndarray) -> tuple[int, np.ndarray]:
     nonzero = np.flatnonzero(values)
     if nonzero.size == 0:
         raise PrivacyParameterError("the noise PMF underflowed everywhere")
-    return offset + int(nonzero[0]), values[nonzero[0]:nonzero[-1] + 1].copy()
+    return offset + int(nonzero[0]), values[nonzero[0] : nonzero[-1] + 1].copy()
 
 
 def _convolve(x: NoisePMF, y: NoisePMF) -> NoisePMF:
@@ -169,8 +170,9 @@ def _convolve(x: NoisePMF, y: NoisePMF) -> NoisePMF:
     terms = min(len(x.pmf), len(y.pmf))
     rel = (1 + x.rel_err) * (1 + y.rel_err) * (1 + terms * 2.0**-53) - 1
     # x's error spreads over y's mass (<= 1 + rel) and vice versa; lost products and the flush add up
-    absolute = (x.abs_err * (1 + y.rel_err) + y.abs_err * (1 + x.rel_err) + x.abs_err * y.abs_err * len(y.pmf)
-                + terms * TINY)
+    absolute = (
+        x.abs_err * (1 + y.rel_err) + y.abs_err * (1 + x.rel_err) + x.abs_err * y.abs_err * len(y.pmf) + terms * TINY
+    )
     values, dropped = _flush(values)
     offset, values = _trim(x.offset + y.offset, values)
     return NoisePMF(offset, values, rel, absolute + dropped, x.span + y.span - 1)
@@ -207,6 +209,7 @@ def count_pmf(camera: CameraRead, reads: int) -> NoisePMF:
 def difference_pmf(camera: CameraRead, reads: int) -> NoisePMF:
     """``K = C_1 - C_2`` of two independent counts of ``reads`` reads each (eq. 3), in DN."""
     count = count_pmf(camera, reads)
-    mirrored = NoisePMF(-(count.offset + len(count.pmf) - 1), count.pmf[::-1].copy(), count.rel_err, count.abs_err,
-                        count.span)
+    mirrored = NoisePMF(
+        -(count.offset + len(count.pmf) - 1), count.pmf[::-1].copy(), count.rel_err, count.abs_err, count.span
+    )
     return _convolve(count, mirrored)

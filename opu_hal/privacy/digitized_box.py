@@ -29,8 +29,9 @@ from .events import PrivacyParameterError
 BOX_POINTS = 3  # per axis: corners, edge midpoints and the centre
 
 
-def box_cameras(low: CameraRead, mean_e_high: float, read_noise_e_high: float,
-                points: int = BOX_POINTS) -> tuple[CameraRead, ...]:
+def box_cameras(
+    low: CameraRead, mean_e_high: float, read_noise_e_high: float, points: int = BOX_POINTS
+) -> tuple[CameraRead, ...]:
     """The cameras of the grid over ``[low.mean_e, mean_e_high] x [low.read_noise_e, read_noise_e_high]``
     (corners included; a zero-width side collapses to its one value)."""
     if not (isinstance(points, int) and 2 <= points <= 9):
@@ -38,7 +39,8 @@ def box_cameras(low: CameraRead, mean_e_high: float, read_noise_e_high: float,
     if not (mean_e_high >= low.mean_e and read_noise_e_high >= low.read_noise_e):
         raise PrivacyParameterError(
             f"the box's high ends ({mean_e_high}, {read_noise_e_high}) must not be below its low ends "
-            f"({low.mean_e}, {low.read_noise_e})")
+            f"({low.mean_e}, {low.read_noise_e})"
+        )
     means = np.unique(np.linspace(low.mean_e, mean_e_high, points))
     noises = np.unique(np.linspace(low.read_noise_e, read_noise_e_high, points))
     return tuple(replace(low, mean_e=float(m), read_noise_e=float(r)) for m in means for r in noises)

@@ -38,8 +38,7 @@ def box_coefficients(cameras: tuple[CameraRead, ...], reads: int, max_shift: int
     return np.max([kappa for kappa, _ in found], axis=0), max(tau for _, tau in found)
 
 
-def digitized_rdp(orders: np.ndarray, cameras: tuple[CameraRead, ...], reads: int,
-                  l2_sensitivity: float) -> np.ndarray:
+def digitized_rdp(orders: np.ndarray, cameras: tuple[CameraRead, ...], reads: int, l2_sensitivity: float) -> np.ndarray:
     """``c^2 kappa_alpha`` (:mod:`.pmf_rdp` (6)), largest over ``cameras``; inf at non-integer orders and
     above ``MAX_ORDER``."""
     kappa, _ = box_coefficients(cameras, reads, int(math.floor(l2_sensitivity)))
@@ -85,8 +84,9 @@ class DigitizedNoiseEvent(Event):
 
     @property
     def camera(self) -> CameraRead:
-        return CameraRead(self.mean_e, self.read_noise_e, self.gain_e_per_dn, self.adc_bits,
-                          self.black_level_dn, self.full_well_e)
+        return CameraRead(
+            self.mean_e, self.read_noise_e, self.gain_e_per_dn, self.adc_bits, self.black_level_dn, self.full_well_e
+        )
 
     @property
     def cameras(self) -> tuple[CameraRead, ...]:

@@ -40,8 +40,9 @@ def read_variance_dn2(camera: CameraRead) -> float:
 
 def low_camera(law: DigitizedReadLaw) -> CameraRead:
     """The camera at the low ends of the law's intervals."""
-    return CameraRead(law.mean_e[0], law.read_noise_e[0], law.gain_e_per_dn, law.adc_bits, law.black_level_dn,
-                      law.full_well_e)
+    return CameraRead(
+        law.mean_e[0], law.read_noise_e[0], law.gain_e_per_dn, law.adc_bits, law.black_level_dn, law.full_well_e
+    )
 
 
 @dataclass(frozen=True)
@@ -56,11 +57,14 @@ class DigitizedLattice:
 
     def __post_init__(self) -> None:
         if not self.lattice.per_coordinate:
-            raise PrivacyParameterError("digitized device noise is accounted per coordinate (rounding analysis "
-                                        f"'per-coordinate'), got {self.lattice.analysis!r}")
+            raise PrivacyParameterError(
+                "digitized device noise is accounted per coordinate (rounding analysis "
+                f"'per-coordinate'), got {self.lattice.analysis!r}"
+            )
         if not 0 < self.lattice.resolution <= 64:
-            raise PrivacyParameterError(f"digitized device noise needs a lattice resolution k in (0, 64], got "
-                                        f"{self.lattice.resolution}")
+            raise PrivacyParameterError(
+                f"digitized device noise needs a lattice resolution k in (0, 64], got {self.lattice.resolution}"
+            )
         if not (isinstance(self.max_reads, int) and 1 <= self.max_reads <= MAX_READS):
             raise PrivacyParameterError(f"max_reads must be an integer in [1, {MAX_READS}], got {self.max_reads!r}")
 
@@ -83,10 +87,21 @@ class DigitizedLattice:
     def event_for_reads(self, dataset_size: int, batch_size: int, reads: int) -> FixedSizeDigitizedNoiseEvent:
         low = low_camera(self.law)
         return FixedSizeDigitizedNoiseEvent(
-            low.mean_e, low.read_noise_e, low.gain_e_per_dn, low.adc_bits, low.black_level_dn, low.full_well_e,
-            reads, self.lattice.l2_sensitivity, self.lattice.dimension, mean_e_high=self.law.mean_e[1],
-            read_noise_e_high=self.law.read_noise_e[1], box_points=self.box_points, dataset_size=dataset_size,
-            batch_size=batch_size)
+            low.mean_e,
+            low.read_noise_e,
+            low.gain_e_per_dn,
+            low.adc_bits,
+            low.black_level_dn,
+            low.full_well_e,
+            reads,
+            self.lattice.l2_sensitivity,
+            self.lattice.dimension,
+            mean_e_high=self.law.mean_e[1],
+            read_noise_e_high=self.law.read_noise_e[1],
+            box_points=self.box_points,
+            dataset_size=dataset_size,
+            batch_size=batch_size,
+        )
 
     def event(self, dataset_size: int, batch_size: int, noise_multiplier: float) -> FixedSizeDigitizedNoiseEvent:
         """The fixed-size-batch event of one release at ``reads(noise_multiplier)`` reads per count."""
@@ -97,9 +112,15 @@ class DigitizedLattice:
         return math.sqrt(2 * reads * self.read_variance) / self.lattice.gamma
 
 
-def fewest_box_reads(lattice: DigitizedLattice, dataset_size: int, batch_size: int, steps: int,
-                     target_epsilon: float, delta: float,
-                     trace: list[tuple[int, float]] | None = None) -> tuple[int, float] | None:
+def fewest_box_reads(
+    lattice: DigitizedLattice,
+    dataset_size: int,
+    batch_size: int,
+    steps: int,
+    target_epsilon: float,
+    delta: float,
+    trace: list[tuple[int, float]] | None = None,
+) -> tuple[int, float] | None:
     """Fewest reads per count whose run of ``steps`` box events reaches ``(target_epsilon, delta)``, and
     its epsilon (bisection: epsilon falls with the reads; the answer is re-checked); None if
     ``lattice.max_reads`` does not. Each (reads, epsilon) evaluated is appended to ``trace``."""

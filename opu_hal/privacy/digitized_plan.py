@@ -40,8 +40,9 @@ class CameraFacts:
     def at_level(self, level: float) -> CameraRead:
         """The camera with its anchor read's mean at ``level`` of the span from black to the top."""
         top_e = min(self.full_well_e, (2**self.adc_bits - 1 - self.black_level_dn) * self.gain_e_per_dn)
-        return CameraRead(level * top_e, self.read_noise_e, self.gain_e_per_dn, self.adc_bits,
-                          self.black_level_dn, self.full_well_e)
+        return CameraRead(
+            level * top_e, self.read_noise_e, self.gain_e_per_dn, self.adc_bits, self.black_level_dn, self.full_well_e
+        )
 
 
 @dataclass(frozen=True)
@@ -65,9 +66,19 @@ class DigitizedPlan:
 
 
 def _epsilon(camera: CameraRead, reads: int, run: RunShape) -> float:
-    event = FixedSizeDigitizedNoiseEvent(camera.mean_e, camera.read_noise_e, camera.gain_e_per_dn, camera.adc_bits,
-                                         camera.black_level_dn, camera.full_well_e, reads, run.resolution,
-                                         run.dimension, dataset_size=run.dataset_size, batch_size=run.batch_size)
+    event = FixedSizeDigitizedNoiseEvent(
+        camera.mean_e,
+        camera.read_noise_e,
+        camera.gain_e_per_dn,
+        camera.adc_bits,
+        camera.black_level_dn,
+        camera.full_well_e,
+        reads,
+        run.resolution,
+        run.dimension,
+        dataset_size=run.dataset_size,
+        batch_size=run.batch_size,
+    )
     accountant = Accountant("replace_one")
     accountant.step(event, run.steps)
     return accountant.get_epsilon(run.delta)
@@ -87,8 +98,14 @@ def fewest_reads(camera: CameraRead, run: RunShape, max_reads: int = MAX_READS) 
     return high, _epsilon(camera, high, run)
 
 
-def plan(facts: CameraFacts, run: RunShape, pixels_per_frame: int, frame_time_s: float,
-         levels: tuple[float, ...] = DEFAULT_LEVELS, max_reads: int = MAX_READS) -> DigitizedPlan:
+def plan(
+    facts: CameraFacts,
+    run: RunShape,
+    pixels_per_frame: int,
+    frame_time_s: float,
+    levels: tuple[float, ...] = DEFAULT_LEVELS,
+    max_reads: int = MAX_READS,
+) -> DigitizedPlan:
     """The cheapest sound operating point (module docstring), or :class:`DigitizedPlanRefused`;
     ``max_reads`` (at most :data:`MAX_READS`) caps the reads per count tried."""
     if not (isinstance(max_reads, int) and 1 <= max_reads <= MAX_READS):
@@ -110,11 +127,13 @@ def plan(facts: CameraFacts, run: RunShape, pixels_per_frame: int, frame_time_s:
         f"no anchor level at {', '.join(f'{x:.0%}' for x in levels)} of the ADC span reaches epsilon "
         f"{run.target_epsilon} at delta {run.delta} with at most {max_reads} reads per count on a "
         f"{facts.adc_bits}-bit camera at {facts.gain_e_per_dn} e-/DN (black {facts.black_level_dn} DN, read noise "
-        f"{facts.read_noise_e} e-); nearest that qualifies: {nearest_camera(facts, run, levels, max_reads)}")
+        f"{facts.read_noise_e} e-); nearest that qualifies: {nearest_camera(facts, run, levels, max_reads)}"
+    )
 
 
-def nearest_camera(facts: CameraFacts, run: RunShape, levels: tuple[float, ...] = DEFAULT_LEVELS,
-                   max_reads: int = MAX_READS) -> str:
+def nearest_camera(
+    facts: CameraFacts, run: RunShape, levels: tuple[float, ...] = DEFAULT_LEVELS, max_reads: int = MAX_READS
+) -> str:
     """The first of: more bits at the same gain, then a larger gain (more electrons per read), that plans."""
     options = [replace(facts, adc_bits=bits) for bits in range(facts.adc_bits + 2, 17, 2)]
     options += [replace(facts, gain_e_per_dn=facts.gain_e_per_dn * f) for f in (2, 4, 8, 16)]
@@ -122,6 +141,8 @@ def nearest_camera(facts: CameraFacts, run: RunShape, levels: tuple[float, ...] 
         for level in levels:
             found = fewest_reads(option.at_level(level), run, max_reads)
             if found is not None:
-                return (f"{option.adc_bits}-bit at {option.gain_e_per_dn} e-/DN ({found[0]} reads per count at "
-                        f"{level:.0%} of the span)")
+                return (
+                    f"{option.adc_bits}-bit at {option.gain_e_per_dn} e-/DN ({found[0]} reads per count at "
+                    f"{level:.0%} of the span)"
+                )
     return "none up to 16 bits or 16x the gain: loosen the target or shorten the run"

@@ -75,6 +75,7 @@ class Event(ABC):
         super().__init_subclass__(**kwargs)
         own = cls.__dict__.get("__post_init__")
         if own is not None and not getattr(own, "_plain_first", False):
+
             def __post_init__(self: Event, _own: Any = own) -> None:
                 _plain_fields(self)
                 _own(self)
@@ -95,11 +96,11 @@ class Event(ABC):
         delta by the coupling lemma of :mod:`.pmf_rdp` (5)."""
         return 0.0
 
-    def library_event(self) -> "dp_accounting.DpEvent | None":
+    def library_event(self) -> dp_accounting.DpEvent | None:
         """The equivalent ``dp_accounting`` event, or None when the library has none."""
         return None
 
-    def pld_event(self, neighboring: Neighboring) -> "dp_accounting.DpEvent | None":
+    def pld_event(self, neighboring: Neighboring) -> dp_accounting.DpEvent | None:
         """The library event for its PLD accountant under ``neighboring``, in this module's convention
         (noise multiplier = std / L2 sensitivity under the accountant's relation)."""
         return self.library_event()
@@ -189,7 +190,8 @@ class PoissonGaussianEvent(_LibraryEvent):
             curve[~fractional] = np.where(library >= 0, library, gaussian)
         if fractional.any():
             curve[fractional] = sampled_gaussian_rdp_quadrature(
-                self.sampling_rate, self.noise_multiplier, orders[fractional])
+                self.sampling_rate, self.noise_multiplier, orders[fractional]
+            )
         return curve
 
 
@@ -213,7 +215,7 @@ def sampled_gaussian_rdp_quadrature(q: float, sigma: float, orders: np.ndarray) 
             t = alpha * np.where(log_ratio < 1.0, near, far)
         else:
             t = alpha * log_ratio
-        log_phi = -z**2 / (2 * sigma**2) - 0.5 * math.log(2 * math.pi * sigma**2)
+        log_phi = -(z**2) / (2 * sigma**2) - 0.5 * math.log(2 * math.pi * sigma**2)
         step = z[1] - z[0]
         weights = np.full(points, step)
         weights[[0, -1]] /= 2
@@ -223,7 +225,9 @@ def sampled_gaussian_rdp_quadrature(q: float, sigma: float, orders: np.ndarray) 
         else:
             log_a = float(np.logaddexp.reduce(log_phi + t + np.log(weights)))
         if not math.isfinite(log_a):
-            raise PrivacyParameterError(f"sampled Gaussian RDP quadrature failed at q={q}, sigma={sigma}, alpha={alpha}")
+            raise PrivacyParameterError(
+                f"sampled Gaussian RDP quadrature failed at q={q}, sigma={sigma}, alpha={alpha}"
+            )
         out[i] = max(0.0, log_a / (alpha - 1)) * (1 + 1e-6)
     return out
 
@@ -240,8 +244,9 @@ class FixedSizeGaussianEvent(_LibraryEvent):
     relations: ClassVar[tuple[str, ...]] = ("replace_one",)
 
     def __post_init__(self) -> None:
-        if not (is_count(self.dataset_size) and is_count(self.batch_size)
-                and 1 <= self.batch_size <= self.dataset_size):
+        if not (
+            is_count(self.dataset_size) and is_count(self.batch_size) and 1 <= self.batch_size <= self.dataset_size
+        ):
             raise PrivacyParameterError(
                 f"need integers 1 <= batch_size <= dataset_size, got batch_size={self.batch_size!r}, "
                 f"dataset_size={self.dataset_size!r}"
@@ -268,7 +273,8 @@ class ComposedEvent(Event):
         if not self.relations:
             stated = "; ".join(f"{type(p).__name__}: {' / '.join(p.relations) or 'none'}" for p in self.parts)
             raise PrivacyParameterError(
-                f"ComposedEvent parts share no neighbouring relation, so no accountant can compose them ({stated})")
+                f"ComposedEvent parts share no neighbouring relation, so no accountant can compose them ({stated})"
+            )
 
     @property
     def is_guarantee(self) -> bool:  # type: ignore[override]

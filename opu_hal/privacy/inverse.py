@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from .accountant import Accountant
 from .events import DEFAULT_ORDERS, Event, Neighboring, PrivacyParameterError
@@ -12,8 +12,14 @@ EventForNoise = Callable[[float], Event]
 
 
 def planned_epsilon(
-    event_for: EventForNoise, noise_multiplier: float, steps: int, delta: float,
-    neighboring: Neighboring, orders: Sequence[float] = DEFAULT_ORDERS, *, claimed: bool = False,
+    event_for: EventForNoise,
+    noise_multiplier: float,
+    steps: int,
+    delta: float,
+    neighboring: Neighboring,
+    orders: Sequence[float] = DEFAULT_ORDERS,
+    *,
+    claimed: bool = False,
     spent: Accountant | None = None,
 ) -> float:
     """Epsilon of ``steps`` occurrences of ``event_for(noise_multiplier)``, after what ``spent`` (a
@@ -25,10 +31,19 @@ def planned_epsilon(
 
 
 def smallest_noise_multiplier(
-    event_for: EventForNoise, steps: int, target_epsilon: float, delta: float,
-    neighboring: Neighboring, *, low: float = 1e-2, high: float = 1e3, rtol: float = 1e-4,
-    orders: Sequence[float] = DEFAULT_ORDERS, progress: Callable[[float, float], None] | None = None,
-    claimed: bool = False, spent: Accountant | None = None,
+    event_for: EventForNoise,
+    steps: int,
+    target_epsilon: float,
+    delta: float,
+    neighboring: Neighboring,
+    *,
+    low: float = 1e-2,
+    high: float = 1e3,
+    rtol: float = 1e-4,
+    orders: Sequence[float] = DEFAULT_ORDERS,
+    progress: Callable[[float, float], None] | None = None,
+    claimed: bool = False,
+    spent: Accountant | None = None,
 ) -> float:
     """Smallest noise multiplier ``z`` (within ``rtol``) whose planned run, after what the ledger
     ``spent`` already holds, has epsilon <= target.
@@ -45,8 +60,10 @@ def smallest_noise_multiplier(
 
     def fits(z: float) -> bool:
         try:
-            return planned_epsilon(event_for, z, steps, delta, neighboring, orders, claimed=claimed,
-                                   spent=spent) <= target_epsilon
+            return (
+                planned_epsilon(event_for, z, steps, delta, neighboring, orders, claimed=claimed, spent=spent)
+                <= target_epsilon
+            )
         except PrivacyParameterError:
             return False
 
@@ -59,8 +76,13 @@ def smallest_noise_multiplier(
     return bisect_log(fits, low, high, rtol, progress)
 
 
-def bisect_log(fits: Callable[[float], bool], low: float, high: float, rtol: float = 1e-4,
-               progress: Callable[[float, float], None] | None = None) -> float:
+def bisect_log(
+    fits: Callable[[float], bool],
+    low: float,
+    high: float,
+    rtol: float = 1e-4,
+    progress: Callable[[float, float], None] | None = None,
+) -> float:
     """The upper end of a bracket ``[low, high]`` (``fits(low)`` false, ``fits(high)`` true, ``fits``
     monotone) narrowed on ``log z`` until ``high / low <= 1 + rtol``; ``progress(low, high)`` after
     each halving. The returned value always fits."""

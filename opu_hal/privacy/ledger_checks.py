@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -29,5 +29,7 @@ def check_orders(orders: Sequence[float]) -> np.ndarray:
     except (TypeError, ValueError):
         raise PrivacyParameterError(f"orders must be numbers, got {orders!r}") from None
     if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values)) or not np.all(values > 1):
-        raise PrivacyParameterError(f"orders must be a non-empty list of finite numbers > 1, got {list(np.ravel(values))}")
+        raise PrivacyParameterError(
+            f"orders must be a non-empty list of finite numbers > 1, got {list(np.ravel(values))}"
+        )
     return values

@@ -13,7 +13,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -21,9 +22,9 @@ import torch
 from ..contract.device import Device
 from ..contract.errors import DeviceUnavailable
 from ..contract.noise import NoiseDistribution, PrivacyCounts
+from ..randomness.secure_random import SecureGenerator
 from .digitized_lattice import DigitizedLattice
 from .skellam import SkellamLattice
-from ..randomness.secure_random import SecureGenerator
 
 
 class GaussianRelease:
@@ -52,8 +53,9 @@ def randomized_round(x: np.ndarray, generator: SecureGenerator) -> np.ndarray:
     return rounded
 
 
-def on_lattice(u: torch.Tensor, gamma: float, generator: SecureGenerator,
-               counts_for: Callable[[int], PrivacyCounts]) -> tuple[np.ndarray, PrivacyCounts]:
+def on_lattice(
+    u: torch.Tensor, gamma: float, generator: SecureGenerator, counts_for: Callable[[int], PrivacyCounts]
+) -> tuple[np.ndarray, PrivacyCounts]:
     """``R(gamma u) + K`` flat in float64 (integers, exact), ``K = counts_for(n)`` the device's
     counts for the ``n`` coordinates (drawn and checked by the caller's ``counts_for``)."""
     x = u.detach().to("cpu", torch.float64).numpy().ravel() * gamma
@@ -81,8 +83,13 @@ class SkellamRelease:
 
     mechanism = "skellam"
 
-    def __init__(self, device: Device[Any], lattice: SkellamLattice, poisson_mean: float,
-                 generator: SecureGenerator | None = None) -> None:
+    def __init__(
+        self,
+        device: Device[Any],
+        lattice: SkellamLattice,
+        poisson_mean: float,
+        generator: SecureGenerator | None = None,
+    ) -> None:
         if not device.capabilities.privacy_noise:
             # Ask the device why: its draw_privacy_counts names the profile key to change.
             device.draw_privacy_counts(1, poisson_mean)
@@ -99,8 +106,9 @@ class SkellamRelease:
         return self.lattice.noise_std(self.poisson_mean)
 
     def release(self, u: torch.Tensor) -> torch.Tensor:
-        noised, draw = on_lattice(u, self.lattice.gamma, self.generator,
-                                  lambda n: skellam_counts(self.device, n, self.poisson_mean))
+        noised, draw = on_lattice(
+            u, self.lattice.gamma, self.generator, lambda n: skellam_counts(self.device, n, self.poisson_mean)
+        )
         self.distribution = draw.distribution
         return as_release(noised, self.lattice.gamma, u)
 
@@ -112,14 +120,17 @@ class DigitizedRelease:
 
     mechanism = "digitized"
 
-    def __init__(self, device: Device[Any], lattice: DigitizedLattice, reads: int,
-                 generator: SecureGenerator | None = None) -> None:
+    def __init__(
+        self, device: Device[Any], lattice: DigitizedLattice, reads: int, generator: SecureGenerator | None = None
+    ) -> None:
         if not device.capabilities.digitized_noise:
             device.digitized_read_law()  # names why
             raise DeviceUnavailable(f"profile {device.profile.label!r} gives no digitized privacy noise")
         if device.digitized_read_law() != lattice.law:
-            raise DeviceUnavailable(f"profile {device.profile.label!r}: the camera's read law changed since the "
-                                    "noise was planned (temperature or calibration); plan again")
+            raise DeviceUnavailable(
+                f"profile {device.profile.label!r}: the camera's read law changed since the "
+                "noise was planned (temperature or calibration); plan again"
+            )
         self.device, self.lattice, self.reads = device, lattice, int(reads)
         self.generator = generator or SecureGenerator()
         self.distribution: NoiseDistribution | None = None
@@ -138,6 +149,8 @@ class DigitizedRelease:
     def _counts(self, n_values: int) -> PrivacyCounts:
         draw = self.device.draw_digitized_counts(n_values, self.reads)
         if draw.distribution.reads_per_value != self.reads or draw.counts.numel() != n_values:
-            raise DeviceUnavailable(f"device delivered {draw.distribution.reads_per_value} reads per count for "
-                                    f"{draw.counts.numel()} values; planned {self.reads} for {n_values}")
+            raise DeviceUnavailable(
+                f"device delivered {draw.distribution.reads_per_value} reads per count for "
+                f"{draw.counts.numel()} values; planned {self.reads} for {n_values}"
+            )
         return draw

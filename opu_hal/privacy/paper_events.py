@@ -150,11 +150,9 @@ class SampledWithRejectionGaussianEvent(Event):
             raise PrivacyParameterError(f"SRGM bound needs noise_multiplier sigma_0 >= 4, got {sigma}")
         if not (is_count(self.min_dataset_size) and self.min_dataset_size > 1):
             raise PrivacyParameterError(f"min_dataset_size must be an integer > 1, got {self.min_dataset_size!r}")
-        if not (is_count(self.min_batch_size)
-                and 1 <= self.min_batch_size <= q * self.min_dataset_size):
+        if not (is_count(self.min_batch_size) and 1 <= self.min_batch_size <= q * self.min_dataset_size):
             raise PrivacyParameterError(
-                f"SRGM bound needs 1 <= N_B <= q * N = {q * self.min_dataset_size:g}, "
-                f"got N_B = {self.min_batch_size!r}"
+                f"SRGM bound needs 1 <= N_B <= q * N = {q * self.min_dataset_size:g}, got N_B = {self.min_batch_size!r}"
             )
 
     def order_is_valid(self, alpha: float) -> bool:
@@ -216,7 +214,8 @@ PHOTONIC_DP_UNBOUNDED_REASON = (
     "the span of the batch's clipped inputs h_i and the noise cannot hide a direction: for a dataset "
     "whose other clipped inputs share one direction and a neighbour whose input does not, the update "
     "has rank 1 without it and rank 2 whenever it is sampled, so delta >= m/N at every epsilon and the "
-    "Renyi divergence is infinite at every order; eq. 17 is only the paper's claim")
+    "Renyi divergence is infinite at every order; eq. 17 is only the paper's claim"
+)
 
 
 @dataclass(frozen=True)

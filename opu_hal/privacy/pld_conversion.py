@@ -19,8 +19,9 @@ PLD_MAX_POINTS = 1_000_000  # grid points of the composed PLD: a few hundred MB 
 PLD_TAIL_MASS = 1e-15
 
 
-def grid_interval(rdp: np.ndarray, orders: np.ndarray, finest: float = PLD_FINEST_INTERVAL,
-                  max_points: int = PLD_MAX_POINTS) -> float:
+def grid_interval(
+    rdp: np.ndarray, orders: np.ndarray, finest: float = PLD_FINEST_INTERVAL, max_points: int = PLD_MAX_POINTS
+) -> float:
     """The finest discretization interval (``>= finest``) whose PLD grid has at most ``max_points``
     points, so memory and time stay bounded (a coarser grid is still a pessimistic PLD).
 
@@ -39,14 +40,19 @@ def check_pld_event(event: Event, neighboring: Neighboring) -> None:
     if not event.pld_supported or event.pld_event(neighboring) is None or event.total_variation() > 0:
         raise PrivacyParameterError(
             f"the PLD accountant does not cover {type(event).__name__}; account this run with RDP "
-            "(conversion 'rdp', --accounting rdp)")
+            "(conversion 'rdp', --accounting rdp)"
+        )
 
 
-def composed_pld(totals: dict[Event, int], neighboring: Neighboring,
-                 interval: float) -> dp_accounting.pld.PLDAccountant:
+def composed_pld(
+    totals: dict[Event, int], neighboring: Neighboring, interval: float
+) -> dp_accounting.pld.PLDAccountant:
     """dp-accounting's PLD accountant holding per-event ``totals`` on a loss grid of ``interval``."""
-    composed = [dp_accounting.SelfComposedDpEvent(event.pld_event(neighboring), count)
-                for event, count in totals.items() if count]
+    composed = [
+        dp_accounting.SelfComposedDpEvent(event.pld_event(neighboring), count)
+        for event, count in totals.items()
+        if count
+    ]
     pld = dp_accounting.pld.PLDAccountant(_LIBRARY_RELATION[neighboring], value_discretization_interval=interval)
     pld.compose(dp_accounting.ComposedDpEvent(composed))
     return pld

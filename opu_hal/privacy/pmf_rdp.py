@@ -80,13 +80,13 @@ class AccountedPMF:
 
     def shifted(self, bound: np.ndarray, k: int, length: int, start: int) -> np.ndarray:
         """``bound(n - k)`` for ``n = offset + start .. offset + start + length - 1``."""
-        return bound[start - k:start - k + length]
+        return bound[start - k : start - k + length]
 
     def integer_shift_log_moment(self, alpha: int, s: int) -> float:
         """Upper bound on ``log sum_n p_bar(n - s)^alpha p_bar(n)^(1 - alpha)``."""
         length = len(self.log_hi) - abs(s)
         start = max(s, 0)
-        terms = alpha * self.shifted(self.log_hi, s, length, start) + (1 - alpha) * self.log_lo[start:start + length]
+        terms = alpha * self.shifted(self.log_hi, s, length, start) + (1 - alpha) * self.log_lo[start : start + length]
         tail = math.log(MIX) + alpha * abs(s) / self.beta
         return float(np.logaddexp(logsumexp(terms), tail))
 
@@ -103,8 +103,14 @@ class AccountedPMF:
                 hi = {k: np.exp(self.shifted(self.log_hi, k, length, start) - den_lo) for k in (-1, 0, 1, 2)}
                 lo = {k: np.exp(self.shifted(self.log_lo, k, length, start) - den_hi) for k in (-1, 0, 1, 2)}
             first = np.maximum(hi[1] - lo[0], hi[0] - lo[1])
-            second = np.maximum.reduce([hi[2] - 2 * lo[1] + hi[0], 2 * hi[1] - lo[2] - lo[0],
-                                        hi[1] - 2 * lo[0] + hi[-1], 2 * hi[0] - lo[1] - lo[-1]])
+            second = np.maximum.reduce(
+                [
+                    hi[2] - 2 * lo[1] + hi[0],
+                    2 * hi[1] - lo[2] - lo[0],
+                    hi[1] - 2 * lo[0] + hi[-1],
+                    2 * hi[0] - lo[1] - lo[-1],
+                ]
+            )
             with np.errstate(divide="ignore", invalid="ignore"):
                 log_first, log_second = np.log(np.abs(first)), np.log(np.abs(second))
                 log_h = np.log(np.abs(first) + np.abs(second))
@@ -158,5 +164,3 @@ def pmf_coefficients(noise: NoisePMF, max_shift: int) -> tuple[np.ndarray, float
             shift_rdp[s] = max(moment, 0.0) / (alpha - 1)
         kappa[alpha] = max(_near(alpha, terms), _far(alpha, shift_rdp))
     return kappa, model.tau
-
-

@@ -101,8 +101,7 @@ def _near_terms(poisson_mean: float) -> tuple[float, float, np.ndarray]:
         ratio = {k: np.exp(log_p[k][keep] - log_p[e][keep]) for k in (-1, 0, 1, 2)}
         weight = np.exp(log_p[e][keep])
         first = ratio[1] - ratio[0]
-        second = np.maximum(np.abs(ratio[2] - 2 * ratio[1] + ratio[0]),
-                            np.abs(ratio[1] - 2 * ratio[0] + ratio[-1]))
+        second = np.maximum(np.abs(ratio[2] - 2 * ratio[1] + ratio[0]), np.abs(ratio[1] - 2 * ratio[0] + ratio[-1]))
         a = max(a, float(np.sum(weight * first**2)))
         b = max(b, float(np.sum(weight * second**2)))
         with np.errstate(divide="ignore"):
@@ -154,7 +153,8 @@ def rounding_rdp_coefficient(orders: np.ndarray, poisson_mean: float) -> np.ndar
     """``kappa_alpha(lambda)`` at each order: inf at non-integer orders and above :data:`MAX_ORDER`."""
     if not (math.isfinite(poisson_mean) and poisson_mean >= MIN_POISSON_MEAN):
         raise PrivacyParameterError(
-            f"the per-coordinate rounding analysis needs a Poisson mean >= {MIN_POISSON_MEAN:g}, got {poisson_mean}")
+            f"the per-coordinate rounding analysis needs a Poisson mean >= {MIN_POISSON_MEAN:g}, got {poisson_mean}"
+        )
     orders = np.asarray(orders, dtype=np.float64)
     out = np.full(orders.shape, np.inf)
     for index, alpha in np.ndenumerate(orders):

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Literal
 
 from .events import (
     Event,
@@ -27,8 +28,10 @@ SAMPLINGS = ("poisson", "fixed", "rejection")
 MAX_STEPS = 10**8
 Sampling = Literal["poisson", "fixed", "rejection"]
 
-RELATION_WORDS = {"add_remove": "add/remove-one (e.g. C for a sum clipped to C)",
-                  "replace_one": "replace-one (e.g. 2C for a sum clipped to C)"}
+RELATION_WORDS = {
+    "add_remove": "add/remove-one (e.g. C for a sum clipped to C)",
+    "replace_one": "replace-one (e.g. 2C for a sum clipped to C)",
+}
 
 
 def steps_for(dataset_size: int, batch_size: int, *, epochs: float | None = None, steps: int | None = None) -> int:
@@ -38,7 +41,9 @@ def steps_for(dataset_size: int, batch_size: int, *, epochs: float | None = None
         raise PrivacyParameterError(f"need 1 <= batch_size <= dataset_size and dataset_size >= 2, got {m} and {n}")
     if steps is None:
         if epochs is None or not (math.isfinite(epochs) and 0 < epochs <= MAX_STEPS * m / n):
-            raise PrivacyParameterError(f"epochs must be finite, > 0 and give at most {MAX_STEPS:g} steps, got {epochs}")
+            raise PrivacyParameterError(
+                f"epochs must be finite, > 0 and give at most {MAX_STEPS:g} steps, got {epochs}"
+            )
         steps = math.ceil(epochs * n / m)
     if not 1 <= steps <= MAX_STEPS:
         raise PrivacyParameterError(f"steps must be in [1, {MAX_STEPS:g}], got {steps}")

@@ -65,15 +65,15 @@ if TYPE_CHECKING:
     from .run_shape import RunShape
 
 
-def skellam_rdp(orders: np.ndarray, l2_sensitivity: float, l1_sensitivity: float,
-                poisson_mean: float) -> np.ndarray:
+def skellam_rdp(orders: np.ndarray, l2_sensitivity: float, l1_sensitivity: float, poisson_mean: float) -> np.ndarray:
     """Agarwal-Kairouz-Liu bound (Theorem 3.5) for Skellam(lambda, lambda) noise; inf at non-integer
     orders. ``poisson_mean`` is ``lambda``, the mean of each of the two counts."""
     orders = np.asarray(orders, dtype=np.float64)
     lam, d2sq, d1 = poisson_mean, l2_sensitivity**2, l1_sensitivity
     with np.errstate(over="ignore", invalid="ignore"):
         curve = orders * d2sq / (4 * lam) + np.minimum(
-            ((2 * orders - 1) * d2sq + 6 * d1) / (16 * lam**2), 3 * d1 / (4 * lam))
+            ((2 * orders - 1) * d2sq + 6 * d1) / (16 * lam**2), 3 * d1 / (4 * lam)
+        )
     return np.where(integer_orders(orders), curve, np.inf)
 
 
@@ -203,12 +203,14 @@ def required_poisson_mean(target_epsilon: float, delta: float, shape: RunShape) 
     sensitivities are ``(k + 1) sqrt(d)`` and ``(k + 1) d`` lattice units (:class:`SkellamLattice`)."""
     if getattr(shape, "sampling", "fixed") != "fixed":
         raise PrivacyParameterError(
-            f"the lattice Skellam mechanism is accounted for fixed-size batches (--sampling fixed), got {shape.sampling!r}")
+            f"the lattice Skellam mechanism is accounted for fixed-size batches (--sampling fixed), got {shape.sampling!r}"
+        )
     dimension, resolution = getattr(shape, "dimension", None), getattr(shape, "lattice_resolution", None)
     if not (isinstance(dimension, int) and dimension >= 1 and resolution is not None and resolution > 0):
         raise PrivacyParameterError(
             "the lattice Skellam mechanism needs the update's dimension d >= 1 (--dimension) and the lattice "
-            f"resolution k > 0 (--lattice-resolution); got d={dimension!r}, k={resolution!r}")
+            f"resolution k > 0 (--lattice-resolution); got d={dimension!r}, k={resolution!r}"
+        )
     analysis = getattr(shape, "rounding_analysis", None) or "worst-case"
     lattice = SkellamLattice(dimension, 1.0, float(resolution), analysis)
 

@@ -4,7 +4,7 @@ Skellam events of :mod:`.skellam` and :mod:`.rounding`)."""
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy.special import gammaln
@@ -31,8 +31,9 @@ def _log_comb(n: int, k: np.ndarray) -> np.ndarray:
     return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
 
 
-def subsampled_without_replacement_rdp(base: Callable[[np.ndarray], np.ndarray], sampling_rate: float,
-                                       orders: np.ndarray) -> np.ndarray:
+def subsampled_without_replacement_rdp(
+    base: Callable[[np.ndarray], np.ndarray], sampling_rate: float, orders: np.ndarray
+) -> np.ndarray:
     """Wang-Balle-Kasiviswanathan 2019, Theorem 9, for a base mechanism with ``eps(inf) = inf``:
 
         eps'(alpha) <= log(1 + q^2 C(alpha, 2) min(4 (e^eps(2) - 1), 2 e^eps(2))
@@ -49,9 +50,11 @@ def subsampled_without_replacement_rdp(base: Callable[[np.ndarray], np.ndarray],
             continue
         a = int(alpha)
         eps2 = float(base(np.array([2.0]))[0])
-        second = 2 * math.log(q) + float(_log_comb(a, np.array([2]))[0]) + min(
-            math.log(4) + eps2 + math.log(-math.expm1(-eps2)) if eps2 > 0 else -math.inf,
-            eps2 + math.log(2))
+        second = (
+            2 * math.log(q)
+            + float(_log_comb(a, np.array([2]))[0])
+            + min(math.log(4) + eps2 + math.log(-math.expm1(-eps2)) if eps2 > 0 else -math.inf, eps2 + math.log(2))
+        )
         terms = [0.0, second]
         if a >= 3:
             j = np.arange(3, a + 1, dtype=np.float64)

@@ -33,8 +33,8 @@ accept no smaller mean or are silent on it, and below 1 the ``log(mu)`` term is 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
@@ -62,7 +62,7 @@ class TruncatedNegativeBinomial:
             raise PrivacyParameterError(f"gamma must be in (0, 1), got {self.gamma!r}")
 
     @classmethod
-    def with_mean(cls, mean: float, eta: float) -> "TruncatedNegativeBinomial":
+    def with_mean(cls, mean: float, eta: float) -> TruncatedNegativeBinomial:
         """The law with ``E[K] = mean`` (``mean > 1``), by bisection on ``gamma`` (the mean falls
         as ``gamma`` grows, from infinity to 1)."""
         if not (is_real(mean) and 1 < mean < MAX_RUNS / 100):
@@ -92,15 +92,18 @@ class TruncatedNegativeBinomial:
             log_p: np.ndarray = k * math.log1p(-gamma) - np.log(k) - math.log(math.log(1 / gamma))
             return log_p
         from scipy.special import gammaln
+
         # prod_{l<k} (l + eta) / (l + 1) = Gamma(k + eta) / (Gamma(eta) k!), its sign that of eta.
-        log_prod = gammaln(k + eta) - gammaln(eta) - gammaln(k + 1) if eta > 0 else (
-            gammaln(k + eta) - gammaln(eta + 1) + math.log(-eta) - gammaln(k + 1))
+        log_prod = (
+            gammaln(k + eta) - gammaln(eta) - gammaln(k + 1)
+            if eta > 0
+            else (gammaln(k + eta) - gammaln(eta + 1) + math.log(-eta) - gammaln(k + 1))
+        )
         return k * math.log1p(-gamma) + log_prod - math.log(abs(gamma**-eta - 1))
 
     def sample(self, uniform: float) -> int:
         """``K`` by inversion of the CDF at ``uniform`` in [0, 1) (from the secure generator)."""
         return sample_by_inversion(self.log_pmf, 1, uniform)
-
 
     def tuning_rdp(self, orders: Curve, rdp: Curve) -> np.ndarray:
         """Theorem 2's curve for this law (:func:`tnb_tuning_rdp`)."""
@@ -136,7 +139,8 @@ class PoissonRuns:
         if not (is_real(self.mu) and 1 <= self.mu < MAX_RUNS / 100):
             raise PrivacyParameterError(
                 f"the Poisson mean number of runs mu must be in [1, {MAX_RUNS // 100}), got {self.mu!r} "
-                "(Theorem 6 is used for mu >= 1 only)")
+                "(Theorem 6 is used for mu >= 1 only)"
+            )
 
     @property
     def mean(self) -> float:
@@ -153,8 +157,7 @@ class PoissonRuns:
         """``K`` by inversion of the CDF at ``uniform`` in [0, 1) (from the secure generator); may be 0."""
         return sample_by_inversion(self.log_pmf, 0, uniform)
 
-    def tuning_rdp(self, orders: Curve, rdp: Curve,
-                   delta_hat: Callable[[float], float] | None = None) -> np.ndarray:
+    def tuning_rdp(self, orders: Curve, rdp: Curve, delta_hat: Callable[[float], float] | None = None) -> np.ndarray:
         """Theorem 6's curve for this law (:func:`poisson_tuning_rdp`)."""
         return poisson_tuning_rdp(orders, rdp, self, delta_hat)
 
@@ -210,8 +213,9 @@ def _check_curve(orders: Curve, rdp: Curve) -> tuple[np.ndarray, np.ndarray]:
     return lam, eps
 
 
-def poisson_tuning_rdp(orders: Curve, rdp: Curve, law: PoissonRuns,
-                       delta_hat: Callable[[float], float] | None = None) -> np.ndarray:
+def poisson_tuning_rdp(
+    orders: Curve, rdp: Curve, law: PoissonRuns, delta_hat: Callable[[float], float] | None = None
+) -> np.ndarray:
     """Theorem 6 at every order ``lambda`` of ``orders``: the RDP of the best of ``K ~ Poisson(mu)``
     runs (``⊥`` when ``K = 0``) of a mechanism whose RDP curve is ``rdp``, with
     ``eps_hat = log(1 + 1/(lambda - 1))`` and ``delta_hat = delta_hat(eps_hat)``: by default the
@@ -220,8 +224,10 @@ def poisson_tuning_rdp(orders: Curve, rdp: Curve, law: PoissonRuns,
     pass it. Infinite where the per-run curve is."""
     lam, eps = _check_curve(orders, rdp)
     if delta_hat is None:
+
         def delta_hat(epsilon: float) -> float:
             return float(rdp_lib.compute_delta(lam, eps, epsilon)[0])
+
     out = np.full_like(lam, np.inf)
     for i, (order, value) in enumerate(zip(lam, eps)):
         if math.isfinite(value):
@@ -253,8 +259,9 @@ def tuning_epsilon(orders: Curve, rdp: Curve, delta: float) -> tuple[float, floa
     ``compute_epsilon``, Canonne, Kamath and Steinke 2020, Prop. 12)."""
     if not (is_real(delta) and 0 < delta < 1):
         raise PrivacyParameterError(f"delta must be in (0, 1), got {delta!r}")
-    epsilon, order = rdp_lib.compute_epsilon(np.asarray(orders, dtype=np.float64),
-                                             np.asarray(rdp, dtype=np.float64), delta)
+    epsilon, order = rdp_lib.compute_epsilon(
+        np.asarray(orders, dtype=np.float64), np.asarray(rdp, dtype=np.float64), delta
+    )
     if math.isnan(epsilon):
         raise PrivacyParameterError("epsilon came out NaN")
     return float(epsilon), float(order)

@@ -53,7 +53,9 @@ def plugin_profile_dirs() -> list[Path]:
             target = entry.load()
             folder = Path(target() if callable(target) else target)
         except PLUGIN_FAILURES as exc:
-            warnings.warn(f"profile entry point {entry.name!r} ({entry.value}) failed to load: {type(exc).__name__}: {exc}")
+            warnings.warn(
+                f"profile entry point {entry.name!r} ({entry.value}) failed to load: {type(exc).__name__}: {exc}"
+            )
             continue
         if folder.is_dir():
             found.append(folder)

@@ -139,8 +139,10 @@ def _first_claim(name: str, first: str, second: str) -> str:
     builtin = BUILTIN_SPECS.get(name)
     kept = builtin if builtin in (first, second) else first
     refused = second if kept == first else first
-    warnings.warn(f"backend {name!r} is provided by both {first} and {second}; kept {kept}, refused {refused} "
-                  "(a plugin cannot replace another backend: give it its own name)")
+    warnings.warn(
+        f"backend {name!r} is provided by both {first} and {second}; kept {kept}, refused {refused} "
+        "(a plugin cannot replace another backend: give it its own name)"
+    )
     return kept
 
 
@@ -162,8 +164,10 @@ def _discover() -> dict[str, tuple[BackendSpec, Origin]]:
         found: dict[str, tuple[BackendSpec, Origin]] = {}
         for name, value in BUILTIN_SPECS.items():  # built-ins first, whichever way they came
             if name in from_entry_points and claimed[name] != value:  # a plugin under a built-in's name
-                warnings.warn(f"backend {name!r} is built into opu_hal ({value}); the entry point {claimed[name]} "
-                              "that also provides it is refused (give the plugin its own name)")
+                warnings.warn(
+                    f"backend {name!r} is built into opu_hal ({value}); the entry point {claimed[name]} "
+                    "that also provides it is refused (give the plugin its own name)"
+                )
                 del from_entry_points[name]
             if name in from_entry_points:
                 found[name] = (from_entry_points.pop(name), "entry point")

@@ -34,8 +34,9 @@ def splitmix64(counters: torch.Tensor, seed: int) -> torch.Tensor:
     return z ^ _shift_right(z, 31)
 
 
-def gaussian(seed: int, start: int, count: int, device: torch.device | str = "cpu",
-             dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def gaussian(
+    seed: int, start: int, count: int, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
     """Entries ``start .. start + count - 1`` of the standard normal stream of ``seed``."""
     if start < 0 or count < 0:
         raise ValueError(f"stream slice start {start}, count {count}: both must be >= 0")
@@ -48,4 +49,4 @@ def gaussian(seed: int, start: int, count: int, device: torch.device | str = "cp
     angle = 2.0 * math.pi * u2
     normals = torch.stack((radius * torch.cos(angle), radius * torch.sin(angle)), dim=1).reshape(-1)
     offset = start - 2 * first_pair
-    return normals[offset:offset + count].to(dtype)
+    return normals[offset : offset + count].to(dtype)

@@ -39,8 +39,9 @@ class KeyedStream:
 
         start = self._block
         self._block += chacha.blocks_for(n)  # reserved before they are computed: never read twice
-        return keyed_draws.serial_uniforms(self._key, np.uint64(start), np.uint32(SAMPLING_NONCE), np.uint32(0),
-                                           np.empty(n))
+        return keyed_draws.serial_uniforms(
+            self._key, np.uint64(start), np.uint32(SAMPLING_NONCE), np.uint32(0), np.empty(n)
+        )
 
     def integers_below(self, bounds: np.ndarray) -> np.ndarray:
         """One integer uniform in ``[0, bounds[i])`` per bound (each ``1 <= bound <= 2^53``), exactly:

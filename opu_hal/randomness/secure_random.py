@@ -35,25 +35,31 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
-from ..runtime.compute import compiled_ready, triton_ready
 from ..contract.errors import OpuHalError
+from ..runtime.compute import compiled_ready, triton_ready
 
 GENERATOR_NAME = "ChaCha20 (randomgen), 256-bit key from os.urandom"
 CUDA_GENERATOR_NAME = "ChaCha20 (Triton kernel on the GPU; Box-Muller normals), 256-bit key from os.urandom"
-COUNTS_GENERATOR_NAME = ("ChaCha20 (Poisson counts by PTRS on a compiled counter-mode keystream; other draws "
-                         "randomgen), 256-bit keys from os.urandom")
+COUNTS_GENERATOR_NAME = (
+    "ChaCha20 (Poisson counts by PTRS on a compiled counter-mode keystream; other draws "
+    "randomgen), 256-bit keys from os.urandom"
+)
 COUNTS_NONCE = 1  # the CPU counts' nonce on the counter-mode stream (the GPU normals use 0)
 NORMALS_NONCE = 2  # the CPU normals' nonce on the counter-mode stream
 UNIFORMS_NONCE = 3  # the CPU uniforms' nonce on the counter-mode stream (lattice rounding, audits)
 COUNTER_STREAM, RANDOMGEN_STREAM = "counter", "randomgen"  # the CPU normals' and uniforms' sources
-COUNTER_DRAWS = {"normals": "normals by the Marsaglia-Tsang ziggurat", "counts": "Poisson counts by PTRS",
-                 "uniforms": "uniforms"}  # what a generator's name says it drew from the counter-mode stream
+COUNTER_DRAWS = {
+    "normals": "normals by the Marsaglia-Tsang ziggurat",
+    "counts": "Poisson counts by PTRS",
+    "uniforms": "uniforms",
+}  # what a generator's name says it drew from the counter-mode stream
 PTRS_MIN_MEAN = 10.0  # the compiled counts' range (PTRS); smaller means take numpy's sampler
 KEYED_GENERATOR_NAME = "ChaCha20 (randomgen) keyed per step by BLAKE2b-256 of a 256-bit key from os.urandom"
 MIN_SECRET_KEY_BITS = 128  # project rule: secrets are at least 128 bits end to end
@@ -106,8 +112,9 @@ def keyed_generator(key: str, stream: str, index: int) -> np.random.Generator:
     return _chacha(stream_key(key, stream, index))
 
 
-def torch_normal(generator: np.random.Generator, shape: Sequence[int],
-                 dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def torch_normal(
+    generator: np.random.Generator, shape: Sequence[int], dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
     """I.i.d. N(0, 1) values of ``shape`` from ``generator`` (numpy's ziggurat) as a CPU tensor."""
     wide = dtype == torch.float64
     values = generator.standard_normal(tuple(shape), dtype=np.float64 if wide else np.float32)
@@ -180,8 +187,10 @@ class SecureGenerator:
         if not self.counter_draws:
             return GENERATOR_NAME
         served = " and ".join(COUNTER_DRAWS[kind] for kind in COUNTER_DRAWS if kind in self.counter_draws)
-        return (f"ChaCha20 ({served} on a compiled counter-mode keystream; other draws randomgen), "
-                "256-bit keys from os.urandom")
+        return (
+            f"ChaCha20 ({served} on a compiled counter-mode keystream; other draws randomgen), "
+            "256-bit keys from os.urandom"
+        )
 
     # -- secret state (checkpoints only) ---------------------------------------------------------
     def secret_state(self) -> dict[str, Any]:
@@ -191,11 +200,15 @@ class SecureGenerator:
         for stream in self._streams:
             inner = stream.bit_generator.state["state"]
             states.append({k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in inner.items()})
-        return {"generator": self.name, "streams": states, "cpu_stream": self.cpu_stream,
-                "cuda": {"key": self._cuda_key.hex(), "block": self._cuda_block}}
+        return {
+            "generator": self.name,
+            "streams": states,
+            "cpu_stream": self.cpu_stream,
+            "cuda": {"key": self._cuda_key.hex(), "block": self._cuda_block},
+        }
 
     @classmethod
-    def from_secret_state(cls, state: dict[str, Any]) -> "SecureGenerator":
+    def from_secret_state(cls, state: dict[str, Any]) -> SecureGenerator:
         """The generator :meth:`secret_state` describes, continuing exactly where it stopped."""
         try:
             streams = state["streams"]
@@ -203,9 +216,12 @@ class SecureGenerator:
             for stream, inner in zip(generator._streams, streams):
                 stream.bit_generator.state = {
                     "bit_generator": "randomgen.chacha.ChaCha",
-                    "state": {"block": np.asarray(inner["block"], dtype=np.uint32),
-                              "keysetup": np.asarray(inner["keysetup"], dtype=np.uint32),
-                              "ctr": np.asarray(inner["ctr"], dtype=np.uint64), "rounds": int(inner["rounds"])},
+                    "state": {
+                        "block": np.asarray(inner["block"], dtype=np.uint32),
+                        "keysetup": np.asarray(inner["keysetup"], dtype=np.uint32),
+                        "ctr": np.asarray(inner["ctr"], dtype=np.uint64),
+                        "rounds": int(inner["rounds"]),
+                    },
                 }
             # states written before the counter-mode normals drew every CPU normal from randomgen
             generator.cpu_stream = state.get("cpu_stream", RANDOMGEN_STREAM)
@@ -248,8 +264,10 @@ class SecureGenerator:
         if self.cpu_stream == RANDOMGEN_STREAM:
             return False
         if not compiled_ready(torch.device("cpu")):
-            raise OpuHalError("this secure generator draws its CPU normals from the compiled ChaCha20 stream, "
-                              "which needs Numba (and OPU_HAL_NO_NUMBA unset) to replay a checkpoint exactly")
+            raise OpuHalError(
+                "this secure generator draws its CPU normals from the compiled ChaCha20 stream, "
+                "which needs Numba (and OPU_HAL_NO_NUMBA unset) to replay a checkpoint exactly"
+            )
         return True
 
     def _counter_normals(self, n: int) -> np.ndarray:

@@ -19,9 +19,9 @@ def resolve_torch_device(requested: str, key: str = "device") -> torch.device:
         return torch.device("cuda")
     if requested == "cuda":
         raise DeviceUnavailable(
-            f"profile asks for {key} = \"cuda\" but torch sees no CUDA device "
+            f'profile asks for {key} = "cuda" but torch sees no CUDA device '
             f"(torch {torch.__version__}, CUDA build: {torch.version.cuda or 'no'}); "
-            f"set {key} = \"auto\" or \"cpu\" in the profile"
+            f'set {key} = "auto" or "cpu" in the profile'
         )
     return torch.device("cpu")
 

@@ -107,5 +107,7 @@ def check_rows_fit(rows: int, in_features: int, out_features: int, peak_factor: 
     need = rows * row_bytes(in_features, out_features, peak_factor)
     left = available_bytes()
     if need > left // 2:
-        raise HostMemoryError(f"a batch of {rows} rows needs about {gib(need)} to project on {label!r}; "
-                              f"{gib(left)} is available (half of it may be used): project fewer rows per call")
+        raise HostMemoryError(
+            f"a batch of {rows} rows needs about {gib(need)} to project on {label!r}; "
+            f"{gib(left)} is available (half of it may be used): project fewer rows per call"
+        )

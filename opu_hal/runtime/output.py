@@ -45,8 +45,10 @@ def missing_folder_problem(option: str, path: str | os.PathLike[str]) -> str | N
     folder = missing_folder(path)
     if folder is None or unwritable_reason(path) is not None:
         return None  # it exists, or it could not be created (/proc/x): the command's own check says why
-    return (f"{option} {path}: the folder {folder} does not exist; create it first (mkdir -p {folder}) "
-            "or give a path in an existing folder")
+    return (
+        f"{option} {path}: the folder {folder} does not exist; create it first (mkdir -p {folder}) "
+        "or give a path in an existing folder"
+    )
 
 
 def silence_stdout() -> int:

@@ -36,8 +36,10 @@ def plot_format_reason(path: str | os.PathLike[str]) -> str | None:
     """Why matplotlib cannot write a plot at ``path`` by its extension (None when it can)."""
     suffix = Path(path).suffix.lower().lstrip(".")
     if suffix not in PLOT_FORMATS:
-        return (f"the extension {('.' + suffix) if suffix else '(none)'} is not a plot format; "
-                f"allowed: {', '.join('.' + s for s in PLOT_FORMATS)}")
+        return (
+            f"the extension {('.' + suffix) if suffix else '(none)'} is not a plot format; "
+            f"allowed: {', '.join('.' + s for s in PLOT_FORMATS)}"
+        )
     return None
 
 

@@ -37,16 +37,30 @@ def main() -> None:
     parser.add_argument("--delta", type=float, default=1e-5)
     args = parser.parse_args()
     n = args.dataset_size
-    print("| batch | epochs | epsilon | fixed, replace-one: z / noise per C | poisson, add/remove: z / noise per C | ratio |")
+    print(
+        "| batch | epochs | epsilon | fixed, replace-one: z / noise per C | poisson, add/remove: z / noise per C | ratio |"
+    )
     print("| --- | --- | --- | --- | --- | --- |")
     for batch, epochs in SHAPES:
         for epsilon in (3.0, 8.0):
-            fixed = noise_multiplier(lambda z, batch=batch: FixedSizeGaussianEvent(n, batch, z), "replace_one",
-                                     epochs * (n // batch), epsilon, args.delta)
-            poisson = noise_multiplier(lambda z, batch=batch: PoissonGaussianEvent(batch / n, z), "add_remove",
-                                       epochs * (n // batch), epsilon, args.delta)
-            print(f"| {batch} | {epochs} | {epsilon:g} | {fixed:.3f} / {2 * fixed:.3f} | {poisson:.3f} / {poisson:.3f} "
-                  f"| {2 * fixed / poisson:.2f} |")
+            fixed = noise_multiplier(
+                lambda z, batch=batch: FixedSizeGaussianEvent(n, batch, z),
+                "replace_one",
+                epochs * (n // batch),
+                epsilon,
+                args.delta,
+            )
+            poisson = noise_multiplier(
+                lambda z, batch=batch: PoissonGaussianEvent(batch / n, z),
+                "add_remove",
+                epochs * (n // batch),
+                epsilon,
+                args.delta,
+            )
+            print(
+                f"| {batch} | {epochs} | {epsilon:g} | {fixed:.3f} / {2 * fixed:.3f} | {poisson:.3f} / {poisson:.3f} "
+                f"| {2 * fixed / poisson:.2f} |"
+            )
 
 
 if __name__ == "__main__":

@@ -21,15 +21,16 @@ import torch
 
 from trainers.core.clipping import clip_norm
 from trainers.core.cnn import CNN
+from trainers.core.per_example import conv_patches, conv_squared_norms
+from trainers.methods.base import output_error
 from trainers.run.config import TrainConfig
 from trainers.run.loop import Trainer
-from trainers.methods.base import output_error
-from trainers.core.per_example import conv_patches, conv_squared_norms
 
 SETTINGS = {
     "mlp": dict(hidden=(256,), tau_h=5.0, batch_size=2048, lr=1.5e-3),
-    "cnn": dict(model="cnn", hidden=(16, 32), conv_strides=(2, 1), head_hidden=(32,), tau_h=1.0,
-                batch_size=8192, lr=4e-3),
+    "cnn": dict(
+        model="cnn", hidden=(16, 32), conv_strides=(2, 1), head_hidden=(32,), tau_h=1.0, batch_size=8192, lr=4e-3
+    ),
 }
 
 
@@ -61,14 +62,24 @@ def main() -> None:
     parser.add_argument("--model", choices=tuple(SETTINGS), default="mlp")
     parser.add_argument("--epochs", type=int, default=0)
     args = parser.parse_args()
-    config = TrainConfig.for_method("dp-dfa", features="scatter", activation="tanh", tau_e=0.05, compute="cpu",
-                                    target_epsilon=8.0, epochs=max(args.epochs, 1), alignment=False,
-                                    **SETTINGS[args.model])
+    config = TrainConfig.for_method(
+        "dp-dfa",
+        features="scatter",
+        activation="tanh",
+        tau_e=0.05,
+        compute="cpu",
+        target_epsilon=8.0,
+        epochs=max(args.epochs, 1),
+        alignment=False,
+        **SETTINGS[args.model],
+    )
     with Trainer(config, progress=False, log=lambda message: None) as trainer:
         if args.epochs:
             trainer.run(max_epochs=args.epochs)
-        print(f"dp-dfa {args.model}, after {args.epochs} epoch(s): per-example update / tau_c "
-              f"(tau_c = {trainer.method.conv_clip:.4g}; every layer is allotted 1.0)")
+        print(
+            f"dp-dfa {args.model}, after {args.epochs} epoch(s): per-example update / tau_c "
+            f"(tau_c = {trainer.method.conv_clip:.4g}; every layer is allotted 1.0)"
+        )
         print(f"{'layer':>10} {'median':>8} {'p90':>8}")
         for name, use in budget_use(trainer):
             print(f"{name:>10} {float(use.median()):8.3f} {float(use.quantile(0.9)):8.3f}")

@@ -42,8 +42,10 @@ def main() -> None:
     images = reference_images()
     coefficients = Scattering2D(J=2, shape=(28, 28))(images.unsqueeze(1)).reshape(len(images), 81, 7, 7)
     torch.save({"images": images, "coefficients": coefficients, "kymatio": kymatio.__version__}, OUT)
-    print(f"wrote {OUT.relative_to(Path.cwd()) if OUT.is_relative_to(Path.cwd()) else OUT}: "
-          f"{tuple(coefficients.shape)} coefficients from kymatio {kymatio.__version__}")
+    print(
+        f"wrote {OUT.relative_to(Path.cwd()) if OUT.is_relative_to(Path.cwd()) else OUT}: "
+        f"{tuple(coefficients.shape)} coefficients from kymatio {kymatio.__version__}"
+    )
 
 
 if __name__ == "__main__":

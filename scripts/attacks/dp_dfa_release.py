@@ -23,9 +23,9 @@ import numpy as np
 import torch
 
 import opu_hal
-from trainers.run.config import TrainConfig
-from trainers.methods import METHODS, MethodContext
 from trainers.core.model import MLP
+from trainers.methods import METHODS, MethodContext
+from trainers.run.config import TrainConfig
 
 
 def _flat_grads(model) -> torch.Tensor:
@@ -33,8 +33,9 @@ def _flat_grads(model) -> torch.Tensor:
 
 
 def build(profile: str, seed: int):
-    config = TrainConfig.for_method("dp-dfa", noise_source="device", profile=profile, noise_multiplier=1.0,
-                                    batch_size=16, hidden=(8, 8), seed=seed)
+    config = TrainConfig.for_method(
+        "dp-dfa", noise_source="device", profile=profile, noise_multiplier=1.0, batch_size=16, hidden=(8, 8), seed=seed
+    )
     device = opu_hal.load_device(profile)
     model = MLP([20, 8, 8, 10], config.activation, seed=seed)
     method = METHODS["dp-dfa"](model, MethodContext(config, device, 20, 10, 1000))

@@ -32,16 +32,16 @@ BLACK_BOX = [("photonic-dp", {}), ("dp-ulr", {"target_epsilon": 2.0}), ("dp-mac"
 
 def white_box(method: str, extra: dict[str, Any], canaries: int, delta: float) -> dict[str, Any]:
     """One white-box audit at claimed epsilon 2 (module docstring)."""
-    config = TrainConfig.for_method(method, epochs=4, batch_size=200, hidden=(300, 300), alignment=False,
-                                    target_epsilon=2.0, delta=delta, **extra)
+    config = TrainConfig.for_method(
+        method, epochs=4, batch_size=200, hidden=(300, 300), alignment=False, target_epsilon=2.0, delta=delta, **extra
+    )
     return audit_white_box(config, canaries=canaries, data=clusters(n_train=200, n_test=100))
 
 
 def black_box(method: str, extra: dict[str, Any], canaries: int) -> dict[str, Any]:
     """One black-box audit at the size of the tests."""
     config = TrainConfig.for_method(method, epochs=4, batch_size=100, hidden=(16, 12), alignment=False, **extra)
-    return audit_black_box(config, canaries=canaries, guess_counts=(10, 25, 50, 100),
-                           data=clusters(n_train=1200))
+    return audit_black_box(config, canaries=canaries, guess_counts=(10, 25, 50, 100), data=clusters(n_train=1200))
 
 
 def summary(result: dict[str, Any]) -> dict[str, Any]:
@@ -56,16 +56,19 @@ def summary(result: dict[str, Any]) -> dict[str, Any]:
 
 def table(rows: list[dict[str, Any]]) -> str:
     """A fixed-width table of the rows."""
-    head = (f"{'method':<24}{'threat model':<12}{'claimed eps':>12}{'Steinke LB':>12}{'GDP est.':>10}"
-            f"{'ratio':>8}{'GDP ratio':>10}{'meas/claim sens':>17}{'time s':>8}")
+    head = (
+        f"{'method':<24}{'threat model':<12}{'claimed eps':>12}{'Steinke LB':>12}{'GDP est.':>10}"
+        f"{'ratio':>8}{'GDP ratio':>10}{'meas/claim sens':>17}{'time s':>8}"
+    )
     lines = [head, "-" * len(head)]
     for r in rows:
-        sens = (f"{r['measured_sensitivity'] / r['claimed_sensitivity']:.3f}"
-                if "measured_sensitivity" in r else "-")
+        sens = f"{r['measured_sensitivity'] / r['claimed_sensitivity']:.3f}" if "measured_sensitivity" in r else "-"
         fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
-        lines.append(f"{r['method'] + ' (' + r['noise_source'] + ')':<24}{r['threat_model'].split(',')[0]:<12}"
-                     f"{r['claimed_epsilon']:>12.3f}{r['epsilon_lower_bound']:>12.3f}{r['gdp_epsilon_estimate']:>10.3f}"
-                     f"{fmt(r['ratio']):>8}{fmt(r['gdp_ratio']):>10}{sens:>17}{r['time_s']:>8.1f}")
+        lines.append(
+            f"{r['method'] + ' (' + r['noise_source'] + ')':<24}{r['threat_model'].split(',')[0]:<12}"
+            f"{r['claimed_epsilon']:>12.3f}{r['epsilon_lower_bound']:>12.3f}{r['gdp_epsilon_estimate']:>10.3f}"
+            f"{fmt(r['ratio']):>8}{fmt(r['gdp_ratio']):>10}{sens:>17}{r['time_s']:>8.1f}"
+        )
     return "\n".join(lines)
 
 
@@ -80,8 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = [summary(white_box(m, extra, args.canaries, args.delta)) for m, extra in WHITE_BOX]
     rows += [summary(black_box(m, extra, args.black_box_canaries)) for m, extra in BLACK_BOX]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    report = {"command": "python -m scripts.audit.report " + " ".join(sys.argv[1:] if argv is None else argv),
-              "rows": rows, "time_s": time.perf_counter() - began}
+    report = {
+        "command": "python -m scripts.audit.report " + " ".join(sys.argv[1:] if argv is None else argv),
+        "rows": rows,
+        "time_s": time.perf_counter() - began,
+    }
     Path(args.out).write_text(json.dumps(report, indent=1, default=str))
     print(table(rows))
     print(f"report: {args.out} ({report['time_s']:.0f} s)")

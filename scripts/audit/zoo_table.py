@@ -16,8 +16,9 @@ import argparse
 import json
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -29,10 +30,11 @@ from trainers.run.config import TrainConfig
 
 
 def _cases() -> list[tuple[str, Callable, TrainConfig, Any]]:
-    cases = [(name, plant, zoo._config(method, **changes), clusters(**zoo.DATA))
-             for name, plant, method, changes, _, _ in zoo.ZOO]
-    cases.append(("centring without noise", zoo._centring_without_noise, zoo._centring_config(),
-                  tiny_images_dataset()))
+    cases = [
+        (name, plant, zoo._config(method, **changes), clusters(**zoo.DATA))
+        for name, plant, method, changes, _, _ in zoo.ZOO
+    ]
+    cases.append(("centring without noise", zoo._centring_without_noise, zoo._centring_config(), tiny_images_dataset()))
     return cases
 
 
@@ -41,26 +43,41 @@ def _audits(config: TrainConfig, data: Any, canaries: int) -> dict[str, Any]:
     row: dict[str, Any] = {}
     for mode in ("update", "pipeline"):
         audit = audit_white_box(config, canaries=canaries, data=data, canary_mode=mode)
-        row.update({f"{mode}_epsilon_lower_bound": audit["epsilon_lower_bound"],
-                    f"{mode}_claimed_epsilon": audit["claimed_epsilon"], f"{mode}_flagged": audit["flagged"],
-                    f"{mode}_score_kind": audit["score_kind"], f"{mode}_by_score_kind": audit["by_score_kind"],
-                    f"{mode}_findings": audit["findings"], f"{mode}_s": audit["time_s"]})
+        row.update(
+            {
+                f"{mode}_epsilon_lower_bound": audit["epsilon_lower_bound"],
+                f"{mode}_claimed_epsilon": audit["claimed_epsilon"],
+                f"{mode}_flagged": audit["flagged"],
+                f"{mode}_score_kind": audit["score_kind"],
+                f"{mode}_by_score_kind": audit["by_score_kind"],
+                f"{mode}_findings": audit["findings"],
+                f"{mode}_s": audit["time_s"],
+            }
+        )
     return row
 
 
-def _one(name: str, plant: Callable, config: TrainConfig, data: Any, canaries: int,
-         inspector: bool) -> dict[str, Any]:
+def _one(name: str, plant: Callable, config: TrainConfig, data: Any, canaries: int, inspector: bool) -> dict[str, Any]:
     with pytest.MonkeyPatch.context() as patch:
         if config.features == "scatter":
             patch.setenv("OPU_HAL_CACHE", tempfile.mkdtemp(prefix="zoo-table-"))
         plant(patch)
-        row = {"bug": name, "method": config.method, "noise_source": config.noise_source,
-               **_audits(config, data, canaries)}
+        row = {
+            "bug": name,
+            "method": config.method,
+            "noise_source": config.noise_source,
+            **_audits(config, data, canaries),
+        }
         if inspector:
             began = time.perf_counter()
             report = inspect(config, data=data)
-            row.update({"inspector_flagged": report.flagged, "inspector_findings": report.to_dict()["findings"],
-                        "inspector_s": time.perf_counter() - began})
+            row.update(
+                {
+                    "inspector_flagged": report.flagged,
+                    "inspector_findings": report.to_dict()["findings"],
+                    "inspector_s": time.perf_counter() - began,
+                }
+            )
     return row
 
 
@@ -85,14 +102,18 @@ def _pipeline_false_alarms(repeats: int, canaries: int) -> dict[str, Any]:
         for _ in range(repeats):
             audit = audit_white_box(zoo._config(method, **changes), canaries=canaries, data=clusters(**zoo.DATA))
             runs, flagged = runs + 1, flagged + audit["flagged"]
-            worst += [(method, changes, audit["epsilon_lower_bound"], audit["claimed_epsilon"])] if audit["flagged"] else []
+            worst += (
+                [(method, changes, audit["epsilon_lower_bound"], audit["claimed_epsilon"])] if audit["flagged"] else []
+            )
     return {"sound_runs": runs, "flagged": flagged, "findings": worst}
 
 
 def _print_table(rows: list[dict[str, Any]], inspector: bool) -> None:
     def audit(r: dict[str, Any], mode: str) -> str:
-        return (f"{r[mode + '_epsilon_lower_bound']:.3g} / {r[mode + '_claimed_epsilon']:.3g} "
-                f"({r[mode + '_score_kind']}) {'**flagged**' if r[mode + '_flagged'] else 'no'}")
+        return (
+            f"{r[mode + '_epsilon_lower_bound']:.3g} / {r[mode + '_claimed_epsilon']:.3g} "
+            f"({r[mode + '_score_kind']}) {'**flagged**' if r[mode + '_flagged'] else 'no'}"
+        )
 
     head = "| planted | before: update canaries, bound / claim | after: pipeline canaries + LR, bound / claim |"
     print(head + (" inspector | inspector finding |" if inspector else ""))
@@ -118,11 +139,15 @@ def main() -> None:
     result: dict[str, Any] = {"rows": rows, "canaries": args.canaries}
     result["pipeline_false_alarms"] = _pipeline_false_alarms(args.sound_repeats, args.canaries)
     alarms = result["pipeline_false_alarms"]
-    print(f"pipeline audit false alarms: {alarms['flagged']} of {alarms['sound_runs']} sound audits {alarms['findings']}")
+    print(
+        f"pipeline audit false alarms: {alarms['flagged']} of {alarms['sound_runs']} sound audits {alarms['findings']}"
+    )
     if inspector:
         result["false_alarms"] = alarms = _false_alarms(args.sound_repeats)
-        print(f"inspector false alarms: {alarms['flagged']} of {alarms['sound_runs']} sound inspections "
-              f"{alarms['findings']}")
+        print(
+            f"inspector false alarms: {alarms['flagged']} of {alarms['sound_runs']} sound inspections "
+            f"{alarms['findings']}"
+        )
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(result, indent=1))

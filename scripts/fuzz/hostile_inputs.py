@@ -30,17 +30,51 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hostile_surfaces import PLUGINS, issue32_cases, issue32_valid_argvs, plugin_cases  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
-PROFILES = {"simulated": {"backend": "simulated", "in_features": 8, "out_features": 64},
-            "torch": {"backend": "torch", "in_features": 8, "out_features": 64, "device": "cpu"},
-            "lighton": {"backend": "lighton", "in_features": 8, "out_features": 64, "simulated": True}}
-KEYS = {"simulated": ["exposure_us", "laser_power_uw", "anchor_power_uw", "quantum_efficiency", "full_well_e",
-                      "block_mb", "cache_mb", "gain_e_per_dn", "read_noise_e", "pixel_pitch_um", "sensor_pixels",
-                      "black_level_dn", "dark_fom_na_per_cm2", "temperature_c", "temperature_min_c",
-                      "wavelength_nm", "adc_bits", "dsnu_rms", "hot_pixel_fraction", "in_features",
-                      "out_features", "seed", "mode"],
-        "torch": ["noise_std", "matrix_std", "in_features", "out_features", "seed", "device", "dtype", "input_kind"],
-        "lighton": ["retries", "backoff_s", "timeout_s", "noise_std", "exposure_us", "frametime_us", "in_features",
-                    "out_features", "mode", "rescale"]}
+PROFILES = {
+    "simulated": {"backend": "simulated", "in_features": 8, "out_features": 64},
+    "torch": {"backend": "torch", "in_features": 8, "out_features": 64, "device": "cpu"},
+    "lighton": {"backend": "lighton", "in_features": 8, "out_features": 64, "simulated": True},
+}
+KEYS = {
+    "simulated": [
+        "exposure_us",
+        "laser_power_uw",
+        "anchor_power_uw",
+        "quantum_efficiency",
+        "full_well_e",
+        "block_mb",
+        "cache_mb",
+        "gain_e_per_dn",
+        "read_noise_e",
+        "pixel_pitch_um",
+        "sensor_pixels",
+        "black_level_dn",
+        "dark_fom_na_per_cm2",
+        "temperature_c",
+        "temperature_min_c",
+        "wavelength_nm",
+        "adc_bits",
+        "dsnu_rms",
+        "hot_pixel_fraction",
+        "in_features",
+        "out_features",
+        "seed",
+        "mode",
+    ],
+    "torch": ["noise_std", "matrix_std", "in_features", "out_features", "seed", "device", "dtype", "input_kind"],
+    "lighton": [
+        "retries",
+        "backoff_s",
+        "timeout_s",
+        "noise_std",
+        "exposure_us",
+        "frametime_us",
+        "in_features",
+        "out_features",
+        "mode",
+        "rescale",
+    ],
+}
 VALUES = [1e-300, 1e308, -1, 0, float("nan"), float("inf"), 2**64, 2**63, 10**9, "x", None, True, [1]]
 
 
@@ -68,14 +102,24 @@ def profile_cases():
 
 
 def batch_cases():
-    batches = {"nan": lambda n: torch.full((2, n), float("nan")), "inf": lambda n: torch.full((2, n), float("inf")),
-               "wide": lambda n: torch.zeros(2, n + 1), "rank3": lambda n: torch.zeros(2, n, 1),
-               "empty": lambda n: torch.zeros(0, n), "complex": lambda n: torch.zeros(2, n, dtype=torch.complex64),
-               "sparse": lambda n: torch.zeros(2, n).to_sparse(), "meta": lambda n: torch.zeros(2, n, device="meta"),
-               "bfloat16": lambda n: torch.ones(2, n, dtype=torch.bfloat16), "halves": lambda n: torch.full((2, n), 0.5),
-               "string": lambda n: "not a batch", "list": lambda n: [[1] * n, [0] * n], "huge": lambda n: torch.full((2, n), 3e38)}
+    batches = {
+        "nan": lambda n: torch.full((2, n), float("nan")),
+        "inf": lambda n: torch.full((2, n), float("inf")),
+        "wide": lambda n: torch.zeros(2, n + 1),
+        "rank3": lambda n: torch.zeros(2, n, 1),
+        "empty": lambda n: torch.zeros(0, n),
+        "complex": lambda n: torch.zeros(2, n, dtype=torch.complex64),
+        "sparse": lambda n: torch.zeros(2, n).to_sparse(),
+        "meta": lambda n: torch.zeros(2, n, device="meta"),
+        "bfloat16": lambda n: torch.ones(2, n, dtype=torch.bfloat16),
+        "halves": lambda n: torch.full((2, n), 0.5),
+        "string": lambda n: "not a batch",
+        "list": lambda n: [[1] * n, [0] * n],
+        "huge": lambda n: torch.full((2, n), 3e38),
+    }
     for name in ("opu-sim", "opu-sim-dp", "torch-cpu", "lighton-simulated"):
         for label, make in batches.items():
+
             def case(name=name, make=make):
                 try:
                     with opu_hal.load_device(name) as device:
@@ -85,53 +129,76 @@ def batch_cases():
                     return "clear"
                 except Exception as exc:  # noqa: BLE001
                     return f"traceback: {type(exc).__name__}: {str(exc)[:100]}"
+
             yield f"batch {name} {label}", case
 
 
 RUN = ["--dataset-size", "60000", "--batch-size", "256", "--epochs", "15"]
-CLI = [
-    ["account", *RUN, "--noise-multiplier", v] for v in ("nan", "inf", "1e-300", "-1", "0", "1e308")
-] + [
-    ["account", "--dataset-size", "60000", "--batch-size", "256", "--steps", v, "--noise-multiplier", "1"]
-    for v in ("10000000000", "-5", "0", "1e10")
-] + [
-    ["plan", *RUN, "--target-epsilon", v] for v in ("nan", "inf", "1e-300", "-1", "0")
-] + [
-    ["account", "--dataset-size", v, "--batch-size", "256", "--epochs", "1", "--noise-multiplier", "1"]
-    for v in ("0", "-1", "1", "99999999999999999999")
-] + [
-    ["noise", "opu-sim", "--points", v] for v in ("0", "-3", "10000000")
-] + [
-    ["project", "torch-cpu", "--batch", v] for v in ("-1", "0", "100000000000")
-] + [
-    ["train", "--method", "dfa", "--epochs", "1", *extra] for extra in (
-        ["--hidden", "100000000"], ["--hidden", "60000,60000"], ["--seed", "-1"], ["--seed", "18446744073709551616"],
-        ["--epochs", "0"], ["--batch-size", "0"], ["--lr", "nan"], ["--lr", "inf"], ["--hidden", "a,b"],
-        ["--train-limit", "0"], ["--out", "/"], ["--checkpoint", "/"], ["--profile", "/etc/passwd"])
-] + [
-    ["train", "--method", "dp-dfa", "--epochs", "1", *extra] for extra in (
-        ["--target-epsilon", "nan"], ["--target-epsilon", "inf"], ["--target-epsilon", "8", "--delta", "0"],
-        ["--target-epsilon", "8", "--tau-e", "nan"], ["--target-epsilon", "8", "--lattice-resolution", "1e9"],
-        ["--noise-multiplier", "-1"], ["--target-epsilon", "8", "--calibration", "/nonexistent.json", "--noise-source", "device"])
-] + [
-    ["table", p] for p in ("/nonexistent.json", "/etc/passwd", "/dev/null", "/")
-] + [
-    ["plot", p, "--out", "/tmp/opu-hal-fuzz.png"] for p in ("/nonexistent.json", "/etc/hostname")
-] + [
-    ["calibrate", "opu-sim", "--out", "/", "--temperatures", "25"],
-    ["calibrate", "opu-sim", "--out", "/tmp/opu-hal-fuzz.json", "--temperatures", "nan"],
-    ["calibrate", "opu-sim", "--out", "/tmp/opu-hal-fuzz.json", "--frames", "1"],
-    ["audit", "--method", "dp-dfa", "--canaries", "0", "--target-epsilon", "8"],
-    ["audit", "--method", "dfa"], ["audit", "--method", "dp-dfa", "--confidence", "1.5", "--target-epsilon", "8"],
-    ["info", "nonexistent-profile"], ["info", "/etc/passwd"], ["devices", "--dir", "/nonexistent"],
-]
+CLI = (
+    [["account", *RUN, "--noise-multiplier", v] for v in ("nan", "inf", "1e-300", "-1", "0", "1e308")]
+    + [
+        ["account", "--dataset-size", "60000", "--batch-size", "256", "--steps", v, "--noise-multiplier", "1"]
+        for v in ("10000000000", "-5", "0", "1e10")
+    ]
+    + [["plan", *RUN, "--target-epsilon", v] for v in ("nan", "inf", "1e-300", "-1", "0")]
+    + [
+        ["account", "--dataset-size", v, "--batch-size", "256", "--epochs", "1", "--noise-multiplier", "1"]
+        for v in ("0", "-1", "1", "99999999999999999999")
+    ]
+    + [["noise", "opu-sim", "--points", v] for v in ("0", "-3", "10000000")]
+    + [["project", "torch-cpu", "--batch", v] for v in ("-1", "0", "100000000000")]
+    + [
+        ["train", "--method", "dfa", "--epochs", "1", *extra]
+        for extra in (
+            ["--hidden", "100000000"],
+            ["--hidden", "60000,60000"],
+            ["--seed", "-1"],
+            ["--seed", "18446744073709551616"],
+            ["--epochs", "0"],
+            ["--batch-size", "0"],
+            ["--lr", "nan"],
+            ["--lr", "inf"],
+            ["--hidden", "a,b"],
+            ["--train-limit", "0"],
+            ["--out", "/"],
+            ["--checkpoint", "/"],
+            ["--profile", "/etc/passwd"],
+        )
+    ]
+    + [
+        ["train", "--method", "dp-dfa", "--epochs", "1", *extra]
+        for extra in (
+            ["--target-epsilon", "nan"],
+            ["--target-epsilon", "inf"],
+            ["--target-epsilon", "8", "--delta", "0"],
+            ["--target-epsilon", "8", "--tau-e", "nan"],
+            ["--target-epsilon", "8", "--lattice-resolution", "1e9"],
+            ["--noise-multiplier", "-1"],
+            ["--target-epsilon", "8", "--calibration", "/nonexistent.json", "--noise-source", "device"],
+        )
+    ]
+    + [["table", p] for p in ("/nonexistent.json", "/etc/passwd", "/dev/null", "/")]
+    + [["plot", p, "--out", "/tmp/opu-hal-fuzz.png"] for p in ("/nonexistent.json", "/etc/hostname")]
+    + [
+        ["calibrate", "opu-sim", "--out", "/", "--temperatures", "25"],
+        ["calibrate", "opu-sim", "--out", "/tmp/opu-hal-fuzz.json", "--temperatures", "nan"],
+        ["calibrate", "opu-sim", "--out", "/tmp/opu-hal-fuzz.json", "--frames", "1"],
+        ["audit", "--method", "dp-dfa", "--canaries", "0", "--target-epsilon", "8"],
+        ["audit", "--method", "dfa"],
+        ["audit", "--method", "dp-dfa", "--confidence", "1.5", "--target-epsilon", "8"],
+        ["info", "nonexistent-profile"],
+        ["info", "/etc/passwd"],
+        ["devices", "--dir", "/nonexistent"],
+    ]
+)
 
 
 def cli_case(argv: list[str], timeout: float):
     def case():
         try:
-            done = subprocess.run([sys.executable, "-m", "opu_hal.cli", *argv], cwd=ROOT, capture_output=True,
-                                  text=True, timeout=timeout)
+            done = subprocess.run(
+                [sys.executable, "-m", "opu_hal.cli", *argv], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+            )
         except subprocess.TimeoutExpired:
             return "hang"
         if "Traceback" in done.stderr:
@@ -141,6 +208,7 @@ def cli_case(argv: list[str], timeout: float):
         if done.returncode == 0:
             return "silent" if "nan" in done.stdout.lower().split() else "accepted"
         return f"traceback: exit {done.returncode}: {done.stderr.strip()[-100:]}"
+
     return case
 
 
@@ -153,7 +221,9 @@ def main() -> int:
     import tempfile
 
     folder = Path(tempfile.mkdtemp(prefix="opu-hal-fuzz-"))
-    cases = list(profile_cases()) + list(batch_cases()) + [(f"cli {' '.join(a)}", cli_case(a, args.timeout)) for a in CLI]
+    cases = (
+        list(profile_cases()) + list(batch_cases()) + [(f"cli {' '.join(a)}", cli_case(a, args.timeout)) for a in CLI]
+    )
     cases += issue32_cases(folder, timeout=int(min(args.timeout, 60)))
     cases += plugin_cases(folder / "plugins", timeout=int(min(args.timeout, 60)))
     outcomes = {}
@@ -164,7 +234,10 @@ def main() -> int:
         if i % 100 == 0:
             print(f"... {i}/{len(cases)}", file=sys.stderr, flush=True)
     counts = Counter(o.split(":")[0] for o in outcomes.values())
-    summary = {"inputs": len(cases), **{k: counts.get(k, 0) for k in ("clear", "accepted", "traceback", "hang", "silent")}}
+    summary = {
+        "inputs": len(cases),
+        **{k: counts.get(k, 0) for k in ("clear", "accepted", "traceback", "hang", "silent")},
+    }
     print(json.dumps(summary))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"summary": summary, "outcomes": outcomes}, indent=1) + "\n")

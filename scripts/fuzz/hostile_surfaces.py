@@ -7,14 +7,31 @@ import json
 import sys
 from pathlib import Path
 
-
 import opu_hal
 
-
-CAMERA = {"backend": "simulated", "in_features": 4, "out_features": 64, "seed": 3, "gain_e_per_dn": 1.0,
-          "adc_bits": 12, "black_level_dn": 64, "anchor_power_uw": 2.0}
-PLAN = ["plan", "--dataset-size", "54000", "--batch-size", "256", "--epochs", "5", "--target-epsilon", "8",
-        "--sensitivity", "1"]
+CAMERA = {
+    "backend": "simulated",
+    "in_features": 4,
+    "out_features": 64,
+    "seed": 3,
+    "gain_e_per_dn": 1.0,
+    "adc_bits": 12,
+    "black_level_dn": 64,
+    "anchor_power_uw": 2.0,
+}
+PLAN = [
+    "plan",
+    "--dataset-size",
+    "54000",
+    "--batch-size",
+    "256",
+    "--epochs",
+    "5",
+    "--target-epsilon",
+    "8",
+    "--sensitivity",
+    "1",
+]
 SKELLAM = ["--mechanism", "skellam", "--dimension", "1000", "--lattice-resolution", "10", "--sampling", "fixed"]
 CALIBRATION_DAMAGES = {
     "short": lambda d: d["operating_points"].pop(),
@@ -49,17 +66,26 @@ def issue32_files(folder: Path) -> None:
         damage(data)
         (folder / f"{name}.json").write_text(json.dumps(data))
         (folder / f"cal-{name}.toml").write_text(_toml({**CAMERA, "calibration": f"{name}.json"}))
-    profiles = {"cam": CAMERA, "dim": {**CAMERA, "anchor_power_uw": 0.7}, "qe": {**CAMERA, "quantum_efficiency": 0.3},
-                "wide": {**CAMERA, "out_features": 128}, "point": {**CAMERA, "temperature_min_c": 25.0, "temperature_max_c": 25.0},
-                "gain": {"backend": "simulated", "in_features": 8, "out_features": 64, "gain_e_per_dn": 1e6},
-                "lmax": {"backend": "lighton", "simulated": True, "in_features": 1039680, "out_features": 2219520},
-                "smax": {"backend": "simulated", "in_features": 1039680, "out_features": 2219520}}
+    profiles = {
+        "cam": CAMERA,
+        "dim": {**CAMERA, "anchor_power_uw": 0.7},
+        "qe": {**CAMERA, "quantum_efficiency": 0.3},
+        "wide": {**CAMERA, "out_features": 128},
+        "point": {**CAMERA, "temperature_min_c": 25.0, "temperature_max_c": 25.0},
+        "gain": {"backend": "simulated", "in_features": 8, "out_features": 64, "gain_e_per_dn": 1e6},
+        "lmax": {"backend": "lighton", "simulated": True, "in_features": 1039680, "out_features": 2219520},
+        "smax": {"backend": "simulated", "in_features": 1039680, "out_features": 2219520},
+    }
     for name, keys in profiles.items():
         (folder / f"{name}.toml").write_text(_toml(keys))
     data = folder / "empty-data"
     data.mkdir(exist_ok=True)
-    for name, array in (("train-images-idx3-ubyte", np.zeros((0, 28, 28))), ("train-labels-idx1-ubyte", np.zeros(0)),
-                        ("t10k-images-idx3-ubyte", np.zeros((10, 28, 28))), ("t10k-labels-idx1-ubyte", np.arange(10))):
+    for name, array in (
+        ("train-images-idx3-ubyte", np.zeros((0, 28, 28))),
+        ("train-labels-idx1-ubyte", np.zeros(0)),
+        ("t10k-images-idx3-ubyte", np.zeros((10, 28, 28))),
+        ("t10k-labels-idx1-ubyte", np.arange(10)),
+    ):
         header = struct.pack(">HBB", 0, 8, array.ndim) + struct.pack(">" + "I" * array.ndim, *array.shape)
         (data / name).write_bytes(header + array.astype(np.uint8).tobytes())
 
@@ -67,9 +93,11 @@ def issue32_files(folder: Path) -> None:
 def issue32_valid_argvs(d: Path) -> list[list[str]]:
     """Issue 32's command lines that are valid (answered, exit 0 or plan's 1); ``d`` holds :func:`issue32_files`."""
     cal = str(d / "cal.json")
-    return [["calibrate", str(d / "point.toml"), "--out", str(d / "point.json"), "--quiet", "--frames", "4"],
-            [*PLAN, "--profile", str(d / "cam.toml"), "--calibration", cal],
-            [*PLAN, *SKELLAM, "--profile", str(d / "dim.toml"), "--calibration", cal]]
+    return [
+        ["calibrate", str(d / "point.toml"), "--out", str(d / "point.json"), "--quiet", "--frames", "4"],
+        [*PLAN, "--profile", str(d / "cam.toml"), "--calibration", cal],
+        [*PLAN, *SKELLAM, "--profile", str(d / "dim.toml"), "--calibration", cal],
+    ]
 
 
 def issue32_argvs(d: Path) -> list[list[str]]:
@@ -81,7 +109,8 @@ def issue32_argvs(d: Path) -> list[list[str]]:
     return [
         [*calibrate, "--temperatures", "25", "25", "--out", out],
         [*calibrate, "--temperatures", "25", "--frames", "1000000000", "--out", out],
-        ["calibrate", "torch-cpu", "--out", out], ["calibrate", "torch-auto", "--out", out],
+        ["calibrate", "torch-cpu", "--out", out],
+        ["calibrate", "torch-auto", "--out", out],
         ["calibrate", "lighton-simulated", "--out", out],
         [*calibrate, "--temperatures", "25", "--out", "/proc/nope/c.json"],
         [*calibrate, "--temperatures", "25", "--out", out, "--plot", "/proc/nope/p.png"],
@@ -90,18 +119,34 @@ def issue32_argvs(d: Path) -> list[list[str]]:
         [*calibrate, "--temperatures", "25", "--out", str(d / "cal.png")],
         *[[*PLAN[:6], v, *PLAN[7:], "--profile", str(d / "cam.toml"), "--calibration", cal] for v in ("nan", "inf")],
         *[[*PLAN, "--profile", p, "--calibration", cal] for p in ("torch-cpu", "lighton-simulated")],
-        *[[*PLAN, "--profile", str(d / "cam.toml"), "--calibration", str(d / f"{n}.json")] for n in CALIBRATION_DAMAGES],
+        *[
+            [*PLAN, "--profile", str(d / "cam.toml"), "--calibration", str(d / f"{n}.json")]
+            for n in CALIBRATION_DAMAGES
+        ],
         *[[*PLAN, "--profile", str(d / f"{p}.toml"), "--calibration", cal] for p in ("qe", "wide")],
-        *[[*dp_dfa, "--noise-source", "device", "--profile", str(d / "cam.toml"), "--calibration", str(d / f"{n}.json")]
-          for n in ("short", "long", "zero-anchor")],
+        *[
+            [
+                *dp_dfa,
+                "--noise-source",
+                "device",
+                "--profile",
+                str(d / "cam.toml"),
+                "--calibration",
+                str(d / f"{n}.json"),
+            ]
+            for n in ("short", "long", "zero-anchor")
+        ],
         [*dp_dfa, "--profile", "torch-cpu", "--calibration", cal],
         [*dp_dfa, "--out", "/proc/nope/r.json"],
         ["train", "--method", "dfa", "--data-dir", str(d / "empty-data"), "--epochs", "1", "--quiet"],
         *[[*audit, "--confidence", v] for v in ("-0.5", "0", "1", "nan")],
         *[[*audit, "--plot", p] for p in ("/proc/nope/p.png", str(d / "p.xyz"))],
         *[["info", str(d / f"cal-{n}.toml")] for n in CALIBRATION_DAMAGES],
-        ["info", str(d / "lmax.toml")], ["info", str(d / "gain.toml")], ["project", str(d / "gain.toml")],
-        ["project", str(d / "smax.toml")], ["project", "torch-cpu", "--seed", str(2**70)],
+        ["info", str(d / "lmax.toml")],
+        ["info", str(d / "gain.toml")],
+        ["project", str(d / "gain.toml")],
+        ["project", str(d / "smax.toml")],
+        ["project", "torch-cpu", "--seed", str(2**70)],
     ]
 
 
@@ -113,6 +158,7 @@ def inprocess_cli_case(argv: list[str], timeout: int, hostile: bool):
     """Classify one command run in this process (``trainers.cli.main``: every command), with a
     SIGALRM deadline for hangs; the same outcomes as :func:`cli_case`, without a start-up per case.
     A ``hostile`` command that is answered is ``silent`` (it had to be refused)."""
+
     def case():
         import contextlib
         import io
@@ -144,14 +190,16 @@ def inprocess_cli_case(argv: list[str], timeout: int, hostile: bool):
         if answered:
             return "silent" if hostile or "nan" in out.getvalue().lower().split() else "accepted"
         return f"traceback: exit {code}: {err.getvalue().strip()[-100:]}"
+
     return case
 
 
 def issue32_cases(folder: Path, timeout: int = 30) -> list[tuple[str, object]]:
     """Issue 32's cases, labelled like the others; writes their files under ``folder`` first."""
     issue32_files(folder)
-    return ([(f"cli {' '.join(a)}", inprocess_cli_case(a, timeout, hostile=True)) for a in issue32_argvs(folder)]
-            + [(f"cli {' '.join(a)}", inprocess_cli_case(a, timeout, hostile=False)) for a in issue32_valid_argvs(folder)])
+    return [(f"cli {' '.join(a)}", inprocess_cli_case(a, timeout, hostile=True)) for a in issue32_argvs(folder)] + [
+        (f"cli {' '.join(a)}", inprocess_cli_case(a, timeout, hostile=False)) for a in issue32_valid_argvs(folder)
+    ]
 
 
 # -- issue 32: broken plugins (entry points) never take the other commands down -------------------
@@ -166,25 +214,62 @@ def failing(profile):
     raise RuntimeError("no such hardware")
 """
 PLUGINS = [  # (label, entry-point group, module source, command, hostile)
-    *[(f"{group} import raises {what}", group, body, ["info", "torch-cpu", "--json"], False)
-      for group in ("opu_hal.backends", "opu_hal.commands")
-      for what, body in (("KeyboardInterrupt", "raise KeyboardInterrupt\n"), ("sys.exit", "import sys\nsys.exit(3)\n"),
-                         ("ImportError", "raise ImportError('missing SDK')\n"))],
-    ("register raises", "opu_hal.commands", "def SPEC(sub):\n    raise RuntimeError('bad')\n",
-     ["info", "torch-cpu", "--json"], False),
-    ("register adds a second info", "opu_hal.commands", "def SPEC(sub):\n    sub.add_parser('info')\n",
-     ["info", "torch-cpu", "--json"], False),
-    ("factory missing", "opu_hal.backends", PLUGIN_PROFILE + "SPEC = BackendSpec('plugged', PluggedProfile, 'no_mod:X')\n",
-     ["info", "{dir}/plugged.toml"], True),
-    ("factory raises", "opu_hal.backends", PLUGIN_PROFILE + "SPEC = BackendSpec('plugged', PluggedProfile, failing)\n",
-     ["info", "{dir}/plugged.toml"], True),
-    ("factory returns None", "opu_hal.backends",
-     PLUGIN_PROFILE + "SPEC = BackendSpec('plugged', PluggedProfile, lambda p: None)\n", ["info", "{dir}/plugged.toml"], True),
-    ("profile model not a model", "opu_hal.backends", PLUGIN_PROFILE + "SPEC = BackendSpec('plugged', dict, failing)\n",
-     ["info", "{dir}/plugged.toml"], True),
+    *[
+        (f"{group} import raises {what}", group, body, ["info", "torch-cpu", "--json"], False)
+        for group in ("opu_hal.backends", "opu_hal.commands")
+        for what, body in (
+            ("KeyboardInterrupt", "raise KeyboardInterrupt\n"),
+            ("sys.exit", "import sys\nsys.exit(3)\n"),
+            ("ImportError", "raise ImportError('missing SDK')\n"),
+        )
+    ],
+    (
+        "register raises",
+        "opu_hal.commands",
+        "def SPEC(sub):\n    raise RuntimeError('bad')\n",
+        ["info", "torch-cpu", "--json"],
+        False,
+    ),
+    (
+        "register adds a second info",
+        "opu_hal.commands",
+        "def SPEC(sub):\n    sub.add_parser('info')\n",
+        ["info", "torch-cpu", "--json"],
+        False,
+    ),
+    (
+        "factory missing",
+        "opu_hal.backends",
+        PLUGIN_PROFILE + "SPEC = BackendSpec('plugged', PluggedProfile, 'no_mod:X')\n",
+        ["info", "{dir}/plugged.toml"],
+        True,
+    ),
+    (
+        "factory raises",
+        "opu_hal.backends",
+        PLUGIN_PROFILE + "SPEC = BackendSpec('plugged', PluggedProfile, failing)\n",
+        ["info", "{dir}/plugged.toml"],
+        True,
+    ),
+    (
+        "factory returns None",
+        "opu_hal.backends",
+        PLUGIN_PROFILE + "SPEC = BackendSpec('plugged', PluggedProfile, lambda p: None)\n",
+        ["info", "{dir}/plugged.toml"],
+        True,
+    ),
+    (
+        "profile model not a model",
+        "opu_hal.backends",
+        PLUGIN_PROFILE + "SPEC = BackendSpec('plugged', dict, failing)\n",
+        ["info", "{dir}/plugged.toml"],
+        True,
+    ),
 ]
-SHADOW = ("from opu_hal import BackendSpec\nfrom opu_hal.backends.simulated.profile import SimulatedProfile\n"
-          "SPEC = BackendSpec('simulated', SimulatedProfile, lambda p: None)\n")
+SHADOW = (
+    "from opu_hal import BackendSpec\nfrom opu_hal.backends.simulated.profile import SimulatedProfile\n"
+    "SPEC = BackendSpec('simulated', SimulatedProfile, lambda p: None)\n"
+)
 
 
 def _installed(folder: Path, group: str, source: str):
@@ -210,6 +295,7 @@ def _installed(folder: Path, group: str, source: str):
             sys.path.remove(str(folder))
             sys.modules.pop("corpus_plugin", None)
             refresh_entry_points()
+
     return installed()
 
 
@@ -221,11 +307,13 @@ def plugin_cases(folder: Path, timeout: int = 30) -> list[tuple[str, object]]:
     (folder / "plugged.toml").write_text('backend = "plugged"\nin_features = 4\nout_features = 2\n')
     cases = []
     for i, (label, group, source, argv, hostile) in enumerate(PLUGINS):
+
         def case(i=i, group=group, source=source, argv=argv, hostile=hostile):
             command = [a.replace("{dir}", str(folder)) for a in argv]
             with _installed(folder / f"plugin{i}", group, source), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 return inprocess_cli_case(command, timeout, hostile)()
+
         cases.append((f"plugin {label}: {' '.join(argv)}", case))
 
     def shadow() -> str:
@@ -236,5 +324,6 @@ def plugin_cases(folder: Path, timeout: int = 30) -> list[tuple[str, object]]:
             kept = opu_hal.get_backend("simulated") is BUILTIN
         named = any("corpus_plugin:SPEC" in str(w.message) for w in caught)
         return "clear" if kept and named else "silent"
+
     cases.append(("plugin named 'simulated' later on sys.path", shadow))
     return cases

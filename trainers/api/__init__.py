@@ -7,4 +7,16 @@ from .engine import PrivacyEngine
 from .layers import UnsupportedModelError, linear_chain
 from .optimizer import DPOptimizer, PrivacyBudgetExhausted
 
-__all__ = ["DFAHandle", "DPOptimizer", "PrivacyBudgetExhausted", "PrivacyEngine", "UnsupportedModelError", "attach_dfa", "calibrate", "calibrated_device", "plan", "dfa_alignment", "linear_chain"]
+__all__ = [
+    "DFAHandle",
+    "DPOptimizer",
+    "PrivacyBudgetExhausted",
+    "PrivacyEngine",
+    "UnsupportedModelError",
+    "attach_dfa",
+    "calibrate",
+    "calibrated_device",
+    "plan",
+    "dfa_alignment",
+    "linear_chain",
+]

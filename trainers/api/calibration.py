@@ -17,19 +17,20 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from torch import nn
 
 from opu_hal import Device, load_device
 from opu_hal.calibration.commands import default_temperatures, gaussian_noise_multiplier
 from opu_hal.calibration.plan import OperatingPlan, plan_gaussian, plan_skellam
-from opu_hal.privacy.run_shape import RunShape, Sampling
 from opu_hal.calibration.run import DEFAULT_BOOTSTRAP, DEFAULT_FRAMES, calibrate_device
 from opu_hal.calibration.schema import Calibration, read_calibration, write_calibration
-from opu_hal.privacy.skellam import required_poisson_mean
 from opu_hal.contract.profile_base import BaseProfile
+from opu_hal.privacy.run_shape import RunShape, Sampling
+from opu_hal.privacy.skellam import required_poisson_mean
 from opu_hal.profiles.catalogue import load_profile
 
 from ..core.errors import TrainingConfigError
@@ -43,10 +44,17 @@ def _uncalibrated_profile(profile: PathLike) -> BaseProfile:
     return loaded.model_copy(update={"calibration": None}) if loaded.calibration is not None else loaded
 
 
-def calibrate(device: Device[Any] | PathLike, temperatures: Sequence[float] | None = None,
-              exposures: Sequence[float] | None = None, dark_exposures: Sequence[float] | None = None,
-              frames: int = DEFAULT_FRAMES, *, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0,
-              out: PathLike | None = None) -> Calibration:
+def calibrate(
+    device: Device[Any] | PathLike,
+    temperatures: Sequence[float] | None = None,
+    exposures: Sequence[float] | None = None,
+    dark_exposures: Sequence[float] | None = None,
+    frames: int = DEFAULT_FRAMES,
+    *,
+    bootstrap: int = DEFAULT_BOOTSTRAP,
+    seed: int = 0,
+    out: PathLike | None = None,
+) -> Calibration:
     """Measure ``device`` (a device, or a profile name or path) and return its calibration; write
     it to ``out`` as JSON if given. Defaults as ``opu-hal calibrate``: five temperatures across
     the profile's range, the profile's exposure; dark frames (two exposures at least, for dark
@@ -69,11 +77,24 @@ def calibrated_device(profile: PathLike, calibration: PathLike) -> Device[Any]:
     return load_device(loaded)
 
 
-def plan(calibration: Calibration | PathLike, profile: PathLike, target_epsilon: float, delta: float, *,
-         dataset_size: int, batch_size: int, epochs: float | None = None, steps: int | None = None,
-         mechanism: str = "skellam", model: nn.Module | None = None, dimension: int | None = None,
-         lattice_resolution: float = 10.0, rounding_analysis: str = "per-coordinate",
-         sampling: Sampling = "fixed", sensitivity: float | None = None) -> list[OperatingPlan]:
+def plan(
+    calibration: Calibration | PathLike,
+    profile: PathLike,
+    target_epsilon: float,
+    delta: float,
+    *,
+    dataset_size: int,
+    batch_size: int,
+    epochs: float | None = None,
+    steps: int | None = None,
+    mechanism: str = "skellam",
+    model: nn.Module | None = None,
+    dimension: int | None = None,
+    lattice_resolution: float = 10.0,
+    rounding_analysis: str = "per-coordinate",
+    sampling: Sampling = "fixed",
+    sensitivity: float | None = None,
+) -> list[OperatingPlan]:
     """Operating points of the calibrated device for the target, ranked (those that reach it first,
     cheapest first), as ``opu-hal plan``.
 
@@ -91,14 +112,22 @@ def plan(calibration: Calibration | PathLike, profile: PathLike, target_epsilon:
             dimension = sum(p.numel() for p in model.parameters() if p.requires_grad)
         if dimension is None:
             raise TrainingConfigError("plan(mechanism='skellam') needs model= or dimension= (the update's size)")
-        shape = RunShape(sampling=sampling, dataset_size=dataset_size, batch_size=batch_size, steps=steps,
-                         sensitivity=sensitivity or 1.0, dimension=dimension, lattice_resolution=lattice_resolution,
-                         rounding_analysis=rounding_analysis)
+        shape = RunShape(
+            sampling=sampling,
+            dataset_size=dataset_size,
+            batch_size=batch_size,
+            steps=steps,
+            sensitivity=sensitivity or 1.0,
+            dimension=dimension,
+            lattice_resolution=lattice_resolution,
+            rounding_analysis=rounding_analysis,
+        )
         return plan_skellam(cal, loaded, target_epsilon, delta, shape, required_poisson_mean)
     if mechanism == "gaussian":
         if sensitivity is None or not sensitivity > 0:
             raise TrainingConfigError("plan(mechanism='gaussian') needs sensitivity > 0 (output units)")
-        shape = RunShape(sampling=sampling, dataset_size=dataset_size, batch_size=batch_size, steps=steps,
-                         sensitivity=sensitivity)
+        shape = RunShape(
+            sampling=sampling, dataset_size=dataset_size, batch_size=batch_size, steps=steps, sensitivity=sensitivity
+        )
         return plan_gaussian(cal, loaded, target_epsilon, delta, shape, gaussian_noise_multiplier)
     raise TrainingConfigError(f"mechanism {mechanism!r}: choose 'skellam' or 'gaussian'")

@@ -8,8 +8,9 @@ without replacement for dp-dfa (Lee & Kifer, Algorithm 1 line 5).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 from torch.utils.data import DataLoader, Dataset, TensorDataset, default_collate
@@ -30,7 +31,9 @@ def as_dataset(data: Data) -> tuple[Dataset[Any], int | None, Callable[[list[Any
         return TensorDataset(*data), None, default_collate
     if isinstance(data, Dataset):
         return data, None, default_collate
-    raise TrainingConfigError(f"data_loader must be a DataLoader, a Dataset or a tuple of tensors, got {type(data).__name__}")
+    raise TrainingConfigError(
+        f"data_loader must be a DataLoader, a Dataset or a tuple of tensors, got {type(data).__name__}"
+    )
 
 
 def _empty_like(batch: Any) -> Any:
@@ -47,11 +50,20 @@ class PrivateDataLoader:
     """Iterates one epoch of ``len(self)`` secretly sampled batches; stops early once the engine's
     budget would be crossed by the next step (``should_stop``)."""
 
-    def __init__(self, dataset: Dataset[Any], batch_size: int, kind: str, collate_fn: Callable[[list[Any]], Any],
-                 should_stop: Callable[[], bool], public_size: int | None = None) -> None:
+    def __init__(
+        self,
+        dataset: Dataset[Any],
+        batch_size: int,
+        kind: str,
+        collate_fn: Callable[[list[Any]], Any],
+        should_stop: Callable[[], bool],
+        public_size: int | None = None,
+    ) -> None:
         size = len(dataset)  # type: ignore[arg-type]
         if not 1 <= batch_size <= (public_size or size):
-            raise TrainingConfigError(f"batch_size must be in [1, {public_size or size}] (the dataset's size), got {batch_size}")
+            raise TrainingConfigError(
+                f"batch_size must be in [1, {public_size or size}] (the dataset's size), got {batch_size}"
+            )
         self.dataset = dataset
         self.collate_fn = collate_fn
         self.sampler = Sampler(kind, size, batch_size, seed=0, secret_key=new_secret_key(), public_size=public_size)

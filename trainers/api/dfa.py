@@ -20,9 +20,10 @@ cross-entropy), so any loss works.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import SimpleNamespace
-from typing import Any, Callable, Iterator, cast
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -35,6 +36,7 @@ from ..methods import SPECS, MethodSpec
 from ..methods.dfa import DFA
 from .layers import LinearChain, UnsupportedModelError, linear_chain
 from .tap import OutputTap, Record
+
 
 def attachable() -> dict[str, MethodSpec]:
     """The registered methods ``attach_dfa`` offers (``MethodSpec.attach_profile`` set)."""
@@ -84,15 +86,18 @@ def error_and_scale(grad: torch.Tensor, loss_reduction: str) -> tuple[torch.Tens
 class DFAHandle:
     """DFA attached to a model: :meth:`detach` restores backprop, :meth:`disabled` suspends DFA."""
 
-    def __init__(self, model: nn.Module, method: str, device: Device[Any], threshold: float, loss_reduction: str) -> None:
+    def __init__(
+        self, model: nn.Module, method: str, device: Device[Any], threshold: float, loss_reduction: str
+    ) -> None:
         trainer = cast("type[DFA]", attached_spec(method).trainer)  # attach_profile is for the DFA family
         self.model = model
         self.method = method
         self.chain = linear_chain(model, conv_prefix=True)
         self.device = device
         trainer.check_device(None, SimpleNamespace(device=device))  # type: ignore[arg-type]  # self unused
-        self.feedback = DeviceFeedback(device, self.chain.n_classes, self.chain.hidden_widths,
-                                       ternary=trainer.ternary, threshold=threshold)
+        self.feedback = DeviceFeedback(
+            device, self.chain.n_classes, self.chain.hidden_widths, ternary=trainer.ternary, threshold=threshold
+        )
         self.loss_reduction = loss_reduction
         #: The device's noise report of the last feedback projection.
         self.last_noise: NoiseReport | None = None
@@ -106,8 +111,10 @@ class DFAHandle:
             e, scale = error_and_scale(grad, self.loss_reduction)
             projection = self.feedback.project(e)
             self.last_noise = projection.noise
-            deltas = [b_e * act.derivative(z) * scale
-                      for b_e, act, z in zip(projection.slices, self.chain.activations, record.preacts)]
+            deltas = [
+                b_e * act.derivative(z) * scale
+                for b_e, act, z in zip(projection.slices, self.chain.activations, record.preacts)
+            ]
             deltas.append(grad)
             first = self.chain.linears[0].weight
             input_grad = (deltas[0] @ first).to(record.attached) if record.attached is not None else None
@@ -126,8 +133,14 @@ class DFAHandle:
         self.tap.remove()
 
 
-def attach_dfa(model: nn.Module, method: str = "dfa", device: Device[Any] | str | None = None, *,
-               threshold: float = 0.15, loss_reduction: str = "mean") -> DFAHandle:
+def attach_dfa(
+    model: nn.Module,
+    method: str = "dfa",
+    device: Device[Any] | str | None = None,
+    *,
+    threshold: float = 0.15,
+    loss_reduction: str = "mean",
+) -> DFAHandle:
     """Make ``loss.backward()`` on ``model``'s output deliver DFA updates to its Linear layers.
 
     ``method``: ``"dfa"`` (real error, torch device), ``"tdfa"`` (error ternarized at
@@ -143,8 +156,12 @@ def attach_dfa(model: nn.Module, method: str = "dfa", device: Device[Any] | str 
     return DFAHandle(model, method, open_device(device, method), threshold, loss_reduction)
 
 
-def dfa_alignment(handle: DFAHandle, x: torch.Tensor, y: torch.Tensor,
-                  loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = F.cross_entropy) -> dict[str, float]:
+def dfa_alignment(
+    handle: DFAHandle,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = F.cross_entropy,
+) -> dict[str, float]:
     """Cosine, per Linear weight, between the DFA update and backprop's gradient on ``(x, y)``
     (paper 000, Figure 2; :mod:`trainers.run.alignment` for the built-in methods), and per weight of a
     conv prefix. Leaves ``.grad`` as it found it. The output layer's cosine is 1: DFA and BP give it the same update."""
@@ -168,5 +185,7 @@ def dfa_alignment(handle: DFAHandle, x: torch.Tensor, y: torch.Tensor,
         reference = grads()
     for p, g in zip(params, saved):
         p.grad = g
-    return {name: float(F.cosine_similarity(a.flatten(), b.flatten(), dim=0))
-            for (name, _), a, b in zip(named, ours, reference)}
+    return {
+        name: float(F.cosine_similarity(a.flatten(), b.flatten(), dim=0))
+        for (name, _), a, b in zip(named, ours, reference)
+    }

@@ -22,7 +22,8 @@ events the built-in trainers charge. The methods offered, and the reasons others
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
@@ -41,8 +42,17 @@ from .optimizer import DPOptimizer
 from .updates import DFAClipping, PerExampleClipping
 
 
-def user_update(spec: MethodSpec, module: nn.Module, max_grad_norm: float, loss_reduction: str, size: int,
-                n: int, tau_h: float, beta: float, feedback_seed: int) -> PerExampleClipping | DFAClipping:
+def user_update(
+    spec: MethodSpec,
+    module: nn.Module,
+    max_grad_norm: float,
+    loss_reduction: str,
+    size: int,
+    n: int,
+    tau_h: float,
+    beta: float,
+    feedback_seed: int,
+) -> PerExampleClipping | DFAClipping:
     """The registered update of ``spec`` (``MethodSpec.user_update``) on the user's ``module``."""
     if spec.user_update == "per-example-clipping":
         return PerExampleClipping(module, max_grad_norm, loss_reduction, size, n)
@@ -57,7 +67,8 @@ def offered_spec(method: str) -> MethodSpec:
         raise TrainingConfigError(
             f"method {method!r} is not offered by make_private: {spec.api_refusal}. Train it on your own tensors "
             f"with trainers.run.loop.train(TrainConfig.for_method({method!r}, ...), data=trainers.core.data.Dataset(...)) "
-            f"or `opu-hal train --method {method}` (the built-in MLP)")
+            f"or `opu-hal train --method {method}` (the built-in MLP)"
+        )
     if spec is None or spec.user_update is None:
         raise TrainingConfigError(f"method {method!r}: choose one of {', '.join(offered)}")
     return spec
@@ -82,14 +93,28 @@ class PrivacyEngine:
         self.stopped_by_budget = False
 
     # -- wrapping --------------------------------------------------------------------------------
-    def make_private(self, *, module: nn.Module, optimizer: torch.optim.Optimizer, data_loader: Data,
-                     noise_multiplier: float, max_grad_norm: float, loss_reduction: str = "mean",
-                     method: str = "dp-sgd", noise_source: str = "software", device: Device[Any] | str | None = None,
-                     batch_size: int | None = None, tau_h: float = 1.0, beta: float = 0.9,
-                     lattice_resolution: float = 10.0, rounding_analysis: str = "per-coordinate",
-                     feedback_seed: int = 0, public_dataset_size: int | None = None,
-                     target_epsilon: float | None = None,
-                     target_delta: float = 1e-5) -> tuple[nn.Module, DPOptimizer, PrivateDataLoader]:
+    def make_private(
+        self,
+        *,
+        module: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        data_loader: Data,
+        noise_multiplier: float,
+        max_grad_norm: float,
+        loss_reduction: str = "mean",
+        method: str = "dp-sgd",
+        noise_source: str = "software",
+        device: Device[Any] | str | None = None,
+        batch_size: int | None = None,
+        tau_h: float = 1.0,
+        beta: float = 0.9,
+        lattice_resolution: float = 10.0,
+        rounding_analysis: str = "per-coordinate",
+        feedback_seed: int = 0,
+        public_dataset_size: int | None = None,
+        target_epsilon: float | None = None,
+        target_delta: float = 1e-5,
+    ) -> tuple[nn.Module, DPOptimizer, PrivateDataLoader]:
         """Return ``(module, optimizer, data_loader)`` for the user's loop (Opacus's order).
 
         Where this differs from Opacus: ``data_loader`` may also be a ``Dataset`` or a tuple of
@@ -114,11 +139,15 @@ class PrivacyEngine:
         if not (math.isfinite(noise_multiplier) and noise_multiplier > 0):
             raise TrainingConfigError(f"noise_multiplier must be a finite number > 0, got {noise_multiplier}")
         if public_dataset_size is not None and sampling != "poisson":
-            raise TrainingConfigError(f"public_dataset_size is for add/remove adjacency (Poisson sampling); under "
-                                      f"{method}'s replace-one adjacency the dataset size is public already")
+            raise TrainingConfigError(
+                f"public_dataset_size is for add/remove adjacency (Poisson sampling); under "
+                f"{method}'s replace-one adjacency the dataset size is public already"
+            )
         if noise_source in ("software", "device") and noise_source not in spec.noise_sources:
-            raise TrainingConfigError(f"{method} adds {' or '.join(spec.noise_sources)} noise only; "
-                                      f"noise_source={noise_source!r} is not one of its sources")
+            raise TrainingConfigError(
+                f"{method} adds {' or '.join(spec.noise_sources)} noise only; "
+                f"noise_source={noise_source!r} is not one of its sources"
+            )
         loader = PrivateDataLoader(dataset, size, sampling, collate, self._should_stop, public_dataset_size)
         n = loader.dataset_size
         generator = SecureGenerator()
@@ -141,23 +170,51 @@ class PrivacyEngine:
         self.data_loader, self.noise_multiplier, self.method = loader, float(noise_multiplier), method
         return module, self.optimizer, loader
 
-    def make_private_with_epsilon(self, *, module: nn.Module, optimizer: torch.optim.Optimizer, data_loader: Data,
-                                  target_epsilon: float, target_delta: float, epochs: int, max_grad_norm: float,
-                                  **kwargs: Any) -> tuple[nn.Module, DPOptimizer, PrivateDataLoader]:
+    def make_private_with_epsilon(
+        self,
+        *,
+        module: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        data_loader: Data,
+        target_epsilon: float,
+        target_delta: float,
+        epochs: int,
+        max_grad_norm: float,
+        **kwargs: Any,
+    ) -> tuple[nn.Module, DPOptimizer, PrivateDataLoader]:
         """:meth:`make_private` with the smallest noise multiplier whose ``epochs`` epochs reach
         ``target_epsilon`` at ``target_delta`` (inverse accounting, as ``--target-epsilon``); the
         budget stop is set to the same target."""
         probe = PrivacyEngine(self.conversion)
-        wrapped = probe.make_private(module=module, optimizer=optimizer, data_loader=data_loader,
-                                     noise_multiplier=1.0, max_grad_norm=max_grad_norm, **kwargs)
+        wrapped = probe.make_private(
+            module=module,
+            optimizer=optimizer,
+            data_loader=data_loader,
+            noise_multiplier=1.0,
+            max_grad_norm=max_grad_norm,
+            **kwargs,
+        )
         steps = epochs * len(wrapped[2])
         neighboring = probe.accountant.neighboring  # type: ignore[union-attr]
         probe.detach()
-        z = smallest_noise_multiplier(probe.event_for, steps, target_epsilon, target_delta, neighboring,
-                                      spent=Accountant(neighboring, conversion=self.conversion))
-        return self.make_private(module=module, optimizer=optimizer, data_loader=data_loader, noise_multiplier=z,
-                                 max_grad_norm=max_grad_norm, target_epsilon=target_epsilon,
-                                 target_delta=target_delta, **kwargs)
+        z = smallest_noise_multiplier(
+            probe.event_for,
+            steps,
+            target_epsilon,
+            target_delta,
+            neighboring,
+            spent=Accountant(neighboring, conversion=self.conversion),
+        )
+        return self.make_private(
+            module=module,
+            optimizer=optimizer,
+            data_loader=data_loader,
+            noise_multiplier=z,
+            max_grad_norm=max_grad_norm,
+            target_epsilon=target_epsilon,
+            target_delta=target_delta,
+            **kwargs,
+        )
 
     def detach(self) -> None:
         """Remove the hooks from the module (it trains by plain backprop again)."""
@@ -185,15 +242,21 @@ class PrivacyEngine:
         """Accountant ledger, loader epoch and sampling key, noise generator state. SECRET: the key
         and generator state let anyone recompute the batches and noise; keep it with checkpoints only."""
         assert self.optimizer is not None and self.data_loader is not None and self.accountant is not None
-        return {"accountant": self.accountant.state_dict(), "loader": self.data_loader.state_dict(),
-                "generator": self.optimizer.mechanism.generator.secret_state(),
-                "noise_multiplier": self.noise_multiplier, "stopped_by_budget": self.stopped_by_budget}
+        return {
+            "accountant": self.accountant.state_dict(),
+            "loader": self.data_loader.state_dict(),
+            "generator": self.optimizer.mechanism.generator.secret_state(),
+            "noise_multiplier": self.noise_multiplier,
+            "stopped_by_budget": self.stopped_by_budget,
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` into an engine that ``make_private`` set up the same way."""
         assert self.optimizer is not None and self.data_loader is not None and self.accountant is not None
         if state["noise_multiplier"] != self.noise_multiplier:
-            raise TrainingConfigError(f"checkpoint noise multiplier {state['noise_multiplier']} != {self.noise_multiplier}")
+            raise TrainingConfigError(
+                f"checkpoint noise multiplier {state['noise_multiplier']} != {self.noise_multiplier}"
+            )
         self.accountant.load_state_dict(state["accountant"])
         self.optimizer.accountant = self.accountant
         self.data_loader.load_state_dict(state["loader"])

@@ -24,7 +24,11 @@ class UnsupportedModelError(TrainingConfigError):
 
 #: Element-wise activations whose derivative :mod:`trainers.core.model` knows (default arguments only).
 ELEMENTWISE: dict[type[nn.Module], str] = {
-    nn.Tanh: "tanh", nn.Sigmoid: "sigmoid", nn.ReLU: "relu", nn.GELU: "gelu", nn.Softplus: "softplus",
+    nn.Tanh: "tanh",
+    nn.Sigmoid: "sigmoid",
+    nn.ReLU: "relu",
+    nn.GELU: "gelu",
+    nn.Softplus: "softplus",
 }
 #: Modules that change nothing DFA needs and are skipped (Flatten only before the first Linear).
 PASS_THROUGH: tuple[type[nn.Module], ...] = (nn.Identity,)
@@ -80,7 +84,8 @@ def linear_chain(model: nn.Module, conv_prefix: bool = False) -> LinearChain:
     if not isinstance(model, nn.Sequential):
         raise UnsupportedModelError(
             f"DFA trains an nn.Sequential of nn.Linear layers and element-wise activations; got "
-            f"{type(model).__name__}, whose forward order cannot be read (wrap its layers in nn.Sequential)")
+            f"{type(model).__name__}, whose forward order cannot be read (wrap its layers in nn.Sequential)"
+        )
     names: list[str] = []
     linears: list[nn.Linear] = []
     activations: list[Activation] = []
@@ -102,15 +107,21 @@ def linear_chain(model: nn.Module, conv_prefix: bool = False) -> LinearChain:
         else:
             wanted = "an nn.Linear" if expect_linear else "an element-wise activation or the end"
             supported = ", ".join(t.__name__ for t in ELEMENTWISE)
-            before = (" or, before the first Linear, a " + "/".join(t.__name__ for t in PREFIX)
-                      if conv_prefix and not linears else "")
+            before = (
+                " or, before the first Linear, a " + "/".join(t.__name__ for t in PREFIX)
+                if conv_prefix and not linears
+                else ""
+            )
             raise UnsupportedModelError(
                 f"layer {name!r} ({type(module).__name__}) cannot be trained by DFA here: expected {wanted}{before} "
                 f"(DFA needs a chain Linear -> activation -> ... -> Linear, activations among {supported}; "
-                "residual blocks and other modules route the error in ways DFA's feedback does not model)")
+                "residual blocks and other modules route the error in ways DFA's feedback does not model)"
+            )
     if not linears:
         raise UnsupportedModelError("the model holds no nn.Linear layer")
     if expect_linear:
-        raise UnsupportedModelError(f"the model ends with an activation after layer {names[-1]!r}; "
-                                    "the output layer must be an nn.Linear (put softmax in the loss)")
+        raise UnsupportedModelError(
+            f"the model ends with an activation after layer {names[-1]!r}; "
+            "the output layer must be an nn.Linear (put softmax in the loss)"
+        )
     return LinearChain(names, linears, activations, tuple(prefix))

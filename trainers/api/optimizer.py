@@ -3,12 +3,13 @@ clipped update, charges the accountant, then lets the user's optimizer apply it.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
-from opu_hal.privacy.mechanisms import DigitizedRelease, GaussianRelease, SkellamRelease
 from opu_hal.privacy import Accountant, Event, PrivacyBudget
+from opu_hal.privacy.mechanisms import DigitizedRelease, GaussianRelease, SkellamRelease
 
 from ..core.errors import TrainingConfigError
 from .updates import DFAClipping, PerExampleClipping
@@ -22,9 +23,15 @@ class DPOptimizer:
     """Wraps ``optimizer``; ``noise_std`` is the std of the noise on the released clipped quantity
     (``z * sensitivity``: ``z C`` for dp-sgd's sum, as Opacus; ``z Delta`` on dp-dfa's average)."""
 
-    def __init__(self, optimizer: torch.optim.Optimizer, update: PerExampleClipping | DFAClipping,
-                 mechanism: GaussianRelease | SkellamRelease | DigitizedRelease, event: Event, accountant: Accountant,
-                 budget: PrivacyBudget | None) -> None:
+    def __init__(
+        self,
+        optimizer: torch.optim.Optimizer,
+        update: PerExampleClipping | DFAClipping,
+        mechanism: GaussianRelease | SkellamRelease | DigitizedRelease,
+        event: Event,
+        accountant: Accountant,
+        budget: PrivacyBudget | None,
+    ) -> None:
         self.original_optimizer = optimizer
         self.update = update
         self.mechanism = mechanism

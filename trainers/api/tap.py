@@ -3,8 +3,9 @@ model's output to a callback that decides the parameters' gradients (DFA and DP-
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 from torch import nn
@@ -32,8 +33,14 @@ class _AtOutput(torch.autograd.Function):
     letting autograd backpropagate through the model."""
 
     @staticmethod
-    def forward(ctx: Any, tap: OutputTap, record: Record, output: torch.Tensor, attached: torch.Tensor | None,
-                *params: torch.Tensor) -> torch.Tensor:
+    def forward(
+        ctx: Any,
+        tap: OutputTap,
+        record: Record,
+        output: torch.Tensor,
+        attached: torch.Tensor | None,
+        *params: torch.Tensor,
+    ) -> torch.Tensor:
         ctx.tap, ctx.record = tap, record
         return output.view_as(output)
 
@@ -73,11 +80,13 @@ class OutputTap:
             if output.dim() != 2:
                 raise UnsupportedModelError(
                     f"layer {self.chain.names[index]!r} got a {args[0].dim()}-d input; this API takes "
-                    "(batch, features) inputs (flatten first)")
+                    "(batch, features) inputs (flatten first)"
+                )
             record.inputs[index] = args[0].detach()
             if index == 0 and args[0].requires_grad and self.chain.prefix_params:
                 record.attached = args[0]
             record.preacts[index] = output.detach()
+
         return hook
 
     def _close(self, module: nn.Module, args: tuple[Any, ...], output: torch.Tensor) -> torch.Tensor | None:
@@ -86,7 +95,8 @@ class OutputTap:
             return None
         # torch leaves Function.apply unannotated
         out: torch.Tensor = _AtOutput.apply(  # type: ignore[no-untyped-call]
-            self, record, output.detach(), record.attached, *self.params)
+            self, record, output.detach(), record.attached, *self.params
+        )
         return out
 
     def remove(self) -> None:

@@ -11,7 +11,8 @@ sensitivity and accounting event, computed from what hooks recorded during ``los
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -19,9 +20,9 @@ from torch import nn
 from opu_hal.privacy import Event, PoissonGaussianEvent
 
 from ..core.clipping import clip_norm
-from ..methods.dp_dfa import DFASensitivity, fixed_size_event, spectral_feedback
 from ..core.per_example import clip_scale, linear_clipped_sum
 from ..core.sampling import step_generator
+from ..methods.dp_dfa import DFASensitivity, fixed_size_event, spectral_feedback
 from .dfa import error_and_scale
 from .layers import LinearChain, UnsupportedModelError, linear_chain
 from .tap import OutputTap, Record
@@ -38,15 +39,17 @@ class PerExampleClipping:
 
     neighboring = "add_remove"
 
-    def __init__(self, model: nn.Module, max_grad_norm: float, loss_reduction: str, expected_batch: int,
-                 dataset_size: int) -> None:
+    def __init__(
+        self, model: nn.Module, max_grad_norm: float, loss_reduction: str, expected_batch: int, dataset_size: int
+    ) -> None:
         self.linears = {name: m for name, m in model.named_modules() if isinstance(m, nn.Linear)}
         owned = {id(p) for m in self.linears.values() for p in m.parameters()}
         for name, module in model.named_modules():
             if any(p.requires_grad and id(p) not in owned for p in module.parameters(recurse=False)):
                 raise UnsupportedModelError(
                     f"layer {name!r} ({type(module).__name__}) has trainable parameters outside nn.Linear; dp-sgd "
-                    "here clips per-example gradients of nn.Linear layers only (freeze it or drop it)")
+                    "here clips per-example gradients of nn.Linear layers only (freeze it or drop it)"
+                )
         self.params = [p for m in self.linears.values() for p in (m.weight, m.bias) if p is not None]
         self.max_grad_norm = float(max_grad_norm)
         self.loss_reduction = loss_reduction
@@ -66,13 +69,16 @@ class PerExampleClipping:
             if not output.requires_grad:
                 return
             if name in self.records:
-                raise UnsupportedModelError(f"layer {name!r} ran twice in one forward pass; per-example norms "
-                                            "of shared layers are not computed here")
+                raise UnsupportedModelError(
+                    f"layer {name!r} ran twice in one forward pass; per-example norms "
+                    "of shared layers are not computed here"
+                )
             if output.dim() != 2:
                 raise UnsupportedModelError(f"layer {name!r} got a {output.dim()}-d input; pass (batch, features)")
             entry: list[torch.Tensor | None] = [args[0].detach(), None]
             self.records[name] = entry
             output.register_hook(lambda g: entry.__setitem__(1, g.detach()))
+
         return hook
 
     def event(self, z: float, lattice: Lattice = None) -> Event:
@@ -86,8 +92,10 @@ class PerExampleClipping:
         for name, layer in self.linears.items():
             a, g = self.records.get(name, [None, None])
             if a is None or g is None:
-                raise UnsupportedModelError(f"layer {name!r} has no recorded gradient: call loss.backward() "
-                                            "on the model's output before optimizer.step()")
+                raise UnsupportedModelError(
+                    f"layer {name!r} has no recorded gradient: call loss.backward() "
+                    "on the model's output before optimizer.step()"
+                )
             g, _ = error_and_scale(g, self.loss_reduction)  # the per-example loss gradient
             grads[name] = (g, a)
             norm2 = g.pow(2).sum(1) * (a.pow(2).sum(1) + (layer.bias is not None))
@@ -113,8 +121,17 @@ class DFAClipping:
 
     neighboring = "replace_one"
 
-    def __init__(self, model: nn.Module, tau_e: float, tau_h: float, beta: float, loss_reduction: str,
-                 batch_size: int, dataset_size: int, feedback_seed: int = 0) -> None:
+    def __init__(
+        self,
+        model: nn.Module,
+        tau_e: float,
+        tau_h: float,
+        beta: float,
+        loss_reduction: str,
+        batch_size: int,
+        dataset_size: int,
+        feedback_seed: int = 0,
+    ) -> None:
         self.chain: LinearChain = linear_chain(model, conv_prefix=True)
         if self.chain.prefix_params:
             name = next(n for n, m in self.chain.prefix if any(p.requires_grad for p in m.parameters()))
@@ -122,7 +139,8 @@ class DFAClipping:
                 f"layer {name!r} ({type(dict(self.chain.prefix)[name]).__name__}): make_private's dp-dfa trains "
                 "a chain of nn.Linear layers; the hybrid conv + linear network (paper 002 section 4, per-example "
                 "conv clipping to tau_c) trains privately through `opu-hal train --method dp-dfa --model cnn` "
-                "(or attach_dfa without privacy)")
+                "(or attach_dfa without privacy)"
+            )
         self.tau_e, self.tau_h, self.beta = float(tau_e), float(tau_h), float(beta)
         self.loss_reduction = loss_reduction
         self.batch_size, self.dataset_size = batch_size, dataset_size
@@ -145,15 +163,17 @@ class DFAClipping:
     def deltas(self, error: torch.Tensor, preacts: list[torch.Tensor]) -> list[torch.Tensor]:
         """``(B^{l+1} e) * phi'(z^l)`` per hidden layer and ``gamma beta e`` at the output, ``e`` clipped to ``tau_e``."""
         e = clip_norm(error, self.tau_e)
-        hidden = [(e @ b.T.to(e)) * act.derivative(z)
-                  for b, act, z in zip(self.feedback, self.chain.activations, preacts)]
+        hidden = [
+            (e @ b.T.to(e)) * act.derivative(z) for b, act, z in zip(self.feedback, self.chain.activations, preacts)
+        ]
         return [*hidden, self.output_scale * e]
 
     def clipped(self) -> torch.Tensor:
         """The flattened averaged update ``delta^T clip(h, tau_h) / m`` per layer (before noise)."""
         if self.pending is None:
-            raise UnsupportedModelError("no recorded error: call loss.backward() on the model's output "
-                                        "before optimizer.step()")
+            raise UnsupportedModelError(
+                "no recorded error: call loss.backward() on the model's output before optimizer.step()"
+            )
         grad, record = self.pending
         error, _ = error_and_scale(grad, self.loss_reduction)
         parts = []

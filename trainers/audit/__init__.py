@@ -76,16 +76,30 @@ from opu_hal.runtime.lazy import lazy_exports
 
 # Imported on first use (PEP 562), so that registering ``opu-hal audit`` loads no torch.
 _EXPORTS = {
-    "audit_black_box": ".black_box", "input_canaries": ".black_box", "neighboring_of": ".black_box",
-    "best_lower_bound": ".bounds", "clopper_pearson_upper": ".bounds", "epsilon_lower_bound": ".bounds",
-    "gdp_epsilon": ".bounds", "gdp_epsilon_estimate": ".bounds", "gdp_mu_lower_bound": ".bounds",
-    "multi_run_lower_bound": ".bounds", "p_value": ".bounds",
+    "audit_black_box": ".black_box",
+    "input_canaries": ".black_box",
+    "neighboring_of": ".black_box",
+    "best_lower_bound": ".bounds",
+    "clopper_pearson_upper": ".bounds",
+    "epsilon_lower_bound": ".bounds",
+    "gdp_epsilon": ".bounds",
+    "gdp_epsilon_estimate": ".bounds",
+    "gdp_mu_lower_bound": ".bounds",
+    "multi_run_lower_bound": ".bounds",
+    "p_value": ".bounds",
     "plot_audit": ".plot",
     "measure_sensitivity": ".sensitivity",
-    "white_box_methods": ".white_box", "DiracCanaries": ".white_box", "audit_multi_run": ".white_box",
-    "audit_white_box": ".white_box", "CANARY_MODES": ".white_box",
-    "PipelineCanaries": ".pipeline", "CanaryTrainer": ".pipeline", "step_llr": ".likelihood",
-    "inspect": ".inspector", "InspectionReport": ".inspector", "InspectionRow": ".inspector",
+    "white_box_methods": ".white_box",
+    "DiracCanaries": ".white_box",
+    "audit_multi_run": ".white_box",
+    "audit_white_box": ".white_box",
+    "CANARY_MODES": ".white_box",
+    "PipelineCanaries": ".pipeline",
+    "CanaryTrainer": ".pipeline",
+    "step_llr": ".likelihood",
+    "inspect": ".inspector",
+    "InspectionReport": ".inspector",
+    "InspectionRow": ".inspector",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
 
 from opu_hal.randomness.secure_random import SecureGenerator
 
-from ..run.config import TrainConfig
 from ..core.data import Dataset, Split, load_dataset, scale_inputs, scaling_reference, with_public_classes
 from ..core.errors import TrainingConfigError
-from ..run.loop import Trainer
 from ..methods import METHODS, get_spec
+from ..run.config import TrainConfig
+from ..run.loop import Trainer
 from .bounds import best_lower_bound, gdp_epsilon_estimate
 
 
@@ -36,9 +37,14 @@ def check_claim(method: str) -> None:
         raise TrainingConfigError(f"method {method!r} is not private; there is no claim to audit")
 
 
-def audit_black_box(config: TrainConfig, canaries: int = 1000, confidence: float = 0.95,
-                    guess_counts: tuple[int, ...] = (10, 25, 50, 100, 200, 400), data: Dataset | None = None,
-                    log: Callable[[str], None] | None = None) -> dict[str, Any]:
+def audit_black_box(
+    config: TrainConfig,
+    canaries: int = 1000,
+    confidence: float = 0.95,
+    guess_counts: tuple[int, ...] = (10, 25, 50, 100, 200, 400),
+    data: Dataset | None = None,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """One-run black-box audit: input canaries scored by the final model's loss.
 
     Canary ``i`` is an image of uniform random pixels with a random label, in the training set
@@ -53,8 +59,11 @@ def audit_black_box(config: TrainConfig, canaries: int = 1000, confidence: float
     began = time.perf_counter()
     raw = data or load_dataset(config.dataset, config.data_dir, config.validation_fraction, config.seed)
     raw = with_public_classes(raw, config.n_classes)  # the canaries' labels: a public count (issue 44)
-    real = raw.train if config.train_limit is None else Split(raw.train.x[:config.train_limit],
-                                                               raw.train.y[:config.train_limit])
+    real = (
+        raw.train
+        if config.train_limit is None
+        else Split(raw.train.x[: config.train_limit], raw.train.y[: config.train_limit])
+    )
     generator = SecureGenerator()
     probes = input_canaries(canaries, raw.n_features, raw.n_classes, generator)
     heads = generator.uniform(canaries) < 0.5
@@ -83,12 +92,19 @@ def audit_black_box(config: TrainConfig, canaries: int = 1000, confidence: float
     result = best_lower_bound(scores, heads, config.delta, confidence, guess_counts)
     gdp = gdp_epsilon_estimate({"loss": scores}, heads, config.delta, confidence)
     return {
-        "method": config.method, "noise_source": config.noise_source,
-        "threat_model": "black-box, input canaries scored by the final model's loss", "neighboring": neighboring,
+        "method": config.method,
+        "noise_source": config.noise_source,
+        "threat_model": "black-box, input canaries scored by the final model's loss",
+        "neighboring": neighboring,
         # the guarantee, else a published claim's epsilon (DP-ULR's controller: paper 004's), else none
-        "claimed_epsilon": final.get("epsilon", final.get("claimed_epsilon", float("inf"))), "delta": config.delta,
+        "claimed_epsilon": final.get("epsilon", final.get("claimed_epsilon", float("inf"))),
+        "delta": config.delta,
         "confidence": confidence,
-        **result, **gdp, "canaries": canaries, "steps": final["steps"], "test_accuracy": final["test_accuracy"],
+        **result,
+        **gdp,
+        "canaries": canaries,
+        "steps": final["steps"],
+        "test_accuracy": final["test_accuracy"],
         "time_s": time.perf_counter() - began,
         "scores": {"heads": scores[heads].tolist(), "tails": scores[~heads].tolist()},
     }

@@ -12,7 +12,6 @@ from scipy import optimize, stats
 
 from ..core.errors import TrainingConfigError
 
-
 SCORE_KINDS = ("sum", "difference")
 GUESS_COUNTS = (10, 25, 50, 100, 200, 400, 1000, 2000, 5000, 10000)
 #: Pooled-score quantiles tried as thresholds by the Gaussian-DP estimate (fixed before the data).
@@ -54,8 +53,14 @@ def _guess_counts(m: int, guess_counts: tuple[int, ...]) -> list[int]:
     return [k for k in guess_counts if 2 * k <= m] or [m // 2]
 
 
-def best_lower_bound(scores: np.ndarray, heads: np.ndarray, delta: float, confidence: float,
-                     guess_counts: tuple[int, ...], tests: int | None = None) -> dict[str, Any]:
+def best_lower_bound(
+    scores: np.ndarray,
+    heads: np.ndarray,
+    delta: float,
+    confidence: float,
+    guess_counts: tuple[int, ...],
+    tests: int | None = None,
+) -> dict[str, Any]:
     """Guess heads for the ``k`` highest and tails for the ``k`` lowest scores, for each ``k``; the
     best bound with the confidence split over ``tests`` (default: the counts tried; Bonferroni)."""
     m = len(scores)
@@ -64,7 +69,7 @@ def best_lower_bound(scores: np.ndarray, heads: np.ndarray, delta: float, confid
     split = 1 - (1 - confidence) / (tests or len(counts))
     best = {"epsilon_lower_bound": 0.0, "guesses": 0, "correct": 0}
     for k in counts:
-        guessed_heads, guessed_tails = order[m - k:], order[:k]
+        guessed_heads, guessed_tails = order[m - k :], order[:k]
         correct = int(heads[guessed_heads].sum() + (~heads[guessed_tails]).sum())
         bound = epsilon_lower_bound(m, 2 * k, correct, delta, split)
         if bound > best["epsilon_lower_bound"] or best["guesses"] == 0:
@@ -72,15 +77,20 @@ def best_lower_bound(scores: np.ndarray, heads: np.ndarray, delta: float, confid
     return best
 
 
-def best_over_kinds(scores: dict[str, np.ndarray], heads: np.ndarray, delta: float, confidence: float,
-                    guess_counts: tuple[int, ...]) -> dict[str, Any]:
+def best_over_kinds(
+    scores: dict[str, np.ndarray], heads: np.ndarray, delta: float, confidence: float, guess_counts: tuple[int, ...]
+) -> dict[str, Any]:
     """:func:`best_lower_bound` for every score kind, the confidence split (Bonferroni) across all
     the (kind, guess count) pairs tried; the best kind's figures plus each kind's bound."""
     tests = len(scores) * len(_guess_counts(len(heads), guess_counts))
     per_kind = {kind: best_lower_bound(s, heads, delta, confidence, guess_counts, tests) for kind, s in scores.items()}
     kind = max(per_kind, key=lambda k: per_kind[k]["epsilon_lower_bound"])
-    return {**per_kind[kind], "score_kind": kind, "bonferroni_tests": tests,
-            "by_score_kind": {k: v["epsilon_lower_bound"] for k, v in per_kind.items()}}
+    return {
+        **per_kind[kind],
+        "score_kind": kind,
+        "bonferroni_tests": tests,
+        "by_score_kind": {k: v["epsilon_lower_bound"] for k, v in per_kind.items()},
+    }
 
 
 # -- Gaussian-DP estimate (Nasr et al. 2023) -----------------------------------------------------
@@ -107,8 +117,9 @@ def gdp_epsilon(mu: float, delta: float) -> float:
     return float(optimize.brentq(lambda e: gdp_delta(e, mu) - delta, 0.0, high, xtol=1e-10))
 
 
-def gdp_mu_lower_bound(scores_in: np.ndarray, scores_out: np.ndarray, confidence: float,
-                       levels: tuple[float, ...] = GDP_LEVELS) -> tuple[float, float | None]:
+def gdp_mu_lower_bound(
+    scores_in: np.ndarray, scores_out: np.ndarray, confidence: float, levels: tuple[float, ...] = GDP_LEVELS
+) -> tuple[float, float | None]:
     """Nasr et al. 2023: for a threshold ``t`` (guess "in" when ``score >= t``), Clopper-Pearson
     upper bounds on FPR and FNR give, IF the trade-off curve is Gaussian (mu-GDP), the lower bound
     ``mu >= Phi^-1(1 - FPR_up) - Phi^-1(FNR_up)``. Thresholds: the pooled scores' quantiles at
@@ -129,8 +140,9 @@ def gdp_mu_lower_bound(scores_in: np.ndarray, scores_out: np.ndarray, confidence
     return best, best_t
 
 
-def gdp_epsilon_estimate(scores: dict[str, np.ndarray], heads: np.ndarray, delta: float,
-                         confidence: float) -> dict[str, Any]:
+def gdp_epsilon_estimate(
+    scores: dict[str, np.ndarray], heads: np.ndarray, delta: float, confidence: float
+) -> dict[str, Any]:
     """:func:`gdp_mu_lower_bound` for each score kind (confidence split over the kinds), converted
     to epsilon at ``delta`` by :func:`gdp_epsilon`. Assumes a Gaussian trade-off and treats the
     canaries as independent trials (Nasr et al. 2023); not a proof, unlike the Steinke bound."""
@@ -138,14 +150,21 @@ def gdp_epsilon_estimate(scores: dict[str, np.ndarray], heads: np.ndarray, delta
     found = {kind: gdp_mu_lower_bound(s[heads], s[~heads], split) for kind, s in scores.items()}
     kind = max(found, key=lambda k: found[k][0])
     mu, threshold = found[kind]
-    return {"gdp_epsilon_estimate": gdp_epsilon(mu, delta), "gdp_mu_lower_bound": mu, "gdp_threshold": threshold,
-            "gdp_score_kind": kind, "gdp_assumption": "assumes a Gaussian trade-off (mu-GDP) and independent canaries"}
+    return {
+        "gdp_epsilon_estimate": gdp_epsilon(mu, delta),
+        "gdp_mu_lower_bound": mu,
+        "gdp_threshold": threshold,
+        "gdp_score_kind": kind,
+        "gdp_assumption": "assumes a Gaussian trade-off (mu-GDP) and independent canaries",
+    }
 
 
 # -- measured sensitivity ----------------------------------------------------------------------
 
-def multi_run_lower_bound(scores_in: np.ndarray, scores_out: np.ndarray, delta: float,
-                          confidence: float) -> tuple[float, float | None]:
+
+def multi_run_lower_bound(
+    scores_in: np.ndarray, scores_out: np.ndarray, delta: float, confidence: float
+) -> tuple[float, float | None]:
     """The classical audit's bound: for a threshold ``t`` (guess "in" when ``score >= t``),
     (epsilon, delta)-DP forces ``FPR + e^eps FNR >= 1 - delta`` and the mirrored inequality, so
     ``eps >= log((1 - delta - FNR_up) / FPR_up)`` with Clopper-Pearson upper bounds; the best over

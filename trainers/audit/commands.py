@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from opu_hal.runtime.output import add_json_option
-from opu_hal.runtime.output import print_json
+from opu_hal.runtime.output import add_json_option, print_json
 
 from ..cli.arguments import add_train_arguments
 from ..core.errors import TrainingConfigError
@@ -70,15 +70,21 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
 def report_audit(result: dict, detail: str, args: argparse.Namespace) -> None:
     """The audit's outcome in words: claimed epsilon against the empirical lower bound, and findings."""
-    print(f"audit of {result['method']} ({result['noise_source']} noise, {result['threat_model']}): claimed epsilon "
-          f"{result['claimed_epsilon']:.4g} at delta {result['delta']:g}; empirical lower bound "
-          f"{result['epsilon_lower_bound']:.4g} at {result['confidence']:.0%} confidence "
-          f"({detail}, {result['time_s']:.0f} s)")
+    print(
+        f"audit of {result['method']} ({result['noise_source']} noise, {result['threat_model']}): claimed epsilon "
+        f"{result['claimed_epsilon']:.4g} at delta {result['delta']:g}; empirical lower bound "
+        f"{result['epsilon_lower_bound']:.4g} at {result['confidence']:.0%} confidence "
+        f"({detail}, {result['time_s']:.0f} s)"
+    )
     if "gdp_epsilon_estimate" in result:
-        print(f"Gaussian-DP estimate (Nasr et al. 2023, {result['gdp_assumption']}): epsilon "
-              f"{result['gdp_epsilon_estimate']:.4g}")
+        print(
+            f"Gaussian-DP estimate (Nasr et al. 2023, {result['gdp_assumption']}): epsilon "
+            f"{result['gdp_epsilon_estimate']:.4g}"
+        )
     if "measured_sensitivity" in result:
-        print(f"sensitivity: measured {result['measured_sensitivity']:.4g}, claimed {result['claimed_sensitivity']:.4g}")
+        print(
+            f"sensitivity: measured {result['measured_sensitivity']:.4g}, claimed {result['claimed_sensitivity']:.4g}"
+        )
     if result.get("findings"):
         print(f"FLAGGED: {'; '.join(result['findings'])}")
     if args.out:
@@ -98,8 +104,10 @@ def _inspect(args: argparse.Namespace, config: Any, log: Callable[[str], None]) 
     if args.json:
         print_json(report.to_dict())
         return 0
-    print(f"inspection of {report.method} ({report.noise_source} noise): {len(report.rows)} checks, family-wise "
-          f"false-alarm rate {report.alpha:g} (each test at {report.per_test_level:.2g}), {report.time_s:.0f} s")
+    print(
+        f"inspection of {report.method} ({report.noise_source} noise): {len(report.rows)} checks, family-wise "
+        f"false-alarm rate {report.alpha:g} (each test at {report.per_test_level:.2g}), {report.time_s:.0f} s"
+    )
     print(report.table())
     for reason in report.not_inspected:
         print(f"not inspected: {reason}")
@@ -110,24 +118,41 @@ def _inspect(args: argparse.Namespace, config: Any, log: Callable[[str], None]) 
 
 
 def register_audit_commands(sub: argparse._SubParsersAction) -> None:
-    p = parser = sub.add_parser("audit", help="empirical lower bound on epsilon: one-run audit (white-box: dp-dfa, dp-sgd; "
-                                     "black-box: every private method)")
+    p = parser = sub.add_parser(
+        "audit",
+        help="empirical lower bound on epsilon: one-run audit (white-box: dp-dfa, dp-sgd; "
+        "black-box: every private method)",
+    )
     add_train_arguments(p)
     p = p.add_argument_group("audit")
-    p.add_argument("--threat-model", choices=("white-box", "black-box"), default="white-box",
-                   help="white-box: canaries on the released update; black-box: input canaries scored by the "
-                        "final model's loss (default white-box)")
+    p.add_argument(
+        "--threat-model",
+        choices=("white-box", "black-box"),
+        default="white-box",
+        help="white-box: canaries on the released update; black-box: input canaries scored by the "
+        "final model's loss (default white-box)",
+    )
     p.add_argument("--canaries", type=int, default=1000, help="canaries (default 1000)")
-    p.add_argument("--canary-mode", choices=("pipeline", "update"), default="pipeline",
-                   help="white-box: pipeline (default): canaries are training rows drawn by the run's sampler and "
-                        "summed by its centring; update: canaries join the update at the claimed rate")
-    p.add_argument("--runs", type=int, default=None,
-                   help="multi-run audit instead: this many trainings with one canary (small models)")
+    p.add_argument(
+        "--canary-mode",
+        choices=("pipeline", "update"),
+        default="pipeline",
+        help="white-box: pipeline (default): canaries are training rows drawn by the run's sampler and "
+        "summed by its centring; update: canaries join the update at the claimed rate",
+    )
+    p.add_argument(
+        "--runs",
+        type=int,
+        default=None,
+        help="multi-run audit instead: this many trainings with one canary (small models)",
+    )
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the bound (default 0.95)")
     p.add_argument("--plot", default=None, help="PNG of the canaries' scores")
-    p.add_argument("--inspect", action="store_true",
-                   help="instead: the mechanism inspector, measuring each mechanism's noise law, sampling rate, "
-                        "sensitivity and draws against what the ledger charges")
+    p.add_argument(
+        "--inspect",
+        action="store_true",
+        help="instead: the mechanism inspector, measuring each mechanism's noise law, sampling rate, "
+        "sensitivity and draws against what the ledger charges",
+    )
     add_json_option(parser, "print the audit report as JSON (progress and logs go to stderr)")
     parser.set_defaults(func=_cmd_audit)
-

@@ -26,15 +26,23 @@ values, draw counts) are deterministic.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-from ..run.config import TrainConfig
 from ..core.data import Dataset
-from ..run.loop import Trainer
 from ..methods import METHODS
-from .noise_checks import (Finding, continuity, gaussian_fit, independence, on_integer_lattice, skellam_fit,
-                           variance_shortfall)
+from ..run.config import TrainConfig
+from ..run.loop import Trainer
+from .noise_checks import (
+    Finding,
+    continuity,
+    gaussian_fit,
+    independence,
+    on_integer_lattice,
+    skellam_fit,
+    variance_shortfall,
+)
 from .noise_probes import NoiseProbe, probe_noise
 from .release_checks import check_centering, count_noise_draws, replay_finding
 from .sampler_check import check_sampler
@@ -79,17 +87,23 @@ class InspectionReport:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON record form (``flagged`` and ``findings`` included)."""
-        return {**asdict(self), "flagged": self.flagged,
-                "findings": [f"{r.mechanism}: {r.quantity} measured {r.measured:.4g}, charged {r.charged:.4g}"
-                             for r in self.findings]}
+        return {
+            **asdict(self),
+            "flagged": self.flagged,
+            "findings": [
+                f"{r.mechanism}: {r.quantity} measured {r.measured:.4g}, charged {r.charged:.4g}" for r in self.findings
+            ],
+        }
 
     def table(self) -> str:
         """A plain-text table: mechanism, quantity, measured, charged, p-value, verdict."""
         lines = [f"{'mechanism':42} {'quantity':58} {'measured':>11} {'charged':>11} {'p-value':>9}  verdict"]
         for r in self.rows:
             p = "rule" if r.p_value is None else f"{r.p_value:.2g}"
-            lines.append(f"{r.mechanism[:42]:42} {r.quantity[:58]:58} {r.measured:11.4g} {r.charged:11.4g} "
-                         f"{p:>9}  {'FLAGGED' if r.flagged else 'ok'}")
+            lines.append(
+                f"{r.mechanism[:42]:42} {r.quantity[:58]:58} {r.measured:11.4g} {r.charged:11.4g} "
+                f"{p:>9}  {'FLAGGED' if r.flagged else 'ok'}"
+            )
         return "\n".join(lines)
 
 
@@ -107,8 +121,16 @@ def noise_findings(probe: NoiseProbe, sensitivity: dict[str, Any] | None) -> lis
     if probe.charged_multiplier is not None and sensitivity is not None:
         delta = max(sensitivity["measured_sensitivity"], sensitivity["claimed_sensitivity"]) * probe.units_per_query
         row = variance_shortfall(name, draws, probe.charged_multiplier * delta)
-        rows.append(Finding(name, "noise std per unit of sensitivity (measured or declared, the larger)",
-                            row.measured / delta, probe.charged_multiplier, row.test, row.p_value))
+        rows.append(
+            Finding(
+                name,
+                "noise std per unit of sensitivity (measured or declared, the larger)",
+                row.measured / delta,
+                probe.charged_multiplier,
+                row.test,
+                row.p_value,
+            )
+        )
     return rows
 
 
@@ -123,14 +145,29 @@ def _sensitivity_rows(trainer: Trainer) -> tuple[list[Finding], dict[str, Any] |
         return [], None
     measured = measure_sensitivity(trainer, **SENSITIVITY_PROBES)
     found, declared = measured["measured_sensitivity"], measured["claimed_sensitivity"]
-    row = Finding("update release (pre-noise)", f"L2 sensitivity ({measured['neighboring']})", found, declared,
-                  "rule: measured <= declared (1 + 1e-4), float32 updates", None, found > declared * (1 + 1e-4))
+    row = Finding(
+        "update release (pre-noise)",
+        f"L2 sensitivity ({measured['neighboring']})",
+        found,
+        declared,
+        "rule: measured <= declared (1 + 1e-4), float32 updates",
+        None,
+        found > declared * (1 + 1e-4),
+    )
     rows = [row]
     if "additivity_departure" in measured:  # add/remove: one charged term per example
         tolerance = 1e-3 * measured["claimed_sensitivity"]
-        rows.append(Finding("update release (pre-noise)", "departure from a sum of per-example terms",
-                            measured["additivity_departure"], 0.0, f"rule: <= {tolerance:.2g}", None,
-                            measured["additivity_departure"] > tolerance))
+        rows.append(
+            Finding(
+                "update release (pre-noise)",
+                "departure from a sum of per-example terms",
+                measured["additivity_departure"],
+                0.0,
+                f"rule: <= {tolerance:.2g}",
+                None,
+                measured["additivity_departure"] > tolerance,
+            )
+        )
     return rows, measured
 
 
@@ -143,8 +180,15 @@ def _charged_rate(trainer: Trainer) -> float | None:
     return None
 
 
-def inspect(config: TrainConfig, data: Dataset | None = None, *, steps: int = 4, sampler_steps: int = 400,
-            alpha: float = DEFAULT_ALPHA, log: Callable[[str], None] | None = None) -> InspectionReport:
+def inspect(
+    config: TrainConfig,
+    data: Dataset | None = None,
+    *,
+    steps: int = 4,
+    sampler_steps: int = 400,
+    alpha: float = DEFAULT_ALPHA,
+    log: Callable[[str], None] | None = None,
+) -> InspectionReport:
     """Inspect every mechanism of a run of ``config`` (module docstring); returns the report.
     Builds two trainers of ``config`` (the second for the replay check and one real epoch)."""
     if not METHODS[config.method].private:
@@ -177,10 +221,13 @@ def inspect(config: TrainConfig, data: Dataset | None = None, *, steps: int = 4,
     return _report(config, rows, skipped, alpha, time.perf_counter() - began)
 
 
-def _report(config: TrainConfig, findings: list[Finding], skipped: list[str], alpha: float,
-            seconds: float) -> InspectionReport:
+def _report(
+    config: TrainConfig, findings: list[Finding], skipped: list[str], alpha: float, seconds: float
+) -> InspectionReport:
     tests = sum(1 for f in findings if f.p_value is not None)
     level = alpha / max(tests, 1)
-    rows = [InspectionRow(f.mechanism, f.quantity, f.measured, f.charged, f.test, f.p_value, f.verdict(level))
-            for f in findings]
+    rows = [
+        InspectionRow(f.mechanism, f.quantity, f.measured, f.charged, f.test, f.p_value, f.verdict(level))
+        for f in findings
+    ]
     return InspectionReport(config.method, config.noise_source, alpha, level, rows, skipped, seconds)

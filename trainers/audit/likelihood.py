@@ -16,7 +16,7 @@ import numpy as np
 
 def _log_mixture(x: np.ndarray, shift: np.ndarray, rate: float, std: float) -> np.ndarray:
     """``log[(1 - q) phi(x) + q phi(x - shift)] - log phi(x)`` with ``phi`` the ``N(0, std^2)`` density."""
-    present = (x * shift - shift ** 2 / 2) / std ** 2
+    present = (x * shift - shift**2 / 2) / std**2
     if rate >= 1:
         return present
     return np.logaddexp(np.log1p(-rate), np.log(rate) + present)
@@ -41,8 +41,9 @@ def gaussian_llr(x: np.ndarray, contribution: np.ndarray, std: float, replace_on
     return step_llr(x, contribution, 1.0, std, replace_one)
 
 
-def empirical_llr(x: np.ndarray, contribution: np.ndarray, noise: np.ndarray, replace_one: bool,
-                  resolution: float = 50.0) -> np.ndarray:
+def empirical_llr(
+    x: np.ndarray, contribution: np.ndarray, noise: np.ndarray, replace_one: bool, resolution: float = 50.0
+) -> np.ndarray:
     """The log-likelihood ratio, heads against tails, under the noise law ESTIMATED from ``noise``
     (the same release's values at coordinates no canary owns, where the auditor knows the rest of the
     update: pure noise): a box kernel of half-width ``std(noise) / resolution``, one pseudo-count.

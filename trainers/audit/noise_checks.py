@@ -41,8 +41,14 @@ def variance_shortfall(mechanism: str, draws: np.ndarray, charged_std: float) ->
     if charged_std <= 0:
         return Finding(mechanism, "noise std", measured, charged_std, "charged std must be > 0", None, True)
     statistic = float(np.sum(x * x) / charged_std**2)
-    return Finding(mechanism, "noise std", measured, charged_std, f"chi-square lower tail, n={n}",
-                   float(stats.chi2.cdf(statistic, n)))
+    return Finding(
+        mechanism,
+        "noise std",
+        measured,
+        charged_std,
+        f"chi-square lower tail, n={n}",
+        float(stats.chi2.cdf(statistic, n)),
+    )
 
 
 def gaussian_fit(mechanism: str, draws: np.ndarray, charged_std: float, limit: int = 50_000) -> Finding:
@@ -50,27 +56,46 @@ def gaussian_fit(mechanism: str, draws: np.ndarray, charged_std: float, limit: i
     accounted law, scale included (right variance, wrong law fails here)."""
     x = draws.astype(np.float64).ravel()[:limit] / max(charged_std, 1e-300)
     result = stats.kstest(x, "norm")
-    return Finding(mechanism, "law (KS distance to the accounted Gaussian)", float(result.statistic), 0.0,
-                   f"Kolmogorov-Smirnov, n={x.size}", float(result.pvalue))
+    return Finding(
+        mechanism,
+        "law (KS distance to the accounted Gaussian)",
+        float(result.statistic),
+        0.0,
+        f"Kolmogorov-Smirnov, n={x.size}",
+        float(result.pvalue),
+    )
 
 
-def continuity(mechanism: str, draws: np.ndarray, minimum_fraction: float = 0.5,
-               limit: int = 50_000) -> Finding:
+def continuity(mechanism: str, draws: np.ndarray, minimum_fraction: float = 0.5, limit: int = 50_000) -> Finding:
     """Rule: a continuous Gaussian's draws are (almost) all distinct; a lattice (noise rounded to a
     grid, Rademacher signs) shows as few distinct values. Flags a distinct fraction below
     ``minimum_fraction``."""
     x = draws.ravel()[:limit]
     fraction = float(np.unique(x).size / max(x.size, 1))
-    return Finding(mechanism, "distinct values / draws", fraction, 1.0,
-                   f"rule: >= {minimum_fraction} of {x.size} draws distinct", None, fraction < minimum_fraction)
+    return Finding(
+        mechanism,
+        "distinct values / draws",
+        fraction,
+        1.0,
+        f"rule: >= {minimum_fraction} of {x.size} draws distinct",
+        None,
+        fraction < minimum_fraction,
+    )
 
 
 def on_integer_lattice(mechanism: str, counts: np.ndarray, tolerance: float = 1e-3) -> Finding:
     """Rule: device counts in lattice units are integers (the law the discrete event accounts), up to
     ``tolerance`` (a float32 release scaled back by ``gamma``; continuous noise sits 1/4 away on average)."""
     distance = float(np.max(np.abs(counts - np.round(counts)))) if counts.size else 0.0
-    return Finding(mechanism, "distance to the integer lattice", distance, 0.0, f"rule: <= {tolerance:g}", None,
-                   distance > tolerance)
+    return Finding(
+        mechanism,
+        "distance to the integer lattice",
+        distance,
+        0.0,
+        f"rule: <= {tolerance:g}",
+        None,
+        distance > tolerance,
+    )
 
 
 def skellam_fit(mechanism: str, counts: np.ndarray, limit: int = 200_000) -> Finding:
@@ -100,8 +125,14 @@ def skellam_fit(mechanism: str, counts: np.ndarray, limit: int = 200_000) -> Fin
     observed, expected = np.array(bins_o), np.array(bins_e)
     statistic = float(np.sum((observed - expected) ** 2 / expected))
     dof = len(expected) - 2
-    return Finding(mechanism, "law (chi-square to Skellam, per cell)", statistic / dof, 1.0,
-                   f"chi-square, {dof} dof, n={k.size}", float(stats.chi2.sf(statistic, dof)))
+    return Finding(
+        mechanism,
+        "law (chi-square to Skellam, per cell)",
+        statistic / dof,
+        1.0,
+        f"chi-square, {dof} dof, n={k.size}",
+        float(stats.chi2.sf(statistic, dof)),
+    )
 
 
 def correlation(mechanism: str, quantity: str, a: np.ndarray, b: np.ndarray) -> Finding:

@@ -58,12 +58,24 @@ def _release_probe(trainer: Trainer, steps: int) -> NoiseProbe:
     observed = np.stack(draws)
     if isinstance(mechanism, SkellamRelease):
         gamma = mechanism.lattice.gamma
-        return NoiseProbe("per-step noise (device Skellam counts)", "skellam", observed * gamma,
-                          math.sqrt(2 * event.poisson_mean), _event_multiplier(event), gamma)
+        return NoiseProbe(
+            "per-step noise (device Skellam counts)",
+            "skellam",
+            observed * gamma,
+            math.sqrt(2 * event.poisson_mean),
+            _event_multiplier(event),
+            gamma,
+        )
     if isinstance(mechanism, DigitizedRelease):
         gamma = mechanism.lattice.lattice.gamma
-        return NoiseProbe("per-step noise (device digitized reads)", "digitized", observed * gamma,
-                          mechanism.noise_std * gamma, None, gamma)
+        return NoiseProbe(
+            "per-step noise (device digitized reads)",
+            "digitized",
+            observed * gamma,
+            mechanism.noise_std * gamma,
+            None,
+            gamma,
+        )
     z = _event_multiplier(event)
     if z is None:
         raise TypeError(f"{type(event).__name__}: a software Gaussian release charges no noise multiplier")
@@ -84,8 +96,10 @@ def _empty_batch_probe(trainer: Trainer, steps: int) -> NoiseProbe:
         method.current_step = t
         with torch.enable_grad():
             method.compute_gradients(x, y)
-        parts = [torch.cat([layer.weight.grad.flatten(), layer.bias.grad.flatten()]) / scale
-                 for layer, scale in zip(method.model.layers, scales)]
+        parts = [
+            torch.cat([layer.weight.grad.flatten(), layer.bias.grad.flatten()]) / scale
+            for layer, scale in zip(method.model.layers, scales)
+        ]
         draws.append(torch.cat(parts).detach().cpu().double().numpy())
     return NoiseProbe(f"per-step noise ({method.name}, Gaussian)", "gaussian", np.stack(draws), 1.0, None)
 

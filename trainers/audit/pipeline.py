@@ -88,7 +88,7 @@ class PipelineCanaries:
         self.sampled = torch.zeros(0, dtype=torch.long)
 
     @classmethod
-    def draw(cls, count: int, replace_one: bool) -> "PipelineCanaries":
+    def draw(cls, count: int, replace_one: bool) -> PipelineCanaries:
         """``count`` canaries with secret fair coins (a secure generator)."""
         generator = SecureGenerator()
         return cls(generator.uniform(count) < 0.5, replace_one, generator)
@@ -152,7 +152,7 @@ class PipelineCanaries:
         values = released.detach().flatten().cpu().double().numpy()
         x = values[self.coordinates]
         if self.sampling_rate >= 1:  # the base update is public and was subtracted: the rest is noise
-            noise = np.delete(values, self.coordinates)[::max(1, (len(values) - len(x)) // NOISE_SAMPLE)]
+            noise = np.delete(values, self.coordinates)[:: max(1, (len(values) - len(x)) // NOISE_SAMPLE)]
             contribution = np.full(len(x), self.pattern * self.magnitude)
             self.scores["empirical"] += empirical_llr(x, contribution, noise, self.replace_one)
         self.scores["sum"] += self.pattern * x
@@ -192,26 +192,29 @@ class CanaryTrainer(Trainer):
         shape = self.config.public_dataset_size or len(base.x)
         public = None if self.planted.replace_one else shape + canaries
         batch = shape + canaries if self.config.batch_size >= shape else self.config.batch_size
-        self.config = replace(self.config, center_features=centre, train_limit=None, public_dataset_size=public,
-                              batch_size=batch)
+        self.config = replace(
+            self.config, center_features=centre, train_limit=None, public_dataset_size=public, batch_size=batch
+        )
         self.data = replace(self.data, train=self.planted.training_split(base))
         self.train_split = self.data.train
         self.base_feature_sum = clipped_sum(base.x.cpu(), feature_radius(base.x.shape[1]))
         self.centering = self._center() if centre else None
         if self.centering is not None and self.centering.event is not None:
-            self.planted.observe_centring(self.centering, self.base_feature_sum,
-                                          public_size(self.config, len(self.train_split)))
+            self.planted.observe_centring(
+                self.centering, self.base_feature_sum, public_size(self.config, len(self.train_split))
+            )
 
     def _step(self, indices: torch.Tensor) -> tuple[float, int, int]:
         return super()._step(self.planted.take_out(indices))
 
 
-def place_on_update(planted: PipelineCanaries, dimension: int, magnitude: float, sampling_rate: float,
-                    noise_std: float | None) -> None:
+def place_on_update(
+    planted: PipelineCanaries, dimension: int, magnitude: float, sampling_rate: float, noise_std: float | None
+) -> None:
     """Give the canaries their update coordinates (distinct, secret) and sizes, once the run's
     method is built: ``magnitude`` the measured sensitivity (halved under replace-one)."""
     if len(planted.heads) > dimension:
         raise TrainingConfigError(f"--canaries {len(planted.heads)}: the update has only {dimension} coordinates")
-    planted.coordinates = np.argsort(planted.generator.uniform(dimension))[:len(planted.heads)]
+    planted.coordinates = np.argsort(planted.generator.uniform(dimension))[: len(planted.heads)]
     planted.magnitude = magnitude / 2 if planted.replace_one else magnitude
     planted.sampling_rate, planted.noise_std = sampling_rate, noise_std

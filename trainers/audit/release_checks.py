@@ -5,17 +5,17 @@ the same settings, and the centring release."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 import torch
 
-from ..run import loop as run_loop
 from ..core import centering as centering_module
+from ..run import loop as run_loop
 from ..run.loop import Trainer
 from .noise_checks import Finding, continuity, correlation, gaussian_fit, variance_shortfall
-
 
 _MISSING = object()
 
@@ -55,8 +55,11 @@ def count_noise_draws(trainer: Trainer) -> Finding:
     if generator is not None and hasattr(generator, "standard_normal"):
         watched.append((generator, "standard_normal", numel))
     if trainer.device is not None:
-        watched += [(trainer.device, name, counts) for name in ("draw_privacy_counts", "draw_digitized_counts")
-                    if hasattr(trainer.device, name)]
+        watched += [
+            (trainer.device, name, counts)
+            for name in ("draw_privacy_counts", "draw_digitized_counts")
+            if hasattr(trainer.device, name)
+        ]
     module = sys.modules[type(method).__module__]
     if hasattr(module, "torch_normal"):
         watched.append((module, "torch_normal", numel))
@@ -65,9 +68,15 @@ def count_noise_draws(trainer: Trainer) -> Finding:
         trainer.run(max_epochs=1)
     events = (trainer.accountant.steps if trainer.accountant is not None else 0) - before
     measured = tally[0] / max(events, 1)
-    return Finding("releases (noise draws per ledger event)", "noise values drawn per charged step", measured,
-                   float(dimension), f"rule: equal, over {events} charged step(s)", None,
-                   events == 0 or not np.isclose(measured, dimension))
+    return Finding(
+        "releases (noise draws per ledger event)",
+        "noise values drawn per charged step",
+        measured,
+        float(dimension),
+        f"rule: equal, over {events} charged step(s)",
+        None,
+        events == 0 or not np.isclose(measured, dimension),
+    )
 
 
 @contextmanager
@@ -83,8 +92,9 @@ def _all(watched: list, tally: list[int]) -> Iterator[None]:
 def replay_finding(first: np.ndarray, second: np.ndarray) -> Finding:
     """Correlation between two runs' first noise draws at the same settings and seed: noise drawn
     from a secret generator is independent across runs; noise seeded from ``--seed`` repeats."""
-    return correlation("per-step noise", "correlation with a second run's noise (same settings, same --seed)",
-                       first, second)
+    return correlation(
+        "per-step noise", "correlation with a second run's noise (same settings, same --seed)", first, second
+    )
 
 
 def check_centering(trainer: Trainer, draws: int = 8) -> list[Finding]:
@@ -98,8 +108,10 @@ def check_centering(trainer: Trainer, draws: int = 8) -> list[Finding]:
     size = run_loop.public_size(config, len(x))
     neighboring = trainer.method.neighboring_for(config)
     zeros = torch.zeros_like(x).cpu()
-    sums = [run_loop.release_for_run(zeros, True, config.centering_noise, size, neighboring).mean.double() * size
-            for _ in range(draws)]
+    sums = [
+        run_loop.release_for_run(zeros, True, config.centering_noise, size, neighboring).mean.double() * size
+        for _ in range(draws)
+    ]
     noise = torch.stack(sums).numpy()
     factor = 2.0 if neighboring == "replace_one" else 1.0
     charged = float(centring.event.noise_multiplier) * centring.radius * factor
@@ -107,8 +119,21 @@ def check_centering(trainer: Trainer, draws: int = 8) -> list[Finding]:
     rows = [variance_shortfall(name, noise, charged), gaussian_fit(name, noise, charged), continuity(name, noise)]
     base = torch.zeros(4, x.shape[1], dtype=torch.float64)
     huge = torch.full((1, x.shape[1]), 100.0 * centring.radius, dtype=torch.float64)
-    moved = float((centering_module.clipped_sum(torch.cat([base, huge]), centring.radius)
-                   - centering_module.clipped_sum(base, centring.radius)).norm())
-    rows.append(Finding(name, "sensitivity of the clipped sum (add/remove one)", moved, centring.radius,
-                        "rule: measured <= charged", None, moved > centring.radius * (1 + 1e-6)))
+    moved = float(
+        (
+            centering_module.clipped_sum(torch.cat([base, huge]), centring.radius)
+            - centering_module.clipped_sum(base, centring.radius)
+        ).norm()
+    )
+    rows.append(
+        Finding(
+            name,
+            "sensitivity of the clipped sum (add/remove one)",
+            moved,
+            centring.radius,
+            "rule: measured <= charged",
+            None,
+            moved > centring.radius * (1 + 1e-6),
+        )
+    )
     return rows

@@ -38,22 +38,53 @@ def check_sampler(sampler: Sampler, charged_rate: float, steps: int = 400) -> li
     matrix = inclusion_matrix(sampler, steps)
     n, q = matrix.shape[1], float(charged_rate)
     counts = matrix.sum(axis=0)
-    rows = [Finding(name, "inclusion rate", float(counts.sum() / (steps * n)), q, f"binomial, {steps} steps x {n}",
-                    _binomial_two_sided(int(counts.sum()), steps * n, q))]
+    rows = [
+        Finding(
+            name,
+            "inclusion rate",
+            float(counts.sum() / (steps * n)),
+            q,
+            f"binomial, {steps} steps x {n}",
+            _binomial_two_sided(int(counts.sum()), steps * n, q),
+        )
+    ]
     if 0 < q < 1:
         expected = steps * q
         dispersion = float(np.sum((counts - expected) ** 2) / (expected * (1 - q)))
         dof = n - 1 if sampler.kind == "fixed" else n  # fixed size: the counts sum to steps * m
         dispersion *= dof / n
-        rows.append(Finding(name, "per-example inclusion dispersion", dispersion / dof, 1.0,
-                            f"chi-square, {dof} dof", float(stats.chi2.sf(dispersion, dof))))
+        rows.append(
+            Finding(
+                name,
+                "per-example inclusion dispersion",
+                dispersion / dof,
+                1.0,
+                f"chi-square, {dof} dof",
+                float(stats.chi2.sf(dispersion, dof)),
+            )
+        )
         worst = int(np.argmax(np.abs(counts - expected)))
-        rows.append(Finding(name, f"most extreme example's inclusion rate (example {worst})",
-                            float(counts[worst] / steps), q, f"binomial x {n} (Bonferroni)",
-                            min(1.0, n * _binomial_two_sided(int(counts[worst]), steps, q))))
+        rows.append(
+            Finding(
+                name,
+                f"most extreme example's inclusion rate (example {worst})",
+                float(counts[worst] / steps),
+                q,
+                f"binomial x {n} (Bonferroni)",
+                min(1.0, n * _binomial_two_sided(int(counts[worst]), steps, q)),
+            )
+        )
         pair_rate = q * q if sampler.kind != "fixed" else q * (sampler.batch_size - 1) / max(n - 1, 1)
         together = int(np.sum(matrix[:, :-1] & matrix[:, 1:]))
-        rows.append(Finding(name, "co-inclusion rate of examples i, i+1", together / (steps * (n - 1)), pair_rate,
-                            "binomial (approximate)", _binomial_two_sided(together, steps * (n - 1), pair_rate)))
+        rows.append(
+            Finding(
+                name,
+                "co-inclusion rate of examples i, i+1",
+                together / (steps * (n - 1)),
+                pair_rate,
+                "binomial (approximate)",
+                _binomial_two_sided(together, steps * (n - 1), pair_rate),
+            )
+        )
         rows.append(correlation(name, "inclusion correlation across steps", matrix[:-1], matrix[1:]))
     return rows

@@ -15,8 +15,9 @@ from ..methods.base import GaussianNoiseMethod
 from ..run.loop import Trainer
 
 
-def probe_inputs(train: Split, n_real: int, n_random: int, scales: tuple[float, ...],
-                 generator: SecureGenerator) -> torch.Tensor:
+def probe_inputs(
+    train: Split, n_real: int, n_random: int, scales: tuple[float, ...], generator: SecureGenerator
+) -> torch.Tensor:
     """Adversarial probe inputs: real training inputs at every scale in ``scales`` (large scales
     make the input and gradient clips bind), uniform and Gaussian random inputs at those scales,
     and the zero input."""
@@ -37,13 +38,15 @@ def _max_pairwise_distance(updates: torch.Tensor) -> float:
     return float(squared.clamp_min(0).max().sqrt())
 
 
-def _pair_changes(method: Any, bases: torch.Tensor, added: torch.Tensor, labels: torch.Tensor,
-                  captured: list[torch.Tensor]) -> tuple[float, float]:
+def _pair_changes(
+    method: Any, bases: torch.Tensor, added: torch.Tensor, labels: torch.Tensor, captured: list[torch.Tensor]
+) -> tuple[float, float]:
     """Add/remove on two-example batches, ``a`` from ``bases`` and ``b`` from ``added``: the largest
     change ``||U({a, b}) - U({a})||``, and the largest departure from additivity
     ``||U({a, b}) - U({a}) - U({b}) + U({})||``. The Poisson subsampled Gaussian charges one
     per-example term per example: a clip of the batch's sum (rather than of each example) is not
     additive, and can move the update by up to twice the bound."""
+
     def update(rows: list[tuple[torch.Tensor, int]]) -> torch.Tensor:
         x = torch.stack([r[0] for r in rows]) if rows else bases[:0]
         y = torch.tensor([r[1] for r in rows], dtype=labels.dtype, device=labels.device)
@@ -64,8 +67,14 @@ def _pair_changes(method: Any, bases: torch.Tensor, added: torch.Tensor, labels:
     return largest, departure
 
 
-def measure_sensitivity(trainer: Trainer, n_real: int = 8, n_random: int = 4, base_size: int = 4,
-                        scales: tuple[float, ...] = (1.0, 10.0, 100.0), pairs: int = 0) -> dict[str, Any]:
+def measure_sensitivity(
+    trainer: Trainer,
+    n_real: int = 8,
+    n_random: int = 4,
+    base_size: int = 4,
+    scales: tuple[float, ...] = (1.0, 10.0, 100.0),
+    pairs: int = 0,
+) -> dict[str, Any]:
     """The largest change one example makes to the pre-noise update, measured through
     ``trainer.method.compute_gradients`` with ``release_update`` replaced by a capture of ``u``.
 
@@ -80,8 +89,10 @@ def measure_sensitivity(trainer: Trainer, n_real: int = 8, n_random: int = 4, ba
     within what the claim must cover."""
     method, split = trainer.method, trainer.train_split
     if not isinstance(method, GaussianNoiseMethod):
-        raise TrainingConfigError(f"measuring the sensitivity needs a method that claims one (a Gaussian-noise "
-                                  f"method such as dp-dfa or dp-sgd), got {method.name!r}")
+        raise TrainingConfigError(
+            f"measuring the sensitivity needs a method that claims one (a Gaussian-noise "
+            f"method such as dp-dfa or dp-sgd), got {method.name!r}"
+        )
     neighboring = getattr(method, "neighboring", "add_remove")
     params = list(trainer.model.parameters())
     saved_state = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
@@ -108,7 +119,7 @@ def measure_sensitivity(trainer: Trainer, n_real: int = 8, n_random: int = 4, ba
             updates = torch.stack(captured)
             if pairs and neighboring != "replace_one" and len(scales) >= 2:
                 block = n_real + 2 * n_random  # the probes of one scale; the zero input comes last
-                bases, added = inputs[-1 - 2 * block:-1 - block][:pairs], inputs[-1 - block:-1][:pairs]
+                bases, added = inputs[-1 - 2 * block : -1 - block][:pairs], inputs[-1 - block : -1][:pairs]
                 labels = (torch.arange(len(bases)) % classes).to(split.y.device, split.y.dtype)
                 pair_change, additivity = _pair_changes(method, bases, added, labels, captured)
     finally:
@@ -125,9 +136,14 @@ def measure_sensitivity(trainer: Trainer, n_real: int = 8, n_random: int = 4, ba
         if not torch.equal(value, saved_state[key]):
             raise RuntimeError(f"measuring the sensitivity changed the model ({key}); the audit would be void")
     claimed = float(method.sensitivity)
-    return {"measured_sensitivity": measured, "claimed_sensitivity": claimed, "neighboring": neighboring,
-            "sensitivity_probes": len(updates), "sensitivity_exceeds_claim": measured > claimed * (1 + 1e-6),
-            **({} if additivity is None else {"additivity_departure": additivity})}
+    return {
+        "measured_sensitivity": measured,
+        "claimed_sensitivity": claimed,
+        "neighboring": neighboring,
+        "sensitivity_probes": len(updates),
+        "sensitivity_exceeds_claim": measured > claimed * (1 + 1e-6),
+        **({} if additivity is None else {"additivity_departure": additivity}),
+    }
 
 
 # -- canaries ----------------------------------------------------------------------------------

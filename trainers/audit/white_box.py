@@ -7,20 +7,28 @@ their own coin, after the sampler and after centring)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
 
 from opu_hal.randomness.secure_random import SecureGenerator
 
-from ..run.config import TrainConfig
 from ..core.errors import TrainingConfigError
-from ..run.loop import Trainer
 from ..methods import METHODS, SPECS, GaussianNoiseMethod, get_spec
-from .bounds import (GUESS_COUNTS, SCORE_KINDS, best_over_kinds, gdp_epsilon, gdp_epsilon_estimate,
-                     gdp_mu_lower_bound, multi_run_lower_bound)
+from ..run.config import TrainConfig
+from ..run.loop import Trainer
+from .bounds import (
+    GUESS_COUNTS,
+    SCORE_KINDS,
+    best_over_kinds,
+    gdp_epsilon,
+    gdp_epsilon_estimate,
+    gdp_mu_lower_bound,
+    multi_run_lower_bound,
+)
 from .pipeline import CanaryTrainer, PipelineCanaries, place_on_update
 from .sensitivity import measure_sensitivity
 
@@ -47,7 +55,7 @@ class DiracCanaries:
         self.joined = np.zeros(len(self.coordinates), dtype=np.int64)
 
     @classmethod
-    def draw(cls, count: int, dimension: int, magnitude: float, sampling_rate: float) -> "DiracCanaries":
+    def draw(cls, count: int, dimension: int, magnitude: float, sampling_rate: float) -> DiracCanaries:
         generator = SecureGenerator()
         if count > dimension:
             raise TrainingConfigError(f"--canaries {count}: the update has only {dimension} coordinates")
@@ -62,8 +70,11 @@ class DiracCanaries:
 
     def insert(self, update: torch.Tensor) -> torch.Tensor:
         """The update with this step's joining canaries added (before the noise)."""
-        joining = (self.generator.uniform(len(self.coordinates)) < self.sampling_rate
-                   if self.sampling_rate < 1 else np.ones(len(self.coordinates), dtype=bool))
+        joining = (
+            self.generator.uniform(len(self.coordinates)) < self.sampling_rate
+            if self.sampling_rate < 1
+            else np.ones(len(self.coordinates), dtype=bool)
+        )
         self.joined += joining
         signs = np.where(self.heads, 1.0, -1.0) * joining * self.magnitude * self.pattern
         update = update.clone()
@@ -93,12 +104,16 @@ def _check_white_box(config: TrainConfig) -> None:
     if "white-box" not in get_spec(config.method).audits:
         raise TrainingConfigError(
             f"the white-box audit covers the methods with one noisy release per step "
-            f"({', '.join(white_box_methods())}); got --method {config.method}")
+            f"({', '.join(white_box_methods())}); got --method {config.method}"
+        )
 
 
-def _train_with(trainer: Trainer, planted: DiracCanaries | PipelineCanaries,
-                wrap_release: Callable[[Release], Release] | None,
-                attacker_view: Callable[[torch.Tensor, int], torch.Tensor] | None) -> dict[str, Any]:
+def _train_with(
+    trainer: Trainer,
+    planted: DiracCanaries | PipelineCanaries,
+    wrap_release: Callable[[Release], Release] | None,
+    attacker_view: Callable[[torch.Tensor, int], torch.Tensor] | None,
+) -> dict[str, Any]:
     """Run ``trainer`` with ``planted`` canaries inserted before every noisy release and scored on
     what the auditor sees of it; returns the training record (the trainer is closed)."""
     method = trainer.method
@@ -124,16 +139,24 @@ def _train_with(trainer: Trainer, planted: DiracCanaries | PipelineCanaries,
 def _sampling_note(rate: float) -> str:
     if rate >= 1:
         return "rate 1: every canary joins every step (no secret inclusion, the claim has no amplification)"
-    return (f"rate {rate:.4g}: inclusion drawn independently per step (a Poisson stand-in) and kept secret: "
-            "every step is scored")
+    return (
+        f"rate {rate:.4g}: inclusion drawn independently per step (a Poisson stand-in) and kept secret: "
+        "every step is scored"
+    )
 
 
-def audit_white_box(config: TrainConfig, canaries: int = 1000, confidence: float = 0.95,
-                    guess_counts: tuple[int, ...] = GUESS_COUNTS,
-                    wrap_release: Callable[[Release], Release] | None = None,
-                    attacker_view: Callable[[torch.Tensor, int], torch.Tensor] | None = None,
-                    data=None, device=None, log: Callable[[str], None] | None = None,
-                    canary_mode: str = "pipeline") -> dict[str, Any]:
+def audit_white_box(
+    config: TrainConfig,
+    canaries: int = 1000,
+    confidence: float = 0.95,
+    guess_counts: tuple[int, ...] = GUESS_COUNTS,
+    wrap_release: Callable[[Release], Release] | None = None,
+    attacker_view: Callable[[torch.Tensor, int], torch.Tensor] | None = None,
+    data=None,
+    device=None,
+    log: Callable[[str], None] | None = None,
+    canary_mode: str = "pipeline",
+) -> dict[str, Any]:
     """Train ``config`` once with white-box canaries sized from the measured sensitivity
     (:func:`measure_sensitivity`); returns the audit record: the Steinke et al. 2023 bound
     (``epsilon_lower_bound``, assumption-free, the primary figure), the Gaussian-DP estimate of
@@ -167,17 +190,28 @@ def audit_white_box(config: TrainConfig, canaries: int = 1000, confidence: float
         raise
     measured = sensitivity["measured_sensitivity"]
     if canary_mode == "pipeline":
-        place_on_update(pipeline, trainer.method.dimension, measured, trainer.sampler.sampling_rate,
-                        _accounted_std(trainer))
+        place_on_update(
+            pipeline, trainer.method.dimension, measured, trainer.sampler.sampling_rate, _accounted_std(trainer)
+        )
         note = _pipeline_note(trainer)
         record = _train_with(trainer, pipeline, wrap_release, attacker_view)
-        return _white_box_record(config, pipeline, _pipeline_scores(pipeline), record, sensitivity, confidence,
-                                 guess_counts, began, note)
+        return _white_box_record(
+            config, pipeline, _pipeline_scores(pipeline), record, sensitivity, confidence, guess_counts, began, note
+        )
     rate = min(1.0, config.batch_size / len(trainer.train_split))
     planted = DiracCanaries.draw(canaries, trainer.method.dimension, measured / 2, rate)
     record = _train_with(trainer, planted, wrap_release, attacker_view)
-    return _white_box_record(config, planted, planted.scores, record, sensitivity, confidence, guess_counts, began,
-                             _sampling_note(planted.sampling_rate))
+    return _white_box_record(
+        config,
+        planted,
+        planted.scores,
+        record,
+        sensitivity,
+        confidence,
+        guess_counts,
+        began,
+        _sampling_note(planted.sampling_rate),
+    )
 
 
 def _accounted_std(trainer: Trainer) -> float | None:
@@ -198,16 +232,29 @@ def _pipeline_scores(planted: PipelineCanaries) -> dict[str, np.ndarray]:
 
 
 def _pipeline_note(trainer: Trainer) -> str:
-    rows = "heads as itself, tails as its twin" if trainer.method.neighboring == "replace_one" else \
-        "present if heads, absent if tails"
+    rows = (
+        "heads as itself, tails as its twin"
+        if trainer.method.neighboring == "replace_one"
+        else "present if heads, absent if tails"
+    )
     centring = ", summed by the centring release" if trainer.centering is not None else ""
-    return (f"pipeline: each canary one training row ({rows}), batched by the run's own {trainer.sampler.kind} "
-            f"sampler at rate {trainer.sampler.sampling_rate:.4g}{centring}; every step is scored")
+    return (
+        f"pipeline: each canary one training row ({rows}), batched by the run's own {trainer.sampler.kind} "
+        f"sampler at rate {trainer.sampler.sampling_rate:.4g}{centring}; every step is scored"
+    )
 
 
-def _white_box_record(config: TrainConfig, planted: DiracCanaries | PipelineCanaries, scores: dict[str, np.ndarray],
-                      record: dict[str, Any], sensitivity: dict[str, Any], confidence: float,
-                      guess_counts: tuple[int, ...], began: float, note: str) -> dict[str, Any]:
+def _white_box_record(
+    config: TrainConfig,
+    planted: DiracCanaries | PipelineCanaries,
+    scores: dict[str, np.ndarray],
+    record: dict[str, Any],
+    sensitivity: dict[str, Any],
+    confidence: float,
+    guess_counts: tuple[int, ...],
+    began: float,
+    note: str,
+) -> dict[str, Any]:
     claimed = record["final"]["epsilon"]
     steinke = best_over_kinds(scores, planted.heads, config.delta, confidence, guess_counts)
     gdp = gdp_epsilon_estimate(scores, planted.heads, config.delta, confidence)
@@ -219,22 +266,39 @@ def _white_box_record(config: TrainConfig, planted: DiracCanaries | PipelineCana
     best = scores[steinke["score_kind"]]
     mode = "pipeline" if isinstance(planted, PipelineCanaries) else "update"
     return {
-        "method": config.method, "noise_source": config.noise_source,
-        "threat_model": f"white-box, Dirac canaries of the measured sensitivity ({mode} mode)", "canary_mode": mode,
-        "claimed_epsilon": claimed, "delta": config.delta, "confidence": confidence,
-        **steinke, **gdp, **sensitivity, "flagged": bool(findings), "findings": findings,
+        "method": config.method,
+        "noise_source": config.noise_source,
+        "threat_model": f"white-box, Dirac canaries of the measured sensitivity ({mode} mode)",
+        "canary_mode": mode,
+        "claimed_epsilon": claimed,
+        "delta": config.delta,
+        "confidence": confidence,
+        **steinke,
+        **gdp,
+        **sensitivity,
+        "flagged": bool(findings),
+        "findings": findings,
         "gdp_exceeds_claim": gdp["gdp_epsilon_estimate"] > claimed,
-        "canaries": len(planted.heads), "canary_magnitude": planted.magnitude,
-        "canary_sampling": note, "sampling_rate": planted.sampling_rate,
-        "canaries_never_sampled": int((planted.joined == 0).sum()), "steps": record["final"]["steps"],
-        "test_accuracy": record["final"]["test_accuracy"], "time_s": time.perf_counter() - began,
+        "canaries": len(planted.heads),
+        "canary_magnitude": planted.magnitude,
+        "canary_sampling": note,
+        "sampling_rate": planted.sampling_rate,
+        "canaries_never_sampled": int((planted.joined == 0).sum()),
+        "steps": record["final"]["steps"],
+        "test_accuracy": record["final"]["test_accuracy"],
+        "time_s": time.perf_counter() - began,
         "scores": {"heads": best[planted.heads].tolist(), "tails": best[~planted.heads].tolist()},
     }
 
 
-def audit_multi_run(config: TrainConfig, runs: int = 40, confidence: float = 0.95,
-                    wrap_release: Callable[[Release], Release] | None = None, data=None,
-                    log: Callable[[str], None] | None = None) -> dict[str, Any]:
+def audit_multi_run(
+    config: TrainConfig,
+    runs: int = 40,
+    confidence: float = 0.95,
+    wrap_release: Callable[[Release], Release] | None = None,
+    data=None,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """The classical white-box audit for small models: ``runs`` trainings with one Dirac canary on
     a fixed coordinate, ``+Delta/2`` in the even runs and ``-Delta/2`` in the odd ones (neighbours,
     as in the one-run audit, ``Delta`` measured on the first run's model, the same in every run), scored by the ``sum`` score; bound by
@@ -268,9 +332,20 @@ def audit_multi_run(config: TrainConfig, runs: int = 40, confidence: float = 0.9
     bound, threshold = multi_run_lower_bound(scores_in, scores_out, config.delta, confidence)
     mu, _ = gdp_mu_lower_bound(scores_in, scores_out, confidence)
     return {
-        "method": config.method, "noise_source": config.noise_source, "threat_model": "white-box, multi-run",
-        "claimed_epsilon": claimed, "delta": config.delta, "confidence": confidence, "epsilon_lower_bound": bound,
-        "threshold": threshold, "gdp_mu_lower_bound": mu, "gdp_epsilon_estimate": gdp_epsilon(mu, config.delta),
-        "gdp_assumption": "assumes a Gaussian trade-off (mu-GDP)", **(sensitivity or {}), "runs": runs, "canaries": 1,
-        "time_s": time.perf_counter() - began, "scores": {"heads": scores[True], "tails": scores[False]},
+        "method": config.method,
+        "noise_source": config.noise_source,
+        "threat_model": "white-box, multi-run",
+        "claimed_epsilon": claimed,
+        "delta": config.delta,
+        "confidence": confidence,
+        "epsilon_lower_bound": bound,
+        "threshold": threshold,
+        "gdp_mu_lower_bound": mu,
+        "gdp_epsilon_estimate": gdp_epsilon(mu, config.delta),
+        "gdp_assumption": "assumes a Gaussian trade-off (mu-GDP)",
+        **(sensitivity or {}),
+        "runs": runs,
+        "canaries": 1,
+        "time_s": time.perf_counter() - began,
+        "scores": {"heads": scores[True], "tails": scores[False]},
     }

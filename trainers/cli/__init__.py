@@ -7,24 +7,73 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from opu_hal import cli as hal_cli
 from opu_hal.runtime.output import print_json
 
-from .arguments import add_train_arguments, add_tune_arguments
 from ..core.errors import TrainingConfigError
+from .arguments import add_train_arguments, add_tune_arguments
 
 if TYPE_CHECKING:
     from ..run.config import TrainConfig
 
 
-OPTION_NAMES = ("profile", "dataset", "data_dir", "epochs", "batch_size", "hidden", "activation", "optimizer",
-                "lr", "momentum", "lr_schedule", "weight_average", "seed", "threshold", "ternarize", "clip_pixels", "inputs", "features",
-                "center_features", "centering_noise", "model", "conv_strides", "head_hidden", "validation_fraction", "train_limit", "n_classes", "alignment", "target_epsilon", "delta",
-                "noise_multiplier", "accounting", "noise_source", "sampling", "public_dataset_size", "clip_norm", "beta", "tau_e", "tau_h",
-                "tau_h_min", "tau_h_max", "tau_b", "software_noise_std", "temperature_c", "calibration", "lattice_resolution", "rounding_analysis", "compute", "distributed_noise", "colluders", "checkpoint", "checkpoint_every",
-                "resume")
+OPTION_NAMES = (
+    "profile",
+    "dataset",
+    "data_dir",
+    "epochs",
+    "batch_size",
+    "hidden",
+    "activation",
+    "optimizer",
+    "lr",
+    "momentum",
+    "lr_schedule",
+    "weight_average",
+    "seed",
+    "threshold",
+    "ternarize",
+    "clip_pixels",
+    "inputs",
+    "features",
+    "center_features",
+    "centering_noise",
+    "model",
+    "conv_strides",
+    "head_hidden",
+    "validation_fraction",
+    "train_limit",
+    "n_classes",
+    "alignment",
+    "target_epsilon",
+    "delta",
+    "noise_multiplier",
+    "accounting",
+    "noise_source",
+    "sampling",
+    "public_dataset_size",
+    "clip_norm",
+    "beta",
+    "tau_e",
+    "tau_h",
+    "tau_h_min",
+    "tau_h_max",
+    "tau_b",
+    "software_noise_std",
+    "temperature_c",
+    "calibration",
+    "lattice_resolution",
+    "rounding_analysis",
+    "compute",
+    "distributed_noise",
+    "colluders",
+    "checkpoint",
+    "checkpoint_every",
+    "resume",
+)
 
 
 def _extra(pairs: list[str] | None) -> dict[str, str] | None:
@@ -39,13 +88,14 @@ def _extra(pairs: list[str] | None) -> dict[str, str] | None:
     return extra
 
 
-def config_from_args(args: argparse.Namespace) -> "TrainConfig":
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
     """The run's :class:`~trainers.run.config.TrainConfig` from the parsed options (the method's defaults
     fill what was not given)."""
     from ..run.config import TrainConfig
 
-    return TrainConfig.for_method(args.method, extra=_extra(getattr(args, "extra", None)),
-                                  **{name: getattr(args, name) for name in OPTION_NAMES})
+    return TrainConfig.for_method(
+        args.method, extra=_extra(getattr(args, "extra", None)), **{name: getattr(args, name) for name in OPTION_NAMES}
+    )
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -71,9 +121,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
 def report_run(record: dict) -> None:
     """A run's public outcome: accuracy, epsilon, camera time, the mechanism and where its noise came from."""
     final = record["final"]
-    line = (f"{record['method']} on {record['profile']['name'] if record['profile'] else 'no device'}: "
-            f"test accuracy {final['test_accuracy']:.4f} after {final['epochs_completed']} epoch(s), "
-            f"{final['wall_time_s']:.1f} s")
+    line = (
+        f"{record['method']} on {record['profile']['name'] if record['profile'] else 'no device'}: "
+        f"test accuracy {final['test_accuracy']:.4f} after {final['epochs_completed']} epoch(s), "
+        f"{final['wall_time_s']:.1f} s"
+    )
     if "epsilon" in final:
         line += f"; spent (epsilon {final['epsilon']:.4g}, delta {final['delta']:g})"
     if "claimed_epsilon" in final:  # a published claim's, never a guarantee
@@ -98,23 +150,37 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     try:
         if args.total_epsilon is not None:
             if args.target_epsilon is not None or args.noise_multiplier is not None:
-                raise TrainingConfigError("tune: give --total-epsilon (the tuning and the final run together) or "
-                                          "--target-epsilon / --noise-multiplier (each run), not both")
+                raise TrainingConfigError(
+                    "tune: give --total-epsilon (the tuning and the final run together) or "
+                    "--target-epsilon / --noise-multiplier (each run), not both"
+                )
             args.target_epsilon = args.total_epsilon  # the planning's start: a run alone at the total
         config = config_from_args(args)
         if args.out is not None:
             check_output_path(args.out, "--out")
         space, law = parse_space(args.space), runs_law(args.k_distribution, args.mean_runs, args.eta)
         if args.total_epsilon is not None:
-            print(f"tune: planning each run's noise so that the tuning and the final run spend at most epsilon "
-                  f"{args.total_epsilon} at delta {config.delta}...", file=sys.stderr, flush=True)
+            print(
+                f"tune: planning each run's noise so that the tuning and the final run spend at most epsilon "
+                f"{args.total_epsilon} at delta {config.delta}...",
+                file=sys.stderr,
+                flush=True,
+            )
             config = noise_for_total(config, law, args.total_epsilon)
-        which = (f"all {law.mean:g} may be selected (K public)" if args.k_distribution == "fixed"
-                 else f"a secret K of them, mean {law.mean:g}, may be selected")
-        print(f"tune: training a fixed number of candidate slots ({which}), silently (a line or a progress bar per "
-              "candidate would publish K), then the final run", file=sys.stderr, flush=True)
-        record = tune(config, space, law, lambda c: train(c, progress=False, log=lambda message: None),
-                      slots=args.slots)
+        which = (
+            f"all {law.mean:g} may be selected (K public)"
+            if args.k_distribution == "fixed"
+            else f"a secret K of them, mean {law.mean:g}, may be selected"
+        )
+        print(
+            f"tune: training a fixed number of candidate slots ({which}), silently (a line or a progress bar per "
+            "candidate would publish K), then the final run",
+            file=sys.stderr,
+            flush=True,
+        )
+        record = tune(
+            config, space, law, lambda c: train(c, progress=False, log=lambda message: None), slots=args.slots
+        )
         if args.total_epsilon is not None:
             record["tuning"]["total_epsilon_target"] = args.total_epsilon
     except DatasetError as exc:
@@ -139,16 +205,21 @@ def privacy_summary(privacy: dict, profile: dict | None) -> str:
     parts = [f"mechanism {privacy['mechanism']}", f"noise source {privacy.get('noise_source', 'software')}"]
     device_noise = privacy.get("device_noise")
     if device_noise and device_noise.get("kind") == "digitized-reads":
-        parts.append(f"device {profile['name'] if profile else '?'}: {device_noise.get('reads_per_value')} digitized "
-                     f"anchor reads per count at {device_noise.get('gain_e_per_dn')} e-/DN, read mean >= "
-                     f"{device_noise['poisson_mean_lower']:.4g} e- (accounted exactly from the read's law)")
+        parts.append(
+            f"device {profile['name'] if profile else '?'}: {device_noise.get('reads_per_value')} digitized "
+            f"anchor reads per count at {device_noise.get('gain_e_per_dn')} e-/DN, read mean >= "
+            f"{device_noise['poisson_mean_lower']:.4g} e- (accounted exactly from the read's law)"
+        )
     elif device_noise:
-        parts.append(f"device {profile['name'] if profile else '?'}: Poisson mean >= {device_noise['poisson_mean_lower']:.4g} "
-                     f"e- per count ({device_noise.get('reads_per_value')} anchor reads each)")
+        parts.append(
+            f"device {profile['name'] if profile else '?'}: Poisson mean >= {device_noise['poisson_mean_lower']:.4g} "
+            f"e- per count ({device_noise.get('reads_per_value')} anchor reads each)"
+        )
         parts.append(f"means from {device_noise.get('mean_source', 'the profile model')}")
         if device_noise.get("camera_seconds") is not None:
-            parts.append(f"camera {device_noise['frames']} anchor-only frame(s), "
-                         f"{device_noise['camera_seconds']:.4g} s per step")
+            parts.append(
+                f"camera {device_noise['frames']} anchor-only frame(s), {device_noise['camera_seconds']:.4g} s per step"
+            )
     if device_noise and device_noise.get("generator"):
         parts.append(f"counts from {device_noise['generator']}")
         parts.append(f"lattice rounding from {privacy.get('generator', '?')}")
@@ -195,8 +266,11 @@ def register_train_commands(sub: argparse._SubParsersAction) -> None:
     hal_cli.add_json_option(p, "print the result record as JSON (progress and logs go to stderr)")
     p.set_defaults(func=_cmd_train)
 
-    p = sub.add_parser("tune", help="private hyperparameter selection, best of a random number of runs "
-                                    "(Papernot-Steinke 2022), then a final run; prints the total epsilon")
+    p = sub.add_parser(
+        "tune",
+        help="private hyperparameter selection, best of a random number of runs "
+        "(Papernot-Steinke 2022), then a final run; prints the total epsilon",
+    )
     add_train_arguments(p)
     add_tune_arguments(p)
     hal_cli.add_json_option(p, "print the tuning record as JSON (progress and logs go to stderr)")
@@ -206,11 +280,18 @@ def register_train_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("records", nargs="+", help="result JSON files written by train --out")
     p.add_argument("--plot", default=None, help="picture to write (PNG, or any format matplotlib writes)")
     p.add_argument("--out", default=None, help="deprecated alias of --plot")
-    p.add_argument("--metric", default="test_accuracy",
-                   help="per-epoch key to plot (test_accuracy, validation_accuracy, train_loss, epsilon, ...)")
+    p.add_argument(
+        "--metric",
+        default="test_accuracy",
+        help="per-epoch key to plot (test_accuracy, validation_accuracy, train_loss, epsilon, ...)",
+    )
     p.add_argument("--title", default=None, help="figure title (default: none)")
-    p.add_argument("--classes", type=int, default=None,
-                   help="classes of the dataset, >= 2, for the chance line of an accuracy (default: from the record)")
+    p.add_argument(
+        "--classes",
+        type=int,
+        default=None,
+        help="classes of the dataset, >= 2, for the chance line of an accuracy (default: from the record)",
+    )
     p.set_defaults(func=_cmd_plot)
 
     p = sub.add_parser("table", help="markdown table of result records")

@@ -23,8 +23,8 @@ def integers(text: str) -> tuple[int, ...]:
 def per_method_defaults(dest: str) -> str:
     """``dest``'s default for each method, grouped by value: ``default per method: 256 (bp, dfa); 128
     (dp-sgd)``, or ``default 15`` when every method has the same."""
-    from ..run.config import TrainConfig
     from ..methods import METHODS
+    from ..run.config import TrainConfig
 
     base = {f.name: f.default for f in fields(TrainConfig) if f.default is not MISSING}
     groups: dict[str, list[str]] = {}
@@ -67,8 +67,13 @@ class MethodHelpFormatter(argparse.HelpFormatter):
 class MethodChoice(argparse.Action):
     """``--method``: one of the registered methods, checked when parsed (the registry is read then)."""
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: Any,
-                 option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        value: Any,
+        option_string: str | None = None,
+    ) -> None:
         from ..methods import method_names
 
         if value not in method_names():
@@ -83,7 +88,12 @@ class DeprecatedAlias(argparse.Action):
         self.new = new
         super().__init__(option_strings, dest, **kwargs)
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: Any,
-                 option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        value: Any,
+        option_string: str | None = None,
+    ) -> None:
         print(f"warning: {option_string} is deprecated and will be removed; use {self.new}", file=sys.stderr)
         setattr(namespace, self.dest, value)

@@ -10,13 +10,28 @@ not selected on; the validation split is held out of every run's training data.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from .table import read_record
 
-SETTINGS = ("model", "hidden", "conv_strides", "head_hidden", "batch_size", "epochs", "optimizer", "lr", "lr_schedule",
-            "weight_average", "sampling", "clip_norm", "tau_h", "tau_e", "features")
+SETTINGS = (
+    "model",
+    "hidden",
+    "conv_strides",
+    "head_hidden",
+    "batch_size",
+    "epochs",
+    "optimizer",
+    "lr",
+    "lr_schedule",
+    "weight_average",
+    "sampling",
+    "clip_norm",
+    "tau_h",
+    "tau_e",
+    "features",
+)
 OPTIONAL = ("conv_strides", "head_hidden", "lr_schedule", "weight_average", "sampling")  # shown only when set
 
 
@@ -31,15 +46,20 @@ def best_by_validation(records: Sequence[dict]) -> list[dict]:
 
 
 def markdown(records: Sequence[dict], tried: dict[tuple[str, float | None], int]) -> str:
-    lines = ["| method | epsilon | runs tried | val acc (%) | test acc (%) | settings |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| method | epsilon | runs tried | val acc (%) | test acc (%) | settings |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for r in records:
         h, f = r["hyperparameters"], r["final"]
-        settings = ", ".join(f"{k} {h[k]}" for k in SETTINGS
-                             if k in h and ((h[k] and h[k] != "constant") or k not in OPTIONAL))
-        lines.append(f"| {r['method']} | {f.get('epsilon', float('nan')):.3g} | "
-                     f"{tried[(r['method'], h.get('target_epsilon'))]} | {100 * f['validation_accuracy']:.2f} | "
-                     f"{100 * f['test_accuracy']:.2f} | {settings} |")
+        settings = ", ".join(
+            f"{k} {h[k]}" for k in SETTINGS if k in h and ((h[k] and h[k] != "constant") or k not in OPTIONAL)
+        )
+        lines.append(
+            f"| {r['method']} | {f.get('epsilon', float('nan')):.3g} | "
+            f"{tried[(r['method'], h.get('target_epsilon'))]} | {100 * f['validation_accuracy']:.2f} | "
+            f"{100 * f['test_accuracy']:.2f} | {settings} |"
+        )
     return "\n".join(lines)
 
 

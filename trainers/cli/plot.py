@@ -3,8 +3,9 @@ chance level drawn, and the privacy spent per epoch on a panel below when the re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..core.errors import TrainingConfigError
 from .table import read_record
@@ -12,11 +13,17 @@ from .table import read_record
 #: Classes of the datasets train loads by name (trainers.core.data): the chance level 1 / classes.
 KNOWN_CLASSES = {"fashion-mnist": 10, "mnist": 10, "digits": 10}
 #: Axis labels, with units, of the per-epoch keys a record holds.
-LABELS = {"test_accuracy": "test accuracy (%)", "validation_accuracy": "validation accuracy (%)",
-          "train_accuracy": "training accuracy (%)", "train_loss": "training loss (cross-entropy, nats)",
-          "test_loss": "test loss (cross-entropy, nats)", "validation_loss": "validation loss (cross-entropy, nats)",
-          "epsilon": "epsilon spent", "claimed_epsilon": "claimed epsilon (not a guarantee)",
-          "epoch_time_s": "epoch wall time (s)"}
+LABELS = {
+    "test_accuracy": "test accuracy (%)",
+    "validation_accuracy": "validation accuracy (%)",
+    "train_accuracy": "training accuracy (%)",
+    "train_loss": "training loss (cross-entropy, nats)",
+    "test_loss": "test loss (cross-entropy, nats)",
+    "validation_loss": "validation loss (cross-entropy, nats)",
+    "epsilon": "epsilon spent",
+    "claimed_epsilon": "claimed epsilon (not a guarantee)",
+    "epoch_time_s": "epoch wall time (s)",
+}
 CHANCE_GID, EPSILON_AXES_GID = "chance", "epsilon"
 
 
@@ -62,19 +69,33 @@ def record_classes(record: dict, path: str) -> int:
     dataset = record.get("dataset") or {}
     classes = dataset.get("n_classes") or KNOWN_CLASSES.get(dataset.get("name", ""))
     if not isinstance(classes, int) or classes < 2:
-        raise TrainingConfigError(f"{path}: dataset {dataset.get('name')!r} has no known class count for the "
-                                  f"chance line; give --classes N (N >= 2)")
+        raise TrainingConfigError(
+            f"{path}: dataset {dataset.get('name')!r} has no known class count for the "
+            f"chance line; give --classes N (N >= 2)"
+        )
     return classes
 
 
 def _chance_line(ax: Any, classes: set[int], scale: float) -> None:
     for n in sorted(classes):
-        ax.axhline(scale / n, color="0.4", linestyle="--", linewidth=1, gid=CHANCE_GID,
-                   label=f"chance, 1/{n} classes ({scale / n:.3g}{' %' if scale == 100 else ''})")
+        ax.axhline(
+            scale / n,
+            color="0.4",
+            linestyle="--",
+            linewidth=1,
+            gid=CHANCE_GID,
+            label=f"chance, 1/{n} classes ({scale / n:.3g}{' %' if scale == 100 else ''})",
+        )
 
 
-def plot_records(paths: Sequence[str], out: str, *, metric: str = "test_accuracy", title: str | None = None,
-                 n_classes: int | None = None) -> Path:
+def plot_records(
+    paths: Sequence[str],
+    out: str,
+    *,
+    metric: str = "test_accuracy",
+    title: str | None = None,
+    n_classes: int | None = None,
+) -> Path:
     """One curve per record of ``metric`` against epoch. An accuracy is drawn in % on 0-100 with the
     chance level ``1 / n_classes`` (default: from each record); records with a per-epoch epsilon
     get a second panel of the epsilon spent."""
@@ -87,8 +108,14 @@ def plot_records(paths: Sequence[str], out: str, *, metric: str = "test_accuracy
 
     records = [(path, read_record(Path(path)), f"C{i % 10}") for i, path in enumerate(paths)]  # one colour a run
     private = [(record, color) for _, record, color in records if per_epoch(record, "epsilon")[0]]
-    fig, axes = plt.subplots(2 if private else 1, 1, figsize=(7, 7 if private else 4.5), sharex=True, squeeze=False,
-                             gridspec_kw={"height_ratios": [2, 1]} if private else None)
+    fig, axes = plt.subplots(
+        2 if private else 1,
+        1,
+        figsize=(7, 7 if private else 4.5),
+        sharex=True,
+        squeeze=False,
+        gridspec_kw={"height_ratios": [2, 1]} if private else None,
+    )
     ax = axes[0, 0]
     scale = 100.0 if is_accuracy(metric) else 1.0
     classes = set()
@@ -96,7 +123,9 @@ def plot_records(paths: Sequence[str], out: str, *, metric: str = "test_accuracy
         xs, ys = per_epoch(record, metric)
         if not xs:
             epochs = record.get("epochs", [])
-            raise TrainingConfigError(f"{path}: no per-epoch {metric!r} values (keys: {sorted(epochs[0]) if epochs else []})")
+            raise TrainingConfigError(
+                f"{path}: no per-epoch {metric!r} values (keys: {sorted(epochs[0]) if epochs else []})"
+            )
         ax.plot(xs, [scale * y for y in ys], marker="o", color=color, label=_label(record))
         if is_accuracy(metric):
             classes.add(n_classes or record_classes(record, path))

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ..core.errors import TrainingConfigError
 
@@ -22,10 +22,15 @@ def read_record(path: Path) -> dict:
         record = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise TrainingConfigError(f"{path}: not a readable result record ({exc})") from None
-    if not (isinstance(record, dict) and isinstance(record.get("final"), dict)
-            and isinstance(record.get("hyperparameters"), dict) and "method" in record):
-        raise TrainingConfigError(f"{path}: not a result record of `opu-hal train --out` "
-                                  "(needs keys 'method', 'final', 'hyperparameters')")
+    if not (
+        isinstance(record, dict)
+        and isinstance(record.get("final"), dict)
+        and isinstance(record.get("hyperparameters"), dict)
+        and "method" in record
+    ):
+        raise TrainingConfigError(
+            f"{path}: not a result record of `opu-hal train --out` (needs keys 'method', 'final', 'hyperparameters')"
+        )
     return record
 
 
@@ -38,12 +43,25 @@ def row(path: Path) -> list[str]:
         noise = f"sigma {std_lower:.3g}"
     elif privacy.get("noise_multiplier") is not None:
         noise = f"z {privacy['noise_multiplier']:.3g}"
-    eps = (f"{final['epsilon']:.3g}" if "epsilon" in final
-           else f"{final['claimed_epsilon']:.3g} (claim)" if "claimed_epsilon" in final else "-")
+    eps = (
+        f"{final['epsilon']:.3g}"
+        if "epsilon" in final
+        else f"{final['claimed_epsilon']:.3g} (claim)"
+        if "claimed_epsilon" in final
+        else "-"
+    )
     profile = (record.get("profile") or {}).get("name", "-")
     method = record["method"] + (" (ternarized)" if hyper.get("ternarize") else "")
-    return [path.stem, method, profile, noise, eps, f"{100 * final['test_accuracy']:.2f}",
-            str(final["epochs_completed"]), f"{final['wall_time_s']:.0f}"]
+    return [
+        path.stem,
+        method,
+        profile,
+        noise,
+        eps,
+        f"{100 * final['test_accuracy']:.2f}",
+        str(final["epochs_completed"]),
+        f"{final['wall_time_s']:.0f}",
+    ]
 
 
 def _rows(paths: Sequence[str]) -> list[list[str]]:

@@ -31,28 +31,48 @@ from __future__ import annotations
 import io
 import logging
 import warnings
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import replace
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
 from opu_hal.privacy import Accountant
-from opu_hal.privacy.tuning import (FixedRuns, PoissonRuns, RunsLaw, runs_tail, sample_within, slots_for,
-                                    truncation_delta, tuning_epsilon)
+from opu_hal.privacy.tuning import (
+    FixedRuns,
+    PoissonRuns,
+    RunsLaw,
+    runs_tail,
+    sample_within,
+    slots_for,
+    truncation_delta,
+    tuning_epsilon,
+)
 from opu_hal.randomness.secure_random import SecureGenerator
 
-from ..run.config import TrainConfig
 from ..core.errors import TrainingConfigError
+from ..run.config import TrainConfig
 from ..run.public_surface import public_record
 from .tune_budget import conversion_delta_for
 
 #: Search-space keys: optimizer settings, post-processing and method options that leave the ledger
 #: unchanged (the noise multiplier is relative to the clip norm, or to dp-dfa's tau_e / tau_h
 #: sensitivity; forward noise and repeats are not privacy noise). Each candidate's ledger is still checked.
-TUNABLE = {"lr": float, "momentum": float, "clip_norm": float, "tau_e": float, "tau_h": float,
-           "lr_schedule": str, "weight_average": float,
-           "opt.forward_std": str, "opt.baseline": str, "opt.repeats": str, "opt.z_lr": str, "opt.z_steps": str}
+TUNABLE = {
+    "lr": float,
+    "momentum": float,
+    "clip_norm": float,
+    "tau_e": float,
+    "tau_h": float,
+    "lr_schedule": str,
+    "weight_average": float,
+    "opt.forward_std": str,
+    "opt.baseline": str,
+    "opt.repeats": str,
+    "opt.z_lr": str,
+    "opt.z_steps": str,
+}
 
 
 def parse_space(pairs: list[str]) -> dict[str, list[Any]]:
@@ -64,7 +84,8 @@ def parse_space(pairs: list[str]) -> dict[str, list[Any]]:
         if not sep or key not in TUNABLE:
             raise TrainingConfigError(
                 f"--space {pair!r}: KEY=V1,V2,... with KEY one of {', '.join(sorted(TUNABLE))} (settings that "
-                "leave the privacy ledger unchanged)")
+                "leave the privacy ledger unchanged)"
+            )
         try:
             choices = [TUNABLE[key](v.strip()) for v in values.split(",") if v.strip()]
         except ValueError:
@@ -94,7 +115,9 @@ def silenced() -> Iterator[None]:
 
 def candidate(base: TrainConfig, space: dict[str, list[Any]], uniforms: np.ndarray) -> dict[str, Any]:
     """One point of the space, each key's value chosen by one uniform in [0, 1)."""
-    return {key: values[min(int(u * len(values)), len(values) - 1)] for (key, values), u in zip(space.items(), uniforms)}
+    return {
+        key: values[min(int(u * len(values)), len(values) - 1)] for (key, values), u in zip(space.items(), uniforms)
+    }
 
 
 def configure(base: TrainConfig, settings: dict[str, Any]) -> TrainConfig:
@@ -119,7 +142,8 @@ def run_ledger(record: dict[str, Any]) -> Accountant:
     if accountant.claims():
         raise TrainingConfigError(
             f"tune: the run's ledger holds a published claim ({'; '.join(accountant.claims())}), not a "
-            "guarantee; Theorem 2 needs a valid per-run RDP bound (e.g. dp-ulr: drop --opt mode=controller)")
+            "guarantee; Theorem 2 needs a valid per-run RDP bound (e.g. dp-ulr: drop --opt mode=controller)"
+        )
     return accountant
 
 
@@ -128,11 +152,15 @@ def check_tunable(base: TrainConfig) -> None:
     if base.target_epsilon is None and base.noise_multiplier is None:
         raise TrainingConfigError("tune: give --target-epsilon (each run's budget) or --noise-multiplier")
     if base.validation_fraction <= 0:
-        raise TrainingConfigError("tune: --validation-fraction 0 leaves no validation split to score the candidates "
-                                  "on; keep one (default 0.1)")
+        raise TrainingConfigError(
+            "tune: --validation-fraction 0 leaves no validation split to score the candidates "
+            "on; keep one (default 0.1)"
+        )
     if base.checkpoint is not None or base.resume:
-        raise TrainingConfigError("tune: --checkpoint / --resume: a candidate's checkpoint file would date the "
-                                  "candidates, and so tell K; tune without checkpoints")
+        raise TrainingConfigError(
+            "tune: --checkpoint / --resume: a candidate's checkpoint file would date the "
+            "candidates, and so tell K; tune without checkpoints"
+        )
 
 
 class Slots:
@@ -140,8 +168,13 @@ class Slots:
     checked and scored the same way, whether it is one of the ``K`` real candidates or not, so the
     tuning's duration and its work do not depend on ``K`` (issue 44, item 2)."""
 
-    def __init__(self, base: TrainConfig, space: dict[str, list[Any]], generator: SecureGenerator,
-                 train: Callable[[TrainConfig], dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        base: TrainConfig,
+        space: dict[str, list[Any]],
+        generator: SecureGenerator,
+        train: Callable[[TrainConfig], dict[str, Any]],
+    ) -> None:
         self.base, self.space, self.generator, self.train = base, space, generator, train
         self.ledger: dict[str, Any] | None = None
         self.results: list[tuple[float, dict[str, Any]]] = []
@@ -152,8 +185,10 @@ class Slots:
             record = self.train(configure(self.base, settings))
         entries = run_ledger(record).to_dict()
         if self.ledger is not None and entries != self.ledger:
-            raise TrainingConfigError("tune: two candidates charged different ledgers; a searched key changes the "
-                                      "privacy of a run, which the theorems' single per-run curve does not allow")
+            raise TrainingConfigError(
+                "tune: two candidates charged different ledgers; a searched key changes the "
+                "privacy of a run, which the theorems' single per-run curve does not allow"
+            )
         self.ledger = entries
         self.results.append((float(record["final"]["validation_accuracy"]), settings))
 
@@ -173,9 +208,14 @@ def tuned_epsilon(per_run: Accountant, final: Accountant, law: RunsLaw, delta: f
     return tuning_rdp, tuning_epsilon(per_run.orders, tuning_rdp + final.rdp, delta)[0]
 
 
-def tune(base: TrainConfig, space: dict[str, list[Any]], law: RunsLaw,
-         train: Callable[[TrainConfig], dict[str, Any]],
-         generator: SecureGenerator | None = None, slots: int | None = None) -> dict[str, Any]:
+def tune(
+    base: TrainConfig,
+    space: dict[str, list[Any]],
+    law: RunsLaw,
+    train: Callable[[TrainConfig], dict[str, Any]],
+    generator: SecureGenerator | None = None,
+    slots: int | None = None,
+) -> dict[str, Any]:
     """Algorithm 1 with ``K ~ law`` conditioned on ``K <= slots``, then the final run; returns the
     public tuning record. All ``slots`` candidates train whatever ``K`` is; only the first ``K`` may
     be selected. ``slots=None``: the fewest whose truncation fits ``base.delta``
@@ -192,8 +232,10 @@ def tune(base: TrainConfig, space: dict[str, list[Any]], law: RunsLaw,
     if slots is None:
         slots = needed
     elif slots < needed:
-        raise TrainingConfigError(f"tune: --slots {slots}: truncating K to {slots} runs costs more than --delta "
-                                  f"{delta:g} at epsilon {planned:.4g}; use --slots >= {needed}")
+        raise TrainingConfigError(
+            f"tune: --slots {slots}: truncating K to {slots} runs costs more than --delta "
+            f"{delta:g} at epsilon {planned:.4g}; use --slots >= {needed}"
+        )
     runs = sample_within(law, slots, uniform)
     while len(work.results) < slots:
         work.run_one()
@@ -210,17 +252,26 @@ def tune(base: TrainConfig, space: dict[str, list[Any]], law: RunsLaw,
         "method": base.method,
         "tuning": {
             "procedure": f"Papernot and Steinke 2022, Algorithm 1: best of K runs, K conditioned on K <= slots; RDP "
-                         f"by {theorem}, composed with the final run's ledger; the truncation paid in delta",
-            **law.describe(), "mean_runs": law.mean, "slots": slots, "truncation_tail": runs_tail(law, slots),
-            "search_space": space, "selected": None if best is None else best[1],
+            f"by {theorem}, composed with the final run's ledger; the truncation paid in delta",
+            **law.describe(),
+            "mean_runs": law.mean,
+            "slots": slots,
+            "truncation_tail": runs_tail(law, slots),
+            "search_space": space,
+            "selected": None if best is None else best[1],
             "selected_validation_accuracy": None if best is None else best[0],
             "score": "validation accuracy (held-out split, not part of the private dataset)",
             "per_run_epsilon": per_run.get_epsilon(delta),
             "tuning_epsilon": tuning_epsilon(per_run.orders, tuning_rdp, delta_conversion)[0],
             "final_run_epsilon": final.get_epsilon(delta),
-            "total_epsilon": total, "delta": total_delta, "delta_conversion": delta_conversion,
-            "secret": ("the other candidates and their scores" if isinstance(law, FixedRuns)
-                       else "K, the other candidates and their scores"),
+            "total_epsilon": total,
+            "delta": total_delta,
+            "delta_conversion": delta_conversion,
+            "secret": (
+                "the other candidates and their scores"
+                if isinstance(law, FixedRuns)
+                else "K, the other candidates and their scores"
+            ),
             "timing": f"public: {slots} candidate runs and the final run, whatever K is",
         },
         "final_run": public_record(final_record),
@@ -230,15 +281,23 @@ def tune(base: TrainConfig, space: dict[str, list[Any]], law: RunsLaw,
 def summary(record: dict[str, Any]) -> str:
     t = record["tuning"]
     final = record["final_run"]["final"]
-    selected = ("nothing (K = 0: the final run used the command line's settings)" if t["selected"] is None
-                else f"{t['selected']} (validation accuracy {t['selected_validation_accuracy']:.4f})")
+    selected = (
+        "nothing (K = 0: the final run used the command line's settings)"
+        if t["selected"] is None
+        else f"{t['selected']} (validation accuracy {t['selected_validation_accuracy']:.4f})"
+    )
     if "runs" in t:
         runs = f"K = {t['runs']}, public: {t['slots']} candidate runs composed"
     else:
-        law = (f"Poisson, mean {t['mu']:.4g}" if "mu" in t
-               else f"truncated negative binomial, eta {t['eta']:g}, mean {t['mean_runs']:.4g}")
+        law = (
+            f"Poisson, mean {t['mu']:.4g}"
+            if "mu" in t
+            else f"truncated negative binomial, eta {t['eta']:g}, mean {t['mean_runs']:.4g}"
+        )
         runs = f"K ~ {law}, conditioned on K <= {t['slots']}: {t['slots']} candidate runs trained whatever K is"
-    return (f"tune {record['method']}: selected {selected}; "
-            f"final run test accuracy {final['test_accuracy']:.4f}; epsilon per run {t['per_run_epsilon']:.4g}, "
-            f"tuning {t['tuning_epsilon']:.4g}, total with the final run {t['total_epsilon']:.4g} at delta {t['delta']:g} "
-            f"({runs})")
+    return (
+        f"tune {record['method']}: selected {selected}; "
+        f"final run test accuracy {final['test_accuracy']:.4f}; epsilon per run {t['per_run_epsilon']:.4g}, "
+        f"tuning {t['tuning_epsilon']:.4g}, total with the final run {t['total_epsilon']:.4g} at delta {t['delta']:g} "
+        f"({runs})"
+    )

@@ -5,8 +5,9 @@ that the tuning and the final run together fit (Papernot and Steinke 2022, Theor
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 from opu_hal.privacy import Accountant
 from opu_hal.privacy.inverse import bisect_log
@@ -19,8 +20,15 @@ from ..run.config import TrainConfig
 TRUNCATION_SHARE = 0.1
 
 
-def total_epsilon_at(event_for: Callable[[float], Any], steps: int, neighboring: str, law: RunsLaw, z: float,
-                     delta: float, spent: Accountant | None = None) -> float:
+def total_epsilon_at(
+    event_for: Callable[[float], Any],
+    steps: int,
+    neighboring: str,
+    law: RunsLaw,
+    z: float,
+    delta: float,
+    spent: Accountant | None = None,
+) -> float:
     """The epsilon of the tuning (``law``'s theorem) plus the final run, each run the events of
     ``spent`` (charged before its steps: a released feature mean) and ``steps`` events
     ``event_for(z)``: what the tuning record's ``total_epsilon`` will say for runs at ``z``."""
@@ -45,8 +53,10 @@ def noise_for_total(base: TrainConfig, law: RunsLaw, total: float, rtol: float =
         event_for = method.event_for  # type: ignore[attr-defined]
 
     def fits(z: float) -> bool:
-        return total_epsilon_at(event_for, steps, method.neighboring, law, z, conversion_delta_for(law, base.delta),
-                                spent) <= total
+        return (
+            total_epsilon_at(event_for, steps, method.neighboring, law, z, conversion_delta_for(law, base.delta), spent)
+            <= total
+        )
 
     high = low * 2
     while not fits(high):
@@ -65,8 +75,10 @@ def runs_law(distribution: str, mean: float, eta: float) -> RunsLaw:
         return TruncatedNegativeBinomial.with_mean(mean, eta)
     if distribution == "fixed":
         if not (math.isfinite(mean) and mean == int(mean) and 1 <= mean <= 1000):
-            raise TrainingConfigError(f"--mean-runs {mean!r}: with --k-distribution fixed, the number of candidates "
-                                      "must be an integer in [1, 1000]")
+            raise TrainingConfigError(
+                f"--mean-runs {mean!r}: with --k-distribution fixed, the number of candidates "
+                "must be an integer in [1, 1000]"
+            )
         return FixedRuns(int(mean))
     raise TrainingConfigError(f"--k-distribution {distribution!r}: choose negative-binomial, poisson or fixed")
 

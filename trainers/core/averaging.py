@@ -10,8 +10,9 @@ evaluation (validation, test, the record) then reads the averaged weights.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 

@@ -51,16 +51,22 @@ class Centering:
 
     def describe(self) -> dict[str, Any]:
         """The record's account of the release (settings and public sizes only, never the mean)."""
-        return {"mechanism": "gaussian" if self.event else "exact", "radius": self.radius,
-                "noise_multiplier": self.noise_multiplier, "noise_std_on_sum": self.noise_std,
-                "generator": self.generator}
+        return {
+            "mechanism": "gaussian" if self.event else "exact",
+            "radius": self.radius,
+            "noise_multiplier": self.noise_multiplier,
+            "noise_std_on_sum": self.noise_std,
+            "generator": self.generator,
+        }
 
     @property
     def log_line(self) -> str:
         if self.event is None:
             return "features: centred on the training features' mean (a non-private run)"
-        return (f"features: centred on a Gaussian release of the training features' mean (radius {self.radius:.4g}, "
-                f"noise multiplier {self.noise_multiplier:g}), charged to the ledger")
+        return (
+            f"features: centred on a Gaussian release of the training features' mean (radius {self.radius:.4g}, "
+            f"noise multiplier {self.noise_multiplier:g}), charged to the ledger"
+        )
 
 
 def feature_radius(n_features: int) -> float:
@@ -76,8 +82,14 @@ def clipped_sum(x: torch.Tensor, radius: float) -> torch.Tensor:
     return (x * scale).sum(dim=0, dtype=torch.float64)
 
 
-def private_mean(x: torch.Tensor, radius: float, noise_multiplier: float, public_size: int,
-                 neighboring: Neighboring, generator: SecureGenerator | None = None) -> Centering:
+def private_mean(
+    x: torch.Tensor,
+    radius: float,
+    noise_multiplier: float,
+    public_size: int,
+    neighboring: Neighboring,
+    generator: SecureGenerator | None = None,
+) -> Centering:
     """Release the mean of ``x``'s rows by the Gaussian mechanism on their clipped sum."""
     generator = generator or SecureGenerator()
     sensitivity = radius * (2.0 if neighboring == "replace_one" else 1.0)
@@ -88,8 +100,9 @@ def private_mean(x: torch.Tensor, radius: float, noise_multiplier: float, public
     return Centering(mean, radius, noise_multiplier, std, GaussianEvent(noise_multiplier), generator.name)
 
 
-def release_for_run(x: torch.Tensor, private: bool, noise_multiplier: float, public_size: int,
-                    neighboring: Neighboring) -> Centering:
+def release_for_run(
+    x: torch.Tensor, private: bool, noise_multiplier: float, public_size: int, neighboring: Neighboring
+) -> Centering:
     """The mean a run centres on: a Gaussian release of ``x``'s in a private run, else the exact mean."""
     if not private:
         return exact_mean(x)
@@ -103,6 +116,7 @@ def exact_mean(x: torch.Tensor) -> Centering:
 
 def centered(data: Dataset, mean: torch.Tensor) -> Dataset:
     """Every split of ``data`` minus ``mean`` (post-processing of the release)."""
+
     def shift(split: Split) -> Split:
         return Split(split.x - mean.to(split.x.device, split.x.dtype), split.y)
 

@@ -13,8 +13,9 @@ gradient, ``dp-dfa`` as paper 002's hybrid BP/DFA network.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence, cast
+from typing import cast
 
 import torch
 from torch import nn
@@ -32,8 +33,10 @@ def image_shape(n_features: int, features: str = "pixels") -> tuple[int, int, in
     channels = SCATTER_CHANNELS if features == "scatter" else 1
     side = math.isqrt(n_features // channels)
     if channels * side * side != n_features:
-        raise TrainingConfigError(f"--model cnn needs square images or ScatterNet features; "
-                                  f"{n_features} input features ({features}) are neither")
+        raise TrainingConfigError(
+            f"--model cnn needs square images or ScatterNet features; "
+            f"{n_features} input features ({features}) are neither"
+        )
     return channels, side, side
 
 
@@ -56,15 +59,24 @@ class CNN(nn.Module):
     """``channels``: output channels of each 3x3 conv block; ``strides``: their strides (no pooling;
     empty: stride 1 and 2x2 pooling); ``head``: hidden widths of the linear head before ``n_classes``."""
 
-    def __init__(self, n_features: int, channels: Sequence[int], n_classes: int,
-                 activation: str = "tanh", seed: int = 0, features: str = "pixels",
-                 strides: Sequence[int] = (), head: Sequence[int] = ()) -> None:
+    def __init__(
+        self,
+        n_features: int,
+        channels: Sequence[int],
+        n_classes: int,
+        activation: str = "tanh",
+        seed: int = 0,
+        features: str = "pixels",
+        strides: Sequence[int] = (),
+        head: Sequence[int] = (),
+    ) -> None:
         super().__init__()
         if not channels:
             raise TrainingConfigError("--model cnn needs at least one conv block: --hidden 32 (channels)")
         if strides and len(strides) != len(channels):
-            raise TrainingConfigError(f"--conv-strides needs one stride per conv block ({len(channels)}), "
-                                      f"got {list(strides)}")
+            raise TrainingConfigError(
+                f"--conv-strides needs one stride per conv block ({len(channels)}), got {list(strides)}"
+            )
         self.shape = image_shape(n_features, features)
         self.activation = get_activation(activation)
         self.hidden = [int(c) for c in channels]

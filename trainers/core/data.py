@@ -52,16 +52,19 @@ def read_idx(path: Path) -> np.ndarray:
             if magic not in _MAGIC:
                 raise DatasetError(
                     f"{path}: bad IDX magic number 0x{head.hex() or 'none'} (expected 0x00000803 for images or "
-                    "0x00000801 for labels); the file is corrupt, truncated or not an IDX file")
+                    "0x00000801 for labels); the file is corrupt, truncated or not an IDX file"
+                )
             rank = _MAGIC[magic]
             dims = handle.read(4 * rank)
             if len(dims) < 4 * rank:
                 raise DatasetError(f"{path}: truncated IDX header")
-            shape = tuple(int.from_bytes(dims[4 * i: 4 * i + 4], "big") for i in range(rank))
+            shape = tuple(int.from_bytes(dims[4 * i : 4 * i + 4], "big") for i in range(rank))
             size = int(np.prod(shape))
             if size > MAX_IDX_BYTES:
-                raise DatasetError(f"{path}: IDX header announces shape {shape} ({size} bytes), above the "
-                                   f"{MAX_IDX_BYTES}-byte limit of this reader")
+                raise DatasetError(
+                    f"{path}: IDX header announces shape {shape} ({size} bytes), above the "
+                    f"{MAX_IDX_BYTES}-byte limit of this reader"
+                )
             body = handle.read(size + 1)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise DatasetError(f"{path}: cannot read ({exc}); re-install or re-download the file") from None
@@ -69,7 +72,8 @@ def read_idx(path: Path) -> np.ndarray:
         more = "more than" if len(body) > size else f"{len(body)} bytes, not"
         raise DatasetError(
             f"{path}: IDX header announces shape {shape} ({size} bytes of data) but the file holds {more} "
-            "that: truncated or corrupt; re-install or re-download it")
+            "that: truncated or corrupt; re-install or re-download it"
+        )
     return np.frombuffer(body, dtype=np.uint8).reshape(shape)
 
 
@@ -119,7 +123,7 @@ class Dataset:
             return int(self.classes)
         return int(self.test.y.max()) + 1 if len(self.test) else 0
 
-    def with_splits(self, train: Split, validation: Split, test: Split) -> "Dataset":
+    def with_splits(self, train: Split, validation: Split, test: Split) -> Dataset:
         """The same dataset (name, declared classes) with other splits."""
         return Dataset(self.name, train, validation, test, self.classes)
 
@@ -139,8 +143,10 @@ def check_labels(data: Dataset, classes: int) -> None:
         raise DatasetError(f"dataset {data.name!r}: the number of classes must be >= 1, got {classes}")
     for name, split in (("train", data.train), ("validation", data.validation), ("test", data.test)):
         if len(split) and (int(split.y.min()) < 0 or int(split.y.max()) >= classes):
-            raise DatasetError(f"dataset {data.name!r}: {name} labels must be integers in [0, {classes - 1}] "
-                               f"({classes} classes; declare another count with --n-classes / n_classes)")
+            raise DatasetError(
+                f"dataset {data.name!r}: {name} labels must be integers in [0, {classes - 1}] "
+                f"({classes} classes; declare another count with --n-classes / n_classes)"
+            )
 
 
 def resolve_dir(name: str, data_dir: str | os.PathLike[str] | None) -> Path:
@@ -156,12 +162,12 @@ def resolve_dir(name: str, data_dir: str | os.PathLike[str] | None) -> Path:
 
 def _split(images: np.ndarray, labels: np.ndarray, path: Path) -> Split:
     if images.ndim != 3 or labels.ndim != 1 or images.shape[0] != labels.shape[0]:
-        raise DatasetError(
-            f"{path}: images {images.shape} and labels {labels.shape} do not match"
-        )
+        raise DatasetError(f"{path}: images {images.shape} and labels {labels.shape} do not match")
     if images.shape[0] == 0 or images[0].size == 0:
-        raise DatasetError(f"{path}: the IDX files hold {images.shape[0]} images of shape {images.shape[1:]}; "
-                           "a split needs at least one image of at least one pixel")
+        raise DatasetError(
+            f"{path}: the IDX files hold {images.shape[0]} images of shape {images.shape[1:]}; "
+            "a split needs at least one image of at least one pixel"
+        )
     x = torch.from_numpy(images.reshape(images.shape[0], images[0].size).astype(np.float32) / 255.0)
     return Split(x=x, y=torch.from_numpy(labels.astype(np.int64)))
 
@@ -176,8 +182,10 @@ def check_splits(train: Split, test: Split, directory: Path) -> None:
     """Refuse at load a test split whose image size differs from the training split's, and labels
     outside the dataset's classes (0..9)."""
     if train.x.shape[1] != test.x.shape[1]:
-        raise DatasetError(f"{directory}: test images have {test.x.shape[1]} pixels but training images "
-                           f"{train.x.shape[1]}; the files come from different datasets")
+        raise DatasetError(
+            f"{directory}: test images have {test.x.shape[1]} pixels but training images "
+            f"{train.x.shape[1]}; the files come from different datasets"
+        )
     for name, split in (("train", train), ("test", test)):
         if len(split) == 0:
             raise DatasetError(f"{directory}: the {name} split is empty")
@@ -187,8 +195,10 @@ def check_splits(train: Split, test: Split, directory: Path) -> None:
 
 
 def load_dataset(
-    name: str = "fashion-mnist", data_dir: str | os.PathLike[str] | None = None,
-    validation_fraction: float = 0.1, seed: int = 0,
+    name: str = "fashion-mnist",
+    data_dir: str | os.PathLike[str] | None = None,
+    validation_fraction: float = 0.1,
+    seed: int = 0,
 ) -> Dataset:
     """Train / validation / test splits of an MNIST-format dataset (or a bundled one)."""
     if name in BUNDLED:
@@ -256,5 +266,10 @@ def load_digits_dataset(validation_fraction: float = 0.1, seed: int = 0, test_fr
     rest = order[n_test:]
     n_val = int(round(validation_fraction * len(rest)))
     pick = lambda idx: Split(x[idx], y[idx])  # noqa: E731
-    return Dataset(name="digits", train=pick(rest[n_val:]), validation=pick(rest[:n_val]), test=pick(order[:n_test]),
-                   classes=DECLARED_CLASSES["digits"])
+    return Dataset(
+        name="digits",
+        train=pick(rest[n_val:]),
+        validation=pick(rest[:n_val]),
+        test=pick(order[:n_test]),
+        classes=DECLARED_CLASSES["digits"],
+    )

@@ -15,7 +15,7 @@ def evaluate(model: torch.nn.Module, split: Split, chunk: int = 8192) -> tuple[f
         return float("nan"), float("nan")
     loss, correct = 0.0, 0
     for start in range(0, len(split), chunk):
-        x, y = split.x[start:start + chunk], split.y[start:start + chunk]
+        x, y = split.x[start : start + chunk], split.y[start : start + chunk]
         logits = model(x)
         loss += float(F.cross_entropy(logits, y, reduction="sum"))
         correct += int((logits.argmax(1) == y).sum())

@@ -12,8 +12,8 @@ import hashlib
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 from tqdm import tqdm
@@ -68,8 +68,11 @@ def _load(path: Path, data: Dataset) -> Dataset | None:
 def _store(path: Path, features: Dataset) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.part")
-    tensors = {f"{name}_{part}": getattr(getattr(features, name), part)
-               for name in ("train", "validation", "test") for part in ("x", "y")}
+    tensors = {
+        f"{name}_{part}": getattr(getattr(features, name), part)
+        for name in ("train", "validation", "test")
+        for part in ("x", "y")
+    }
     torch.save({"tensors": tensors, "sha256": tensors_digest(tensors)}, partial)
     os.replace(partial, path)
 
@@ -85,11 +88,20 @@ def cached_scatter_features(data: Dataset, log: Callable[[str], None], progress:
             log(f"features: ScatterNet features from the cache in {path.parent}")
             return cached
     total = len(data.train) + len(data.validation) + len(data.test)
-    log(f"features: computing ScatterNet features of {total} images (J=2, L=8; about 1 ms an image "
-        "on 2 cores; cached afterwards)")
+    log(
+        f"features: computing ScatterNet features of {total} images (J=2, L=8; about 1 ms an image "
+        "on 2 cores; cached afterwards)"
+    )
     started = time.perf_counter()
-    bar = tqdm(total=total, desc="scattering", unit="img", leave=False, file=sys.stderr,
-               disable=not (progress and sys.stderr.isatty()), dynamic_ncols=True)
+    bar = tqdm(
+        total=total,
+        desc="scattering",
+        unit="img",
+        leave=False,
+        file=sys.stderr,
+        disable=not (progress and sys.stderr.isatty()),
+        dynamic_ncols=True,
+    )
     with bar:
         features = scatter_dataset(data, progress=bar.update)
     log(f"features: {features.n_features} per image in {time.perf_counter() - started:.0f} s")

@@ -35,8 +35,7 @@ def check_device_fits(device: Device, n_classes: int, hidden: list[int], *, tern
     caps = device.capabilities
     if caps.output_kind != "linear":
         raise TrainingConfigError(
-            f"profile {label!r} returns {caps.output_kind} output; DFA needs a linear projection "
-            f"(set mode = \"linear\")"
+            f'profile {label!r} returns {caps.output_kind} output; DFA needs a linear projection (set mode = "linear")'
         )
     if not ternary and not caps.accepts("real"):
         raise TrainingConfigError(
@@ -56,8 +55,9 @@ class FeedbackProjection:
 class DeviceFeedback:
     """Projects an error batch ``(m, classes)`` through ``device`` and slices it per hidden layer."""
 
-    def __init__(self, device: Device, n_classes: int, hidden: list[int], *, ternary: bool,
-                 threshold: float = 0.15) -> None:
+    def __init__(
+        self, device: Device, n_classes: int, hidden: list[int], *, ternary: bool, threshold: float = 0.15
+    ) -> None:
         check_device_fits(device, n_classes, hidden, ternary=ternary)
         self.device = device
         self.n_classes = n_classes
@@ -70,13 +70,10 @@ class DeviceFeedback:
         if self.device.in_features > self.n_classes:
             signal = torch.nn.functional.pad(signal, (0, self.device.in_features - self.n_classes))
         signal = signal.to(self.device.capabilities.compute_device)
-        if self.ternary:
-            projection = project_ternary(self.device, signal)
-        else:
-            projection = self.device.project(signal)
+        projection = project_ternary(self.device, signal) if self.ternary else self.device.project(signal)
         values = projection.values.to(e.device, e.dtype)
         slices, start = [], 0
         for width in self.hidden:
-            slices.append(values[:, start:start + width])
+            slices.append(values[:, start : start + width])
             start += width
         return FeedbackProjection(slices=slices, noise=projection.noise)

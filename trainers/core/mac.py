@@ -26,8 +26,9 @@ from opu_hal.randomness.secure_random import torch_normal
 from .model import MLP
 
 
-def aux_coordinates(model: MLP, x: torch.Tensor, y: torch.Tensor, steps: int, lr: float,
-                    t_z: float) -> list[torch.Tensor]:
+def aux_coordinates(
+    model: MLP, x: torch.Tensor, y: torch.Tensor, steps: int, lr: float, t_z: float
+) -> list[torch.Tensor]:
     """Z-step (Algorithm 1, step 1): start from the forward pass, ``steps`` gradient steps on
     eq. 2 over ``Z`` with ``W`` fixed, then ``||z_{k,n}|| <= T_z`` (Appendix D's assumption).
     Each ``z_n`` depends on example ``n`` only. Returns ``[x, z_1, ..., z_K]``."""
@@ -76,8 +77,9 @@ def coefficient_norms(deltas: list[torch.Tensor], coords: list[torch.Tensor]) ->
     return torch.stack([d.norm(dim=1) * (c.pow(2).sum(1) + 1).sqrt() for d, c in zip(deltas, coords)])
 
 
-def clipped_layer_sums(deltas: list[torch.Tensor], coords: list[torch.Tensor],
-                       bounds: list[float]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+def clipped_layer_sums(
+    deltas: list[torch.Tensor], coords: list[torch.Tensor], bounds: list[float]
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """Clip each example's ``b_k^(n)`` to ``T_bk`` per layer and sum over the batch: the one point
     where per-example contributions are clipped and summed before noise. ``(weight, bias)`` sums."""
     norms = coefficient_norms(deltas, coords)
@@ -96,8 +98,9 @@ def project_columns(model: MLP, t_w: float) -> None:
 
 
 # -- DP histogram for per-layer bounds (section 2.4) -----------------------------------------------
-def histogram_bound(norms: torch.Tensor, t_max: float, bins: int, sigma_hist: float,
-                    generator: np.random.Generator) -> tuple[float, list[float]]:
+def histogram_bound(
+    norms: torch.Tensor, t_max: float, bins: int, sigma_hist: float, generator: np.random.Generator
+) -> tuple[float, list[float]]:
     """Counts of ``norms`` over ``[0, t_max]`` (``bins`` bins, larger values in the last), each
     perturbed by ``N(0, sigma_hist^2)`` from ``generator`` (a secret-keyed ChaCha20 stream in
     training; sensitivity 1: one example moves one count by one); the
@@ -141,17 +144,18 @@ def paper_delta_c_output(out_features: int, t_z: float, n: int) -> float:
     return math.sqrt(out_features) * t_z**2 / (16 * n)
 
 
-def hidden_coefficients(w_hat: torch.Tensor, z_prev: torch.Tensor, z_next: torch.Tensor,
-                        n: int) -> tuple[torch.Tensor, torch.Tensor]:
+def hidden_coefficients(
+    w_hat: torch.Tensor, z_prev: torch.Tensor, z_next: torch.Tensor, n: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Second-order coefficients of one softplus hidden layer, no bias (section 2.2):
     ``b_kh = 1/(2N) sum_n (dT - d2T w_h)``, ``C_kh = 1/(2N) sum_n d2T / 2``; shapes
     ``(out, in)`` and ``(out, in, in)``."""
-    u = z_prev @ w_hat.T                                    # (batch, out)
+    u = z_prev @ w_hat.T  # (batch, out)
     f, f1 = F.softplus(u), torch.sigmoid(u)
     f2 = f1 * (1 - f1)
-    first = (-2 * z_next * f1 + 2 * f * f1)                 # dT = first * z_prev
-    second = (-2 * z_next * f2 + 2 * f * f2 + 2 * f1**2)    # d2T = second * z_prev z_prev^T
-    proj = z_prev @ w_hat.T                                 # z_prev^T w_h, (batch, out)
+    first = -2 * z_next * f1 + 2 * f * f1  # dT = first * z_prev
+    second = -2 * z_next * f2 + 2 * f * f2 + 2 * f1**2  # d2T = second * z_prev z_prev^T
+    proj = z_prev @ w_hat.T  # z_prev^T w_h, (batch, out)
     b = ((first - second * proj)[:, :, None] * z_prev[:, None, :]).sum(0) / (2 * n)
     c = torch.einsum("bh,bi,bj->hij", second, z_prev, z_prev) / (4 * n)
     return b, c

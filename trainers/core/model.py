@@ -6,8 +6,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence, cast
+from typing import cast
 
 import torch
 from torch import nn
@@ -85,7 +86,9 @@ class MLP(nn.Module):
         self.activation = get_activation(activation)
         generator = torch.Generator().manual_seed(seed)
         # a ModuleList (registered parameters) typed as the Linears it holds: its items read as Module
-        self.layers = cast("list[nn.Linear]", nn.ModuleList(nn.Linear(a, b) for a, b in zip(self.sizes[:-1], self.sizes[1:])))
+        self.layers = cast(
+            "list[nn.Linear]", nn.ModuleList(nn.Linear(a, b) for a, b in zip(self.sizes[:-1], self.sizes[1:]))
+        )
         with torch.no_grad():
             for layer in self.layers:  # torch's default init, drawn from our own seeded stream
                 bound = 1 / layer.in_features**0.5

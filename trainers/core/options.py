@@ -4,8 +4,9 @@ parsed against a small schema so every bad key or value is a :class:`TrainingCon
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .errors import TrainingConfigError
 
@@ -37,8 +38,9 @@ def parse_options(method: str, extra: dict[str, Any], schema: dict[str, Option])
     """Values for every key of ``schema`` from ``extra`` (defaults elsewhere); unknown keys refused."""
     unknown = sorted(set(extra) - set(schema))
     if unknown:
-        raise TrainingConfigError(f"{method}: unknown --opt key(s) {', '.join(unknown)}; known: "
-                                  f"{', '.join(sorted(schema))}")
+        raise TrainingConfigError(
+            f"{method}: unknown --opt key(s) {', '.join(unknown)}; known: {', '.join(sorted(schema))}"
+        )
     values: dict[str, Any] = {}
     for key, option in schema.items():
         raw = extra.get(key, option.default)
@@ -48,7 +50,9 @@ def parse_options(method: str, extra: dict[str, Any], schema: dict[str, Option])
         try:
             value = option.kind(raw) if option.kind is not bool else str(raw).lower() in ("1", "true", "on", "yes")
         except (TypeError, ValueError):
-            raise TrainingConfigError(f"{method}: --opt {key}={raw!r}: expected {option.allowed or option.kind.__name__}") from None
+            raise TrainingConfigError(
+                f"{method}: --opt {key}={raw!r}: expected {option.allowed or option.kind.__name__}"
+            ) from None
         if option.kind is not bool and not option.check(value):
             raise TrainingConfigError(f"{method}: --opt {key}={raw!r}: must be {option.allowed}")
         values[key] = value

@@ -9,7 +9,7 @@ and the clipped sum is ``(c * G)^T A`` ("ghost clipping"). Convolution: ``G_i = 
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -45,14 +45,15 @@ def linear_clipped_sum(g: torch.Tensor, a: torch.Tensor, scale: torch.Tensor) ->
     return [(weighted.T @ a).flatten(), weighted.sum(0)]
 
 
-def linear_clipped_sum_into(g: torch.Tensor, a: torch.Tensor, scale: torch.Tensor, out: torch.Tensor,
-                            offset: int) -> int:
+def linear_clipped_sum_into(
+    g: torch.Tensor, a: torch.Tensor, scale: torch.Tensor, out: torch.Tensor, offset: int
+) -> int:
     """:func:`linear_clipped_sum` written into ``out`` from ``offset`` (weight, then bias), so the
     flat update needs no concatenation; returns the offset after them."""
     weighted = g * scale[:, None]
     rows, cols = g.shape[1], a.shape[1]
-    torch.mm(weighted.T, a, out=out[offset:offset + rows * cols].view(rows, cols))
-    torch.sum(weighted, 0, out=out[offset + rows * cols:offset + rows * cols + rows])
+    torch.mm(weighted.T, a, out=out[offset : offset + rows * cols].view(rows, cols))
+    torch.sum(weighted, 0, out=out[offset + rows * cols : offset + rows * cols + rows])
     return offset + rows * cols + rows
 
 
@@ -66,7 +67,9 @@ def conv_squared_norms(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     ``u``: (n, K, P))."""
     out = []
     for start in range(0, g.shape[0], PER_EXAMPLE_CHUNK):
-        per_example = torch.bmm(g[start:start + PER_EXAMPLE_CHUNK], u[start:start + PER_EXAMPLE_CHUNK].transpose(1, 2))
+        per_example = torch.bmm(
+            g[start : start + PER_EXAMPLE_CHUNK], u[start : start + PER_EXAMPLE_CHUNK].transpose(1, 2)
+        )
         out.append(per_example.flatten(1).pow(2).sum(1))
     weights = torch.cat(out) if out else g.new_zeros(0)
     return weights + g.sum(2).pow(2).sum(1)

@@ -20,17 +20,16 @@ Non-private runs draw from torch generators seeded by ``--seed``, so that they a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Iterator
 
 import numpy as np
 import torch
 
-from opu_hal.runtime.compute import compiled_ready
 from opu_hal.randomness.keyed_stream import KeyedStream, keyed_stream
-from opu_hal.randomness.secure_random import (bernoulli_indices, keyed_generator, permutation,
-                                   sample_without_replacement)
+from opu_hal.randomness.secure_random import bernoulli_indices, keyed_generator, permutation, sample_without_replacement
 from opu_hal.randomness.seeding import derive_seed
+from opu_hal.runtime.compute import compiled_ready
 
 from .errors import TrainingConfigError
 
@@ -85,7 +84,7 @@ class Sampler:
         global_step = epoch * self.steps_per_epoch + step_in_epoch
         if self.kind == "shuffle":
             order = torch.randperm(self.dataset_size, generator=step_generator(self.seed, "epoch", epoch))
-            return order[step_in_epoch * self.batch_size:(step_in_epoch + 1) * self.batch_size]
+            return order[step_in_epoch * self.batch_size : (step_in_epoch + 1) * self.batch_size]
         generator = step_generator(self.seed, "batch", global_step)
         if self.kind == "fixed":
             return torch.randperm(self.dataset_size, generator=generator)[: self.batch_size]
@@ -100,7 +99,7 @@ class Sampler:
         key gives this step (or epoch, for ``shuffle``)."""
         if self.kind == "shuffle":
             order = permutation(self.keyed("epoch", epoch), self.dataset_size)
-            return order[step_in_epoch * self.batch_size:(step_in_epoch + 1) * self.batch_size]
+            return order[step_in_epoch * self.batch_size : (step_in_epoch + 1) * self.batch_size]
         generator = self.keyed("batch", epoch * self.steps_per_epoch + step_in_epoch)
         if self.kind == "fixed":
             return sample_without_replacement(generator, self.dataset_size, self.batch_size)
@@ -118,7 +117,8 @@ class Sampler:
         if not compiled_ready(torch.device("cpu")):
             raise TrainingConfigError(
                 "this private sampler draws its batches from the compiled ChaCha20 stream, which needs Numba "
-                "(and OPU_HAL_NO_NUMBA unset) to replay a checkpoint's batches exactly")
+                "(and OPU_HAL_NO_NUMBA unset) to replay a checkpoint's batches exactly"
+            )
         return keyed_stream(self.secret_key, stream, index)
 
     def state_dict(self) -> dict[str, str | None]:
@@ -126,13 +126,15 @@ class Sampler:
         batch; checkpoints only)."""
         return {"secret_key": self.secret_key, "stream": self.stream}
 
-    def with_state(self, state: dict[str, str | None]) -> "Sampler":
+    def with_state(self, state: dict[str, str | None]) -> Sampler:
         """This sampler drawing with the key and stream of :meth:`state_dict` (a frozen dataclass:
         a copy); states written before the compiled stream drew from randomgen."""
         stream = state.get("stream") or RANDOMGEN_STREAM
         if stream not in (COMPILED_STREAM, RANDOMGEN_STREAM):
-            raise TrainingConfigError(f"checkpoint sampler state: unknown stream {stream!r} "
-                                      f"(allowed: {COMPILED_STREAM!r}, {RANDOMGEN_STREAM!r})")
+            raise TrainingConfigError(
+                f"checkpoint sampler state: unknown stream {stream!r} "
+                f"(allowed: {COMPILED_STREAM!r}, {RANDOMGEN_STREAM!r})"
+            )
         return replace(self, secret_key=state["secret_key"], stream=stream)
 
     def epoch(self, epoch: int, start: int = 0) -> Iterator[tuple[int, torch.Tensor]]:

@@ -25,7 +25,7 @@ private training set enters the features.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -38,10 +38,12 @@ GROUPS = 27  # channels per group: 81 / 27 = 3
 
 def _gabor(size: int, sigma: float, theta: float, xi: float, slant: float) -> torch.Tensor:
     """A periodised 2-D Gabor filter on a ``size x size`` grid (kymatio's ``gabor_2d``)."""
-    rotation = torch.tensor([[math.cos(theta), -math.sin(theta)], [math.sin(theta), math.cos(theta)]],
-                            dtype=torch.float64)
-    inverse = torch.tensor([[math.cos(theta), math.sin(theta)], [-math.sin(theta), math.cos(theta)]],
-                           dtype=torch.float64)
+    rotation = torch.tensor(
+        [[math.cos(theta), -math.sin(theta)], [math.sin(theta), math.cos(theta)]], dtype=torch.float64
+    )
+    inverse = torch.tensor(
+        [[math.cos(theta), math.sin(theta)], [-math.sin(theta), math.cos(theta)]], dtype=torch.float64
+    )
     curvature = rotation @ torch.diag(torch.tensor([1.0, slant**2], dtype=torch.float64)) @ inverse / (2 * sigma**2)
     kernel = torch.zeros(size, size, dtype=torch.complex128)
     grid = torch.arange(size, dtype=torch.float64)
@@ -49,9 +51,9 @@ def _gabor(size: int, sigma: float, theta: float, xi: float, slant: float) -> to
         for ey in (-2, -1, 0, 1, 2):
             xx = (grid + ex * size)[:, None].expand(size, size)
             yy = (grid + ey * size)[None, :].expand(size, size)
-            arg = (-(curvature[0, 0] * xx * xx + (curvature[0, 1] + curvature[1, 0]) * xx * yy
-                     + curvature[1, 1] * yy * yy)
-                   + 1j * (xx * xi * math.cos(theta) + yy * xi * math.sin(theta)))
+            arg = -(
+                curvature[0, 0] * xx * xx + (curvature[0, 1] + curvature[1, 0]) * xx * yy + curvature[1, 1] * yy * yy
+            ) + 1j * (xx * xi * math.cos(theta) + yy * xi * math.sin(theta))
             kernel += torch.exp(arg)
     return kernel / (2 * math.pi * sigma**2 / slant)
 
@@ -68,17 +70,26 @@ class Scattering2D:
 
     def __init__(self, side: int, j: int = J, orientations: int = ORIENTATIONS) -> None:
         if side % 2**j or side <= 2**j:
-            raise DatasetError(f"scattering needs an image side divisible by 2^J = {2**j} and larger "
-                               f"than it (the reflection padding), got {side}")
+            raise DatasetError(
+                f"scattering needs an image side divisible by 2^J = {2**j} and larger "
+                f"than it (the reflection padding), got {side}"
+            )
         self.side, self.j, self.orientations = side, j, orientations
         self.pad = 2**j  # kymatio's compute_padding: 28 -> 36
         size = side + 2 * self.pad
         self.size = size
         self.wavelets = {
-            (scale, angle): torch.fft.fft2(_morlet(size, 0.8 * 2**scale,
-                                                   (int(orientations - orientations / 2 - 1) - angle) * math.pi / orientations,
-                                                   3.0 / 4.0 * math.pi / 2**scale, 4.0 / orientations)).real
-            for scale in range(j) for angle in range(orientations)
+            (scale, angle): torch.fft.fft2(
+                _morlet(
+                    size,
+                    0.8 * 2**scale,
+                    (int(orientations - orientations / 2 - 1) - angle) * math.pi / orientations,
+                    3.0 / 4.0 * math.pi / 2**scale,
+                    4.0 / orientations,
+                )
+            ).real
+            for scale in range(j)
+            for angle in range(orientations)
         }
         self._psi = torch.stack([self.wavelets[key] for key in sorted(self.wavelets)]).to(torch.complex64)
         self._smoothers: dict[int, torch.Tensor] = {}
@@ -100,8 +111,9 @@ class Scattering2D:
             m = self.size // step
             sigma = 0.8 * 2 ** (self.j - 1) / step
             grid = torch.arange(m, dtype=torch.float64)
-            centres = torch.tensor([(self.pad + 2**self.j * i) / step for i in range(self.side // 2**self.j)],
-                                   dtype=torch.float64)
+            centres = torch.tensor(
+                [(self.pad + 2**self.j * i) / step for i in range(self.side // 2**self.j)], dtype=torch.float64
+            )
             offset = (centres[None, :] - grid[:, None]) % m
             kernel = sum(torch.exp(-((offset + wrap * m) ** 2) / (2 * sigma**2)) for wrap in (-2, -1, 0, 1))
             self._smoothers[level] = (kernel / (math.sqrt(2 * math.pi) * sigma)).float()
@@ -119,9 +131,9 @@ class Scattering2D:
         out = [self._smooth(x), self._smooth(first)]
         per_scale = self.orientations
         for scale1 in range(self.j - 1):
-            spectrum = torch.fft.fft2(first[:, scale1 * per_scale:(scale1 + 1) * per_scale]).unsqueeze(2)
+            spectrum = torch.fft.fft2(first[:, scale1 * per_scale : (scale1 + 1) * per_scale]).unsqueeze(2)
             for scale2 in range(scale1 + 1, self.j):
-                psi = self._psi[scale2 * per_scale:(scale2 + 1) * per_scale]
+                psi = self._psi[scale2 * per_scale : (scale2 + 1) * per_scale]
                 # |U1 * psi_j2| is band-limited at scale 2^j2: computed on the grid subsampled by
                 # 2^(j2 - j1) (kymatio does the same), periodising the spectrum.
                 second = torch.fft.ifft2(_periodized_product(spectrum, psi, 2 ** (scale2 - scale1))).abs()
@@ -158,17 +170,19 @@ def group_normalize(coefficients: torch.Tensor, groups: int = GROUPS, eps: float
     return ((grouped - mean) / torch.sqrt(var + floor)).reshape(n, -1)
 
 
-def scatter_split(split: Split, transform: Scattering2D, chunk: int = 500,
-                  progress: Callable[[int], object] | None = None) -> Split:
+def scatter_split(
+    split: Split, transform: Scattering2D, chunk: int = 500, progress: Callable[[int], object] | None = None
+) -> Split:
     """Flattened, group-normalised scattering features of a split of flattened square images."""
     side = transform.side
     if split.x.shape[1] != side * side:
-        raise DatasetError(f"scattering expects {side}x{side} images ({side * side} features), "
-                           f"got {split.x.shape[1]} features")
+        raise DatasetError(
+            f"scattering expects {side}x{side} images ({side * side} features), got {split.x.shape[1]} features"
+        )
     parts = []
     with torch.no_grad():
         for start in range(0, len(split), chunk):
-            images = split.x[start:start + chunk].reshape(-1, side, side)
+            images = split.x[start : start + chunk].reshape(-1, side, side)
             parts.append(group_normalize(transform(images)))
             if progress is not None:
                 progress(min(chunk, len(split) - start))
@@ -180,9 +194,12 @@ def scatter_dataset(data: Dataset, progress: Callable[[int], object] | None = No
     """The dataset with every split replaced by its ScatterNet features (no privacy cost)."""
     side = math.isqrt(data.n_features)
     if side * side != data.n_features:
-        raise DatasetError(f"--features scatter needs square images; dataset {data.name!r} has "
-                           f"{data.n_features} features")
+        raise DatasetError(
+            f"--features scatter needs square images; dataset {data.name!r} has {data.n_features} features"
+        )
     transform = Scattering2D(side)
-    return data.with_splits(scatter_split(data.train, transform, progress=progress),
-                            scatter_split(data.validation, transform, progress=progress),
-                            scatter_split(data.test, transform, progress=progress))
+    return data.with_splits(
+        scatter_split(data.train, transform, progress=progress),
+        scatter_split(data.validation, transform, progress=progress),
+        scatter_split(data.test, transform, progress=progress),
+    )

@@ -44,8 +44,15 @@ def forward_from(model: MLP, layer_index: int, preact: torch.Tensor) -> torch.Te
     return h
 
 
-def noisy_losses(model: MLP, trace: Trace, layer_index: int, y: torch.Tensor, std: float, repeats: int,
-                 generator: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def noisy_losses(
+    model: MLP,
+    trace: Trace,
+    layer_index: int,
+    y: torch.Tensor,
+    std: float,
+    repeats: int,
+    generator: np.random.Generator,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Forward noise ``z ~ N(0, std^2 I)`` on layer ``l``'s output, ``K`` repeats (Algorithm 1),
     drawn from ``generator`` (a secret-keyed ChaCha20 stream in training): returns ``z`` of shape
     ``(K, B, out)`` and the noisy losses ``L_k`` of shape ``(K, B)``."""
@@ -99,15 +106,17 @@ def controller_std(min_eigenvalue: float, repeats: int, clip: float, sigma0: flo
     return (max(min_eigenvalue, 0.0) / (repeats * clip**2 * sigma0**2)) ** 0.5
 
 
-def remediation_variances(eigenvalues: torch.Tensor, std: float, repeats: int, clip: float,
-                          sigma0: float) -> torch.Tensor:
+def remediation_variances(
+    eigenvalues: torch.Tensor, std: float, repeats: int, clip: float, sigma0: float
+) -> torch.Tensor:
     """Appendix A.4: extra variance per eigen-direction, ``max(0, sigma_0^2 C^2 - Lambda / K)``
     with ``Lambda = eig(M) / sigma^2`` the batch proxy covariance's spectrum (eq. 25)."""
     return (sigma0**2 * clip**2 - eigenvalues / (std**2 * repeats)).clamp_min(0.0)
 
 
-def remediation_noise(eigenvectors: torch.Tensor, variances: torch.Tensor, out_features: int,
-                      generator: np.random.Generator) -> torch.Tensor:
+def remediation_noise(
+    eigenvectors: torch.Tensor, variances: torch.Tensor, out_features: int, generator: np.random.Generator
+) -> torch.Tensor:
     """Noise with covariance ``Q diag(variances) Q^T`` on each of the ``out`` rows of ``[W, b]``:
     ``Xi diag(sqrt(variances)) Q^T``, ``Xi`` standard normal from ``generator``."""
     xi = torch_normal(generator, (out_features, variances.shape[0]), torch.float64)

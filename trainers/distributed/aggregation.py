@@ -24,7 +24,8 @@ each rank clips its own examples and forms its partial clipped update ``u_r``; t
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -39,8 +40,7 @@ from .context import SingleProcess
 Publish = Callable[[torch.Tensor], torch.Tensor]
 
 
-def synchronize_step(ranks: SingleProcess, model: torch.nn.Module, output: StepOutput,
-                     private: bool) -> StepOutput:
+def synchronize_step(ranks: SingleProcess, model: torch.nn.Module, output: StepOutput, private: bool) -> StepOutput:
     """Make every rank hold the global step: the batch statistics summed, and (non-private
     methods) the gradient of the whole batch. Private methods' gradients were already summed
     and noised by the release (:class:`NoiseAdderRelease` and the shares)."""
@@ -61,7 +61,7 @@ def synchronize_step(ranks: SingleProcess, model: torch.nn.Module, output: StepO
         offset = 0
         for p in params:
             if count:
-                p.grad = total[offset:offset + p.numel()].view_as(p).to(p.dtype)
+                p.grad = total[offset : offset + p.numel()].view_as(p).to(p.dtype)
             offset += p.numel()
     return StepOutput(loss_sum, int(round(correct)), int(round(count)), output.noise, output.privacy_event)
 
@@ -111,10 +111,16 @@ class SkellamShareRelease(ShareRelease):
         lattice: SkellamLattice = self.method.lattice
         device: Device = self.method.context.device
         share_mean = self.share_mean
-        share, draw = on_lattice(u, lattice.gamma, self.method.generator,
-                                 lambda n: skellam_counts(device, n, share_mean, f"rank {self.ranks.rank}: device"))
+        share, draw = on_lattice(
+            u,
+            lattice.gamma,
+            self.method.generator,
+            lambda n: skellam_counts(device, n, share_mean, f"rank {self.ranks.rank}: device"),
+        )
         self.method.mechanism.distribution = draw.distribution
-        total = self.ranks.all_reduce_sum(torch.from_numpy(share), "summing the Skellam noise shares")  # integers: exact
+        total = self.ranks.all_reduce_sum(
+            torch.from_numpy(share), "summing the Skellam noise shares"
+        )  # integers: exact
         return as_release(total.numpy(), lattice.gamma, u)
 
 
@@ -124,7 +130,7 @@ class GaussianShareRelease(ShareRelease):
 
     @property
     def share_std(self) -> float:
-        return float(self.method.noise_std) / self.honest ** 0.5
+        return float(self.method.noise_std) / self.honest**0.5
 
     def __call__(self, u: torch.Tensor, publish: Publish) -> torch.Tensor:
         generator: SecureGenerator = self.method.generator

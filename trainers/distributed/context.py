@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import datetime
 import os
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import torch
 
@@ -77,6 +78,7 @@ class RankContext(SingleProcess):
 
     def _collective(self, what: str, call: Callable[[], T]) -> T:
         import torch.distributed as dist
+
         try:
             return call()
         except (RuntimeError, dist.DistBackendError) as exc:  # a peer closed its connection or timed out
@@ -84,32 +86,38 @@ class RankContext(SingleProcess):
             raise DistributedError(
                 f"rank {self.rank}/{self.world_size}: {what or 'a collective'} failed{where} ({exc}); another rank "
                 "died or hung, so this run stops. Its last checkpoint (written by rank 0) is consistent: restart "
-                "the same torchrun command with --resume (the journal charges every step that drew noise)") from exc
+                "the same torchrun command with --resume (the journal charges every step that drew noise)"
+            ) from exc
 
     def all_reduce_sum(self, tensor: torch.Tensor, what: str = "") -> torch.Tensor:
         import torch.distributed as dist
+
         self._collective(what, lambda: dist.all_reduce(tensor, op=dist.ReduceOp.SUM))
         return tensor
 
     def broadcast(self, tensor: torch.Tensor, src: int = 0, what: str = "") -> torch.Tensor:
         import torch.distributed as dist
+
         self._collective(what, lambda: dist.broadcast(tensor, src=src))
         return tensor
 
     def broadcast_object(self, value: T, src: int = 0, what: str = "") -> T:
         import torch.distributed as dist
+
         box = [value if self.rank == src else None]
         self._collective(what, lambda: dist.broadcast_object_list(box, src=src))
         return box[0]  # type: ignore[return-value]
 
     def all_gather_object(self, value: T, what: str = "") -> list[T]:
         import torch.distributed as dist
+
         out: list[Any] = [None] * self.world_size
         self._collective(what, lambda: dist.all_gather_object(out, value))
         return out
 
     def barrier(self, what: str = "") -> None:
         import torch.distributed as dist
+
         self._collective(what, lambda: dist.barrier())
 
     def shard(self, indices: torch.Tensor) -> torch.Tensor:
@@ -120,6 +128,7 @@ class RankContext(SingleProcess):
         """Leave the group together: a barrier first, so no rank tears gloo down while a peer still
         talks to it (that aborted a rank at exit); a barrier that fails (a peer died) is skipped."""
         import torch.distributed as dist
+
         if dist.is_initialized():
             try:
                 dist.barrier()
@@ -144,10 +153,13 @@ def rank_context(compute: str = "auto", timeout_s: float = 600.0) -> SingleProce
     if world == 1:
         return SingleProcess()
     import torch.distributed as dist
+
     for name in ("RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         if name not in os.environ:
-            raise DistributedError(f"WORLD_SIZE={world} but {name} is not set: start the run with torchrun "
-                                   "(e.g. torchrun --standalone --nproc_per_node=2 -m opu_hal train ...)")
+            raise DistributedError(
+                f"WORLD_SIZE={world} but {name} is not set: start the run with torchrun "
+                "(e.g. torchrun --standalone --nproc_per_node=2 -m opu_hal train ...)"
+            )
     rank, local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
     cuda = compute == "cuda" or (compute == "auto" and torch.cuda.is_available())
     backend = "nccl" if cuda else "gloo"

@@ -31,7 +31,8 @@ def check_method(name: str, ranks: SingleProcess) -> None:
     if ranks.distributed and refusal is not None:
         raise TrainingConfigError(
             f"method {name!r} cannot run on {ranks.world_size} ranks: {refusal}. Run it in one process "
-            "(plain python -m opu_hal train, or torchrun --nproc_per_node=1)")
+            "(plain python -m opu_hal train, or torchrun --nproc_per_node=1)"
+        )
 
 
 def rank_profile(profile: str, ranks: SingleProcess) -> str:
@@ -43,7 +44,8 @@ def rank_profile(profile: str, ranks: SingleProcess) -> str:
     if len(names) != ranks.world_size or not all(names):
         raise TrainingConfigError(
             f"--profile {profile!r} names {len(names)} profile(s); give one for every rank or one per rank "
-            f"({ranks.world_size} ranks)")
+            f"({ranks.world_size} ranks)"
+        )
     return names[ranks.rank]
 
 
@@ -77,8 +79,10 @@ def route_releases(ranks: SingleProcess, config: Any, method: Method) -> None:
     mode, colluders = config.distributed_noise, config.colluders
     if mode == "single":
         if colluders:
-            raise TrainingConfigError("--colluders applies to --distributed-noise shares; with single, rank 0 adds "
-                                      "all the noise and every rank sees the un-noised sum")
+            raise TrainingConfigError(
+                "--colluders applies to --distributed-noise shares; with single, rank 0 adds "
+                "all the noise and every rank sees the un-noised sum"
+            )
         method.aggregate_releases(NoiseAdderRelease(ranks))
         return
     try:
@@ -87,8 +91,11 @@ def route_releases(ranks: SingleProcess, config: Any, method: Method) -> None:
         raise TrainingConfigError(str(exc)) from None
     fresh_generator(method)
     lattice = getattr(method, "lattice", None)
-    share = (GaussianShareRelease(ranks, method, colluders) if lattice is None
-             else SkellamShareRelease(ranks, method, colluders))
+    share = (
+        GaussianShareRelease(ranks, method, colluders)
+        if lattice is None
+        else SkellamShareRelease(ranks, method, colluders)
+    )
     method.aggregate_releases(share)
     method.replayable = False  # every rank's share noise is its own secret: it cannot be drawn again
 

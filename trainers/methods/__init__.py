@@ -28,10 +28,24 @@ register_method(PhotonicDFA, attach_profile="opu-sim")
 register_method(PhotonicDP, noise_sources=("device",), distributed_refusal=photonic_dp.DISTRIBUTED_REFUSAL)
 register_method(DPDFA, noise_sources=("software", "device"), user_update="dfa-clipping")
 register_method(DPSGD, noise_sources=("software",), user_update="per-example-clipping")
-register_method(DPULR, noise_sources=("software",), api_refusal=dp_ulr.API_REFUSAL,
-                distributed_refusal=dp_ulr.DISTRIBUTED_REFUSAL)
-register_method(DPMAC, noise_sources=("software",), api_refusal=dp_mac.API_REFUSAL,
-                distributed_refusal=dp_mac.DISTRIBUTED_REFUSAL)
+register_method(
+    DPULR, noise_sources=("software",), api_refusal=dp_ulr.API_REFUSAL, distributed_refusal=dp_ulr.DISTRIBUTED_REFUSAL
+)
+register_method(
+    DPMAC, noise_sources=("software",), api_refusal=dp_mac.API_REFUSAL, distributed_refusal=dp_mac.DISTRIBUTED_REFUSAL
+)
 
-__all__ = ["GaussianNoiseMethod", "METHODS", "Method", "MethodContext", "MethodSpec", "SPECS", "StepOutput",
-           "get_method", "get_spec", "method_names", "register_method", "unregister_method"]
+__all__ = [
+    "GaussianNoiseMethod",
+    "METHODS",
+    "Method",
+    "MethodContext",
+    "MethodSpec",
+    "SPECS",
+    "StepOutput",
+    "get_method",
+    "get_spec",
+    "method_names",
+    "register_method",
+    "unregister_method",
+]

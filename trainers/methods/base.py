@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -14,8 +15,6 @@ from opu_hal.privacy import Event
 from opu_hal.privacy.events import Neighboring
 
 from ..core.model import MLP, Trace
-
-
 
 #: A :class:`trainers.run.config.TrainConfig`. Not imported: the config validates against this
 #: package's registry, so the methods read it by attribute and never import it.
@@ -106,7 +105,7 @@ class Method(ABC):
     #: Whether the method runs on a CUDA compute device (``--compute cuda``).
     cuda_ready: ClassVar[bool] = True
 
-    def to(self, device: torch.device) -> "Method":
+    def to(self, device: torch.device) -> Method:
         """Move the method's own tensors (feedback matrices, ...) to ``device``; the loop moves the model."""
         return self
 
@@ -116,7 +115,7 @@ class Method(ABC):
     single_release: ClassVar[bool] = False
     #: Single-release methods: the length of the flattened update ``u`` (set by their constructor).
     dimension: int
-    _release_hook: "Callable[[torch.Tensor], torch.Tensor] | None" = None
+    _release_hook: Callable[[torch.Tensor], torch.Tensor] | None = None
 
     def release_update(self, u: torch.Tensor) -> torch.Tensor:
         """The noisy release of the flattened clipped update ``u`` (single-release methods)."""
@@ -124,7 +123,7 @@ class Method(ABC):
 
     #: Distributed runs (:mod:`trainers.distributed`): ``aggregator(u_rank, publish)`` sums the ranks'
     #: partial updates and noises the sum once (``publish`` on one rank, or noise shares on all).
-    _aggregator: "Callable[[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]], torch.Tensor] | None" = None
+    _aggregator: Callable[[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]], torch.Tensor] | None = None
 
     def release(self, u: torch.Tensor) -> torch.Tensor:
         """What the step publishes of ``u``: :meth:`release_update`, or the installed hook's result
@@ -132,13 +131,15 @@ class Method(ABC):
         publish = self.release_update if self._release_hook is None else self._release_hook
         return publish(u) if self._aggregator is None else self._aggregator(u, publish)
 
-    def aggregate_releases(self, aggregator: "Callable[[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]], torch.Tensor]") -> None:
+    def aggregate_releases(
+        self, aggregator: Callable[[torch.Tensor, Callable[[torch.Tensor], torch.Tensor]], torch.Tensor]
+    ) -> None:
         """Distributed runs: route every release through ``aggregator`` (single-release methods)."""
         if not self.single_release:
             raise NotImplementedError(f"method {self.name!r} makes no single noisy release per step to aggregate")
         self._aggregator = aggregator
 
-    def intercept_release(self, hook: "Callable[[torch.Tensor], torch.Tensor] | None") -> None:
+    def intercept_release(self, hook: Callable[[torch.Tensor], torch.Tensor] | None) -> None:
         """Route every release through ``hook`` (which may call :meth:`release_update` itself), as
         the audit does to plant canaries and observe what is published; ``None`` removes it."""
         if not self.single_release:

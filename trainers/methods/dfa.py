@@ -25,7 +25,10 @@ class DFA(Method):
             raise TrainingConfigError(f"method {self.name!r} needs a device profile")
         self.check_device(context)
         self.feedback = DeviceFeedback(
-            context.device, context.n_classes, model.hidden_widths, ternary=self.ternary,
+            context.device,
+            context.n_classes,
+            model.hidden_widths,
+            ternary=self.ternary,
             threshold=context.config.threshold,
         )
 

@@ -48,21 +48,35 @@ from typing import Any
 import torch
 
 from opu_hal import Device, DeviceUnavailable
-from opu_hal.privacy.digitized_lattice import DigitizedLattice
-from opu_hal.privacy.mechanisms import DigitizedRelease, GaussianRelease, SkellamRelease
 from opu_hal.privacy import Event, FixedSizeGaussianEvent, PoissonGaussianEvent, PrivacyParameterError
+from opu_hal.privacy.digitized_lattice import DigitizedLattice
 from opu_hal.privacy.events import Neighboring
+from opu_hal.privacy.mechanisms import DigitizedRelease, GaussianRelease, SkellamRelease
 from opu_hal.privacy.skellam import SkellamLattice
 from opu_hal.randomness.secure_random import SecureGenerator
 
 from ..core.clipping import clip_norm
 from ..core.cnn import CNN
 from ..core.errors import TrainingConfigError
-from ..core.per_example import (clip_scale, conv_clipped_sum, conv_patches, conv_squared_norms, layer_bias,
-                                weights_and_biases)
+from ..core.per_example import (
+    clip_scale,
+    conv_clipped_sum,
+    conv_patches,
+    conv_squared_norms,
+    layer_bias,
+    weights_and_biases,
+)
 from ..core.sampling import step_generator
-from .base import (GaussianNoiseMethod, MethodContext, RunConfig, StepOutput, batch_stats, forward_and_error,
-                   output_error, set_linear_grads)
+from .base import (
+    GaussianNoiseMethod,
+    MethodContext,
+    RunConfig,
+    StepOutput,
+    batch_stats,
+    forward_and_error,
+    output_error,
+    set_linear_grads,
+)
 
 
 def spectral_feedback(rows: int, cols: int, beta: float, generator: torch.Generator) -> torch.Tensor:
@@ -100,7 +114,9 @@ class DFASensitivity:
     def terms(self) -> list[float]:
         m, factor = self.batch_size, math.sqrt(1 + self.tau_h**2)
         two = 2 if self.replace_one else 1  # one example replaced moves two terms; added or removed, one
-        return [two * self.conv_clip / m] * (self.convs + self.hidden) + [two * self.output_scale * self.tau_e * factor / m]
+        return [two * self.conv_clip / m] * (self.convs + self.hidden) + [
+            two * self.output_scale * self.tau_e * factor / m
+        ]
 
     @property
     def total(self) -> float:
@@ -123,24 +139,32 @@ def check_noise_device(device: Device | None) -> str:
         raise TrainingConfigError(f"--noise-source device: profile {device.profile.label!r} is no privacy-noise source")
 
 
-def device_lattice(device: Device | None, dimension: int, sensitivity: float, resolution: float,
-                   analysis: str) -> SkellamLattice | DigitizedLattice:
+def device_lattice(
+    device: Device | None, dimension: int, sensitivity: float, resolution: float, analysis: str
+) -> SkellamLattice | DigitizedLattice:
     """The lattice of a device-noise release of a ``dimension``-vector of L2 ``sensitivity``:
     Skellam counts, or sums of digitized reads on a camera digitized at another gain (issue 36)."""
     lattice = SkellamLattice(dimension, sensitivity, resolution, analysis)
     if check_noise_device(device) != "digitized":
         return lattice
     if analysis != "per-coordinate":
-        raise TrainingConfigError("--noise-source device on a digitized camera is accounted per "
-                                  "coordinate: drop --rounding-analysis worst-case")
+        raise TrainingConfigError(
+            "--noise-source device on a digitized camera is accounted per "
+            "coordinate: drop --rounding-analysis worst-case"
+        )
     try:
         return DigitizedLattice(lattice, device.digitized_read_law())  # type: ignore[union-attr]
     except (DeviceUnavailable, PrivacyParameterError) as exc:
         raise TrainingConfigError(f"--noise-source device: {exc}") from None
 
 
-def dp_dfa_release(z: float, sensitivity: float, lattice: SkellamLattice | DigitizedLattice | None,
-                   device: Device | None, generator: SecureGenerator) -> GaussianRelease | SkellamRelease | DigitizedRelease:
+def dp_dfa_release(
+    z: float,
+    sensitivity: float,
+    lattice: SkellamLattice | DigitizedLattice | None,
+    device: Device | None,
+    generator: SecureGenerator,
+) -> GaussianRelease | SkellamRelease | DigitizedRelease:
     """The mechanism releasing the update at noise multiplier ``z``: software Gaussian ``z Delta``
     without a lattice, else the device's counts or reads planned for ``z`` on ``lattice``."""
     if lattice is None:
@@ -150,8 +174,9 @@ def dp_dfa_release(z: float, sensitivity: float, lattice: SkellamLattice | Digit
     return SkellamRelease(device, lattice, lattice.poisson_mean(z), generator)  # type: ignore[arg-type]
 
 
-def fixed_size_event(lattice: SkellamLattice | DigitizedLattice | None, dataset_size: int, batch_size: int,
-                     z: float) -> Event:
+def fixed_size_event(
+    lattice: SkellamLattice | DigitizedLattice | None, dataset_size: int, batch_size: int, z: float
+) -> Event:
     """One step's accounting event: fixed-size sampled Gaussian, or the lattice's discrete event."""
     if lattice is None:
         return FixedSizeGaussianEvent(dataset_size, batch_size, z)
@@ -161,12 +186,12 @@ def fixed_size_event(lattice: SkellamLattice | DigitizedLattice | None, dataset_
 SAMPLINGS = ("fixed", "poisson")
 
 
-
 def _grad(p: torch.Tensor) -> torch.Tensor:
     """``p.grad`` that the step has just set (a missing one is a bug: it would go unreleased)."""
     if p.grad is None:
         raise RuntimeError(f"dp-dfa: a parameter of shape {tuple(p.shape)} has no update to release")
     return p.grad
+
 
 class DPDFA(GaussianNoiseMethod):
     name = "dp-dfa"
@@ -177,8 +202,14 @@ class DPDFA(GaussianNoiseMethod):
     relation_follows_sampling = True
     trains_cnn = True  # the hybrid BP/DFA network of section 4
     # Paper 002, section 5: Adam (lr 1e-3), beta = 0.9, tau_e = 0.1; 128-256 sigmoid, batch 128.
-    defaults = {"inputs": "unit", "optimizer": "adam", "lr": 1e-3, "hidden": (128, 256),
-                "activation": "sigmoid", "batch_size": 128}
+    defaults = {
+        "inputs": "unit",
+        "optimizer": "adam",
+        "lr": 1e-3,
+        "hidden": (128, 256),
+        "activation": "sigmoid",
+        "batch_size": 128,
+    }
 
     @classmethod
     def profile_for(cls, config: RunConfig) -> str | None:
@@ -191,20 +222,31 @@ class DPDFA(GaussianNoiseMethod):
         config = context.config
         self.sampling = config.sampling or "fixed"
         if self.sampling not in SAMPLINGS:
-            raise TrainingConfigError(f"dp-dfa: --sampling {self.sampling!r}: choose fixed (paper 002, Algorithm 1; "
-                                      "replace-one) or poisson (add/remove)")
+            raise TrainingConfigError(
+                f"dp-dfa: --sampling {self.sampling!r}: choose fixed (paper 002, Algorithm 1; "
+                "replace-one) or poisson (add/remove)"
+            )
         self.neighboring = self.neighboring_for(config)
         if self.sampling == "poisson" and config.noise_source == "device":
-            raise TrainingConfigError("dp-dfa: --sampling poisson takes software noise; device noise is accounted "
-                                      "for fixed-size batches only (WBK Theorem 9): drop --sampling or "
-                                      "--noise-source device")
+            raise TrainingConfigError(
+                "dp-dfa: --sampling poisson takes software noise; device noise is accounted "
+                "for fixed-size batches only (WBK Theorem 9): drop --sampling or "
+                "--noise-source device"
+            )
         generator = step_generator(config.seed, "feedback", 0)
         dfa_widths = [fc.out_features for fc in model.fcs] if isinstance(model, CNN) else model.hidden_widths
-        self.feedback = [spectral_feedback(width, context.n_classes, config.beta, generator)
-                         for width in dfa_widths]
+        self.feedback = [spectral_feedback(width, context.n_classes, config.beta, generator) for width in dfa_widths]
         convs = len(model.convs) if isinstance(model, CNN) else 0
-        bounds = DFASensitivity(model.activation.gamma_max, config.beta, config.tau_e, config.tau_h,
-                                config.batch_size, len(dfa_widths), convs, replace_one=self.sampling == "fixed")
+        bounds = DFASensitivity(
+            model.activation.gamma_max,
+            config.beta,
+            config.tau_e,
+            config.tau_h,
+            config.batch_size,
+            len(dfa_widths),
+            convs,
+            replace_one=self.sampling == "fixed",
+        )
         self.output_scale, self.conv_clip = bounds.output_scale, bounds.conv_clip
         self.layer_sensitivities = bounds.terms
         self.sensitivity = bounds.total
@@ -214,11 +256,12 @@ class DPDFA(GaussianNoiseMethod):
         self.mechanism: GaussianRelease | SkellamRelease | DigitizedRelease | None = None
         self.lattice: SkellamLattice | DigitizedLattice | None = None
         if config.noise_source == "device":
-            self.lattice = device_lattice(context.device, self.dimension, self.sensitivity,
-                                          config.lattice_resolution, config.rounding_analysis)
+            self.lattice = device_lattice(
+                context.device, self.dimension, self.sensitivity, config.lattice_resolution, config.rounding_analysis
+            )
             self.replayable = False  # device counts cannot be drawn again
 
-    def to(self, device: torch.device) -> "DPDFA":
+    def to(self, device: torch.device) -> DPDFA:
         self.feedback = [b.to(device) for b in self.feedback]
         return self
 
@@ -243,30 +286,47 @@ class DPDFA(GaussianNoiseMethod):
     def describe(self) -> dict[str, Any]:
         mechanism = self.mechanism
         info: dict[str, Any] = {
-            "noise_multiplier": self.noise_multiplier, "sensitivity": self.sensitivity,
-            "layer_sensitivities": self.layer_sensitivities, "noise_std": self.noise_std,
-            "noise_source": self.context.config.noise_source, "sampling": self.sampling,
+            "noise_multiplier": self.noise_multiplier,
+            "sensitivity": self.sensitivity,
+            "layer_sensitivities": self.layer_sensitivities,
+            "noise_std": self.noise_std,
+            "noise_source": self.context.config.noise_source,
+            "sampling": self.sampling,
             "mechanism": mechanism.mechanism if mechanism else None,
             "generator": self.generator.name,
         }
         if isinstance(self.lattice, SkellamLattice) and isinstance(mechanism, SkellamRelease):
-            info["lattice"] = {"dimension": self.lattice.dimension, "resolution": self.lattice.resolution,
-                               "rounding_analysis": self.lattice.analysis,
-                               "gamma": self.lattice.gamma, "l2_sensitivity": self.lattice.l2_sensitivity,
-                               "l1_sensitivity": self.lattice.l1_sensitivity,
-                               "poisson_mean_accounted": mechanism.poisson_mean}
+            info["lattice"] = {
+                "dimension": self.lattice.dimension,
+                "resolution": self.lattice.resolution,
+                "rounding_analysis": self.lattice.analysis,
+                "gamma": self.lattice.gamma,
+                "l2_sensitivity": self.lattice.l2_sensitivity,
+                "l1_sensitivity": self.lattice.l1_sensitivity,
+                "poisson_mean_accounted": mechanism.poisson_mean,
+            }
             if mechanism.distribution is not None:
                 info["device_noise"] = mechanism.distribution.to_dict()
         if isinstance(self.lattice, DigitizedLattice) and isinstance(mechanism, DigitizedRelease):
             law = self.lattice.law
-            info["lattice"] = {"dimension": self.lattice.lattice.dimension, "resolution": self.lattice.lattice.resolution,
-                               "rounding_analysis": "per-coordinate", "gamma": self.lattice.lattice.gamma,
-                               "l2_sensitivity": self.lattice.lattice.l2_sensitivity,
-                               "reads_per_count_accounted": mechanism.reads,
-                               "camera_box": {"mean_e": list(law.mean_e), "read_noise_e": list(law.read_noise_e),
-                                              "gain_e_per_dn": law.gain_e_per_dn, "adc_bits": law.adc_bits,
-                                              "black_level_dn": law.black_level_dn, "full_well_e": law.full_well_e,
-                                              "grid_points": len(self.lattice.cameras), "source": law.source}}
+            info["lattice"] = {
+                "dimension": self.lattice.lattice.dimension,
+                "resolution": self.lattice.lattice.resolution,
+                "rounding_analysis": "per-coordinate",
+                "gamma": self.lattice.lattice.gamma,
+                "l2_sensitivity": self.lattice.lattice.l2_sensitivity,
+                "reads_per_count_accounted": mechanism.reads,
+                "camera_box": {
+                    "mean_e": list(law.mean_e),
+                    "read_noise_e": list(law.read_noise_e),
+                    "gain_e_per_dn": law.gain_e_per_dn,
+                    "adc_bits": law.adc_bits,
+                    "black_level_dn": law.black_level_dn,
+                    "full_well_e": law.full_well_e,
+                    "grid_points": len(self.lattice.cameras),
+                    "source": law.source,
+                },
+            }
             if mechanism.distribution is not None:
                 info["device_noise"] = mechanism.distribution.to_dict()
         return info
@@ -316,8 +376,9 @@ class DPDFA(GaussianNoiseMethod):
         deltas = [(e @ b.T) * derivative(z.detach()) for b, z in zip(self.feedback, preacts)]
         return [*deltas, self.output_scale * e]
 
-    def _set_linear_updates(self, layers: list[torch.nn.Linear], deltas: list[torch.Tensor],
-                            inputs: list[torch.Tensor]) -> None:
+    def _set_linear_updates(
+        self, layers: list[torch.nn.Linear], deltas: list[torch.Tensor], inputs: list[torch.Tensor]
+    ) -> None:
         """``delta^T clip(h, tau_h) / m`` per layer (Algorithm 1, lines 15-16 before the noise)."""
         config = self.context.config
         for layer, delta, h in zip(layers, deltas, inputs):
@@ -334,8 +395,11 @@ class DPDFA(GaussianNoiseMethod):
         with torch.no_grad():
             deltas = self.deltas(output_error(logits, y), trace.head_outputs)
         first = trace.head_outputs[0]
-        conv_grads = (torch.autograd.grad((first * deltas[0]).sum(), trace.preacts) if y.numel()
-                      else [torch.zeros_like(z) for z in trace.preacts])
+        conv_grads = (
+            torch.autograd.grad((first * deltas[0]).sum(), trace.preacts)
+            if y.numel()
+            else [torch.zeros_like(z) for z in trace.preacts]
+        )
         with torch.no_grad():
             for conv, h, g in zip(model.convs, trace.inputs, conv_grads):
                 u, g = conv_patches(h, conv), g.flatten(2)

@@ -28,18 +28,24 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
 
 from opu_hal.privacy import Accountant, ComposedEvent, GaussianEvent, PoissonGaussianEvent
+from opu_hal.randomness.secure_random import (
+    KEYED_GENERATOR_NAME,
+    bernoulli_indices,
+    keyed_generator,
+    new_secret_key,
+    torch_normal,
+)
 
 from ..core import mac
 from ..core.errors import TrainingConfigError
 from ..core.options import choice, count, parse_options, positive
-from opu_hal.randomness.secure_random import (KEYED_GENERATOR_NAME, bernoulli_indices, keyed_generator, new_secret_key,
-                                   torch_normal)
 from .base import Method, MethodContext, StepOutput, batch_stats
 
 OPTIONS = {
@@ -58,13 +64,15 @@ OPTIONS = {
 #: Why a torchrun run and make_private refuse dp-mac (read through its registration).
 DISTRIBUTED_REFUSAL = (
     "its private pre-training and noisy histogram (prepare) run once on one process before training; "
-    "splitting them across ranks is not analysed")
+    "splitting them across ranks is not analysed"
+)
 API_REFUSAL = (
     "its update is not a gradient of the user's loss: each step optimizes per-example auxiliary "
     "coordinates (the Z-step, paper 003 section 2.1), releases per-layer Taylor coefficients of "
     "the layer-wise objectives, projects each weight column to norm T_w after the step, and with "
     "histogram bounds pre-trains before the first step (section 2.4); none of that is reachable "
-    "from one forward pass and loss.backward()")
+    "from one forward pass and loss.backward()"
+)
 
 
 class DPMAC(Method):
@@ -74,8 +82,18 @@ class DPMAC(Method):
     # Paper 003, Table 2 (classifier): 300-100 softplus, batch 50, Adam W lr 0.003.
     # Paper 003's classifier (Table 2); issue 35: ScatterNet features, 3 epochs, a cosine schedule and a
     # weight average (decay 0.99), chosen on the validation split (docs/reproductions.md).
-    defaults = {"inputs": "unit", "optimizer": "adam", "lr": 0.003, "hidden": (300, 100), "activation": "softplus",
-                "batch_size": 50, "features": "scatter", "epochs": 3, "lr_schedule": "cosine", "weight_average": 0.99}
+    defaults = {
+        "inputs": "unit",
+        "optimizer": "adam",
+        "lr": 0.003,
+        "hidden": (300, 100),
+        "activation": "softplus",
+        "batch_size": 50,
+        "features": "scatter",
+        "epochs": 3,
+        "lr_schedule": "cosine",
+        "weight_average": 0.99,
+    }
     private = True
     neighboring = "add_remove"
     sampling = "poisson"
@@ -85,16 +103,20 @@ class DPMAC(Method):
         config = context.config
         self.secret_key = new_secret_key()  # keys the per-step noise streams; never recorded
         if config.noise_source == "device":
-            raise TrainingConfigError("dp-mac: --noise-source device is not supported (software Gaussian noise "
-                                      "on the coefficients, paper 003 eq. 5)")
+            raise TrainingConfigError(
+                "dp-mac: --noise-source device is not supported (software Gaussian noise "
+                "on the coefficients, paper 003 eq. 5)"
+            )
         if (config.sampling or "poisson") != "poisson":
-            raise TrainingConfigError("dp-mac samples Poisson batches (moments accountant, paper 003 section 2.3); "
-                                      "drop --sampling")
+            raise TrainingConfigError(
+                "dp-mac samples Poisson batches (moments accountant, paper 003 section 2.3); drop --sampling"
+            )
         self.options = parse_options(self.name, config.extra, OPTIONS)
         if self.options["bounds"] == "histogram" and config.noise_multiplier is None:
             raise TrainingConfigError(
                 "dp-mac --opt bounds=histogram: give --noise-multiplier (sigma); the pre-training and the "
-                "histograms are charged on top of training, and --target-epsilon then stops at the budget")
+                "histograms are charged on top of training, and --target-epsilon then stops at the budget"
+            )
         self.sampling_rate = config.batch_size / context.dataset_size
         initial = self.options["t_b"] or self.options["t_b_max"]
         self.bounds = [initial] * len(model.layers)
@@ -117,17 +139,26 @@ class DPMAC(Method):
         """Settings, plus the per-layer bounds and noisy histograms of ``bounds=histogram``: those
         depend on the data but are the output of the DP histograms (and pre-training) charged to
         the ledger in :meth:`prepare`, so publishing them is post-processing."""
-        return {"noise_multiplier": self.noise_multiplier, "generator": KEYED_GENERATOR_NAME, "layer_bounds": self.bounds,
-                "noise_std_per_layer": [self.layer_noise_std(k) for k in range(len(self.bounds))],
-                "histograms": self.histograms, **{k: v for k, v in self.options.items()}}
+        return {
+            "noise_multiplier": self.noise_multiplier,
+            "generator": KEYED_GENERATOR_NAME,
+            "layer_bounds": self.bounds,
+            "noise_std_per_layer": [self.layer_noise_std(k) for k in range(len(self.bounds))],
+            "histograms": self.histograms,
+            **{k: v for k, v in self.options.items()},
+        }
 
     def layer_noise_std(self, k: int) -> float:
         """Appendix H: ``sigma sqrt(L) T_bk`` on layer ``k``'s summed coefficient."""
         return (self.noise_multiplier or 0.0) * math.sqrt(len(self.bounds)) * self.bounds[k]
 
     def state_dict(self) -> dict[str, Any]:
-        return {"bounds": self.bounds, "prepared": self.prepared, "histograms": self.histograms,
-                "secret_key": self.secret_key}  # secret: checkpoints only
+        return {
+            "bounds": self.bounds,
+            "prepared": self.prepared,
+            "histograms": self.histograms,
+            "secret_key": self.secret_key,
+        }  # secret: checkpoints only
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.secret_key = state["secret_key"]
@@ -174,15 +205,14 @@ class DPMAC(Method):
         model = copy.deepcopy(self.model)
         optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
         for step in range(steps):
-            idx = bernoulli_indices(keyed_generator(self.secret_key, "mac-pretrain-batch", step), n,
-                                    self.sampling_rate)
+            idx = bernoulli_indices(keyed_generator(self.secret_key, "mac-pretrain-batch", step), n, self.sampling_rate)
             optimizer.zero_grad(set_to_none=True)
             self._step(model, train.x[idx], train.y[idx], keyed_generator(self.secret_key, "mac-pretrain-noise", step))
             optimizer.step()
             mac.project_columns(model, o["t_w"])
         parts = []
         for i in range(0, n, 1000):
-            coords, deltas = self._coefficients(model, train.x[i:i + 1000], train.y[i:i + 1000])
+            coords, deltas = self._coefficients(model, train.x[i : i + 1000], train.y[i : i + 1000])
             parts.append(mac.coefficient_norms(deltas, coords))
         norms = torch.cat(parts, dim=1)
         generator = keyed_generator(self.secret_key, "mac-histogram", 0)
@@ -195,6 +225,8 @@ class DPMAC(Method):
             accountant.step(self.planned_event(), steps)
             accountant.step(ComposedEvent(tuple(GaussianEvent(o["sigma_hist"]) for _ in bounds)))
         self.bounds, self.histograms, self.prepared = bounds, histograms, True
-        log(f"dp-mac: {steps} pre-training step(s) and {len(bounds)} DP histogram(s) (sigma_hist "
-            f"{o['sigma_hist']}) give per-layer bounds T_b = {[round(b, 4) for b in bounds]}")
+        log(
+            f"dp-mac: {steps} pre-training step(s) and {len(bounds)} DP histogram(s) (sigma_hist "
+            f"{o['sigma_hist']}) give per-layer bounds T_b = {[round(b, 4) for b in bounds]}"
+        )
         return True

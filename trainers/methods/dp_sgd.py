@@ -14,21 +14,28 @@ replace-one adjacency, ``FixedSizeGaussianEvent``, sum sensitivity ``2 C``, nois
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from opu_hal.privacy import Event, FixedSizeGaussianEvent, PoissonGaussianEvent
-
 from opu_hal.randomness.secure_random import SecureGenerator
 
-from ..core.errors import TrainingConfigError
 from ..core.cnn import CNN
-from ..core.per_example import (clip_scale, conv_clipped_sum, conv_patches, conv_squared_norms, linear_clipped_sum,
-                                linear_clipped_sum_into, linear_squared_norms, weights_and_biases)
+from ..core.errors import TrainingConfigError
+from ..core.per_example import (
+    clip_scale,
+    conv_clipped_sum,
+    conv_patches,
+    conv_squared_norms,
+    linear_clipped_sum,
+    linear_clipped_sum_into,
+    linear_squared_norms,
+    weights_and_biases,
+)
 from .base import GaussianNoiseMethod, MethodContext, StepOutput
-
 
 
 def summed(terms: Iterable[torch.Tensor]) -> torch.Tensor:
@@ -39,6 +46,7 @@ def summed(terms: Iterable[torch.Tensor]) -> torch.Tensor:
         raise ValueError("dp-sgd: no per-example squared norms to sum: the model has no layers")
     return total
 
+
 class DPSGD(GaussianNoiseMethod):
     name = "dp-sgd"
     any_network = True
@@ -47,8 +55,14 @@ class DPSGD(GaussianNoiseMethod):
     single_release = True  # one noisy release per step, through release() (the audit hooks it)
     sampling = "poisson"
     relation_follows_sampling = True
-    defaults = {"inputs": "unit", "optimizer": "adam", "lr": 1e-3, "hidden": (128, 256),
-                "activation": "sigmoid", "batch_size": 128}
+    defaults = {
+        "inputs": "unit",
+        "optimizer": "adam",
+        "lr": 1e-3,
+        "hidden": (128, 256),
+        "activation": "sigmoid",
+        "batch_size": 128,
+    }
 
     def __init__(self, model, context: MethodContext) -> None:
         super().__init__(model, context)
@@ -56,7 +70,8 @@ class DPSGD(GaussianNoiseMethod):
         if config.noise_source != "software":
             raise TrainingConfigError(
                 "dp-sgd adds software Gaussian noise only; drop --noise-source device (the device-noise "
-                "mechanism is dp-dfa's)")
+                "mechanism is dp-dfa's)"
+            )
         self.sampling = config.sampling or "poisson"
         self.generator = SecureGenerator()
         self.neighboring = self.neighboring_for(config)
@@ -71,9 +86,14 @@ class DPSGD(GaussianNoiseMethod):
         return FixedSizeGaussianEvent(ctx.dataset_size, ctx.config.batch_size, z)
 
     def describe(self) -> dict[str, Any]:
-        return {"noise_multiplier": self.noise_multiplier, "clip_norm": self.context.config.clip_norm,
-                "sampling": self.sampling, "mechanism": "gaussian", "generator": self.generator.name,
-                "noise_std_on_sum": self.noise_std}
+        return {
+            "noise_multiplier": self.noise_multiplier,
+            "clip_norm": self.context.config.clip_norm,
+            "sampling": self.sampling,
+            "mechanism": "gaussian",
+            "generator": self.generator.name,
+            "noise_std_on_sum": self.noise_std,
+        }
 
     def _normal(self, shape: torch.Size) -> torch.Tensor:
         return self.generator.standard_normal(shape.numel(), next(self.model.parameters()).device).view(shape)
@@ -122,7 +142,7 @@ class DPSGD(GaussianNoiseMethod):
         patches = [conv_patches(h, conv) for h, conv in zip(trace.inputs, model.convs)]
         losses = F.cross_entropy(trace.logits, y, reduction="none")
         grads = self._output_grads(losses, [*trace.preacts, *trace.head_outputs])
-        conv_grads, head_grads = grads[:len(model.convs)], grads[len(model.convs):]
+        conv_grads, head_grads = grads[: len(model.convs)], grads[len(model.convs) :]
         with torch.no_grad():
             head_inputs = [a.detach() for a in trace.head_inputs]
             flat_grads = [g.flatten(2) for g in conv_grads]  # (n, C_out, P)
@@ -159,6 +179,4 @@ class DPSGD(GaussianNoiseMethod):
 
     def _output(self, losses: torch.Tensor, logits: torch.Tensor, y: torch.Tensor) -> StepOutput:
         correct = int((logits.argmax(1) == y).sum()) if y.numel() else 0
-        return StepOutput(float(losses.detach().sum()), correct, int(y.shape[0]),
-                          privacy_event=self.planned_event())
-
+        return StepOutput(float(losses.detach().sum()), correct, int(y.shape[0]), privacy_event=self.planned_event())

@@ -47,11 +47,11 @@ import torch
 import torch.nn.functional as F
 
 from opu_hal.privacy import ControllerClaimEvent, Event, PoissonGaussianEvent, SampledWithRejectionGaussianEvent
+from opu_hal.randomness.secure_random import KEYED_GENERATOR_NAME, keyed_generator, new_secret_key, torch_normal
 
+from ..core import ulr
 from ..core.errors import TrainingConfigError
 from ..core.options import Option, choice, count, parse_options, positive
-from opu_hal.randomness.secure_random import KEYED_GENERATOR_NAME, keyed_generator, new_secret_key, torch_normal
-from ..core import ulr
 from .base import Method, MethodContext, StepOutput
 
 OPTIONS = {
@@ -66,8 +66,10 @@ OPTIONS = {
 #: Defaults by mode (issue 35): the sound gaussian mode learns with the clean-loss baseline and a
 #: forward std chosen on the validation split (full FashionMNIST, epsilon 8); the controller keeps
 #: paper 004's estimator (no baseline) and the remediation's fallback std.
-MODE_DEFAULTS = {"gaussian": {"baseline": True, "forward_std": 0.5},
-                 "controller": {"baseline": False, "forward_std": 0.1}}
+MODE_DEFAULTS = {
+    "gaussian": {"baseline": True, "forward_std": 0.5},
+    "controller": {"baseline": False, "forward_std": 0.1},
+}
 
 DEVICE_REFUSAL = (
     "dp-ulr: --noise-source device is refused: the likelihood-ratio estimator (paper 004, eq. 4) "
@@ -81,10 +83,12 @@ API_REFUSAL = (
     "its update is not a function of the user's backward pass: the likelihood-ratio proxies "
     "(paper 004, eq. 4) need K extra forward passes per layer with secret noise injected at that "
     "layer and the per-example loss evaluated on each, i.e. the loss as a function and a re-entrant "
-    "forward from any layer, which a user's loss.backward() does not give")
+    "forward from any layer, which a user's loss.backward() does not give"
+)
 DISTRIBUTED_REFUSAL = (
     "its rejection-sampled batches and repeated forward passes with noise on the loss (paper 004) are "
-    "accounted for one process that sees the whole batch; the split release is not analysed")
+    "accounted for one process that sees the whole batch; the split release is not analysed"
+)
 
 
 def default_min_batch(expected: float) -> int:
@@ -99,8 +103,17 @@ class DPULR(Method):
     # Paper 004, section 4.2: MLP 128-64-32-10 GELU, Adam lr 0.01, C = 1, batch 500 (q = 1/120).
     # Paper 004's MLP and batch; issue 35: ScatterNet features, Adam 3e-3 with a cosine schedule and a
     # weight average (decay 0.99), chosen on the validation split (docs/reproductions.md).
-    defaults = {"inputs": "unit", "optimizer": "adam", "lr": 3e-3, "hidden": (128, 64, 32), "activation": "gelu",
-                "batch_size": 500, "features": "scatter", "lr_schedule": "cosine", "weight_average": 0.99}
+    defaults = {
+        "inputs": "unit",
+        "optimizer": "adam",
+        "lr": 3e-3,
+        "hidden": (128, 64, 32),
+        "activation": "gelu",
+        "batch_size": 500,
+        "features": "scatter",
+        "lr_schedule": "cosine",
+        "weight_average": 0.99,
+    }
     private = True
     neighboring = "add_remove"
     sampling = "poisson"  # the default mode's; the controller samples with rejection
@@ -121,17 +134,20 @@ class DPULR(Method):
         if self.sampling not in ("rejection", "poisson"):
             raise TrainingConfigError(f"dp-ulr: --sampling {self.sampling!r}: choose rejection or poisson")
         if self.options["mode"] == "controller" and self.sampling != "rejection":
-            raise TrainingConfigError("dp-ulr: --opt mode=controller is paper 004's mechanism and samples "
-                                      "with rejection; drop --sampling")
+            raise TrainingConfigError(
+                "dp-ulr: --opt mode=controller is paper 004's mechanism and samples with rejection; drop --sampling"
+            )
         self.claim = ControllerClaimEvent.claim_source if self.options["mode"] == "controller" else None
         n = context.dataset_size
         self.sampling_rate = config.batch_size / n
-        self.min_batch = (self.options["min_batch"] or default_min_batch(config.batch_size)
-                          if self.sampling == "rejection" else 0)
+        self.min_batch = (
+            self.options["min_batch"] or default_min_batch(config.batch_size) if self.sampling == "rejection" else 0
+        )
         if self.sampling == "rejection" and self.min_batch > self.sampling_rate * (n - 1):
             raise TrainingConfigError(
                 f"dp-ulr: --opt min_batch={self.min_batch} must be <= q (n - 1) = "
-                f"{self.sampling_rate * (n - 1):.1f} (Theorem 3.5: N_B <= q N-bar, N-bar = n - 1)")
+                f"{self.sampling_rate * (n - 1):.1f} (Theorem 3.5: N_B <= q N-bar, N-bar = n - 1)"
+            )
         self.noise_multiplier: float | None = None
 
     # -- accounting ------------------------------------------------------------------------------
@@ -156,16 +172,28 @@ class DPULR(Method):
         batch size under Poisson sampling, the controller's forward stds from the batch's second
         moment, the lifted directions from its spectrum) is released uncharged (issue 27)."""
         mode = self.options["mode"]
-        guarantee = ("sampled Gaussian mechanism on the clipped sum (sound)" if mode == "gaussian" else
-                     "none: the epsilon is paper 004's claim (eq. 7 controls the pre-clipping covariance, "
-                     "not the noise on the released clipped sum; docs/trainers.md, DP-ULR)")
-        return {"mode": mode, "guarantee": guarantee, "generator": KEYED_GENERATOR_NAME,
-                "noise_multiplier": self.noise_multiplier,
-                "sigma_0": self.noise_multiplier, "clip_norm": self.context.config.clip_norm,
-                "sampling": self.sampling, "sampling_rate": self.sampling_rate, "min_batch": self.min_batch,
-                "min_dataset_size": self.context.dataset_size - 1, "repeats": self.options["repeats"],
-                "forward_std": self.options["forward_std"], "remediation": self.options["remediation"],
-                "baseline": self.options["baseline"]}
+        guarantee = (
+            "sampled Gaussian mechanism on the clipped sum (sound)"
+            if mode == "gaussian"
+            else "none: the epsilon is paper 004's claim (eq. 7 controls the pre-clipping covariance, "
+            "not the noise on the released clipped sum; docs/trainers.md, DP-ULR)"
+        )
+        return {
+            "mode": mode,
+            "guarantee": guarantee,
+            "generator": KEYED_GENERATOR_NAME,
+            "noise_multiplier": self.noise_multiplier,
+            "sigma_0": self.noise_multiplier,
+            "clip_norm": self.context.config.clip_norm,
+            "sampling": self.sampling,
+            "sampling_rate": self.sampling_rate,
+            "min_batch": self.min_batch,
+            "min_dataset_size": self.context.dataset_size - 1,
+            "repeats": self.options["repeats"],
+            "forward_std": self.options["forward_std"],
+            "remediation": self.options["remediation"],
+            "baseline": self.options["baseline"],
+        }
 
     # -- one step --------------------------------------------------------------------------------
     @property
@@ -183,13 +211,15 @@ class DPULR(Method):
         sigma0 = self.noise_multiplier
         if sigma0 is None:
             raise TrainingConfigError("dp-ulr: the forward-noise controller needs the noise multiplier (eq. 7)")
-        allowed = ulr.controller_std(float(eigenvalues[0]), self.options["repeats"], self.context.config.clip_norm,
-                                     sigma0)
+        allowed = ulr.controller_std(
+            float(eigenvalues[0]), self.options["repeats"], self.context.config.clip_norm, sigma0
+        )
         if allowed <= 0 and not self.options["remediation"]:
             raise TrainingConfigError(
                 f"dp-ulr: Assumption 3.3 fails at step {self.current_step}, layer {layer_index + 1}: the batch "
                 f"covariance is rank-deficient (lambda_min = {float(eigenvalues[0]):.3g}); allow the "
-                "remediation of Appendix A.4 (--opt remediation=on)")
+                "remediation of Appendix A.4 (--opt remediation=on)"
+            )
         return (allowed if allowed > 0 else cap), (eigenvalues, eigenvectors)
 
     def state_dict(self) -> dict[str, Any]:

@@ -35,7 +35,6 @@ from ..core.errors import TrainingConfigError
 from ..core.feedback import DeviceFeedback
 from .base import Method, MethodContext, StepOutput, forward_and_error, set_linear_grads
 
-
 NO_BOUND = PHOTONIC_DP_UNBOUNDED_REASON  # why the charge is infinite (opu_hal.privacy.UnboundedEvent)
 
 
@@ -43,7 +42,8 @@ NO_BOUND = PHOTONIC_DP_UNBOUNDED_REASON  # why the charge is infinite (opu_hal.p
 DISTRIBUTED_REFUSAL = (
     "its privacy noise is the OPU's noise on the projection of the batch's error (paper 000, "
     "Ohana et al. bound); with W ranks every shard is projected by a different device with its own "
-    "noise, a mechanism that bound does not cover")
+    "noise, a mechanism that bound does not cover"
+)
 
 
 class PhotonicDP(Method):
@@ -66,11 +66,13 @@ class PhotonicDP(Method):
                 raise TrainingConfigError(
                     f"--software-noise-std (--sigma) sets software noise (option noise_std, e.g. torch profiles); "
                     f"{device.profile.label!r} is an optical device whose noise is set by its operating "
-                    "point (--temperature-c)")
+                    "point (--temperature-c)"
+                )
             device.set_options(noise_std=config.software_noise_std)
         ternary = device.capabilities.input_kind == "binary" or config.ternarize
-        self.feedback = DeviceFeedback(device, context.n_classes, model.hidden_widths, ternary=ternary,
-                                       threshold=config.threshold)
+        self.feedback = DeviceFeedback(
+            device, context.n_classes, model.hidden_widths, ternary=ternary, threshold=config.threshold
+        )
         self.std_lower = device.noise_report().std_lower
         self.generator = SecureGenerator()  # the output layer's software noise
         self.paper_claim = Accountant("replace_one")  # eq. 17 composed per step: the paper's claim
@@ -78,7 +80,8 @@ class PhotonicDP(Method):
             raise TrainingConfigError(
                 f"photonic-dp has no proven privacy bound ({NO_BOUND}), so no --target-epsilon can be "
                 "met; train without a target to see the paper's claim, or use dp-dfa --noise-source device "
-                "for a guarantee")
+                "for a guarantee"
+            )
 
     def _events_at(self, std_lower: float) -> list[PhotonicDFAEvent]:
         config = self.context.config
@@ -86,11 +89,20 @@ class PhotonicDP(Method):
         events = []
         for index, layer in enumerate(self.model.layers):
             hidden = index < len(self.model.layers) - 1
-            events.append(PhotonicDFAEvent(
-                n_l=layer.out_features, batch_size=config.batch_size, sigma=max(std_lower, 1e-300),
-                gamma_min=act.gamma_min if hidden else 1.0, gamma_max=act.gamma_max if hidden else 1.0,
-                tau_h_min=config.tau_h_min, tau_h_max=config.tau_h_max, tau_b=config.tau_b,
-                columns=layer.in_features, layers=1))
+            events.append(
+                PhotonicDFAEvent(
+                    n_l=layer.out_features,
+                    batch_size=config.batch_size,
+                    sigma=max(std_lower, 1e-300),
+                    gamma_min=act.gamma_min if hidden else 1.0,
+                    gamma_max=act.gamma_max if hidden else 1.0,
+                    tau_h_min=config.tau_h_min,
+                    tau_h_max=config.tau_h_max,
+                    tau_b=config.tau_b,
+                    columns=layer.in_features,
+                    layers=1,
+                )
+            )
         return events
 
     def claimed_event(self) -> ComposedEvent:
@@ -114,12 +126,19 @@ class PhotonicDP(Method):
     def describe(self) -> dict[str, Any]:
         config = self.context.config
         claim = self.paper_claim.paper_claim_epsilon(config.delta) if self.paper_claim.steps else None
-        return {"guarantee": "none: " + NO_BOUND, "paper_claim_epsilon_eq17": claim,
-                "clipped_inputs": "every layer (eq. 9)" if config.clip_pixels
-                else "hidden neurons only: the pixels are not clipped, so eq. 17's premise fails and no claim is recorded",
-                "generator": f"device noise: the device's own; output layer: {self.generator.name}",
-                "std_lower_accounted": self.std_lower, "tau_h_min": config.tau_h_min, "tau_h_max": config.tau_h_max,
-                "tau_b": config.tau_b, "bound": "paper 000 eq. 17, per step"}
+        return {
+            "guarantee": "none: " + NO_BOUND,
+            "paper_claim_epsilon_eq17": claim,
+            "clipped_inputs": "every layer (eq. 9)"
+            if config.clip_pixels
+            else "hidden neurons only: the pixels are not clipped, so eq. 17's premise fails and no claim is recorded",
+            "generator": f"device noise: the device's own; output layer: {self.generator.name}",
+            "std_lower_accounted": self.std_lower,
+            "tau_h_min": config.tau_h_min,
+            "tau_h_max": config.tau_h_max,
+            "tau_b": config.tau_b,
+            "bound": "paper 000 eq. 17, per step",
+        }
 
     def clip_input(self, h: torch.Tensor) -> torch.Tensor:
         """``clip_c(offset_nu(h))`` of eq. 9: every row's norm lands in [tau_h_min, tau_h_max]."""
@@ -142,5 +161,10 @@ class PhotonicDP(Method):
             for index, (layer, delta, h) in enumerate(zip(self.model.layers, deltas, trace.inputs)):
                 unclipped_pixels = index == 0 and not config.clip_pixels
                 set_linear_grads(layer, delta / m, h if unclipped_pixels else self.clip_input(h))
-        return StepOutput(opening.loss_sum, opening.correct, int(y.shape[0]), noise=projection.noise,
-                          privacy_event=UnboundedEvent(NO_BOUND))
+        return StepOutput(
+            opening.loss_sum,
+            opening.correct,
+            int(y.shape[0]),
+            noise=projection.noise,
+            privacy_event=UnboundedEvent(NO_BOUND),
+        )

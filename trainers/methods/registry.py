@@ -48,16 +48,21 @@ class MethodSpec:
             raise TrainingConfigError(f"register_method needs a Method subclass with a name, got {self.trainer!r}")
         unknown = sorted(set(self.noise_sources) - set(NOISE_SOURCES))
         if unknown:
-            raise TrainingConfigError(f"method {self.trainer.name!r}: noise_sources {unknown}: choose from "
-                                      f"{', '.join(NOISE_SOURCES)}")
+            raise TrainingConfigError(
+                f"method {self.trainer.name!r}: noise_sources {unknown}: choose from {', '.join(NOISE_SOURCES)}"
+            )
         if self.user_update is not None and self.user_update not in USER_UPDATES:
-            raise TrainingConfigError(f"method {self.trainer.name!r}: user_update {self.user_update!r}: choose one "
-                                      f"of {', '.join(USER_UPDATES)} or None")
+            raise TrainingConfigError(
+                f"method {self.trainer.name!r}: user_update {self.user_update!r}: choose one "
+                f"of {', '.join(USER_UPDATES)} or None"
+            )
         if self.user_update is not None and not self.trainer.private:
             raise TrainingConfigError(f"method {self.trainer.name!r}: user_update is for private methods")
         if self.attach_profile is not None and not hasattr(self.trainer, "ternary"):
-            raise TrainingConfigError(f"method {self.trainer.name!r}: attach_profile is for DFA methods (a trainer "
-                                      "with ternary and check_device, as trainers.methods.dfa.DFA)")
+            raise TrainingConfigError(
+                f"method {self.trainer.name!r}: attach_profile is for DFA methods (a trainer "
+                "with ternary and check_device, as trainers.methods.dfa.DFA)"
+            )
 
     @property
     def audits(self) -> tuple[str, ...]:
@@ -74,9 +79,16 @@ SPECS: dict[str, MethodSpec] = {}
 METHODS: dict[str, type[Method]] = {}
 
 
-def register_method(cls: type[Method], *, noise_sources: tuple[str, ...] = (), user_update: str | None = None,
-                    api_refusal: str | None = None, attach_profile: str | None = None,
-                    distributed_refusal: str | None = None, replace: bool = False) -> type[Method]:
+def register_method(
+    cls: type[Method],
+    *,
+    noise_sources: tuple[str, ...] = (),
+    user_update: str | None = None,
+    api_refusal: str | None = None,
+    attach_profile: str | None = None,
+    distributed_refusal: str | None = None,
+    replace: bool = False,
+) -> type[Method]:
     """Make ``cls`` a method of every surface under ``cls.name`` (CLI, config,
     :func:`trainers.run.loop.train`, ``make_private``/``attach_dfa``, torchrun, audit)."""
     spec = MethodSpec(cls, tuple(noise_sources), user_update, api_refusal, attach_profile, distributed_refusal)

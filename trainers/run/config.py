@@ -31,7 +31,6 @@ FEATURES = ("pixels", "scatter")
 OPTION_ALIASES = {"sigma": "software_noise_std"}
 
 
-
 def _need(ok: bool, message: str) -> None:
     """Refuse a setting: ``message`` names the option and the allowed range."""
     if not ok:
@@ -39,6 +38,7 @@ def _need(ok: bool, message: str) -> None:
 
 
 MAX_WIDTH = 65536  # hidden units per layer (a 784-65536 layer is 205 MB of float32 weights)
+
 
 @dataclass
 class TrainConfig:
@@ -126,7 +126,7 @@ class TrainConfig:
         return data
 
     @classmethod
-    def for_method(cls, method: str, **overrides: Any) -> "TrainConfig":
+    def for_method(cls, method: str, **overrides: Any) -> TrainConfig:
         """A config with ``method``'s paper defaults, then ``overrides`` (``None`` values ignored)."""
         base = dict(METHODS[method].defaults) if method in METHODS else {}
         for old, new in OPTION_ALIASES.items():
@@ -144,7 +144,7 @@ class TrainConfig:
         config.validate()
         return config
 
-    def with_(self, **changes: Any) -> "TrainConfig":
+    def with_(self, **changes: Any) -> TrainConfig:
         return replace(self, **changes)
 
     @property
@@ -172,88 +172,138 @@ class TrainConfig:
     def _validate_model(self, method: type[Method]) -> None:
         """The network and its training: widths, learning rate, optimizer, data split, MLP or CNN."""
         any_network = ", ".join(name for name, cls in METHODS.items() if cls.any_network)
-        _need((len(self.hidden) >= 1 or method.any_network) and all(1 <= w <= MAX_WIDTH for w in self.hidden),
-              f"--hidden needs one or more widths in [1, {MAX_WIDTH}], got {list(self.hidden)}"
-              + ("" if method.any_network else f" (no hidden layer: only {any_network})"))
+        _need(
+            (len(self.hidden) >= 1 or method.any_network) and all(1 <= w <= MAX_WIDTH for w in self.hidden),
+            f"--hidden needs one or more widths in [1, {MAX_WIDTH}], got {list(self.hidden)}"
+            + ("" if method.any_network else f" (no hidden layer: only {any_network})"),
+        )
         _need(math.isfinite(self.lr) and self.lr > 0, f"--lr must be > 0, got {self.lr}")
         _need(0 <= self.momentum < 1, f"--momentum must be in [0, 1), got {self.momentum}")
         _need(self.lr_schedule in SCHEDULES, f"--lr-schedule {self.lr_schedule!r}: choose {' or '.join(SCHEDULES)}")
-        _need(self.weight_average == 0 or 0 < self.weight_average < 1,
-              f"--weight-average must be 0 (off) or in (0, 1), got {self.weight_average}")
+        _need(
+            self.weight_average == 0 or 0 < self.weight_average < 1,
+            f"--weight-average must be 0 (off) or in (0, 1), got {self.weight_average}",
+        )
         _need(self.optimizer in ("sgd", "adam"), f"--optimizer {self.optimizer!r}: choose sgd or adam")
         _need(0 <= self.threshold < 1, f"--threshold must be in [0, 1), got {self.threshold}")
-        _need(0 <= self.validation_fraction < 1,
-              f"--validation-fraction must be in [0, 1), got {self.validation_fraction}")
-        _need(self.n_classes is None or (isinstance(self.n_classes, int) and 2 <= self.n_classes <= MAX_WIDTH),
-              f"--n-classes must be an integer in [2, {MAX_WIDTH}], got {self.n_classes!r}")
-        _need(self.train_limit is None or self.train_limit >= self.batch_size,
-              f"--train-limit must be >= --batch-size ({self.batch_size}), got {self.train_limit}")
+        _need(
+            0 <= self.validation_fraction < 1,
+            f"--validation-fraction must be in [0, 1), got {self.validation_fraction}",
+        )
+        _need(
+            self.n_classes is None or (isinstance(self.n_classes, int) and 2 <= self.n_classes <= MAX_WIDTH),
+            f"--n-classes must be an integer in [2, {MAX_WIDTH}], got {self.n_classes!r}",
+        )
+        _need(
+            self.train_limit is None or self.train_limit >= self.batch_size,
+            f"--train-limit must be >= --batch-size ({self.batch_size}), got {self.train_limit}",
+        )
         _need(self.model in ("mlp", "cnn"), f"--model {self.model!r}: choose mlp or cnn")
         cnn_methods = ", ".join(name for name, cls in METHODS.items() if cls.trains_cnn)
-        _need(self.model == "mlp" or method.trains_cnn,
-              f"--model cnn trains with {cnn_methods} only (the rest of the DFA family needs an MLP), "
-              f"got {self.method!r}")
-        _need(self.model == "cnn" or not (self.conv_strides or self.head_hidden),
-              "--conv-strides and --head-hidden apply to --model cnn only")
-        _need(not self.conv_strides or (len(self.conv_strides) == len(self.hidden)
-                                        and all(1 <= s <= 3 for s in self.conv_strides)),
-              f"--conv-strides needs one stride in [1, 3] per conv block ({len(self.hidden)}), "
-              f"got {list(self.conv_strides)}")
-        _need(all(1 <= w <= MAX_WIDTH for w in self.head_hidden),
-              f"--head-hidden needs widths in [1, {MAX_WIDTH}], got {list(self.head_hidden)}")
+        _need(
+            self.model == "mlp" or method.trains_cnn,
+            f"--model cnn trains with {cnn_methods} only (the rest of the DFA family needs an MLP), "
+            f"got {self.method!r}",
+        )
+        _need(
+            self.model == "cnn" or not (self.conv_strides or self.head_hidden),
+            "--conv-strides and --head-hidden apply to --model cnn only",
+        )
+        _need(
+            not self.conv_strides
+            or (len(self.conv_strides) == len(self.hidden) and all(1 <= s <= 3 for s in self.conv_strides)),
+            f"--conv-strides needs one stride in [1, 3] per conv block ({len(self.hidden)}), "
+            f"got {list(self.conv_strides)}",
+        )
+        _need(
+            all(1 <= w <= MAX_WIDTH for w in self.head_hidden),
+            f"--head-hidden needs widths in [1, {MAX_WIDTH}], got {list(self.head_hidden)}",
+        )
 
     def _validate_inputs(self) -> None:
         """What the network reads: features, centering, pixel scaling."""
         _need(self.features in FEATURES, f"--features {self.features!r}: choose one of {', '.join(FEATURES)}")
-        _need(not self.center_features or self.features == "scatter",
-              "--center-features applies to --features scatter (their L2 norm is bounded, which bounds "
-              f"the mean's sensitivity), got --features {self.features}")
-        _need(math.isfinite(self.centering_noise) and 1 <= self.centering_noise <= 1e4,
-              f"--centering-noise must be in [1, 10000], got {self.centering_noise}")
+        _need(
+            not self.center_features or self.features == "scatter",
+            "--center-features applies to --features scatter (their L2 norm is bounded, which bounds "
+            f"the mean's sensitivity), got --features {self.features}",
+        )
+        _need(
+            math.isfinite(self.centering_noise) and 1 <= self.centering_noise <= 1e4,
+            f"--centering-noise must be in [1, 10000], got {self.centering_noise}",
+        )
         _need(self.inputs in INPUT_SCALINGS, f"--inputs {self.inputs!r}: choose one of {', '.join(INPUT_SCALINGS)}")
 
     def _validate_privacy(self, method: type[Method]) -> None:
         """Accounting, noise source, sampling, public size and the privacy target."""
         _need(self.accounting in ("rdp", "pld"), f"--accounting {self.accounting!r}: choose rdp or pld")
-        _need(self.accounting == "rdp" or method.private,
-              f"--accounting pld applies to private methods; {self.method!r} is not private")
-        _need(self.noise_source in ("software", "device"),
-              f"--noise-source {self.noise_source!r}: choose software or device")
-        _need(self.sampling in (None, "poisson", "fixed", "rejection"),
-              f"--sampling {self.sampling!r}: choose poisson, fixed or rejection (dp-ulr)")
-        _need(self.public_dataset_size is None or self.public_dataset_size >= self.batch_size,
-              f"--public-dataset-size must be >= --batch-size ({self.batch_size}), got {self.public_dataset_size}")
-        _need(self.public_dataset_size is None or method.private,
-              f"--public-dataset-size applies to private methods; {self.method!r} is not private")
+        _need(
+            self.accounting == "rdp" or method.private,
+            f"--accounting pld applies to private methods; {self.method!r} is not private",
+        )
+        _need(
+            self.noise_source in ("software", "device"),
+            f"--noise-source {self.noise_source!r}: choose software or device",
+        )
+        _need(
+            self.sampling in (None, "poisson", "fixed", "rejection"),
+            f"--sampling {self.sampling!r}: choose poisson, fixed or rejection (dp-ulr)",
+        )
+        _need(
+            self.public_dataset_size is None or self.public_dataset_size >= self.batch_size,
+            f"--public-dataset-size must be >= --batch-size ({self.batch_size}), got {self.public_dataset_size}",
+        )
+        _need(
+            self.public_dataset_size is None or method.private,
+            f"--public-dataset-size applies to private methods; {self.method!r} is not private",
+        )
         _need(0 < self.delta < 1, f"--delta must be in (0, 1), got {self.delta}")
-        _need(self.target_epsilon is None or self.target_epsilon > 0,
-              f"--target-epsilon must be > 0, got {self.target_epsilon}")
-        _need(self.noise_multiplier is None or self.noise_multiplier > 0,
-              f"--noise-multiplier must be > 0, got {self.noise_multiplier}")
+        _need(
+            self.target_epsilon is None or self.target_epsilon > 0,
+            f"--target-epsilon must be > 0, got {self.target_epsilon}",
+        )
+        _need(
+            self.noise_multiplier is None or self.noise_multiplier > 0,
+            f"--noise-multiplier must be > 0, got {self.noise_multiplier}",
+        )
 
     def _validate_clips_and_device(self) -> None:
         """Clip bounds, compute device, calibration and the device-noise lattice."""
         for name in ("clip_norm", "beta", "tau_e", "tau_h", "tau_h_max", "tau_b"):
             value = getattr(self, name)
             _need(math.isfinite(value) and value > 0, f"--{name.replace('_', '-')} must be > 0, got {value}")
-        _need(0 <= self.tau_h_min <= self.tau_h_max,
-              f"--tau-h-min must be in [0, tau_h_max={self.tau_h_max}], got {self.tau_h_min}")
-        _need(self.clip_pixels or self.method == "photonic-dp",
-              "--no-clip-pixels applies to photonic-dp only (eq. 9's clipping of the layer inputs)")
+        _need(
+            0 <= self.tau_h_min <= self.tau_h_max,
+            f"--tau-h-min must be in [0, tau_h_max={self.tau_h_max}], got {self.tau_h_min}",
+        )
+        _need(
+            self.clip_pixels or self.method == "photonic-dp",
+            "--no-clip-pixels applies to photonic-dp only (eq. 9's clipping of the layer inputs)",
+        )
         _need(self.compute in ("auto", "cpu", "cuda"), f"--compute {self.compute!r}: choose auto, cpu or cuda")
-        _need(self.calibration is None or self.profile is not None or self.noise_source == "device",
-              "--calibration applies to a device: give --profile (or --noise-source device)")
-        _need(math.isfinite(self.lattice_resolution) and 0.5 <= self.lattice_resolution <= 1000,
-              f"--lattice-resolution must be in [0.5, 1000], got {self.lattice_resolution}")
-        _need(self.rounding_analysis in ("per-coordinate", "worst-case"),
-              f"--rounding-analysis {self.rounding_analysis!r}: choose per-coordinate or worst-case")
-        _need(self.software_noise_std is None or self.software_noise_std >= 0,
-              f"--software-noise-std (--sigma) must be >= 0, got {self.software_noise_std}")
+        _need(
+            self.calibration is None or self.profile is not None or self.noise_source == "device",
+            "--calibration applies to a device: give --profile (or --noise-source device)",
+        )
+        _need(
+            math.isfinite(self.lattice_resolution) and 0.5 <= self.lattice_resolution <= 1000,
+            f"--lattice-resolution must be in [0.5, 1000], got {self.lattice_resolution}",
+        )
+        _need(
+            self.rounding_analysis in ("per-coordinate", "worst-case"),
+            f"--rounding-analysis {self.rounding_analysis!r}: choose per-coordinate or worst-case",
+        )
+        _need(
+            self.software_noise_std is None or self.software_noise_std >= 0,
+            f"--software-noise-std (--sigma) must be >= 0, got {self.software_noise_std}",
+        )
 
     def _validate_distributed_and_checkpoints(self) -> None:
         """torchrun noise and checkpoints."""
-        _need(self.distributed_noise in ("single", "shares"),
-              f"--distributed-noise {self.distributed_noise!r}: choose single or shares")
+        _need(
+            self.distributed_noise in ("single", "shares"),
+            f"--distributed-noise {self.distributed_noise!r}: choose single or shares",
+        )
         _need(self.colluders >= 0, f"--colluders must be >= 0, got {self.colluders}")
         _need(self.checkpoint_every >= 1, f"--checkpoint-every must be >= 1, got {self.checkpoint_every}")
         _need(not self.resume or self.checkpoint is not None, "--resume needs --checkpoint PATH")
@@ -261,13 +311,23 @@ class TrainConfig:
     def _validate_method_needs(self, method: type[Method]) -> None:
         """What a method needs (a noise choice) or ignores (privacy options of a non-private one)."""
         if method.needs_noise_choice:
-            _need(self.target_epsilon is not None or self.noise_multiplier is not None,
-                 f"method {self.method!r} needs --target-epsilon (noise chosen for it) or --noise-multiplier")
+            _need(
+                self.target_epsilon is not None or self.noise_multiplier is not None,
+                f"method {self.method!r} needs --target-epsilon (noise chosen for it) or --noise-multiplier",
+            )
         if not method.private:
-            given = [flag for flag, value in (("--target-epsilon", self.target_epsilon),
-                                              ("--noise-multiplier", self.noise_multiplier),
-                                              ("--noise-source device", self.noise_source == "device" or None))
-                     if value is not None]
+            given = [
+                flag
+                for flag, value in (
+                    ("--target-epsilon", self.target_epsilon),
+                    ("--noise-multiplier", self.noise_multiplier),
+                    ("--noise-source device", self.noise_source == "device" or None),
+                )
+                if value is not None
+            ]
             private = sorted(name for name, cls in METHODS.items() if cls.private)
-            _need(not given, f"method {self.method!r} is not private: {', '.join(given)} would be ignored; "
-                            f"use a private method ({', '.join(private)})")
+            _need(
+                not given,
+                f"method {self.method!r} is not private: {', '.join(given)} would be ignored; "
+                f"use a private method ({', '.join(private)})",
+            )

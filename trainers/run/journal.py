@@ -23,8 +23,9 @@ import fcntl
 import hashlib
 import io
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -50,12 +51,14 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise CheckpointError(f"--resume: no checkpoint at {target} (was --checkpoint the same path?)")
     data = target.read_bytes()
     header = len(MAGIC) + 65
-    if not data.startswith(MAGIC) or len(data) < header or data[header - 1:header] != b"\n":
+    if not data.startswith(MAGIC) or len(data) < header or data[header - 1 : header] != b"\n":
         raise CheckpointError(f"{target}: not an opu-hal checkpoint of format {FORMAT}")
-    digest, payload = data[len(MAGIC):header - 1].decode("ascii", "replace"), data[header:]
+    digest, payload = data[len(MAGIC) : header - 1].decode("ascii", "replace"), data[header:]
     if hashlib.sha256(payload).hexdigest() != digest:
-        raise CheckpointError(f"{target}: checkpoint is corrupted (its sha256 does not match its content); "
-                              "restore it from a copy or start a new run")
+        raise CheckpointError(
+            f"{target}: checkpoint is corrupted (its sha256 does not match its content); "
+            "restore it from a copy or start a new run"
+        )
     try:
         state = torch.load(io.BytesIO(payload), map_location="cpu", weights_only=False)
     except Exception as exc:  # a hash-valid file that torch cannot read
@@ -94,7 +97,8 @@ class StepJournal:
             if line != TORN and (not line.isdigit() or int(line) >= max_step):
                 raise CheckpointError(
                     f"{self.path}: line {number} is {line[:40]!r}, not a step in [0, {max_step}); the journal "
-                    "is corrupt: the privacy spent cannot be known, so the run is not resumed")
+                    "is corrupt: the privacy spent cannot be known, so the run is not resumed"
+                )
         return len(complete) + (last != "")
 
     def seal(self) -> None:
@@ -168,7 +172,8 @@ class RunJournal:
             raise CheckpointError(
                 f"--checkpoint {self.checkpoint}: a run is already recorded there (checkpoint or journal). Pass "
                 f"--resume to continue it, or delete {self.checkpoint} and {self.journal.path} to start over (the "
-                "privacy that run spent is then no longer counted by opu-hal)")
+                "privacy that run spent is then no longer counted by opu-hal)"
+            )
 
     # -- each private step ----------------------------------------------------------------------
     def begin(self, global_step: int) -> None:
@@ -202,8 +207,14 @@ class RunJournal:
         self.load_state_dict(state["journal"])
         return state
 
-    def reconcile(self, planned_steps: int, replayable: bool, charge: Callable[[int], None],
-                  save: Callable[[], None], log: Callable[[str], None]) -> None:
+    def reconcile(
+        self,
+        planned_steps: int,
+        replayable: bool,
+        charge: Callable[[int], None],
+        save: Callable[[], None],
+        log: Callable[[str], None],
+    ) -> None:
         """On resume, after the checkpoint's state is restored: account for the steps the journal
         records beyond those the checkpoint charged. Device noise (not ``replayable``) was released
         and cannot be drawn again: ``charge`` them once, now, and ``save`` before anything is drawn.
@@ -214,7 +225,8 @@ class RunJournal:
             raise CheckpointError(
                 f"--resume: {self.journal.path} records {lines} private step(s) but the checkpoint has charged "
                 f"{self.charged_lines}: the journal was truncated or deleted, so the privacy spent is unknown; "
-                "the run is not resumed")
+                "the run is not resumed"
+            )
         self.journal.seal()
         extra = lines - self.charged_lines
         if not extra:

@@ -11,36 +11,52 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from tqdm import tqdm
 
 from opu_hal import Device, load_device
 from opu_hal.privacy import Accountant, PrivacyBudget
+
+from ..core.averaging import WeightAverage, evaluated_weights, make_schedule
+from ..core.centering import Centering, centered, release_for_run
+from ..core.cnn import CNN
+from ..core.data import Dataset, load_dataset, scale_inputs, scaling_reference, with_public_classes
+from ..core.errors import TrainingConfigError
+from ..core.evaluation import evaluate
+from ..core.feature_cache import cached_scatter_features
+from ..core.model import MLP
+from ..core.sampling import Sampler, default_stream
 from ..distributed.aggregation import synchronize_step
 from ..distributed.context import SingleProcess, rank_context
-from ..distributed.setup import (broadcast_model, check_method, rank_profile, route_releases, shared_secret,
-                                shared_stream)
-from .journal import RunJournal, budget_allows, charge_planned
-from .config import TrainConfig
-from ..core.centering import Centering, centered, release_for_run
-from ..core.data import Dataset, load_dataset, scale_inputs, scaling_reference, with_public_classes
-from ..core.cnn import CNN
-from ..core.feature_cache import cached_scatter_features
-from ..core.errors import TrainingConfigError
-from ..core.averaging import WeightAverage, evaluated_weights, make_schedule
-from ..core.evaluation import evaluate
-from .alignment import gradient_alignment
+from ..distributed.setup import (
+    broadcast_model,
+    check_method,
+    rank_profile,
+    route_releases,
+    shared_secret,
+    shared_stream,
+)
 from ..methods import METHODS
-from ..core.model import MLP
+from .alignment import gradient_alignment
+from .config import TrainConfig
+from .journal import RunJournal, budget_allows, charge_planned
+from .output import NoiseLog, write_json
 from .privacy import check_accounting, claim_statement, plan_noise, spent_epsilon
 from .record import epoch_line, run_record
-from .setup import (_limit, _to, build_method, check_model_memory, check_output_path, make_optimizer, public_size,
-                        resolve_compute)
-from .output import NoiseLog, write_json
+from .setup import (
+    _limit,
+    _to,
+    build_method,
+    check_model_memory,
+    check_output_path,
+    make_optimizer,
+    public_size,
+    resolve_compute,
+)
 from .state import resume, trainer_state
-from ..core.sampling import Sampler, default_stream
 
 
 class Callback:
@@ -49,7 +65,7 @@ class Callback:
     Override what you need; every hook receives the trainer and returns nothing.
     """
 
-    def after_step(self, trainer: "Trainer") -> None:
+    def after_step(self, trainer: Trainer) -> None:
         """Called after each step is applied, accounted and (if due) checkpointed."""
 
 
@@ -62,9 +78,17 @@ class Trainer:
     (:mod:`trainers.distributed`; default one process): only rank 0 logs, journals and checkpoints.
     """
 
-    def __init__(self, config: TrainConfig, *, data: Dataset | None = None, device: Device | None = None,
-                 progress: bool = True, log: Callable[[str], None] | None = None,
-                 callbacks: Sequence[Callback] = (), ranks: SingleProcess | None = None) -> None:
+    def __init__(
+        self,
+        config: TrainConfig,
+        *,
+        data: Dataset | None = None,
+        device: Device | None = None,
+        progress: bool = True,
+        log: Callable[[str], None] | None = None,
+        callbacks: Sequence[Callback] = (),
+        ranks: SingleProcess | None = None,
+    ) -> None:
         config.validate()
         self.config = config
         self.ranks = ranks or SingleProcess()
@@ -103,8 +127,17 @@ class Trainer:
         """Centre every split on the training features' mean (:mod:`trainers.core.centering`): exact in a
         non-private run, else a Gaussian release, charged in :meth:`_build_privacy`, made once by rank 0."""
         config, cls, train = self.config, METHODS[self.config.method], self.train_split
-        centering = release_for_run(train.x, cls.private, config.centering_noise, public_size(config, len(train)),
-                                    cls.neighboring_for(config)) if self.ranks.is_main else None
+        centering = (
+            release_for_run(
+                train.x,
+                cls.private,
+                config.centering_noise,
+                public_size(config, len(train)),
+                cls.neighboring_for(config),
+            )
+            if self.ranks.is_main
+            else None
+        )
         centering = self.ranks.broadcast_object(centering, what="the released feature mean")
         if centering is None:
             raise RuntimeError("rank 0 broadcast no feature mean")
@@ -118,8 +151,7 @@ class Trainer:
         config = self.config
         cls = METHODS[config.method]
         profile = config.profile_name
-        if profile is None or not (cls.uses_device or config.profile is not None
-                                   or config.noise_source == "device"):
+        if profile is None or not (cls.uses_device or config.profile is not None or config.noise_source == "device"):
             return None
         self._owns_device = True
         return load_device(rank_profile(profile, self.ranks), calibration=config.calibration)
@@ -129,7 +161,8 @@ class Trainer:
             return
         if not self.device.capabilities.temperature_settable:
             raise TrainingConfigError(
-                f"--temperature-c: profile {self.device.profile.label!r} has no settable temperature")
+                f"--temperature-c: profile {self.device.profile.label!r} has no settable temperature"
+            )
         self.device.set_options(temperature_c=self.config.temperature_c)
 
     def _build_model(self) -> None:
@@ -141,24 +174,41 @@ class Trainer:
         self.train_split = _limit(self.data.train, config.train_limit)
         network: MLP | CNN
         if config.model == "cnn":
-            network = CNN(self.data.n_features, config.hidden, self.data.n_classes, config.activation,
-                          seed=config.seed, features=config.features, strides=config.conv_strides,
-                          head=config.head_hidden)
+            network = CNN(
+                self.data.n_features,
+                config.hidden,
+                self.data.n_classes,
+                config.activation,
+                seed=config.seed,
+                features=config.features,
+                strides=config.conv_strides,
+                head=config.head_hidden,
+            )
         else:
             network = MLP(sizes, config.activation, seed=config.seed)
         self.model = network.to(self.compute)
         # Method.model is typed MLP, yet the trains_cnn methods (dp-sgd, dp-dfa, bp) take this CNN and
         # narrow it by isinstance; typing Method over its network is left to a follow-up
-        self.method = build_method(config, self.model, self.device, self.data,  # type: ignore[arg-type]
-                                   self.train_split).to(self.compute)
+        self.method = build_method(
+            config,
+            self.model,  # type: ignore[arg-type]
+            self.device,
+            self.data,
+            self.train_split,
+        ).to(self.compute)
         broadcast_model(self.ranks, self.model)
         self.optimizer = make_optimizer(config, self.model)
         sampling = config.sampling or self.method.sampling
-        self.sampler = Sampler(sampling, len(self.train_split), config.batch_size, config.seed,
-                               min_batch=self.method.min_batch,
-                               secret_key=shared_secret(self.ranks) if self.method.private else None,
-                               public_size=public_size(config, len(self.train_split)),
-                               stream=shared_stream(self.ranks) if self.method.private else default_stream())
+        self.sampler = Sampler(
+            sampling,
+            len(self.train_split),
+            config.batch_size,
+            config.seed,
+            min_batch=self.method.min_batch,
+            secret_key=shared_secret(self.ranks) if self.method.private else None,
+            public_size=public_size(config, len(self.train_split)),
+            stream=shared_stream(self.ranks) if self.method.private else default_stream(),
+        )
         self.planned_steps = config.epochs * self.sampler.steps_per_epoch
         self.schedule = make_schedule(config.lr_schedule, self.optimizer, self.planned_steps)
         self.average = WeightAverage(self.model, config.weight_average) if config.weight_average else None
@@ -206,7 +256,7 @@ class Trainer:
         if self._owns_device and self.device is not None:
             self.device.close()
 
-    def __enter__(self) -> "Trainer":
+    def __enter__(self) -> Trainer:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -239,7 +289,8 @@ class Trainer:
         if self.accountant is not None:
             if output.privacy_event is None:
                 raise TrainingConfigError(
-                    f"method {self.method.name!r} is private but its step returned no privacy_event")
+                    f"method {self.method.name!r} is private but its step returned no privacy_event"
+                )
             self.accountant.step(output.privacy_event)
         return output.loss_sum, output.correct, output.count
 
@@ -248,8 +299,15 @@ class Trainer:
 
     def _run_epoch(self, epoch: int, start: int) -> dict[str, float] | None:
         loss_sum, correct, count = 0.0, 0, 0
-        bar = tqdm(total=self.sampler.steps_per_epoch, initial=start, desc=f"epoch {epoch + 1}/{self.config.epochs}",
-                   disable=not (self.progress and sys.stderr.isatty()), leave=False, file=sys.stderr, dynamic_ncols=True)
+        bar = tqdm(
+            total=self.sampler.steps_per_epoch,
+            initial=start,
+            desc=f"epoch {epoch + 1}/{self.config.epochs}",
+            disable=not (self.progress and sys.stderr.isatty()),
+            leave=False,
+            file=sys.stderr,
+            dynamic_ncols=True,
+        )
         try:
             for step, indices in self.sampler.epoch(epoch, start):
                 if self.method.private and not budget_allows(self.budget, self.accountant, self.method.planned_event()):
@@ -284,9 +342,16 @@ class Trainer:
             val_loss, val_acc = evaluate(self.model, self.data.validation)
             test_loss, test_acc = evaluate(self.model, self.data.test)
         published = {} if self.method.private else train_stats  # un-noised statistics of the secret batches
-        record: dict[str, Any] = {"epoch": epoch + 1, "steps": self.global_step, **published,
-                                  "validation_loss": val_loss, "validation_accuracy": val_acc,
-                                  "test_loss": test_loss, "test_accuracy": test_acc, "epoch_time_s": seconds}
+        record: dict[str, Any] = {
+            "epoch": epoch + 1,
+            "steps": self.global_step,
+            **published,
+            "validation_loss": val_loss,
+            "validation_accuracy": val_acc,
+            "test_loss": test_loss,
+            "test_accuracy": test_acc,
+            "epoch_time_s": seconds,
+        }
         if self.config.alignment and not self.method.private and isinstance(self.model, MLP):
             x, y = self._probe()
             self.method.current_step = -1 - epoch
@@ -322,8 +387,10 @@ class Trainer:
             epoch, start = epoch + 1, 0
         if self.stopped_by_budget:
             what = "epsilon" if self.method.claim is None else claim_statement(self.method.claim)
-            self.log(f"stopped at step {self.global_step}: the next step would exceed {what} "
-                     f"{self.config.target_epsilon} at delta {self.config.delta}")
+            self.log(
+                f"stopped at step {self.global_step}: the next step would exceed {what} "
+                f"{self.config.target_epsilon} at delta {self.config.delta}"
+            )
         self.checkpoint()
         return self.record()
 
@@ -335,9 +402,16 @@ class Trainer:
         return run_record(self)
 
 
-def train(config: TrainConfig, *, out: str | os.PathLike[str] | None = None, progress: bool = True,
-          data: Dataset | None = None, device: Device | None = None,
-          log: Callable[[str], None] | None = None, callbacks: Sequence[Callback] = ()) -> dict[str, Any]:
+def train(
+    config: TrainConfig,
+    *,
+    out: str | os.PathLike[str] | None = None,
+    progress: bool = True,
+    data: Dataset | None = None,
+    device: Device | None = None,
+    log: Callable[[str], None] | None = None,
+    callbacks: Sequence[Callback] = (),
+) -> dict[str, Any]:
     """Train as ``config`` says; returns the result record and writes it to ``out`` if given.
 
     A ``device`` handed in stays open (the caller owns it); one loaded from the profile is closed.
@@ -347,8 +421,9 @@ def train(config: TrainConfig, *, out: str | os.PathLike[str] | None = None, pro
     try:
         if out is not None and ranks.is_main:
             check_output_path(out, "--out")
-        with Trainer(config, data=data, device=device, progress=progress, log=log, callbacks=callbacks,
-                     ranks=ranks) as trainer:
+        with Trainer(
+            config, data=data, device=device, progress=progress, log=log, callbacks=callbacks, ranks=ranks
+        ) as trainer:
             record = trainer.run()
         if out is not None and ranks.is_main:
             write_json(out, record)

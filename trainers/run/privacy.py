@@ -3,27 +3,31 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from opu_hal.privacy import Accountant, PrivacyParameterError, planned_epsilon, smallest_noise_multiplier
 
-from .config import TrainConfig
 from ..core.errors import TrainingConfigError
 from ..methods.base import GaussianNoiseMethod, Method
+from .config import TrainConfig
 
 #: A plan that spends less than this share of the target says so, with the reason (issue 35).
 SHORTFALL = 0.95
 
 
-def plan_noise(method: Method, steps: int, config: TrainConfig, log: Callable[[str], None],
-               spent: Accountant | None = None) -> None:
+def plan_noise(
+    method: Method, steps: int, config: TrainConfig, log: Callable[[str], None], spent: Accountant | None = None
+) -> None:
     """Give ``method`` the smallest noise multiplier whose planned run, after what the ledger
     ``spent`` already holds (a released feature mean), fits the target (inverse accounting), unless
     the user fixed ``--noise-multiplier``. The log states the epsilon the plan
     actually spends, and why, when the event's valid range floors the noise above what the target
     needs (e.g. Theorem 3.5's ``sigma_0 >= 4``): the run then cannot spend its target."""
-    if not (isinstance(method, GaussianNoiseMethod)
-            or (hasattr(method, "event_for") and hasattr(method, "set_noise_multiplier"))):
+    if not (
+        isinstance(method, GaussianNoiseMethod)
+        or (hasattr(method, "event_for") and hasattr(method, "set_noise_multiplier"))
+    ):
         return  # no noise to choose (photonic-dp's is the device's)
     if config.noise_multiplier is not None:
         method.set_noise_multiplier(config.noise_multiplier)
@@ -33,31 +37,46 @@ def plan_noise(method: Method, steps: int, config: TrainConfig, log: Callable[[s
     event_for = method.event_for
     claimed = method.claim is not None  # a published claim: the target is on the claimed epsilon
     what = f"claimed epsilon ({method.claim}, not a guarantee)" if claimed else "epsilon"
-    print(f"{method.name}: choosing the noise multiplier for {what} {config.target_epsilon} at delta {config.delta} "
-          f"over {steps} steps (inverse accounting)...", file=sys.stderr, flush=True)
+    print(
+        f"{method.name}: choosing the noise multiplier for {what} {config.target_epsilon} at delta {config.delta} "
+        f"over {steps} steps (inverse accounting)...",
+        file=sys.stderr,
+        flush=True,
+    )
     live = sys.stderr.isatty()
 
     def progress(low: float, high: float) -> None:  # public numbers only: the settings' noise multiplier
         if live:
             print(f"\r  noise multiplier in [{low:.5g}, {high:.5g}]", end="", file=sys.stderr, flush=True)
 
-    z = smallest_noise_multiplier(event_for, steps, config.target_epsilon, config.delta,
-                                  method.neighboring, progress=progress, claimed=claimed,
-                                  spent=spent)
+    z = smallest_noise_multiplier(
+        event_for,
+        steps,
+        config.target_epsilon,
+        config.delta,
+        method.neighboring,
+        progress=progress,
+        claimed=claimed,
+        spent=spent,
+    )
     if live:
         print(file=sys.stderr, flush=True)
     method.set_noise_multiplier(z)
-    planned = planned_epsilon(event_for, z, steps, config.delta, method.neighboring,
-                              claimed=claimed, spent=spent)
-    log(f"{method.name}: noise multiplier {z:.4f} plans {what} {planned:.4g} (target {config.target_epsilon}) "
-        f"at delta {config.delta} after the planned {steps} steps")
+    planned = planned_epsilon(event_for, z, steps, config.delta, method.neighboring, claimed=claimed, spent=spent)
+    log(
+        f"{method.name}: noise multiplier {z:.4f} plans {what} {planned:.4g} (target {config.target_epsilon}) "
+        f"at delta {config.delta} after the planned {steps} steps"
+    )
     if planned < SHORTFALL * config.target_epsilon:
-        log(f"{method.name}: the plan spends only {planned:.3g} of {what} {config.target_epsilon}: "
-            f"{floor_reason(event_for, z)}")
+        log(
+            f"{method.name}: the plan spends only {planned:.3g} of {what} {config.target_epsilon}: "
+            f"{floor_reason(event_for, z)}"
+        )
 
 
-def check_accounting(accountant: Accountant, event_for: Callable[[float], Any] | None,
-                     option: str = "--accounting pld") -> None:
+def check_accounting(
+    accountant: Accountant, event_for: Callable[[float], Any] | None, option: str = "--accounting pld"
+) -> None:
     """Refuse a PLD conversion for a run whose events (``event_for(z)``; ``None``: chosen at run
     time) dp-accounting's PLD does not cover, before any noise is planned or drawn (the planner
     would otherwise find no noise that fits). ``option`` names the setting in the error."""

@@ -35,31 +35,55 @@ SETTING, PUBLIC_SIZE, LEDGER, RELEASED, TIMING = "setting", "public size", "ledg
 
 #: Top-level record fields of a private run and why each may be published.
 RECORD_FIELDS: dict[str, str] = {
-    "method": SETTING, "profile": SETTING, "hyperparameters": SETTING, "torch": SETTING,
-    "dataset": PUBLIC_SIZE, "sampling": PUBLIC_SIZE,
-    "epochs": RELEASED, "noise_reports": SETTING, "privacy": LEDGER, "final": RELEASED,
+    "method": SETTING,
+    "profile": SETTING,
+    "hyperparameters": SETTING,
+    "torch": SETTING,
+    "dataset": PUBLIC_SIZE,
+    "sampling": PUBLIC_SIZE,
+    "epochs": RELEASED,
+    "noise_reports": SETTING,
+    "privacy": LEDGER,
+    "final": RELEASED,
     "distributed": SETTING,
 }
 
 #: Fields of ``dataset``: sizes of the splits and what the network reads.
 DATASET_FIELDS: dict[str, str] = {
-    "name": SETTING, "features": SETTING, "n_features": SETTING,
-    "train": PUBLIC_SIZE, "validation": RELEASED, "test": RELEASED,
+    "name": SETTING,
+    "features": SETTING,
+    "n_features": SETTING,
+    "train": PUBLIC_SIZE,
+    "validation": RELEASED,
+    "test": RELEASED,
 }
 
 #: Fields of one per-epoch entry of a private run.
 EPOCH_FIELDS: dict[str, str] = {
-    "epoch": SETTING, "steps": LEDGER, "epsilon": LEDGER, "claimed_epsilon": LEDGER,
-    "validation_loss": RELEASED, "validation_accuracy": RELEASED,
-    "test_loss": RELEASED, "test_accuracy": RELEASED, "epoch_time_s": TIMING,
+    "epoch": SETTING,
+    "steps": LEDGER,
+    "epsilon": LEDGER,
+    "claimed_epsilon": LEDGER,
+    "validation_loss": RELEASED,
+    "validation_accuracy": RELEASED,
+    "test_loss": RELEASED,
+    "test_accuracy": RELEASED,
+    "epoch_time_s": TIMING,
 }
 
 #: Fields of ``final`` of a private run.
 FINAL_FIELDS: dict[str, str] = {
-    "test_accuracy": RELEASED, "validation_accuracy": RELEASED, "wall_time_s": TIMING,
-    "epochs_completed": LEDGER, "steps": LEDGER, "epsilon": LEDGER, "delta": SETTING,
-    "claimed_epsilon": LEDGER, "claim": SETTING,
-    "camera_frames": LEDGER, "camera_seconds": LEDGER,
+    "test_accuracy": RELEASED,
+    "validation_accuracy": RELEASED,
+    "wall_time_s": TIMING,
+    "epochs_completed": LEDGER,
+    "steps": LEDGER,
+    "epsilon": LEDGER,
+    "delta": SETTING,
+    "claimed_epsilon": LEDGER,
+    "claim": SETTING,
+    "camera_frames": LEDGER,
+    "camera_seconds": LEDGER,
 }
 
 #: Fields of a noise-report group: the operating point the device ran at (a setting or a
@@ -88,6 +112,7 @@ def public_record(record: dict[str, Any]) -> dict[str, Any]:
 def invariant_part(record: dict[str, Any]) -> dict[str, Any]:
     """The fields of a public record that must be identical on neighbouring datasets: all but the
     released metrics and the timings (:data:`VARYING`)."""
+
     def fixed(values: dict[str, Any], declared: dict[str, str]) -> dict[str, Any]:
         return {k: v for k, v in values.items() if declared.get(k, SETTING) not in VARYING}
 
@@ -101,8 +126,10 @@ def invariant_part(record: dict[str, Any]) -> dict[str, Any]:
 
 def epoch_summary(epoch: dict[str, Any]) -> str:
     """A private run's per-epoch log line: built from the public epoch record alone."""
-    text = (f"epoch {epoch['epoch']:>3}  val {epoch['validation_accuracy']:.4f}  "
-            f"test {epoch['test_accuracy']:.4f}  {epoch['epoch_time_s']:.1f}s")
+    text = (
+        f"epoch {epoch['epoch']:>3}  val {epoch['validation_accuracy']:.4f}  "
+        f"test {epoch['test_accuracy']:.4f}  {epoch['epoch_time_s']:.1f}s"
+    )
     if "epsilon" in epoch:
         text += f"  eps {epoch['epsilon']:.4g}"
     if "claimed_epsilon" in epoch:  # a published claim's (e.g. DP-ULR's controller), not a guarantee

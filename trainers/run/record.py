@@ -20,9 +20,11 @@ def epoch_line(record: dict[str, Any], private: bool) -> str:
     """The log line of one epoch's record (a private run's: :func:`epoch_summary`)."""
     if private:
         return epoch_summary(record)
-    text = (f"epoch {record['epoch']:>3}  loss {record['train_loss']:.4f}  train {record['train_accuracy']:.4f}  "
-            f"val {record['validation_accuracy']:.4f}  test {record['test_accuracy']:.4f}  "
-            f"{record['epoch_time_s']:.1f}s")
+    text = (
+        f"epoch {record['epoch']:>3}  loss {record['train_loss']:.4f}  train {record['train_accuracy']:.4f}  "
+        f"val {record['validation_accuracy']:.4f}  test {record['test_accuracy']:.4f}  "
+        f"{record['epoch_time_s']:.1f}s"
+    )
     if "epsilon" in record:
         text += f"  eps {record['epsilon']:.4g}"
     if "claimed_epsilon" in record:
@@ -46,7 +48,9 @@ def run_record(trainer: Trainer) -> dict[str, Any]:
     final: dict[str, Any] = {
         "test_accuracy": last.get("test_accuracy", float("nan")),
         "validation_accuracy": last.get("validation_accuracy", float("nan")),
-        "wall_time_s": trainer.elapsed, "epochs_completed": len(trainer.epochs), "steps": trainer.global_step,
+        "wall_time_s": trainer.elapsed,
+        "epochs_completed": len(trainer.epochs),
+        "steps": trainer.global_step,
     }
     privacy: dict[str, Any] | None = None
     if trainer.accountant is not None:
@@ -56,30 +60,47 @@ def run_record(trainer: Trainer) -> dict[str, Any]:
             final["claim"] = claim_statement(claim)
         final["delta"] = trainer.config.delta
         final.update(camera_time(trainer))
-        privacy = {"neighboring": trainer.accountant.neighboring, "ledger": trainer.accountant.to_dict(),
-                   "dataset_size": dataset_size_statement(trainer.config, trainer.method.neighboring),
-                   "stopped_by_budget": trainer.stopped_by_budget,
-                   "target_epsilon": trainer.config.target_epsilon,
-                   "lost_steps_charged": trainer.run_journal.lost_steps_charged, **trainer.method.describe()}
+        privacy = {
+            "neighboring": trainer.accountant.neighboring,
+            "ledger": trainer.accountant.to_dict(),
+            "dataset_size": dataset_size_statement(trainer.config, trainer.method.neighboring),
+            "stopped_by_budget": trainer.stopped_by_budget,
+            "target_epsilon": trainer.config.target_epsilon,
+            "lost_steps_charged": trainer.run_journal.lost_steps_charged,
+            **trainer.method.describe(),
+        }
         if trainer.centering is not None:
             privacy["centering"] = trainer.centering.describe()
     device = trainer.device
     record = {
         "method": trainer.config.method,
-        "profile": None if device is None else {"name": device.profile.label,
-                                                 "backend": device.profile.backend,
-                                                 "source": str(device.profile.source)},
-        "dataset": {"name": trainer.data.name, "train": public_size(trainer.config, len(trainer.train_split)),
-                    "validation": len(trainer.data.validation), "test": len(trainer.data.test),
-                    "features": trainer.config.features, "n_features": trainer.data.n_features},
+        "profile": None
+        if device is None
+        else {"name": device.profile.label, "backend": device.profile.backend, "source": str(device.profile.source)},
+        "dataset": {
+            "name": trainer.data.name,
+            "train": public_size(trainer.config, len(trainer.train_split)),
+            "validation": len(trainer.data.validation),
+            "test": len(trainer.data.test),
+            "features": trainer.config.features,
+            "n_features": trainer.data.n_features,
+        },
         "hyperparameters": trainer.config.to_dict(),
         "sampling": {"kind": trainer.sampler.kind, "steps_per_epoch": trainer.sampler.steps_per_epoch},
         "epochs": trainer.epochs,
         "noise_reports": trainer.noise_log.to_list(),
         "privacy": privacy,
         "final": final,
-        **({"distributed": describe(trainer.ranks, trainer.config, trainer.method)} if trainer.ranks.distributed else {}),
-        "torch": {"version": torch.__version__, "threads": torch.get_num_threads(), "compute": str(trainer.compute),
-                  **({"gpu": torch.cuda.get_device_name(trainer.compute)} if trainer.compute.type == "cuda" else {})},
+        **(
+            {"distributed": describe(trainer.ranks, trainer.config, trainer.method)}
+            if trainer.ranks.distributed
+            else {}
+        ),
+        "torch": {
+            "version": torch.__version__,
+            "threads": torch.get_num_threads(),
+            "compute": str(trainer.compute),
+            **({"gpu": torch.cuda.get_device_name(trainer.compute)} if trainer.compute.type == "cuda" else {}),
+        },
     }
     return public_record(record) if trainer.method.private else record

@@ -10,11 +10,11 @@ import torch
 from opu_hal import Device
 from opu_hal.runtime.memory import available_bytes, gib
 
-from .config import TrainConfig
 from ..core.data import Dataset, Split
 from ..core.errors import TrainingConfigError
 from ..core.model import MLP
 from ..methods import METHODS, Method, MethodContext
+from .config import TrainConfig
 
 
 def make_optimizer(config: TrainConfig, model: torch.nn.Module) -> torch.optim.Optimizer:
@@ -23,18 +23,23 @@ def make_optimizer(config: TrainConfig, model: torch.nn.Module) -> torch.optim.O
     return torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
 
 
-def build_method(config: TrainConfig, model: MLP, device: Device | None, data: Dataset,
-                 train: Split) -> Method:
+def build_method(config: TrainConfig, model: MLP, device: Device | None, data: Dataset, train: Split) -> Method:
     """The config's method; its accounting sees the public dataset size (:func:`public_size`)."""
     cls = METHODS[config.method]
-    context = MethodContext(config=config, device=device, n_features=data.n_features,
-                            n_classes=data.n_classes, dataset_size=public_size(config, len(train)))
+    context = MethodContext(
+        config=config,
+        device=device,
+        n_features=data.n_features,
+        n_classes=data.n_classes,
+        dataset_size=public_size(config, len(train)),
+    )
     method = cls(model, context)
     if config.public_dataset_size is not None and method.neighboring != "add_remove":
         raise TrainingConfigError(
             f"--public-dataset-size applies under add/remove adjacency; method {config.method!r} "
             f"({config.sampling or cls.sampling} sampling) is accounted under replace-one, whose neighbours "
-            "share the dataset size: drop the option")
+            "share the dataset size: drop the option"
+        )
     return method
 
 
@@ -50,10 +55,14 @@ def dataset_size_statement(config: TrainConfig, neighboring: str) -> str:
     if neighboring == "replace_one":
         return "public: replace-one neighbours share the training-set size n"
     if config.public_dataset_size is not None:
-        return ("declared public bound (--public-dataset-size): sampling rate, steps and record use it; "
-                "the true n is not published")
-    return ("public by convention: n was read from the data and is published; pass --public-dataset-size "
-            "to keep it private under add/remove")
+        return (
+            "declared public bound (--public-dataset-size): sampling rate, steps and record use it; "
+            "the true n is not published"
+        )
+    return (
+        "public by convention: n was read from the data and is published; pass --public-dataset-size "
+        "to keep it private under add/remove"
+    )
 
 
 def _limit(split: Split, limit: int | None) -> Split:
@@ -65,7 +74,9 @@ def _limit(split: Split, limit: int | None) -> Split:
 def resolve_compute(requested: str, method: type[Method]) -> torch.device:
     """``auto`` -> CUDA when present and the method supports it, else CPU; ``cuda`` without CUDA refused."""
     if requested == "cuda" and not torch.cuda.is_available():
-        raise TrainingConfigError(f"--compute cuda: torch {torch.__version__} sees no CUDA device; use --compute cpu or auto")
+        raise TrainingConfigError(
+            f"--compute cuda: torch {torch.__version__} sees no CUDA device; use --compute cpu or auto"
+        )
     if requested == "cuda" and not method.cuda_ready:
         raise TrainingConfigError(f"--compute cuda: method {method.name!r} runs on the CPU only; use --compute cpu")
     if requested == "auto" and torch.cuda.is_available() and method.cuda_ready:
@@ -91,7 +102,8 @@ def check_model_memory(sizes: list[int], batch_size: int) -> None:
     if need > available:
         raise TrainingConfigError(
             f"--hidden {','.join(map(str, sizes[1:-1]))} with --batch-size {batch_size} needs about {gib(need)} "
-            f"({parameters} parameters) but {gib(available)} is available; use smaller widths or batches")
+            f"({parameters} parameters) but {gib(available)} is available; use smaller widths or batches"
+        )
 
 
 def check_output_path(path: str | os.PathLike[str], option: str) -> None:

@@ -39,8 +39,13 @@ def trainer_state(trainer: Trainer) -> dict[str, Any]:
         "accountant": trainer.accountant.state_dict() if trainer.accountant else None,
         "centering": trainer.centering.mean if trainer.centering is not None else None,
         "sampler": trainer.sampler.state_dict(),
-        "progress": {"position": list(trainer.position), "global_step": trainer.global_step,
-                     "epochs": trainer.epochs, "noise_log": trainer.noise_log.to_list(), "elapsed": trainer.elapsed},
+        "progress": {
+            "position": list(trainer.position),
+            "global_step": trainer.global_step,
+            "epochs": trainer.epochs,
+            "noise_log": trainer.noise_log.to_list(),
+            "elapsed": trainer.elapsed,
+        },
         "ranks": {"world_size": trainer.ranks.world_size},
     }
 
@@ -54,7 +59,8 @@ def check_same_settings(trainer: Trainer, saved: dict[str, Any]) -> None:
             raise TrainingConfigError(
                 f"--resume: checkpoint {trainer.config.checkpoint} was made with {key}={saved.get(key)!r}, "
                 f"this run has {key}={mine.get(key)!r}; a resumed run keeps every privacy, data and model "
-                "setting: resume with the same settings")
+                "setting: resume with the same settings"
+            )
 
 
 def restore(trainer: Trainer, state: dict[str, Any]) -> None:
@@ -94,7 +100,8 @@ def replayable(trainer: Trainer, state: dict[str, Any]) -> bool:
     one generator, on the same number of ranks (another world size sums in another order)."""
     saved_world = int(state["ranks"]["world_size"])
     same_shape = saved_world == trainer.ranks.world_size and (
-        saved_world == 1 or trainer.config.distributed_noise == "single")
+        saved_world == 1 or trainer.config.distributed_noise == "single"
+    )
     return trainer.accountant is None or (trainer.method.replayable and same_shape)
 
 
@@ -104,8 +111,13 @@ def resume(trainer: Trainer) -> None:
     if ranks.is_main:
         state = trainer.run_journal.load()
         restore(trainer, state)
-        trainer.run_journal.reconcile(trainer.planned_steps, replayable(trainer, state), trainer._charge_planned,
-                                      trainer.checkpoint_now, trainer.log)
+        trainer.run_journal.reconcile(
+            trainer.planned_steps,
+            replayable(trainer, state),
+            trainer._charge_planned,
+            trainer.checkpoint_now,
+            trainer.log,
+        )
     ranks.barrier("waiting for rank 0 to reconcile the journal")
     if not ranks.is_main:
         restore(trainer, load_checkpoint(trainer.config.checkpoint))

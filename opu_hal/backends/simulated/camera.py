@@ -9,10 +9,9 @@ from typing import TypedDict
 
 import torch
 
-from ...runtime.compute import compiled_ready, triton_ready
-from ...kernels.poisson import poisson, poisson_constant
-
 from ...camera.physics import SensorPhysics
+from ...kernels.poisson import poisson, poisson_constant
+from ...runtime.compute import compiled_ready, triton_ready
 
 
 def shot_noise(mean_e: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -56,12 +55,17 @@ class Sensor(SensorPhysics):
     @property
     def _adc(self) -> AdcParameters:
         """Full well, read noise and ADC parameters, as the compiled and fused kernels take them."""
-        return {"full_well_e": self.full_well_e, "read_noise_e": self.read_noise_e,
-                "gain_e_per_dn": self.gain_e_per_dn, "black_level_dn": self.black_level_dn,
-                "max_dn": self.max_dn}
+        return {
+            "full_well_e": self.full_well_e,
+            "read_noise_e": self.read_noise_e,
+            "gain_e_per_dn": self.gain_e_per_dn,
+            "black_level_dn": self.black_level_dn,
+            "max_dn": self.max_dn,
+        }
 
-    def _read_fused(self, signal_e: torch.Tensor | float, shape: tuple[int, ...], generator: torch.Generator,
-                    device: torch.device) -> tuple[torch.Tensor, int]:
+    def _read_fused(
+        self, signal_e: torch.Tensor | float, shape: tuple[int, ...], generator: torch.Generator, device: torch.device
+    ) -> tuple[torch.Tensor, int]:
         """:meth:`read` in one GPU kernel (:mod:`opu_hal.kernels.triton_camera`): the same counts and
         digitization, without the eager path's few dozen launches and synchronizations."""
         from ...kernels.triton_camera import camera_read
@@ -69,9 +73,15 @@ class Sensor(SensorPhysics):
         electrons, clipped = camera_read(signal_e, shape, self.pixel_dark_e, generator, device, **self._adc)
         return electrons, int(clipped)
 
-    def read_linear(self, real: torch.Tensor, imag: torch.Tensor, anchor_cos: torch.Tensor,
-                    anchor_sin: torch.Tensor, anchor_e: float, generator: torch.Generator,
-                    ) -> tuple[torch.Tensor, int, float]:
+    def read_linear(
+        self,
+        real: torch.Tensor,
+        imag: torch.Tensor,
+        anchor_cos: torch.Tensor,
+        anchor_sin: torch.Tensor,
+        anchor_e: float,
+        generator: torch.Generator,
+    ) -> tuple[torch.Tensor, int, float]:
         """The three frames of a linear-mode read, ``e_2`` of ``|z|^2``, ``e_1`` of ``|z + a|^2`` and
         ``e_3`` of the anchor alone (``a = sqrt(anchor_e) e^{i theta}``, ``z = real + i imag``):
         ``(e_1 - e_2 - e_3, clipped reads, mean of |z + a|^2 + |z|^2)``. On the CPU the three are
@@ -79,12 +89,20 @@ class Sensor(SensorPhysics):
         if compiled_ready(real.device):
             from ...kernels.compiled.linear import linear_frames
 
-            return linear_frames(real, imag, anchor_cos, anchor_sin, anchor_e, self.pixel_dark_e, generator, **self._adc)
+            return linear_frames(
+                real, imag, anchor_cos, anchor_sin, anchor_e, self.pixel_dark_e, generator, **self._adc
+            )
         return self._read_linear_frames(real, imag, anchor_cos, anchor_sin, anchor_e, generator)
 
-    def _read_linear_frames(self, real: torch.Tensor, imag: torch.Tensor, anchor_cos: torch.Tensor,
-                            anchor_sin: torch.Tensor, anchor_e: float, generator: torch.Generator,
-                            ) -> tuple[torch.Tensor, int, float]:
+    def _read_linear_frames(
+        self,
+        real: torch.Tensor,
+        imag: torch.Tensor,
+        anchor_cos: torch.Tensor,
+        anchor_sin: torch.Tensor,
+        anchor_e: float,
+        generator: torch.Generator,
+    ) -> tuple[torch.Tensor, int, float]:
         """:meth:`read_linear` as three separate reads (any device)."""
         signal = real**2 + imag**2
         e2, clipped = self.read(signal, generator)
@@ -95,8 +113,9 @@ class Sensor(SensorPhysics):
         mean_frames = float(with_anchor.mean() + signal.mean())  # one synchronization
         return e1 - e2 - e3, clipped + clipped1 + clipped3, mean_frames
 
-    def read_flat(self, signal_e: float, shape: tuple[int, ...], generator: torch.Generator,
-                  device: torch.device) -> tuple[torch.Tensor, int]:
+    def read_flat(
+        self, signal_e: float, shape: tuple[int, ...], generator: torch.Generator, device: torch.device
+    ) -> tuple[torch.Tensor, int]:
         """:meth:`read` of a flat field of ``signal_e`` electrons at every pixel (the anchor alone),
         with the same distribution: ``Poisson(s + D_j) = Poisson(s) + Poisson(D_j)`` for independent
         counts, and ``Poisson(s)`` of one mean for all pixels is drawn by inverse CDF from one table

@@ -43,25 +43,24 @@ import warnings
 
 import torch
 
+from ...camera.physics import output_variance
+from ...camera.pixel_maps import dark_signal_map, light_response_map
 from ...contract.capabilities import Capabilities
-from ...runtime.memory import check_rows_fit
 from ...contract.device import Device
 from ...contract.errors import CalibrationError, ProfileError
 from ...contract.frames import RawFrames
 from ...contract.noise import NoiseDistribution, NoiseReport, PrivacyCounts, Projection
 from ...contract.profile_base import CAMERA_PIXELS, DMD_MIRRORS
 from ...randomness.secure_random import SecureGenerator
-from .profile import SimulatedProfile
 from ...randomness.seeding import stream_seed
-from .camera import Sensor
-from ...camera.physics import output_variance
-from ...camera.pixel_maps import dark_signal_map, light_response_map
-from .optics import TransmissionMatrix
 from ...runtime.compute import compiled_ready, resolve_torch_device, triton_ready
+from ...runtime.memory import check_rows_fit
+from .camera import Sensor
+from .optics import TransmissionMatrix
 from .photons import electrons_per_pixel
 from .privacy_noise import CLIP_LIMIT, clip_probability, digitized_law, draw_counts, draw_digitized
+from .profile import SimulatedProfile
 from .raw_frames import raw_frames
-
 
 MIB = 1 << 20
 
@@ -70,6 +69,7 @@ CAMERA_GENERATOR = "Philox4x32-10 counters under keys drawn from a torch generat
 EAGER_CAMERA_GENERATOR = "torch generator seeded by the profile"
 MIN_DITHER_DN = 0.5  # a frame's random noise, in ADC steps, below which rounding is not dithered
 PEAK_FACTOR = 12  # float32 copies of a row's input and output at the projection's peak
+
 
 class SaturationWarning(UserWarning):
     """Some camera pixels clipped: those values carry less noise than declared and are biased."""
@@ -84,8 +84,11 @@ class SimulatedDevice(Device[SimulatedProfile]):
         self._exposure_us = profile.exposure_us
         self.compute = resolve_torch_device(profile.compute, key="compute")
         self._optics = TransmissionMatrix(
-            profile.in_features, profile.out_features, stream_seed(profile.seed, "matrix"),
-            block_bytes=int(profile.block_mb * MIB), cache_bytes=int(profile.cache_mb * MIB),
+            profile.in_features,
+            profile.out_features,
+            stream_seed(profile.seed, "matrix"),
+            block_bytes=int(profile.block_mb * MIB),
+            cache_bytes=int(profile.cache_mb * MIB),
             device=self.compute,
         )
         phase_generator = torch.Generator().manual_seed(stream_seed(profile.seed, "anchor"))
@@ -94,11 +97,13 @@ class SimulatedDevice(Device[SimulatedProfile]):
         # camera frames: training-quality noise from a seeded stream on the compute device
         self._camera_generator = torch.Generator(self.compute).manual_seed(stream_seed(profile.seed, "camera"))
         self._privacy_generator = SecureGenerator()  # never seeded: privacy counts are secret
-        dark_map = dark_signal_map(profile.seed, profile.out_features, profile.dsnu_rms,
-                                   profile.hot_pixel_fraction, profile.hot_pixel_factor)
+        dark_map = dark_signal_map(
+            profile.seed, profile.out_features, profile.dsnu_rms, profile.hot_pixel_fraction, profile.hot_pixel_factor
+        )
         self._dark_map = None if dark_map is None else dark_map.to(self.compute)
         self._prnu, self._anchor_profile = light_response_map(
-            profile.seed, profile.out_features, profile.prnu_rms, profile.anchor_falloff)
+            profile.seed, profile.out_features, profile.prnu_rms, profile.anchor_falloff
+        )
         self.saturated_pixels = 0
         self._check_rounding_is_dithered()
 
@@ -115,7 +120,8 @@ class SimulatedDevice(Device[SimulatedProfile]):
                 f"profile {p.label!r}: key 'gain_e_per_dn' = {p.gain_e_per_dn:g} quantizes the signal away: "
                 f"{'an anchor-only' if p.mode == 'linear' else 'a half-lit'} frame's random noise is {std_e:.3g} e- = "
                 f"{std_e / p.gain_e_per_dn:.3g} DN, below {MIN_DITHER_DN:g} DN; use gain_e_per_dn <= "
-                f"{std_e / MIN_DITHER_DN:.4g} (or more light: anchor_power_uw, laser_power_uw, exposure_us)")
+                f"{std_e / MIN_DITHER_DN:.4g} (or more light: anchor_power_uw, laser_power_uw, exposure_us)"
+            )
 
     # -- operating point ---------------------------------------------------------------------
     @property
@@ -136,10 +142,16 @@ class SimulatedDevice(Device[SimulatedProfile]):
     def sensor(self) -> Sensor:
         p = self._profile
         return Sensor(
-            temperature_c=self._temperature_c, exposure_us=self._exposure_us,
-            pixel_pitch_um=p.pixel_pitch_um, dark_fom_na_per_cm2=p.dark_fom_na_per_cm2,
-            read_noise_e=p.read_noise_e, gain_e_per_dn=p.gain_e_per_dn, adc_bits=p.adc_bits,
-            black_level_dn=p.black_level_dn, full_well_e=p.full_well_e, dark_map=self._dark_map,
+            temperature_c=self._temperature_c,
+            exposure_us=self._exposure_us,
+            pixel_pitch_um=p.pixel_pitch_um,
+            dark_fom_na_per_cm2=p.dark_fom_na_per_cm2,
+            read_noise_e=p.read_noise_e,
+            gain_e_per_dn=p.gain_e_per_dn,
+            adc_bits=p.adc_bits,
+            black_level_dn=p.black_level_dn,
+            full_well_e=p.full_well_e,
+            dark_map=self._dark_map,
             dark_activation_ev=p.dark_activation_ev,
         )
 
@@ -166,7 +178,9 @@ class SimulatedDevice(Device[SimulatedProfile]):
             settable={"temperature_c": self._temperature_range()},
             compute_device=self.compute.type,
             privacy_noise=self._privacy_source_ok(),
-            raw_frames=True, calibratable=True, digitized_noise=self._digitized_source_ok(),
+            raw_frames=True,
+            calibratable=True,
+            digitized_noise=self._digitized_source_ok(),
         )
 
     def _temperature_range(self) -> tuple[float, float, str]:
@@ -203,8 +217,11 @@ class SimulatedDevice(Device[SimulatedProfile]):
 
     def _privacy_source_ok(self) -> bool:
         sensor = self.sensor
-        return (abs(sensor.gain_e_per_dn - 1.0) <= 1e-12 and self.anchor_read_e > 0
-                and clip_probability(self.brightest_anchor_read_e, sensor) <= CLIP_LIMIT)
+        return (
+            abs(sensor.gain_e_per_dn - 1.0) <= 1e-12
+            and self.anchor_read_e > 0
+            and clip_probability(self.brightest_anchor_read_e, sensor) <= CLIP_LIMIT
+        )
 
     def draw_privacy_counts(self, n_values: int, poisson_mean: float) -> PrivacyCounts:
         """Skellam noise from summed anchor-only reads, drawn from the secure generator. With a
@@ -215,16 +232,27 @@ class SimulatedDevice(Device[SimulatedProfile]):
         if self._calibration is not None:
             check_unity_gain = getattr(self._calibration, "check_unity_gain", None)
             if not callable(check_unity_gain):
-                raise CalibrationError(f"this calibration ({type(self._calibration).__name__}) has no unity-gain check: "
-                                       "the Skellam privacy source reads electrons as DN one to one and needs it")
+                raise CalibrationError(
+                    f"this calibration ({type(self._calibration).__name__}) has no unity-gain check: "
+                    "the Skellam privacy source reads electrons as DN one to one and needs it"
+                )
             check_unity_gain()
             lower, source = self._calibration.anchor_read_lower_e(self._temperature_c)
         profile = self._profile
         frame_time_s = max(profile.frame_time_us, self._exposure_us) * 1e-6
-        return draw_counts(self._privacy_generator, self.sensor, self.anchor_read_e, n_values,
-                           poisson_mean, profile.label, read_mean_lower_e=lower, mean_source=source,
-                           pixels_per_frame=profile.sensor_pixels, frame_time_s=frame_time_s,
-                           brightest_read_e=self.brightest_anchor_read_e)
+        return draw_counts(
+            self._privacy_generator,
+            self.sensor,
+            self.anchor_read_e,
+            n_values,
+            poisson_mean,
+            profile.label,
+            read_mean_lower_e=lower,
+            mean_source=source,
+            pixels_per_frame=profile.sensor_pixels,
+            frame_time_s=frame_time_s,
+            brightest_read_e=self.brightest_anchor_read_e,
+        )
 
     def _digitized_source_ok(self) -> bool:
         sensor = self.sensor
@@ -234,18 +262,28 @@ class SimulatedDevice(Device[SimulatedProfile]):
         """One anchor-only read's law: the profile's camera, or the calibration's box at this temperature."""
         profile = self._profile
         box = None if self._calibration is None else self._calibration.anchor_read_box(self._temperature_c)
-        return digitized_law(self.sensor, self.anchor_read_e, profile.label, profile.sensor_pixels,
-                             max(profile.frame_time_us, self._exposure_us) * 1e-6, box)
+        return digitized_law(
+            self.sensor,
+            self.anchor_read_e,
+            profile.label,
+            profile.sensor_pixels,
+            max(profile.frame_time_us, self._exposure_us) * 1e-6,
+            box,
+        )
 
     def draw_digitized_counts(self, n_values: int, reads: int) -> PrivacyCounts:
         """Sums of ``reads`` digitized anchor-only reads (any gain), from the secure generator."""
         self.open()
-        return draw_digitized(self._privacy_generator, self.sensor, self.anchor_read_e, self.digitized_read_law(),
-                              n_values, reads)
+        return draw_digitized(
+            self._privacy_generator, self.sensor, self.anchor_read_e, self.digitized_read_law(), n_values, reads
+        )
 
     # -- noise model ---------------------------------------------------------------------------
     def _output_variance(
-        self, frames_signal_e: torch.Tensor | float, *, random_only: bool = False,
+        self,
+        frames_signal_e: torch.Tensor | float,
+        *,
+        random_only: bool = False,
         dark_e: float | None = None,
     ):
         """Variance in output units of a value whose frames sum to ``frames_signal_e`` electrons.
@@ -271,11 +309,18 @@ class SimulatedDevice(Device[SimulatedProfile]):
         lower = math.sqrt(self._lower_variance())
         std = math.sqrt(variance)
         return NoiseReport(
-            std=max(std, lower), std_lower=lower, source="declared",
-            temperature_c=self._temperature_c, exposure_us=self._exposure_us,
-            details={"signal_e": self.signal_e, "anchor_e": self.anchor_e,
-                     "dark_e": sensor.dark_e, "read_noise_e": sensor.read_noise_e,
-                     "quantization_e2": sensor.quantization_e2},
+            std=max(std, lower),
+            std_lower=lower,
+            source="declared",
+            temperature_c=self._temperature_c,
+            exposure_us=self._exposure_us,
+            details={
+                "signal_e": self.signal_e,
+                "anchor_e": self.anchor_e,
+                "dark_e": sensor.dark_e,
+                "read_noise_e": sensor.read_noise_e,
+                "quantization_e2": sensor.quantization_e2,
+            },
             distribution=self._distribution(frames_e),
         )
 
@@ -289,13 +334,19 @@ class SimulatedDevice(Device[SimulatedProfile]):
         linear = self._profile.mode == "linear"
         lower = (1.5 * self.anchor_e + 3 * sensor.dark_e) if linear else sensor.dark_e
         mean = frames_e if frames_e is not None else lower
-        step = sensor.gain_e_per_dn * (math.sqrt(2 / self.signal_e) / (2 * math.sqrt(self.anchor_e))
-                                       if linear else 1 / self.signal_e)
+        step = sensor.gain_e_per_dn * (
+            math.sqrt(2 / self.signal_e) / (2 * math.sqrt(self.anchor_e)) if linear else 1 / self.signal_e
+        )
         return NoiseDistribution(
-            kind="poisson-counts", generator=f"{self._camera_stream} (not for privacy)",
-            poisson_mean=max(mean, lower), poisson_mean_lower=lower if lower > 0 else None,
-            read_noise_e=sensor.read_noise_e, gain_e_per_dn=sensor.gain_e_per_dn, lattice_step=step,
-            clip_probability=clip_probability(self.anchor_e + sensor.dark_e, sensor))
+            kind="poisson-counts",
+            generator=f"{self._camera_stream} (not for privacy)",
+            poisson_mean=max(mean, lower),
+            poisson_mean_lower=lower if lower > 0 else None,
+            read_noise_e=sensor.read_noise_e,
+            gain_e_per_dn=sensor.gain_e_per_dn,
+            lattice_step=step,
+            clip_probability=clip_probability(self.anchor_e + sensor.dark_e, sensor),
+        )
 
     @property
     def _camera_stream(self) -> str:
@@ -308,15 +359,34 @@ class SimulatedDevice(Device[SimulatedProfile]):
         """Noise for an input with half the mirrors on (``E|z|^2 = Phi / 2``)."""
         half = 0.5 * self.signal_e
         frames = half if self._profile.mode == "intensity" else 2 * half + self.anchor_e
-        return self._report(float(self._output_variance(frames)), frames + (0 if self._profile.mode == "intensity" else self.anchor_e))
+        return self._report(
+            float(self._output_variance(frames)), frames + (0 if self._profile.mode == "intensity" else self.anchor_e)
+        )
 
     # -- raw camera frames (calibration) -------------------------------------------------------
-    def raw_frames(self, illumination: str, n_frames: int, *, exposure_us: float | None = None,
-                   anchor_power_uw: float | None = None, pattern: torch.Tensor | None = None) -> RawFrames:
+    def raw_frames(
+        self,
+        illumination: str,
+        n_frames: int,
+        *,
+        exposure_us: float | None = None,
+        anchor_power_uw: float | None = None,
+        pattern: torch.Tensor | None = None,
+    ) -> RawFrames:
         """Camera frames in DN at the current temperature: see :func:`.raw_frames.raw_frames`."""
-        return raw_frames(self._profile, self.sensor, self._optics, self._camera_generator, illumination,
-                          n_frames, exposure_us=exposure_us, anchor_power_uw=anchor_power_uw, pattern=pattern,
-                          prnu=self._prnu, anchor_profile=self._anchor_profile)
+        return raw_frames(
+            self._profile,
+            self.sensor,
+            self._optics,
+            self._camera_generator,
+            illumination,
+            n_frames,
+            exposure_us=exposure_us,
+            anchor_power_uw=anchor_power_uw,
+            pattern=pattern,
+            prnu=self._prnu,
+            anchor_profile=self._anchor_profile,
+        )
 
     # -- projection ----------------------------------------------------------------------------
     def ideal(self, x: torch.Tensor) -> torch.Tensor:
@@ -339,7 +409,8 @@ class SimulatedDevice(Device[SimulatedProfile]):
             mean_frames = float(signal.mean())
         else:
             difference, clipped, mean_frames = sensor.read_linear(
-                real, imag, self._anchor_cos, self._anchor_sin, self.anchor_e, self._camera_generator)
+                real, imag, self._anchor_cos, self._anchor_sin, self.anchor_e, self._camera_generator
+            )
             values = difference * (math.sqrt(2 / self.signal_e) / (2 * math.sqrt(self.anchor_e)))
         if clipped:
             self.saturated_pixels += clipped
@@ -347,7 +418,8 @@ class SimulatedDevice(Device[SimulatedProfile]):
                 f"{clipped} camera pixel reads clipped (saturation or ADC range) in a batch of "
                 f"{x.shape[0]}: lower laser_power_uw / anchor_power_uw / exposure_us, or the "
                 "temperature; clipped values carry less noise than the report says",
-                SaturationWarning, stacklevel=3,
+                SaturationWarning,
+                stacklevel=3,
             )
         # The variance is linear in the frame signal: its batch mean is the variance at the mean.
         frames_e = mean_frames + (0.0 if self._profile.mode == "intensity" else self.anchor_e)

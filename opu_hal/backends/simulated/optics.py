@@ -28,7 +28,12 @@ class TransmissionMatrix:
     """``T`` of shape ``(in_features, out_features)``; entries have ``E|T_jk|^2 = 1``."""
 
     def __init__(
-        self, in_features: int, out_features: int, seed: int, block_bytes: int, cache_bytes: int,
+        self,
+        in_features: int,
+        out_features: int,
+        seed: int,
+        block_bytes: int,
+        cache_bytes: int,
         device: torch.device | str = "cpu",
     ) -> None:
         self.in_features = in_features
@@ -70,7 +75,7 @@ class TransmissionMatrix:
         first = 2 * n_in * start
         for offset in range(0, entries.numel(), _CHUNK_ENTRIES):
             count = min(_CHUNK_ENTRIES, entries.numel() - offset)
-            entries[offset:offset + count] = gaussian(self._seed, first + offset, count, device=self.device)
+            entries[offset : offset + count] = gaussian(self._seed, first + offset, count, device=self.device)
         parts = entries.mul_(0.5**0.5).view(stop - start, n_in, 2)
         self.blocks_generated += 1
         return parts[:, :, 0].T.contiguous(), parts[:, :, 1].T.contiguous()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -30,9 +30,7 @@ class SimulatedProfile(BaseProfile):
     laser_power_uw: float = Field(
         0.7, ge=1e-6, le=1e6, description="signal power reaching the sensor with every mirror on, uW"
     )
-    anchor_power_uw: float = Field(
-        0.7, ge=1e-6, le=1e6, description="reference (anchor) power reaching the sensor, uW"
-    )
+    anchor_power_uw: float = Field(0.7, ge=1e-6, le=1e6, description="reference (anchor) power reaching the sensor, uW")
     wavelength_nm: float = Field(532.0, ge=200.0, le=2000.0, description="laser wavelength, nm")
     quantum_efficiency: float = Field(0.6, ge=1e-3, le=1.0, description="electrons per photon")
     sensor_pixels: int = Field(
@@ -52,19 +50,23 @@ class SimulatedProfile(BaseProfile):
     dark_fom_na_per_cm2: float = Field(
         0.043, ge=0.0, le=1e4, description="dark-current figure of merit at 300 K, nA/cm^2"
     )
-    dsnu_rms: float = Field(
-        0.0, ge=0.0, le=3.0, description="log-std of the per-pixel dark-current multiplier (DSNU)"
-    )
-    dark_activation_ev: Optional[float] = Field(
-        None, ge=0.1, le=2.0, description="dark-current activation energy, eV (None: Konnik-Welsh, half "
-        "the Varshni band gap; a number keeps the figure of merit as the rate at 300 K)"
+    dsnu_rms: float = Field(0.0, ge=0.0, le=3.0, description="log-std of the per-pixel dark-current multiplier (DSNU)")
+    dark_activation_ev: float | None = Field(
+        None,
+        ge=0.1,
+        le=2.0,
+        description="dark-current activation energy, eV (None: Konnik-Welsh, half "
+        "the Varshni band gap; a number keeps the figure of merit as the rate at 300 K)",
     )
     prnu_rms: float = Field(
         0.0, ge=0.0, le=0.5, description="relative std of the per-pixel photo-response multiplier (PRNU)"
     )
     anchor_falloff: float = Field(
-        0.0, ge=0.0, le=0.9, description="relative drop of the anchor intensity from the centre to the "
-        "ends of the pixels read (a non-flat reference beam; mean kept at anchor_power_uw)"
+        0.0,
+        ge=0.0,
+        le=0.9,
+        description="relative drop of the anchor intensity from the centre to the "
+        "ends of the pixels read (a non-flat reference beam; mean kept at anchor_power_uw)",
     )
     hot_pixel_fraction: float = Field(0.0, ge=0.0, le=0.5, description="fraction of hot pixels")
     hot_pixel_factor: float = Field(
@@ -82,7 +84,7 @@ class SimulatedProfile(BaseProfile):
     )
 
     @model_validator(mode="after")
-    def _temperature_in_range(self) -> "SimulatedProfile":
+    def _temperature_in_range(self) -> SimulatedProfile:
         if not self.temperature_min_c <= self.temperature_c <= self.temperature_max_c:
             raise ValueError(
                 f"temperature_c = {self.temperature_c} is outside "

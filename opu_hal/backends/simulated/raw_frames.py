@@ -25,10 +25,18 @@ from .profile import SimulatedProfile
 
 
 def raw_frames(
-    profile: SimulatedProfile, sensor: Sensor, optics: TransmissionMatrix, generator: torch.Generator,
-    illumination: str, n_frames: int, *, exposure_us: float | None = None,
-    anchor_power_uw: float | None = None, pattern: torch.Tensor | None = None,
-    prnu: torch.Tensor | None = None, anchor_profile: torch.Tensor | None = None,
+    profile: SimulatedProfile,
+    sensor: Sensor,
+    optics: TransmissionMatrix,
+    generator: torch.Generator,
+    illumination: str,
+    n_frames: int,
+    *,
+    exposure_us: float | None = None,
+    anchor_power_uw: float | None = None,
+    pattern: torch.Tensor | None = None,
+    prnu: torch.Tensor | None = None,
+    anchor_profile: torch.Tensor | None = None,
 ) -> RawFrames:
     """``n_frames`` frames of ``illumination`` through ``sensor`` (at its temperature) and ``exposure_us``;
     ``optics`` makes a pattern's speckle, ``generator`` draws the frames; ``prnu`` multiplies every
@@ -66,6 +74,13 @@ def raw_frames(
         signal = signal * prnu.to(compute)
     electrons, clipped = sensor.read(signal.expand(n_frames, -1).contiguous(), generator)
     dn = torch.round((electrons + sensor.pixel_dark_e) / sensor.gain_e_per_dn) + sensor.black_level_dn
-    return RawFrames(dn=dn.cpu(), illumination=illumination, temperature_c=sensor.temperature_c,
-                     exposure_us=exposure, photons_per_pixel=photons, clipped=clipped, power_uw=float(power),
-                     max_dn=sensor.max_dn)
+    return RawFrames(
+        dn=dn.cpu(),
+        illumination=illumination,
+        temperature_c=sensor.temperature_c,
+        exposure_us=exposure,
+        photons_per_pixel=photons,
+        clipped=clipped,
+        power_uw=float(power),
+        max_dn=sensor.max_dn,
+    )

@@ -98,8 +98,16 @@ def uniforms(key, counter, nonce_lo, nonce_hi, out):
     words ``2 (i % 8)``, ``2 (i % 8) + 1`` of block ``counter + i // 8``."""
     per_chunk = LANES * UNIFORMS_PER_BLOCK
     for chunk in prange((out.shape[0] + per_chunk - 1) // per_chunk):
-        chunk_uniforms(key, counter, nonce_lo, nonce_hi, chunk, out, np.empty((16, LANES), np.uint32),
-                       np.empty((16, LANES), np.uint32))
+        chunk_uniforms(
+            key,
+            counter,
+            nonce_lo,
+            nonce_hi,
+            chunk,
+            out,
+            np.empty((16, LANES), np.uint32),
+            np.empty((16, LANES), np.uint32),
+        )
 
 
 @njit(inline="always", cache=True)

@@ -30,16 +30,20 @@ _LG7 = 1.479819860511658591e-01
 @intrinsic
 def _bits(typingctx, x):
     """The IEEE-754 bits of a float64, as an int64 (a bitcast)."""
+
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], ir.IntType(64))
+
     return types.int64(types.float64), codegen
 
 
 @intrinsic
 def _float(typingctx, bits):
     """The float64 whose IEEE-754 bits are the int64 ``bits`` (a bitcast)."""
+
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], ir.DoubleType())
+
     return types.float64(types.int64), codegen
 
 

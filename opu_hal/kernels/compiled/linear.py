@@ -44,13 +44,27 @@ def _rates(real, imag, cos, sin, amplitude, dark, signal_rates, anchor_rates):
 
 
 @njit(parallel=True, cache=True)
-def _digitize_difference(anchor_counts, signal_counts, flat_counts_, anchor_normals, signal_normals,
-                         flat_normals, dark, full_well, read_noise, gain, black, max_dn, out):
+def _digitize_difference(
+    anchor_counts,
+    signal_counts,
+    flat_counts_,
+    anchor_normals,
+    signal_normals,
+    flat_normals,
+    dark,
+    full_well,
+    read_noise,
+    gain,
+    black,
+    max_dn,
+    out,
+):
     """``e_1 - e_2 - e_3`` with each frame digitized and dark-subtracted as ``Sensor._digitize``;
     returns the clipped reads of the three frames."""
     clipped = 0
     columns, has_noise, well, sigma, gain32, black32, top = adc_settings(
-        dark, anchor_normals, full_well, read_noise, gain, black, max_dn)
+        dark, anchor_normals, full_well, read_noise, gain, black, max_dn
+    )
     for row in prange(anchor_counts.shape[0] // columns):
         for column in range(columns):
             i = row * columns + column
@@ -66,9 +80,16 @@ def _digitize_difference(anchor_counts, signal_counts, flat_counts_, anchor_norm
     return clipped
 
 
-def linear_frames(real: torch.Tensor, imag: torch.Tensor, anchor_cos: torch.Tensor, anchor_sin: torch.Tensor,
-                  anchor_e: float, dark_e: torch.Tensor | float, generator: torch.Generator,
-                  **adc: float) -> tuple[torch.Tensor, int, float]:
+def linear_frames(
+    real: torch.Tensor,
+    imag: torch.Tensor,
+    anchor_cos: torch.Tensor,
+    anchor_sin: torch.Tensor,
+    anchor_e: float,
+    dark_e: torch.Tensor | float,
+    generator: torch.Generator,
+    **adc: float,
+) -> tuple[torch.Tensor, int, float]:
     """``(e_1 - e_2 - e_3, clipped reads, mean of |z + a|^2 + |z|^2)`` for the camera field ``real``,
     ``imag`` (float32, ``(rows, pixels)``, in sqrt(electrons)) and the anchor of ``anchor_e``
     electrons with phases ``anchor_cos``, ``anchor_sin`` (one per pixel)."""
@@ -88,14 +109,37 @@ def linear_frames(real: torch.Tensor, imag: torch.Tensor, anchor_cos: torch.Tens
     with compute_threads():
         signal_rates, anchor_rates = buffer("signal_rates"), buffer("anchor_rates")
         # numba's stubs give a @njit dispatcher's __call__ a fixed arity
-        total = _rates(*fields, *phases, np.float32(math.sqrt(anchor_e)), dark,  # type: ignore[call-arg]
-                       signal_rates, anchor_rates)
-        counts = [poisson_counts(signal_rates, *keys[0], buffer("signal_counts")),
-                  poisson_counts(anchor_rates, *keys[1], buffer("anchor_counts")),
-                  flat_frame_counts(float(anchor_e), dark.astype(np.float64), rows, *keys[2], buffer("flat_counts"))]
-        normals = ([standard_normals(numel, *key, buffer(f"normals{j}")) for j, key in enumerate(keys)]
-                   if read_noise > 0 else [np.empty(0)] * 3)
-        clipped = _digitize_difference(counts[1], counts[0], counts[2], normals[1], normals[0], normals[2], dark,
-                                       float(adc["full_well_e"]), read_noise, float(adc["gain_e_per_dn"]),
-                                       float(adc["black_level_dn"]), float(adc["max_dn"]), out.numpy())
+        total = _rates(
+            *fields,
+            *phases,
+            np.float32(math.sqrt(anchor_e)),
+            dark,  # type: ignore[call-arg]
+            signal_rates,
+            anchor_rates,
+        )
+        counts = [
+            poisson_counts(signal_rates, *keys[0], buffer("signal_counts")),
+            poisson_counts(anchor_rates, *keys[1], buffer("anchor_counts")),
+            flat_frame_counts(float(anchor_e), dark.astype(np.float64), rows, *keys[2], buffer("flat_counts")),
+        ]
+        normals = (
+            [standard_normals(numel, *key, buffer(f"normals{j}")) for j, key in enumerate(keys)]
+            if read_noise > 0
+            else [np.empty(0)] * 3
+        )
+        clipped = _digitize_difference(
+            counts[1],
+            counts[0],
+            counts[2],
+            normals[1],
+            normals[0],
+            normals[2],
+            dark,
+            float(adc["full_well_e"]),
+            read_noise,
+            float(adc["gain_e_per_dn"]),
+            float(adc["black_level_dn"]),
+            float(adc["max_dn"]),
+            out.numpy(),
+        )
     return out.view(shape), int(clipped), total / max(numel, 1)

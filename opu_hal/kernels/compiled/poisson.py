@@ -39,9 +39,16 @@ LOG_FACTORIALS = np.array([math.lgamma(k + 1.0) for k in range(1 << 15)])  # log
 #: numpy's ``random_loggam`` series in ``1 / x^2``, highest order first (Horner); the Triton kernel
 #: (:func:`opu_hal.kernels.triton_camera.loggam`) writes the same ten out.
 STIRLING_COEFFICIENTS = (
-    -1.39243221690590e00, 1.796443723688307e-01, -2.955065359477124e-02, 6.410256410256410e-03,
-    -1.917526917526918e-03, 8.417508417508418e-04, -5.952380952380952e-04, 7.936507936507937e-04,
-    -2.777777777777778e-03, 8.333333333333333e-02,
+    -1.39243221690590e00,
+    1.796443723688307e-01,
+    -2.955065359477124e-02,
+    6.410256410256410e-03,
+    -1.917526917526918e-03,
+    8.417508417508418e-04,
+    -5.952380952380952e-04,
+    7.936507936507937e-04,
+    -2.777777777777778e-03,
+    8.333333333333333e-02,
 )
 
 
@@ -240,8 +247,9 @@ def poisson_counts(rates: np.ndarray, k0: np.uint32, k1: np.uint32, counts: np.n
     settled = WORKSPACE.array("settled", n, np.bool_)
     undecided = WORKSPACE.array("undecided", n, np.bool_)
     _first_squeeze(rates, k0, k1, counts, settled)
-    small, pending = _split_small(rates, settled, WORKSPACE.array("small", n, np.int32),
-                                  WORKSPACE.array("large", n, np.int32))
+    small, pending = _split_small(
+        rates, settled, WORKSPACE.array("small", n, np.int32), WORKSPACE.array("large", n, np.int32)
+    )
     _inversion_pass(rates, small, k0, k1, counts, settled)
     _inversion_rest(rates, unsettled(small, settled), k0, k1, counts)
     round_ = 0
@@ -301,8 +309,9 @@ def flat_table(rate: float) -> tuple[int, np.ndarray, np.ndarray]:
     return low, cdf.numpy(), guide.numpy()
 
 
-def flat_counts(rate: float, dark: np.ndarray, rows: int, k0: np.uint32, k1: np.uint32,
-                counts: np.ndarray | None = None) -> np.ndarray:
+def flat_counts(
+    rate: float, dark: np.ndarray, rows: int, k0: np.uint32, k1: np.uint32, counts: np.ndarray | None = None
+) -> np.ndarray:
     """Exact counts (float64, ``rows x len(dark)``, row-major) of a flat field of ``rate`` electrons
     plus the dark means ``dark`` (one per column, each below 10)."""
     columns = dark.shape[0]
@@ -316,8 +325,9 @@ def flat_counts(rate: float, dark: np.ndarray, rows: int, k0: np.uint32, k1: np.
     return counts
 
 
-def flat_frame_counts(rate: float, dark: np.ndarray, rows: int, k0: np.uint32, k1: np.uint32,
-                      counts: np.ndarray | None = None) -> np.ndarray:
+def flat_frame_counts(
+    rate: float, dark: np.ndarray, rows: int, k0: np.uint32, k1: np.uint32, counts: np.ndarray | None = None
+) -> np.ndarray:
     """:func:`flat_counts`, or where a dark mean is 10 or more (a hot pixel at a high temperature)
     :func:`poisson_counts` of the per-pixel means ``rate + D_j``."""
     if dark.shape[0] and float(dark.max()) >= PTRS_MIN_RATE:
