@@ -193,7 +193,10 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     print(summary(record))
     print("final run: ", end="")
     report_run(record["final_run"])
-    if record["final_run"]["final"].get("camera_frames"):
+    frames = record["final_run"]["final"].get("camera_frames")
+    if frames and "runs" in record["tuning"]:
+        print(f"each of the {record['tuning']['runs']} candidate runs took as many camera frames (K is public)")
+    elif frames:
         print("the candidate runs' camera time is not published: it would reveal K (Papernot-Steinke)")
     if args.out:
         print(f"tuning record: {args.out}")
