@@ -35,7 +35,7 @@ from opu_hal.randomness.secure_random import SecureGenerator
 
 from ..core.errors import TrainingConfigError
 from ..methods import SPECS, MethodSpec
-from ..methods.dp_dfa import device_lattice, dp_dfa_release
+from ..methods.dfa_noise import device_lattice, dp_dfa_release
 from ..run.privacy import check_accounting
 from .data import Data, PrivateDataLoader, as_dataset
 from .optimizer import DPOptimizer
@@ -159,7 +159,7 @@ class PrivacyEngine:
             lattice = device_lattice(opened, dimension, update.sensitivity, lattice_resolution, rounding_analysis)
         elif noise_source != "software":
             raise TrainingConfigError(f"noise_source must be 'software' or 'device', got {noise_source!r}")
-        # The loop's own constructors (trainers.methods.dp_dfa): one release and accounting path.
+        # The loop's own constructors (trainers.methods.dfa_noise): one release and accounting path.
         mechanism = dp_dfa_release(noise_multiplier, update.sensitivity, lattice, opened, generator)
         self.event_for: Callable[[float], Event] = lambda z: update.event(z, lattice)
         event = self.event_for(noise_multiplier)

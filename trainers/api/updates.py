@@ -6,7 +6,7 @@ sensitivity and accounting event, computed from what hooks recorded during ``los
   the clipped SUM (sensitivity ``C``) is released and divided by the expected batch ``q N``.
 - :class:`DFAClipping` (DP-DFA, Lee & Kifer, Algorithm 1): the error clipped to ``tau_e``, each
   layer input to ``tau_h``, DFA signals through fixed feedback ``B`` of spectral norm ``beta``; the
-  averaged update has the sensitivity of :mod:`trainers.methods.dp_dfa` (same formula).
+  averaged update has the sensitivity of :mod:`trainers.methods.dfa_sensitivity` (same formula).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from opu_hal.privacy import Event, PoissonGaussianEvent
 from ..core.clipping import clip_norm
 from ..core.per_example import clip_scale, linear_clipped_sum
 from ..core.sampling import step_generator
-from ..methods.dp_dfa import DFASensitivity, fixed_size_event, spectral_feedback
+from ..methods.dfa_noise import fixed_size_event
+from ..methods.dfa_sensitivity import DFASensitivity, spectral_feedback
 from .dfa import error_and_scale
 from .layers import LinearChain, UnsupportedModelError, linear_chain
 from .tap import OutputTap, Record

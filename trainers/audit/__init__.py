@@ -63,11 +63,12 @@ rate (a Poisson stand-in for the without-replacement draw of a real example), a 
 stated with every result.
 
 Modules: :mod:`.bounds` (the statistics), :mod:`.sensitivity` (the measured sensitivity),
-:mod:`.white_box` (Dirac canaries, one run or many), :mod:`.pipeline` (canaries as training rows),
-:mod:`.likelihood` (likelihood-ratio scores), :mod:`.black_box` (input canaries),
-:mod:`.plot` (the scores' picture), :mod:`.inspector` (the mechanism inspector: each mechanism's
-measured noise law, rate and sensitivity against what the ledger charges; :mod:`.noise_probes`,
-:mod:`.noise_checks`, :mod:`.sampler_check`, :mod:`.release_checks`).
+:mod:`.white_box` (the white-box audit, one run or many), :mod:`.dirac` (its Dirac canaries),
+:mod:`.pipeline` (canaries as training rows), :mod:`.likelihood` (likelihood-ratio scores),
+:mod:`.black_box` (input canaries), :mod:`.plot` (the scores' picture), :mod:`.inspector` (the
+mechanism inspector: each mechanism's measured noise law, rate and sensitivity against what the
+ledger charges; :mod:`.noise_probes`, :mod:`.noise_checks`, :mod:`.sampler_check`,
+:mod:`.release_checks`).
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ _EXPORTS = {
     "plot_audit": ".plot",
     "measure_sensitivity": ".sensitivity",
     "white_box_methods": ".white_box",
-    "DiracCanaries": ".white_box",
+    "DiracCanaries": ".dirac",
     "audit_multi_run": ".white_box",
     "audit_white_box": ".white_box",
     "CANARY_MODES": ".white_box",

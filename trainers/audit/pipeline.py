@@ -51,6 +51,7 @@ from ..core.centering import Centering, clipped_sum, feature_radius
 from ..core.data import Dataset, Split
 from ..core.errors import TrainingConfigError
 from ..run.config import TrainConfig
+from ..run.dataset import center_run_data
 from ..run.loop import Trainer
 from ..run.setup import public_size
 from .likelihood import empirical_llr, gaussian_llr, step_llr
@@ -198,7 +199,11 @@ class CanaryTrainer(Trainer):
         self.data = replace(self.data, train=self.planted.training_split(base))
         self.train_split = self.data.train
         self.base_feature_sum = clipped_sum(base.x.cpu(), feature_radius(base.x.shape[1]))
-        self.centering = self._center() if centre else None
+        self.centering = None
+        if centre:
+            self.data, self.train_split, self.centering = center_run_data(
+                self.config, self.data, self.train_split, self.ranks, self.log
+            )
         if self.centering is not None and self.centering.event is not None:
             self.planted.observe_centring(
                 self.centering, self.base_feature_sum, public_size(self.config, len(self.train_split))

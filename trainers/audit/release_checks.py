@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ..core import centering as centering_module
-from ..run import loop as run_loop
+from ..run import dataset as run_dataset
 from ..run.loop import Trainer
 from .noise_checks import Finding, continuity, correlation, gaussian_fit, variance_shortfall
 
@@ -105,11 +105,11 @@ def check_centering(trainer: Trainer, draws: int = 8) -> list[Finding]:
     if centring is None or centring.event is None:
         return []
     config, x = trainer.config, trainer.train_split.x
-    size = run_loop.public_size(config, len(x))
+    size = run_dataset.public_size(config, len(x))
     neighboring = trainer.method.neighboring_for(config)
     zeros = torch.zeros_like(x).cpu()
     sums = [
-        run_loop.release_for_run(zeros, True, config.centering_noise, size, neighboring).mean.double() * size
+        run_dataset.release_for_run(zeros, True, config.centering_noise, size, neighboring).mean.double() * size
         for _ in range(draws)
     ]
     noise = torch.stack(sums).numpy()

@@ -1,14 +1,13 @@
-"""White-box audits: Dirac canaries of the measured sensitivity on the flattened update, one run
-or many (see :mod:`trainers.audit`). Two canary modes for the one-run audit: ``pipeline`` (the
-default: canaries are rows of the training set, drawn by the run's own sampler and summed by its
-centring release, :mod:`.pipeline`) and ``update`` (canaries join the update at the claimed rate by
-their own coin, after the sampler and after centring)."""
+"""White-box audits: Dirac canaries (:mod:`.dirac`) of the measured sensitivity on the flattened
+update, one run or many (see :mod:`trainers.audit`). Two canary modes for the one-run audit:
+``pipeline`` (the default: canaries are rows of the training set, drawn by the run's own sampler and
+summed by its centring release, :mod:`.pipeline`) and ``update`` (canaries join the update at the
+claimed rate by their own coin, after the sampler and after centring)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -22,74 +21,17 @@ from ..run.config import TrainConfig
 from ..run.loop import Trainer
 from .bounds import (
     GUESS_COUNTS,
-    SCORE_KINDS,
     best_over_kinds,
     gdp_epsilon,
     gdp_epsilon_estimate,
     gdp_mu_lower_bound,
     multi_run_lower_bound,
 )
+from .dirac import DiracCanaries
 from .pipeline import CanaryTrainer, PipelineCanaries, place_on_update
 from .sensitivity import measure_sensitivity
 
 CANARY_MODES = ("pipeline", "update")
-
-
-@dataclass
-class DiracCanaries:
-    """White-box canaries on a flattened update (module docstring): ``+-a`` at their coordinates,
-    alternating sign from step to step, scored at every step (inclusion stays secret)."""
-
-    coordinates: np.ndarray
-    heads: np.ndarray
-    magnitude: float
-    sampling_rate: float
-    generator: SecureGenerator = field(default_factory=SecureGenerator)
-    scores: dict[str, np.ndarray] = field(init=False)
-    joined: np.ndarray = field(init=False)
-    steps: int = field(default=0, init=False)
-    _previous: np.ndarray | None = field(default=None, init=False)
-
-    def __post_init__(self) -> None:
-        self.scores = {kind: np.zeros(len(self.coordinates)) for kind in SCORE_KINDS}
-        self.joined = np.zeros(len(self.coordinates), dtype=np.int64)
-
-    @classmethod
-    def draw(cls, count: int, dimension: int, magnitude: float, sampling_rate: float) -> DiracCanaries:
-        generator = SecureGenerator()
-        if count > dimension:
-            raise TrainingConfigError(f"--canaries {count}: the update has only {dimension} coordinates")
-        coordinates = np.argsort(generator.uniform(dimension))[:count]
-        heads = generator.uniform(count) < 0.5
-        return cls(coordinates, heads, magnitude, sampling_rate, generator)
-
-    @property
-    def pattern(self) -> float:
-        """The public sign ``s_t = (-1)^t`` of the current step."""
-        return -1.0 if self.steps % 2 else 1.0
-
-    def insert(self, update: torch.Tensor) -> torch.Tensor:
-        """The update with this step's joining canaries added (before the noise)."""
-        joining = (
-            self.generator.uniform(len(self.coordinates)) < self.sampling_rate
-            if self.sampling_rate < 1
-            else np.ones(len(self.coordinates), dtype=bool)
-        )
-        self.joined += joining
-        signs = np.where(self.heads, 1.0, -1.0) * joining * self.magnitude * self.pattern
-        update = update.clone()
-        index = torch.from_numpy(self.coordinates).to(update.device)
-        update[index] += torch.from_numpy(signs).to(update.device, update.dtype)
-        return update
-
-    def observe(self, seen: torch.Tensor) -> None:
-        """Score what the auditor sees of this step's release at every canary's coordinate."""
-        values = seen.detach().flatten().cpu().double().numpy()[self.coordinates]
-        self.scores["sum"] += self.pattern * values
-        if self._previous is not None:
-            self.scores["difference"] += self.pattern * (values - self._previous)
-        self._previous = values
-        self.steps += 1
 
 
 def white_box_methods() -> tuple[str, ...]:

@@ -41,14 +41,11 @@ by the accountant (:mod:`opu_hal.privacy.digitized_lattice`).
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from opu_hal import Device, DeviceUnavailable
-from opu_hal.privacy import Event, FixedSizeGaussianEvent, PoissonGaussianEvent, PrivacyParameterError
+from opu_hal.privacy import Event, PoissonGaussianEvent
 from opu_hal.privacy.digitized_lattice import DigitizedLattice
 from opu_hal.privacy.events import Neighboring
 from opu_hal.privacy.mechanisms import DigitizedRelease, GaussianRelease, SkellamRelease
@@ -77,111 +74,8 @@ from .base import (
     output_error,
     set_linear_grads,
 )
-
-
-def spectral_feedback(rows: int, cols: int, beta: float, generator: torch.Generator) -> torch.Tensor:
-    """Gaussian ``(rows, cols)`` matrix rescaled to spectral norm ``beta`` (Algorithm 1, line 1)."""
-    matrix = torch.randn(rows, cols, generator=generator)
-    return matrix * (beta / torch.linalg.matrix_norm(matrix, ord=2))
-
-
-@dataclass(frozen=True)
-class DFASensitivity:
-    """Section 4.2's per-layer L2 sensitivities of the averaged update (module docstring): ``convs``
-    conv layers and ``hidden`` DFA layers at ``2 tau_c / m`` each, ``tau_c = gamma beta tau_e
-    sqrt(1 + tau_h^2)``, and the output layer (scaled by ``min(1, gamma beta)``) at
-    ``2 min(1, gamma beta) tau_e sqrt(1 + tau_h^2) / m``. The one place the formula is computed
-    (the loop's :class:`DPDFA` and ``trainers.api``'s dp-dfa both read it)."""
-
-    gamma: float
-    beta: float
-    tau_e: float
-    tau_h: float
-    batch_size: int
-    hidden: int
-    convs: int = 0
-    replace_one: bool = True  # fixed-size batches (replace-one): factor 2; Poisson (add/remove): 1
-
-    @property
-    def output_scale(self) -> float:
-        return min(1.0, self.gamma * self.beta)
-
-    @property
-    def conv_clip(self) -> float:
-        return self.gamma * self.beta * self.tau_e * math.sqrt(1 + self.tau_h**2)
-
-    @property
-    def terms(self) -> list[float]:
-        m, factor = self.batch_size, math.sqrt(1 + self.tau_h**2)
-        two = 2 if self.replace_one else 1  # one example replaced moves two terms; added or removed, one
-        return [two * self.conv_clip / m] * (self.convs + self.hidden) + [
-            two * self.output_scale * self.tau_e * factor / m
-        ]
-
-    @property
-    def total(self) -> float:
-        return math.sqrt(sum(t * t for t in self.terms))
-
-
-def check_noise_device(device: Device | None) -> str:
-    """``"skellam"`` (counts at 1 e-/DN), ``"digitized"`` (digitized reads at any gain), or refuse."""
-    if device is None:
-        raise TrainingConfigError("--noise-source device needs --profile (e.g. opu-sim-dp)")
-    if device.capabilities.privacy_noise:
-        return "skellam"
-    if device.capabilities.digitized_noise:
-        return "digitized"
-    if not device.capabilities.privacy_noise:
-        try:
-            device.draw_privacy_counts(1, 1.0)
-        except DeviceUnavailable as exc:
-            raise TrainingConfigError(f"--noise-source device: {exc}") from None
-        raise TrainingConfigError(f"--noise-source device: profile {device.profile.label!r} is no privacy-noise source")
-
-
-def device_lattice(
-    device: Device | None, dimension: int, sensitivity: float, resolution: float, analysis: str
-) -> SkellamLattice | DigitizedLattice:
-    """The lattice of a device-noise release of a ``dimension``-vector of L2 ``sensitivity``:
-    Skellam counts, or sums of digitized reads on a camera digitized at another gain (issue 36)."""
-    lattice = SkellamLattice(dimension, sensitivity, resolution, analysis)
-    if check_noise_device(device) != "digitized":
-        return lattice
-    if analysis != "per-coordinate":
-        raise TrainingConfigError(
-            "--noise-source device on a digitized camera is accounted per "
-            "coordinate: drop --rounding-analysis worst-case"
-        )
-    try:
-        return DigitizedLattice(lattice, device.digitized_read_law())  # type: ignore[union-attr]
-    except (DeviceUnavailable, PrivacyParameterError) as exc:
-        raise TrainingConfigError(f"--noise-source device: {exc}") from None
-
-
-def dp_dfa_release(
-    z: float,
-    sensitivity: float,
-    lattice: SkellamLattice | DigitizedLattice | None,
-    device: Device | None,
-    generator: SecureGenerator,
-) -> GaussianRelease | SkellamRelease | DigitizedRelease:
-    """The mechanism releasing the update at noise multiplier ``z``: software Gaussian ``z Delta``
-    without a lattice, else the device's counts or reads planned for ``z`` on ``lattice``."""
-    if lattice is None:
-        return GaussianRelease(z * sensitivity, generator)
-    if isinstance(lattice, DigitizedLattice):
-        return DigitizedRelease(device, lattice, lattice.reads(z), generator)  # type: ignore[arg-type]
-    return SkellamRelease(device, lattice, lattice.poisson_mean(z), generator)  # type: ignore[arg-type]
-
-
-def fixed_size_event(
-    lattice: SkellamLattice | DigitizedLattice | None, dataset_size: int, batch_size: int, z: float
-) -> Event:
-    """One step's accounting event: fixed-size sampled Gaussian, or the lattice's discrete event."""
-    if lattice is None:
-        return FixedSizeGaussianEvent(dataset_size, batch_size, z)
-    return lattice.event(dataset_size, batch_size, z)
-
+from .dfa_noise import device_lattice, dp_dfa_release, fixed_size_event
+from .dfa_sensitivity import DFASensitivity, spectral_feedback
 
 SAMPLINGS = ("fixed", "poisson")
 

@@ -17,43 +17,34 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from opu_hal import Device, load_device
+from opu_hal import Device
 from opu_hal.privacy import Accountant, PrivacyBudget
 
-from ..core.averaging import WeightAverage, evaluated_weights, make_schedule
-from ..core.centering import Centering, centered, release_for_run
-from ..core.cnn import CNN
-from ..core.data import Dataset, load_dataset, scale_inputs, scaling_reference, with_public_classes
+from ..core.averaging import WeightAverage, make_schedule
+from ..core.centering import Centering
+from ..core.data import Dataset
 from ..core.errors import TrainingConfigError
-from ..core.evaluation import evaluate
-from ..core.feature_cache import cached_scatter_features
-from ..core.model import MLP
-from ..core.sampling import Sampler, default_stream
 from ..distributed.aggregation import synchronize_step
 from ..distributed.context import SingleProcess, rank_context
-from ..distributed.setup import (
-    broadcast_model,
-    check_method,
-    rank_profile,
-    route_releases,
-    shared_secret,
-    shared_stream,
-)
+from ..distributed.setup import broadcast_model, check_method, route_releases
 from ..methods import METHODS
-from .alignment import gradient_alignment
 from .config import TrainConfig
+from .dataset import center_run_data, load_run_data
 from .journal import RunJournal, budget_allows, charge_planned
 from .output import NoiseLog, write_json
-from .privacy import check_accounting, claim_statement, plan_noise, spent_epsilon
-from .record import epoch_line, run_record
+from .privacy import check_accounting, claim_statement, plan_noise
+from .record import epoch_line, epoch_record, run_record
 from .setup import (
     _limit,
     _to,
+    apply_operating_point,
     build_method,
+    build_network,
+    build_sampler,
     check_model_memory,
     check_output_path,
     make_optimizer,
-    public_size,
+    open_run_device,
     resolve_compute,
 )
 from .state import resume, trainer_state
@@ -99,10 +90,10 @@ class Trainer:
         self.callbacks = list(callbacks)
         self.run_journal = RunJournal(None)
         self._load_data(data)
-        self._owns_device = False
-        self.device = device if device is not None else self._open_device()
+        self.device = device if device is not None else open_run_device(config, self.ranks)
+        self._owns_device = device is None and self.device is not None  # never close the caller's
         try:
-            self._apply_operating_point()
+            apply_operating_point(self.device, config.temperature_c)
             self._build_model()
             self._build_privacy()
             self._build_checkpointing()
@@ -113,57 +104,12 @@ class Trainer:
     # -- construction ----------------------------------------------------------------------------
     def _load_data(self, data: Dataset | None) -> None:
         config = self.config
-        raw = data or load_dataset(config.dataset, config.data_dir, config.validation_fraction, config.seed)
-        raw = with_public_classes(raw, config.n_classes)  # never from the private labels (issue 44, item 1)
-        if config.features == "scatter":
-            raw = cached_scatter_features(raw, log=self.log, progress=self.progress)
-        raw_train = _limit(raw.train, config.train_limit)
-        reference = scaling_reference(raw, raw_train, METHODS[config.method].private)
-        self.data = scale_inputs(raw, config.inputs, reference=reference)
-        self.train_split = _limit(self.data.train, config.train_limit)
-        self.centering = self._center() if config.center_features else None
-
-    def _center(self) -> Centering:
-        """Centre every split on the training features' mean (:mod:`trainers.core.centering`): exact in a
-        non-private run, else a Gaussian release, charged in :meth:`_build_privacy`, made once by rank 0."""
-        config, cls, train = self.config, METHODS[self.config.method], self.train_split
-        centering = (
-            release_for_run(
-                train.x,
-                cls.private,
-                config.centering_noise,
-                public_size(config, len(train)),
-                cls.neighboring_for(config),
+        self.data, self.train_split = load_run_data(config, data, self.log, self.progress)
+        self.centering: Centering | None = None
+        if config.center_features:  # a release charged in _build_privacy
+            self.data, self.train_split, self.centering = center_run_data(
+                config, self.data, self.train_split, self.ranks, self.log
             )
-            if self.ranks.is_main
-            else None
-        )
-        centering = self.ranks.broadcast_object(centering, what="the released feature mean")
-        if centering is None:
-            raise RuntimeError("rank 0 broadcast no feature mean")
-        self.data = centered(self.data, centering.mean)
-        self.train_split = _limit(self.data.train, config.train_limit)
-        self.log(centering.log_line)
-        return centering
-
-    def _open_device(self) -> Device | None:
-        """Load the config's device when the run needs one; the trainer then owns it."""
-        config = self.config
-        cls = METHODS[config.method]
-        profile = config.profile_name
-        if profile is None or not (cls.uses_device or config.profile is not None or config.noise_source == "device"):
-            return None
-        self._owns_device = True
-        return load_device(rank_profile(profile, self.ranks), calibration=config.calibration)
-
-    def _apply_operating_point(self) -> None:
-        if self.device is None or self.config.temperature_c is None:
-            return
-        if not self.device.capabilities.temperature_settable:
-            raise TrainingConfigError(
-                f"--temperature-c: profile {self.device.profile.label!r} has no settable temperature"
-            )
-        self.device.set_options(temperature_c=self.config.temperature_c)
 
     def _build_model(self) -> None:
         config = self.config
@@ -172,21 +118,7 @@ class Trainer:
         self.compute = resolve_compute(config.compute, METHODS[config.method])
         self.data = _to(self.data, self.compute)
         self.train_split = _limit(self.data.train, config.train_limit)
-        network: MLP | CNN
-        if config.model == "cnn":
-            network = CNN(
-                self.data.n_features,
-                config.hidden,
-                self.data.n_classes,
-                config.activation,
-                seed=config.seed,
-                features=config.features,
-                strides=config.conv_strides,
-                head=config.head_hidden,
-            )
-        else:
-            network = MLP(sizes, config.activation, seed=config.seed)
-        self.model = network.to(self.compute)
+        self.model = build_network(config, self.data, self.compute)
         # Method.model is typed MLP, yet the trains_cnn methods (dp-sgd, dp-dfa, bp) take this CNN and
         # narrow it by isinstance; typing Method over its network is left to a follow-up
         self.method = build_method(
@@ -198,17 +130,7 @@ class Trainer:
         ).to(self.compute)
         broadcast_model(self.ranks, self.model)
         self.optimizer = make_optimizer(config, self.model)
-        sampling = config.sampling or self.method.sampling
-        self.sampler = Sampler(
-            sampling,
-            len(self.train_split),
-            config.batch_size,
-            config.seed,
-            min_batch=self.method.min_batch,
-            secret_key=shared_secret(self.ranks) if self.method.private else None,
-            public_size=public_size(config, len(self.train_split)),
-            stream=shared_stream(self.ranks) if self.method.private else default_stream(),
-        )
+        self.sampler = build_sampler(config, self.method, len(self.train_split), self.ranks)
         self.planned_steps = config.epochs * self.sampler.steps_per_epoch
         self.schedule = make_schedule(config.lr_schedule, self.optimizer, self.planned_steps)
         self.average = WeightAverage(self.model, config.weight_average) if config.weight_average else None
@@ -332,34 +254,6 @@ class Trainer:
             return None
         return {"train_loss": loss_sum / count, "train_accuracy": correct / count}
 
-    def _probe(self) -> tuple[torch.Tensor, torch.Tensor]:
-        source = self.data.validation if len(self.data.validation) else self.data.test
-        size = min(self.config.batch_size, len(source))
-        return source.x[:size], source.y[:size]
-
-    def _epoch_record(self, epoch: int, train_stats: dict[str, float], seconds: float) -> dict[str, Any]:
-        with evaluated_weights(self.model, self.average):
-            val_loss, val_acc = evaluate(self.model, self.data.validation)
-            test_loss, test_acc = evaluate(self.model, self.data.test)
-        published = {} if self.method.private else train_stats  # un-noised statistics of the secret batches
-        record: dict[str, Any] = {
-            "epoch": epoch + 1,
-            "steps": self.global_step,
-            **published,
-            "validation_loss": val_loss,
-            "validation_accuracy": val_acc,
-            "test_loss": test_loss,
-            "test_accuracy": test_acc,
-            "epoch_time_s": seconds,
-        }
-        if self.config.alignment and not self.method.private and isinstance(self.model, MLP):
-            x, y = self._probe()
-            self.method.current_step = -1 - epoch
-            record["alignment"] = gradient_alignment(self.method, x, y)
-        if self.accountant is not None:
-            record.update(spent_epsilon(self.accountant, self.config.delta, self.method.claim))
-        return record
-
     def run(self, max_epochs: int | None = None) -> dict[str, Any]:
         """Train to the configured number of epochs (or ``max_epochs`` more of them, to train in
         stages: a later :meth:`run` or a ``--resume`` continues); returns the record so far."""
@@ -379,7 +273,7 @@ class Trainer:
             self.elapsed += seconds
             if stats is None:
                 break
-            record = self._epoch_record(epoch, stats, seconds)
+            record = epoch_record(self, epoch, stats, seconds)
             self.epochs.append(record)
             self.log(self._summary(record))
             self.position = (epoch + 1, 0)

@@ -7,7 +7,11 @@ from typing import Any
 
 import torch
 
+from ..core.averaging import evaluated_weights
+from ..core.evaluation import evaluate
+from ..core.model import MLP
 from ..distributed.setup import describe
+from .alignment import gradient_alignment
 from .privacy import claim_statement, spent_epsilon
 from .public_surface import epoch_summary, public_record
 from .setup import dataset_size_statement, public_size
@@ -30,6 +34,40 @@ def epoch_line(record: dict[str, Any], private: bool) -> str:
     if "claimed_epsilon" in record:
         text += f"  claimed eps {record['claimed_epsilon']:.4g} (not a guarantee)"
     return text
+
+
+def _probe(trainer: Trainer) -> tuple[torch.Tensor, torch.Tensor]:
+    """One batch of held-out examples (validation, else test) on which gradient alignment is measured."""
+    source = trainer.data.validation if len(trainer.data.validation) else trainer.data.test
+    size = min(trainer.config.batch_size, len(source))
+    return source.x[:size], source.y[:size]
+
+
+def epoch_record(trainer: Trainer, epoch: int, train_stats: dict[str, float], seconds: float) -> dict[str, Any]:
+    """One epoch's entry of the record: held-out loss and accuracy (averaged weights when kept),
+    the training statistics of a non-private run, alignment when asked, and the epsilon spent."""
+    method = trainer.method
+    with evaluated_weights(trainer.model, trainer.average):
+        val_loss, val_acc = evaluate(trainer.model, trainer.data.validation)
+        test_loss, test_acc = evaluate(trainer.model, trainer.data.test)
+    published = {} if method.private else train_stats  # un-noised statistics of the secret batches
+    record: dict[str, Any] = {
+        "epoch": epoch + 1,
+        "steps": trainer.global_step,
+        **published,
+        "validation_loss": val_loss,
+        "validation_accuracy": val_acc,
+        "test_loss": test_loss,
+        "test_accuracy": test_acc,
+        "epoch_time_s": seconds,
+    }
+    if trainer.config.alignment and not method.private and isinstance(trainer.model, MLP):
+        x, y = _probe(trainer)
+        method.current_step = -1 - epoch
+        record["alignment"] = gradient_alignment(method, x, y)
+    if trainer.accountant is not None:
+        record.update(spent_epsilon(trainer.accountant, trainer.config.delta, method.claim))
+    return record
 
 
 def camera_time(trainer: Trainer) -> dict[str, float]:

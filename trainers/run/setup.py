@@ -1,5 +1,5 @@
-"""What a run is built from: the optimizer, the method, the public dataset size, the compute
-device and the checks made before any work (model memory, output paths)."""
+"""What a run is built from: the network, the optimizer, the method, the sampler, the public dataset
+size, the compute device and the checks made before any work (model memory, output paths)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,16 @@ import os
 
 import torch
 
-from opu_hal import Device
+from opu_hal import Device, load_device
 from opu_hal.runtime.memory import available_bytes, gib
 
+from ..core.cnn import CNN
 from ..core.data import Dataset, Split
 from ..core.errors import TrainingConfigError
 from ..core.model import MLP
+from ..core.sampling import Sampler, default_stream
+from ..distributed.context import SingleProcess
+from ..distributed.setup import rank_profile, shared_secret, shared_stream
 from ..methods import METHODS, Method, MethodContext
 from .config import TrainConfig
 
@@ -21,6 +25,57 @@ def make_optimizer(config: TrainConfig, model: torch.nn.Module) -> torch.optim.O
     if config.optimizer == "adam":
         return torch.optim.Adam(model.parameters(), lr=config.lr)
     return torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum)
+
+
+def open_run_device(config: TrainConfig, ranks: SingleProcess) -> Device | None:
+    """The config's device when the run needs one (this rank's profile), else ``None``."""
+    cls = METHODS[config.method]
+    profile = config.profile_name
+    if profile is None or not (cls.uses_device or config.profile is not None or config.noise_source == "device"):
+        return None
+    return load_device(rank_profile(profile, ranks), calibration=config.calibration)
+
+
+def apply_operating_point(device: Device | None, temperature_c: float | None) -> None:
+    """Set ``--temperature-c`` on ``device``; refused on a profile whose temperature is not settable."""
+    if device is None or temperature_c is None:
+        return
+    if not device.capabilities.temperature_settable:
+        raise TrainingConfigError(f"--temperature-c: profile {device.profile.label!r} has no settable temperature")
+    device.set_options(temperature_c=temperature_c)
+
+
+def build_network(config: TrainConfig, data: Dataset, compute: torch.device) -> MLP | CNN:
+    """The config's network (``--model cnn`` or the MLP of ``--hidden``), seeded, on ``compute``."""
+    network: MLP | CNN
+    if config.model == "cnn":
+        network = CNN(
+            data.n_features,
+            config.hidden,
+            data.n_classes,
+            config.activation,
+            seed=config.seed,
+            features=config.features,
+            strides=config.conv_strides,
+            head=config.head_hidden,
+        )
+    else:
+        network = MLP([data.n_features, *config.hidden, data.n_classes], config.activation, seed=config.seed)
+    return network.to(compute)
+
+
+def build_sampler(config: TrainConfig, method: Method, train_size: int, ranks: SingleProcess) -> Sampler:
+    """The run's batch sampler: a private method's is keyed by a secret every rank shares."""
+    return Sampler(
+        config.sampling or method.sampling,
+        train_size,
+        config.batch_size,
+        config.seed,
+        min_batch=method.min_batch,
+        secret_key=shared_secret(ranks) if method.private else None,
+        public_size=public_size(config, train_size),
+        stream=shared_stream(ranks) if method.private else default_stream(),
+    )
 
 
 def build_method(config: TrainConfig, model: MLP, device: Device | None, data: Dataset, train: Split) -> Method:
