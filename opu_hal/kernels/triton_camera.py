@@ -67,7 +67,7 @@ def loggam(x):
 def inversion_counts(rate, small, key, pixel, zero, BLOCK: tl.constexpr):
     """Poisson counts by sequential search (inversion) on the ``small`` lanes (0 < rate < 10), one
     53-bit uniform each from the Philox counter ``(pixel, 0xFFFFFFFF)``; other lanes hold 0."""
-    r0, r1, r2, r3 = tl.philox(key, pixel, tl.full([BLOCK], 0xFFFFFFFF, tl.uint32), zero, zero)
+    r0, r1, _r2, _r3 = tl.philox(key, pixel, tl.full([BLOCK], 0xFFFFFFFF, tl.uint32), zero, zero)
     u = uniform53(r0, r1)
     lam_small = tl.where(small, rate, 1.0)
     p = tl.exp(-lam_small)
