@@ -16,7 +16,7 @@ import torch
 
 import opu_hal
 from opu_hal.calibration import ground_truth as gt
-from opu_hal.calibration.commands import default_temperatures
+from opu_hal.calibration.calibrate_command import default_temperatures
 from opu_hal.calibration.run import DEFAULT_FRAMES, calibrate_device
 
 

@@ -63,13 +63,13 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _device_plan(args: argparse.Namespace) -> int:
-    from .calibration.commands import run_plan
+    from .calibration.plan_command import run_plan
 
     return run_plan(args)
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from .calibration.commands import cmd_calibrate
+    from .calibration.calibrate_command import cmd_calibrate
 
     return cmd_calibrate(args)
 

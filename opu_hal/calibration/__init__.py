@@ -2,7 +2,8 @@
 versioned file, and map a privacy target to an operating point.
 
 Modules: :mod:`.frames` (acquisition), :mod:`.photon_transfer` (gain, read noise, dark signal,
-saturation, quantum efficiency), :mod:`.temperature` (dark current against temperature),
+saturation, quantum efficiency; with :mod:`.dark_lines`, :mod:`.clip_level` and :mod:`.bootstrap`),
+:mod:`.temperature` (dark current against temperature),
 :mod:`.schema` (the file), :mod:`.calibrated` (a device's noise report from a calibration),
 :mod:`.plan` (operating points for a target), :mod:`.run` (the whole measurement).
 The camera formulas it evaluates live in :mod:`opu_hal.camera.physics`, below it and the backends.

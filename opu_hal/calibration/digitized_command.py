@@ -98,22 +98,28 @@ def run_digitized_plan(args: argparse.Namespace, profile, calibration_path, shap
     if args.json:
         print_json(result)
     else:
-        print(
-            f"{profile.label}: digitized mechanism, target epsilon {args.target_epsilon:g} at delta {args.delta:g}, "
-            f"{shape.steps} steps of {shape.batch_size} of {shape.dataset_size} (fixed), d = {dimension}, k = {k:g}"
-        )
-        print(f"  camera: {box}")
-        if found is None:
-            print(f"  refused: {result['refused']}")
-        else:
-            print(
-                f"  {result['reads_per_count']} reads per count: epsilon {result['epsilon']:.4g}; "
-                f"{result['frames_per_step']} anchor-only frame(s) per step, {result['camera_seconds_per_step']:.4g} s "
-                f"per step, {result['camera_seconds']:.4g} s for the run"
-            )
-        if getattr(args, "plot", None):
-            print(f"wrote {args.plot}")
+        _print_result(result, shape, args)
     return 0 if found is not None else 1
+
+
+def _print_result(result: dict, shape: RunShape, args: argparse.Namespace) -> None:
+    """The plan's text form: the run, the camera's read law, and the reads per count or the refusal."""
+    print(
+        f"{result['profile']}: digitized mechanism, target epsilon {args.target_epsilon:g} at delta {args.delta:g}, "
+        f"{shape.steps} steps of {shape.batch_size} of {shape.dataset_size} (fixed), "
+        f"d = {result['dimension']}, k = {result['lattice_resolution']:g}"
+    )
+    print(f"  camera: {result['camera']}")
+    if "refused" in result:
+        print(f"  refused: {result['refused']}")
+    else:
+        print(
+            f"  {result['reads_per_count']} reads per count: epsilon {result['epsilon']:.4g}; "
+            f"{result['frames_per_step']} anchor-only frame(s) per step, {result['camera_seconds_per_step']:.4g} s "
+            f"per step, {result['camera_seconds']:.4g} s for the run"
+        )
+    if getattr(args, "plot", None):
+        print(f"wrote {args.plot}")
 
 
 def _what_would(law, shape: RunShape, args: argparse.Namespace) -> str:

@@ -16,8 +16,10 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..contract.errors import CalibrationError
+from .bootstrap import percentile_estimate
+from .dark_lines import dark_ceiling_dn, dark_line
 from .frames import Acquisition, SeriesStats
-from .photon_transfer import PhotonTransfer, dark_ceiling_dn, dark_line, percentile_estimate
+from .photon_transfer import PhotonTransfer
 from .schema import Estimate
 
 Sweep = Mapping[float, Mapping[float, np.ndarray]]  # exposure (us) -> photons per pixel (0: dark) -> frames

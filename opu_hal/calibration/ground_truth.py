@@ -64,8 +64,8 @@ def draw_camera(seed: int, pixels: int = 1024) -> Truth:
 
 def typical_dark_multiplier(profile) -> float:
     """Mean dark-current multiplier of the pixels that are not hot (the law describes those): the
-    true dark map with the estimator's own rule (photon_transfer.hot_pixel_mask) applied to it."""
-    from .photon_transfer import HOT_PIXEL_MADS
+    true dark map with the estimator's own rule (dark_lines.hot_pixel_mask) applied to it."""
+    from .dark_lines import HOT_PIXEL_MADS
 
     dark_map = dark_signal_map(
         profile.seed, profile.out_features, profile.dsnu_rms, profile.hot_pixel_fraction, profile.hot_pixel_factor

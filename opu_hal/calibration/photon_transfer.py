@@ -10,8 +10,8 @@ With ``K`` the system gain in DN/e- (``g = 1 / K`` e-/DN), EMVA 1288 eq. (8)-(9)
 The slope is fitted through the origin on the levels below 70 % of saturation (EMVA's fit range),
 saturation being the level of largest variance (:func:`.emva.saturation_index`). Saturation is
 reported both ways: EMVA's saturation point (``eta mu_p.sat``, :mod:`.emva`) and the clip level,
-which the estimator checks itself: when at least :data:`ADC_CLIPPED_FRACTION` of the pixels sit
-at the ADC top at the brightest level, or :data:`ADC_TOP_READS` of its reads (an EMVA 1288 sweep
+which the estimator checks itself: when at least :data:`.clip_level.ADC_CLIPPED_FRACTION` of the pixels sit
+at the ADC top at the brightest level, or :data:`.clip_level.ADC_TOP_READS` of its reads (an EMVA 1288 sweep
 ends where the mean reaches the top: about half the reads are clipped there), the clip level is
 the ADC range ``(max_dn - b) g``;
 otherwise the last two levels must be a plateau (mean grown by less than
@@ -36,16 +36,14 @@ import numpy as np
 from scipy import stats
 
 from ..contract.errors import CalibrationError
+from .bootstrap import BOOTSTRAP, LEVEL, boot_mean, percentile_estimate
+from .clip_level import clip_level
+from .dark_lines import dark_ceiling_dn, dark_line, hot_pixel_mask
 from .emva import defect_pixels, linearity, saturation_index, uniformity, zero_exposure_read_noise
-from .frames import Acquisition, SeriesStats, on_plateau
+from .frames import Acquisition
 from .schema import DefectPixels, Estimate, Linearity, PhotonTransferPoint, Uniformity
 
-LEVEL = 0.95
 FIT_FRACTION = 0.7  # EMVA 1288: photon-transfer fit on 0-70 % of saturation
-HOT_PIXEL_MADS = 10.0
-BOOTSTRAP = "pixel bootstrap, percentile"
-ADC_CLIPPED_FRACTION = 0.5  # pixels at the ADC top, at the brightest level, that make it ADC-limited
-ADC_TOP_READS = 0.25  # or reads at the top: a full well (equal in e- for every pixel) below it lets none through
 
 
 @dataclass
@@ -70,99 +68,6 @@ class PhotonTransfer:
     defects: DefectPixels | None = None
     levels: int = 0
     curve: list[PhotonTransferPoint] = field(default_factory=list)
-
-
-def percentile_estimate(value: float, draws: np.ndarray, alpha: float, unit: str, method: str = BOOTSTRAP) -> Estimate:
-    """Point ``value`` and the percentile interval of ``draws`` (widened to contain ``value``)."""
-    low, high = np.quantile(draws, [alpha / 2, 1 - alpha / 2])
-    return Estimate(
-        value=float(value),
-        lower=float(min(low, value)),
-        upper=float(max(high, value)),
-        level=1 - alpha,
-        method=method,
-        unit=unit,
-    )
-
-
-def boot_mean(array: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """Pixel means of ``array`` (pixels,) under each bootstrap draw of ``index`` (B, pixels)."""
-    return array[index].mean(axis=1)
-
-
-def line_fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Least-squares intercept and slope of ``y`` (..., n) against ``x`` (n,)."""
-    xc = x - x.mean()
-    slope = (y - y.mean(axis=-1, keepdims=True)) @ xc / (xc @ xc)
-    return y.mean(axis=-1) - slope * x.mean(), slope
-
-
-def pixel_lines(
-    darks: list[SeriesStats], ceiling_dn: float = np.inf, black_dn: float | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per-pixel black level (DN) and dark slope (DN/us) at one temperature (NaN: unusable pixel).
-
-    Each pixel gets its own least-squares line over the exposures where its mean stays below
-    ``ceiling_dn`` (a hot pixel saturating at long exposures keeps its short ones); a pixel with
-    one usable exposure takes the median black level of the pixels with two (``black_dn``, the
-    reference black level, when none has two: a hot sensor clipping at long exposures); one with
-    none is left out.
-    """
-    x = np.array([s.exposure_us for s in darks])[:, None]
-    y = np.stack([s.mean for s in darks])  # (exposures, pixels)
-    use = y < ceiling_dn
-    n = use.sum(0)
-    w = use.astype(float)
-    xm = (w * x).sum(0) / np.maximum(n, 1)
-    ym = (w * y).sum(0) / np.maximum(n, 1)
-    sxx = (w * (x - xm) ** 2).sum(0)
-    full = (n >= 2) & (sxx > 0)
-    slope = np.where(full, (w * (x - xm) * (y - ym)).sum(0) / np.where(full, sxx, 1.0), 0.0)
-    intercept = ym - slope * xm
-    common = (
-        float(np.median(intercept[full]))
-        if full.any()
-        else float(black_dn)
-        if black_dn is not None
-        else float(np.median(y[0]))
-    )
-    single = n == 1
-    slope = np.where(single, (ym - common) / xm.clip(min=1e-12), slope)
-    intercept = np.where(single, common, intercept)
-    keep = n >= 1
-    return np.where(keep, intercept, np.nan), np.where(keep, slope, np.nan)
-
-
-def usable_exposures(darks: list[SeriesStats], ceiling_dn: float = np.inf) -> np.ndarray:
-    """Per pixel, how many of ``darks``' exposures stay below ``ceiling_dn`` (what its line is fitted on)."""
-    return (np.stack([s.mean for s in darks]) < ceiling_dn).sum(0)
-
-
-def dark_line(darks: list[SeriesStats], index: np.ndarray, ceiling_dn: float = np.inf, black_dn: float | None = None):
-    """Black level (DN) and dark slope (DN/us), pixel means, and their bootstrap draws."""
-    intercept, slope = pixel_lines(darks, ceiling_dn, black_dn)
-    b_draws = np.nanmean(intercept[index], axis=1)
-    s_draws = np.nanmean(slope[index], axis=1)
-    return float(np.nanmean(intercept)), float(np.nanmean(slope)), b_draws, s_draws
-
-
-def hot_pixel_mask(darks: list[SeriesStats], ceiling_dn: float) -> np.ndarray:
-    """Pixels whose dark slope lies ``HOT_PIXEL_MADS`` robust sds above the median slope at any
-    temperature where the slope is measured (a pixel whose every dark read clips at the hottest
-    temperature is judged at the colder ones, so a bright but typical pixel is not called hot); a
-    pixel measured at no temperature is hot."""
-    hot = np.zeros(darks[0].mean.size, dtype=bool)
-    measured = np.zeros_like(hot)
-    for celsius in sorted({s.temperature_c for s in darks}):
-        _, slope = pixel_lines([s for s in darks if s.temperature_c == celsius], ceiling_dn)
-        finite = np.isfinite(slope)
-        if finite.sum() < 2:
-            continue
-        median = np.median(slope[finite])
-        spread = max(1.4826 * np.median(np.abs(slope[finite] - median)), 1e-12)
-        hot |= finite & (slope > median + HOT_PIXEL_MADS * spread)
-        measured |= finite
-    return hot | ~measured
 
 
 def _read_noise(
@@ -235,29 +140,8 @@ def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400
         acq, plateau, float(darks[-1].mean.mean()), black_value, black_draws, k, k_draws, index, alpha
     )
 
-    qe = None
-    photons = np.array([acq.ptc[i].photons_per_pixel or 0.0 for i in fit])
-    if all(acq.ptc[i].photons_per_pixel for i in fit):
-        qe_value = float((x[fit] / k) @ photons / (photons @ photons))
-        qe_draws = ((x_draws / k_draws[:, None]) @ photons) / (photons @ photons)
-        qe = percentile_estimate(qe_value, qe_draws, alpha, "e-/photon")
+    qe, point = _efficiency_and_saturation_point(acq, x, x_draws, fit, saturated_at, k, k_draws, index, alpha)
     all_photons = np.array([s.photons_per_pixel or 0.0 for s in acq.ptc])
-    if qe is not None:
-        point = percentile_estimate(
-            qe.value * all_photons[saturated_at],
-            qe_draws * all_photons[saturated_at],
-            alpha,
-            "e-",
-            "EMVA 1288 eta mu_p.sat at the largest variance; " + BOOTSTRAP,
-        )
-    else:
-        point = percentile_estimate(
-            x[saturated_at] / k,
-            boot_mean(acq.ptc[saturated_at].mean - darks[saturated_at].mean, index) / k_draws,
-            alpha,
-            "e-",
-            "EMVA 1288 mu_y.sat / K at the largest variance; " + BOOTSTRAP,
-        )
     known = bool(all_photons.all())
     lin = linearity(
         x,
@@ -291,6 +175,47 @@ def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400
     )
 
 
+def _efficiency_and_saturation_point(
+    acq: Acquisition,
+    x: np.ndarray,
+    x_draws: np.ndarray,
+    fit: np.ndarray,
+    saturated_at: int,
+    k: float,
+    k_draws: np.ndarray,
+    index: np.ndarray,
+    alpha: float,
+) -> tuple[Estimate | None, Estimate]:
+    """Quantum efficiency ``eta = g (m - m_dark) / photons`` over the fitted levels (None without a
+    known illumination at each) and EMVA 1288's saturation point at the largest variance: ``eta mu_p.sat``
+    when ``eta`` is known, else ``mu_y.sat / K``. ``x``: dark-subtracted level means (DN)."""
+    darks = acq.level_darks()
+    qe = None
+    photons = np.array([acq.ptc[i].photons_per_pixel or 0.0 for i in fit])
+    if all(acq.ptc[i].photons_per_pixel for i in fit):
+        qe_value = float((x[fit] / k) @ photons / (photons @ photons))
+        qe_draws = ((x_draws / k_draws[:, None]) @ photons) / (photons @ photons)
+        qe = percentile_estimate(qe_value, qe_draws, alpha, "e-/photon")
+    all_photons = np.array([s.photons_per_pixel or 0.0 for s in acq.ptc])
+    if qe is not None:
+        point = percentile_estimate(
+            qe.value * all_photons[saturated_at],
+            qe_draws * all_photons[saturated_at],
+            alpha,
+            "e-",
+            "EMVA 1288 eta mu_p.sat at the largest variance; " + BOOTSTRAP,
+        )
+    else:
+        point = percentile_estimate(
+            x[saturated_at] / k,
+            boot_mean(acq.ptc[saturated_at].mean - darks[saturated_at].mean, index) / k_draws,
+            alpha,
+            "e-",
+            "EMVA 1288 mu_y.sat / K at the largest variance; " + BOOTSTRAP,
+        )
+    return qe, point
+
+
 def sweep_points(acq: Acquisition, signal_dn: np.ndarray, fit: np.ndarray) -> list[PhotonTransferPoint]:
     """The sweep's levels as the calibration file keeps them (pixel means; what the figure draws)."""
     used = set(fit.tolist())
@@ -305,52 +230,6 @@ def sweep_points(acq: Acquisition, signal_dn: np.ndarray, fit: np.ndarray) -> li
         )
         for i, (s, d) in enumerate(zip(acq.ptc, acq.level_darks()))
     ]
-
-
-def clip_level(
-    acq: Acquisition,
-    plateau: float,
-    dark_dn: float,
-    black: float,
-    black_draws: np.ndarray,
-    k: float,
-    k_draws: np.ndarray,
-    index: np.ndarray,
-    alpha: float,
-) -> tuple[Estimate, str]:
-    """The clip level in electrons and what sets it ("adc" or "full_well"), checked on the sweep's
-    own last levels (module docstring); refuses a sweep that ends neither clipped nor on a plateau."""
-    last = acq.ptc[-1]
-    max_dn = acq.max_dn
-    at_top = float((last.mean >= max_dn - 0.5).mean()) if max_dn is not None else 0.0
-    reads = last.reads_at_top / (last.frames * last.mean.size) if last.reads_at_top is not None else 0.0
-    if at_top >= ADC_CLIPPED_FRACTION or reads >= ADC_TOP_READS:
-        if max_dn is None:
-            raise CalibrationError(
-                "the sweep's last level reads at the ADC top, but its acquisition declares no "
-                "max_dn (the camera's top DN) to place the clip level at"
-            )
-        draws = (max_dn - black_draws) / k_draws
-        return percentile_estimate(
-            (max_dn - black) / k, draws, alpha, "e-", "ADC top (max_dn - black) g; " + BOOTSTRAP
-        ), "adc"
-    means = [float(s.mean.mean()) for s in acq.ptc[-3:]]
-    signal = means[-1] - dark_dn
-    grown = max(means[-1] - means[0], 0.0) / max(signal, 1e-12) if len(means) == 3 else math.inf
-    if not on_plateau(acq.ptc, dark_dn):
-        raise CalibrationError(
-            f"photon transfer: the sweep's brightest levels are not a plateau (the mean grew {grown:.3%} over "
-            f"the last two levels, {at_top:.0%} of pixels at the ADC top {acq.max_dn} DN): the clip level is "
-            "not identified; extend the sweep past saturation"
-        )
-    draws = (boot_mean(last.mean, index) - black_draws) / k_draws
-    return percentile_estimate((plateau - black) / k, draws, alpha, "e-"), "full_well"
-
-
-def dark_ceiling_dn(acq: Acquisition) -> float:
-    """DN above which a dark read may be clipped: half-way from the black level to saturation."""
-    black = float(np.median(min(acq.dark, key=lambda s: s.exposure_us).mean))
-    return black + 0.5 * (float(acq.ptc[-1].mean.mean()) - black)
 
 
 def worst_pixel_upper(signal_dn: np.ndarray, var_dn: np.ndarray, frames: int, gain_high: float, alpha: float) -> float:

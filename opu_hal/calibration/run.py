@@ -11,14 +11,12 @@ import numpy as np
 
 from ..contract.errors import CalibrationError
 from ..contract.version import __version__
+from .bootstrap import percentile_estimate
+from .dark_lines import dark_ceiling_dn, dark_line, usable_exposures
 from .frames import Acquisition, Progress, acquire
 from .photon_transfer import (
     PhotonTransfer,
-    dark_ceiling_dn,
-    dark_line,
     estimate,
-    percentile_estimate,
-    usable_exposures,
     worst_pixel_lower,
     worst_pixel_upper,
 )

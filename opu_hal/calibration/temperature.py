@@ -19,7 +19,7 @@ pixel-bootstrap draws of the rates (gain included) refitted, widened by a lack-o
 the weighted residual chi-square exceeds its 99 % quantile, the interval is scaled by
 ``sqrt(chi2 / dof)`` and the law is flagged (the law does not fit the data).
 
-Rates are pixel means over the *typical* pixels: hot pixels (photon_transfer.hot_pixel_mask) are
+Rates are pixel means over the *typical* pixels: hot pixels (dark_lines.hot_pixel_mask) are
 left out at every temperature, so a hot pixel that clips at long exposures cannot bias the law
 (issue 36: the 85 C rate was 13.6 % low); their count is reported.
 """
@@ -32,7 +32,7 @@ import numpy as np
 from scipy import stats
 
 from ..camera.physics import BOLTZMANN_EV_PER_K, FOM_REFERENCE_K, KELVIN_OFFSET, dark_current_rate
-from .photon_transfer import percentile_estimate
+from .bootstrap import percentile_estimate
 from .schema import Estimate, TemperatureLaw
 
 METHOD = "quadratic ln(D/T^1.5) in 1/kT, pixel bootstrap of the rates, percentile (widened on lack of fit; union with the straight line's)"

@@ -64,6 +64,50 @@ def loggam(x):
 
 
 @triton.jit
+def inversion_counts(rate, small, key, pixel, zero, BLOCK: tl.constexpr):
+    """Poisson counts by sequential search (inversion) on the ``small`` lanes (0 < rate < 10), one
+    53-bit uniform each from the Philox counter ``(pixel, 0xFFFFFFFF)``; other lanes hold 0."""
+    r0, r1, _r2, _r3 = tl.philox(key, pixel, tl.full([BLOCK], 0xFFFFFFFF, tl.uint32), zero, zero)
+    u = uniform53(r0, r1)
+    lam_small = tl.where(small, rate, 1.0)
+    p = tl.exp(-lam_small)
+    cumulative = p
+    k_small = tl.zeros([BLOCK], dtype=tl.float64)
+    searching = small & (u > cumulative)
+    while tl.max(searching.to(tl.int32), axis=0) > 0:
+        k_small = tl.where(searching, k_small + 1.0, k_small)
+        p = tl.where(searching, p * lam_small / k_small, p)
+        grown = cumulative + p
+        stuck = grown <= cumulative  # float64 tail: u within rounding of 1
+        cumulative = tl.where(searching, grown, cumulative)
+        searching = searching & ~stuck & (u > cumulative)
+    return k_small
+
+
+@triton.jit
+def digitize(counts, dark, key, pixel, zero, full_well, read_noise, gain, black, max_dn, BLOCK: tl.constexpr):
+    """``Sensor._digitize``: full well, read noise (Box-Muller on the Philox counter ``(pixel,
+    0xFFFFFFFE)``), ADC rounding (half to even) and range; returns the dark-subtracted electrons
+    (float32) and which lanes clipped."""
+    electrons = counts.to(tl.float32)
+    clipped = electrons > full_well
+    electrons = tl.minimum(electrons, full_well)
+    if read_noise > 0:
+        q0, q1, q2, q3 = tl.philox(key, pixel, tl.full([BLOCK], 0xFFFFFFFE, tl.uint32), zero, zero)
+        radius = tl.sqrt(-2.0 * tl.log(tl.maximum(uniform53(q0, q1), 1e-300)))
+        normal = radius * tl.cos(6.283185307179586 * uniform53(q2, q3))
+        electrons = electrons + read_noise * normal.to(tl.float32)
+    scaled = electrons / gain
+    rounded = tl.floor(scaled + 0.5)
+    odd = (rounded - 2.0 * tl.floor(rounded * 0.5)) != 0.0
+    rounded = tl.where((rounded - scaled == 0.5) & odd, rounded - 1.0, rounded)
+    dn = rounded + black
+    clipped = clipped | (dn < 0.0) | (dn > max_dn)
+    dn = tl.minimum(tl.maximum(dn, 0.0), max_dn)
+    return (dn - black) * gain - dark.to(tl.float32), clipped
+
+
+@triton.jit
 def camera_read_kernel(
     signal_ptr,
     dark_ptr,
@@ -122,40 +166,9 @@ def camera_read_kernel(
         counts = tl.where(accept, k, counts)
         pending = pending & ~accept
         round_ = round_ + 1
-    # inversion by sequential search for 0 < rate < 10
     small = (rate > 0.0) & ~large
-    r0, r1, r2, r3 = tl.philox(key, pixel, tl.full([BLOCK], 0xFFFFFFFF, tl.uint32), zero, zero)
-    u = uniform53(r0, r1)
-    lam_small = tl.where(small, rate, 1.0)
-    p = tl.exp(-lam_small)
-    cumulative = p
-    k_small = tl.zeros([BLOCK], dtype=tl.float64)
-    searching = small & (u > cumulative)
-    while tl.max(searching.to(tl.int32), axis=0) > 0:
-        k_small = tl.where(searching, k_small + 1.0, k_small)
-        p = tl.where(searching, p * lam_small / k_small, p)
-        grown = cumulative + p
-        stuck = grown <= cumulative  # float64 tail: u within rounding of 1
-        cumulative = tl.where(searching, grown, cumulative)
-        searching = searching & ~stuck & (u > cumulative)
-    counts = tl.where(small, k_small, counts)
-    # Sensor._digitize: full well, read noise, ADC rounding (half to even) and range
-    electrons = counts.to(tl.float32)
-    clipped = electrons > full_well
-    electrons = tl.minimum(electrons, full_well)
-    if read_noise > 0:
-        q0, q1, q2, q3 = tl.philox(key, pixel, tl.full([BLOCK], 0xFFFFFFFE, tl.uint32), zero, zero)
-        radius = tl.sqrt(-2.0 * tl.log(tl.maximum(uniform53(q0, q1), 1e-300)))
-        normal = radius * tl.cos(6.283185307179586 * uniform53(q2, q3))
-        electrons = electrons + read_noise * normal.to(tl.float32)
-    scaled = electrons / gain
-    rounded = tl.floor(scaled + 0.5)
-    odd = (rounded - 2.0 * tl.floor(rounded * 0.5)) != 0.0
-    rounded = tl.where((rounded - scaled == 0.5) & odd, rounded - 1.0, rounded)
-    dn = rounded + black
-    clipped = clipped | (dn < 0.0) | (dn > max_dn)
-    dn = tl.minimum(tl.maximum(dn, 0.0), max_dn)
-    result = (dn - black) * gain - dark.to(tl.float32)
+    counts = tl.where(small, inversion_counts(rate, small, key, pixel, zero, BLOCK), counts)
+    result, clipped = digitize(counts, dark, key, pixel, zero, full_well, read_noise, gain, black, max_dn, BLOCK)
     tl.store(out_ptr + offsets, result, mask=mask)
     tl.atomic_add(clipped_ptr, tl.sum((clipped & mask).to(tl.int32), axis=0))
 

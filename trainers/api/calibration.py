@@ -24,8 +24,9 @@ from typing import Any
 from torch import nn
 
 from opu_hal import Device, load_device
-from opu_hal.calibration.commands import default_temperatures, gaussian_noise_multiplier
+from opu_hal.calibration.calibrate_command import default_temperatures
 from opu_hal.calibration.plan import OperatingPlan, plan_gaussian, plan_skellam
+from opu_hal.calibration.plan_command import gaussian_noise_multiplier
 from opu_hal.calibration.run import DEFAULT_BOOTSTRAP, DEFAULT_FRAMES, calibrate_device
 from opu_hal.calibration.schema import Calibration, read_calibration, write_calibration
 from opu_hal.contract.profile_base import BaseProfile

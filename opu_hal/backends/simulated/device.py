@@ -44,239 +44,21 @@ import warnings
 import torch
 
 from ...camera.physics import output_variance
-from ...camera.pixel_maps import dark_signal_map, light_response_map
-from ...contract.capabilities import Capabilities
-from ...contract.device import Device
-from ...contract.errors import CalibrationError, ProfileError
-from ...contract.frames import RawFrames
-from ...contract.noise import NoiseDistribution, NoiseReport, PrivacyCounts, Projection
-from ...contract.profile_base import CAMERA_PIXELS, DMD_MIRRORS
-from ...randomness.secure_random import SecureGenerator
-from ...randomness.seeding import stream_seed
-from ...runtime.compute import compiled_ready, resolve_torch_device, triton_ready
-from ...runtime.memory import check_rows_fit
-from .camera import Sensor
-from .optics import TransmissionMatrix
-from .photons import electrons_per_pixel
-from .privacy_noise import CLIP_LIMIT, clip_probability, digitized_law, draw_counts, draw_digitized
-from .profile import SimulatedProfile
-from .raw_frames import raw_frames
-
-MIB = 1 << 20
-
+from ...contract.noise import NoiseDistribution, NoiseReport, Projection
+from ...runtime.compute import compiled_ready, triton_ready
+from .hardware import SimulatedHardware
+from .privacy_noise import clip_probability
 
 CAMERA_GENERATOR = "Philox4x32-10 counters under keys drawn from a torch generator seeded by the profile"
 EAGER_CAMERA_GENERATOR = "torch generator seeded by the profile"
-MIN_DITHER_DN = 0.5  # a frame's random noise, in ADC steps, below which rounding is not dithered
-PEAK_FACTOR = 12  # float32 copies of a row's input and output at the projection's peak
 
 
 class SaturationWarning(UserWarning):
     """Some camera pixels clipped: those values carry less noise than declared and are biased."""
 
 
-class SimulatedDevice(Device[SimulatedProfile]):
+class SimulatedDevice(SimulatedHardware):
     """Numerical twin of a LightOn OPU; its noise report is declared by the model above."""
-
-    def __init__(self, profile: SimulatedProfile) -> None:
-        super().__init__(profile)
-        self._temperature_c = profile.temperature_c
-        self._exposure_us = profile.exposure_us
-        self.compute = resolve_torch_device(profile.compute, key="compute")
-        self._optics = TransmissionMatrix(
-            profile.in_features,
-            profile.out_features,
-            stream_seed(profile.seed, "matrix"),
-            block_bytes=int(profile.block_mb * MIB),
-            cache_bytes=int(profile.cache_mb * MIB),
-            device=self.compute,
-        )
-        phase_generator = torch.Generator().manual_seed(stream_seed(profile.seed, "anchor"))
-        theta = 2 * math.pi * torch.rand(profile.out_features, generator=phase_generator)
-        self._anchor_cos, self._anchor_sin = torch.cos(theta).to(self.compute), torch.sin(theta).to(self.compute)
-        # camera frames: training-quality noise from a seeded stream on the compute device
-        self._camera_generator = torch.Generator(self.compute).manual_seed(stream_seed(profile.seed, "camera"))
-        self._privacy_generator = SecureGenerator()  # never seeded: privacy counts are secret
-        dark_map = dark_signal_map(
-            profile.seed, profile.out_features, profile.dsnu_rms, profile.hot_pixel_fraction, profile.hot_pixel_factor
-        )
-        self._dark_map = None if dark_map is None else dark_map.to(self.compute)
-        self._prnu, self._anchor_profile = light_response_map(
-            profile.seed, profile.out_features, profile.prnu_rms, profile.anchor_falloff
-        )
-        self.saturated_pixels = 0
-        self._check_rounding_is_dithered()
-
-    def _check_rounding_is_dithered(self) -> None:
-        """Refuse a gain whose ADC step dwarfs a frame's random noise: rounding is then deterministic,
-        every value may be the same constant, and the Gaussian noise report (which counts rounding as
-        uniform noise) would be false. The quietest frame of a projection (the anchor-only frame in
-        linear mode, a half-lit frame in intensity mode) needs a random std of at least half a DN."""
-        sensor, p = self.sensor, self._profile
-        frame_e = self.anchor_e if p.mode == "linear" else self.signal_e / 2
-        std_e = math.sqrt(frame_e + sensor.dark_e + sensor.read_noise_e**2)
-        if std_e < MIN_DITHER_DN * p.gain_e_per_dn:
-            raise ProfileError(
-                f"profile {p.label!r}: key 'gain_e_per_dn' = {p.gain_e_per_dn:g} quantizes the signal away: "
-                f"{'an anchor-only' if p.mode == 'linear' else 'a half-lit'} frame's random noise is {std_e:.3g} e- = "
-                f"{std_e / p.gain_e_per_dn:.3g} DN, below {MIN_DITHER_DN:g} DN; use gain_e_per_dn <= "
-                f"{std_e / MIN_DITHER_DN:.4g} (or more light: anchor_power_uw, laser_power_uw, exposure_us)"
-            )
-
-    # -- operating point ---------------------------------------------------------------------
-    @property
-    def temperature_c(self) -> float:
-        return self._temperature_c
-
-    @property
-    def optics(self) -> TransmissionMatrix:
-        """The transmission medium (blocks, fields), for inspection."""
-        return self._optics
-
-    def _apply_options(self, options: dict[str, float]) -> None:
-        if "temperature_c" in options and self._calibration is not None:
-            self._calibration.check_operating_point(options["temperature_c"], self._exposure_us)
-        self._temperature_c = options.get("temperature_c", self._temperature_c)
-
-    @property
-    def sensor(self) -> Sensor:
-        p = self._profile
-        return Sensor(
-            temperature_c=self._temperature_c,
-            exposure_us=self._exposure_us,
-            pixel_pitch_um=p.pixel_pitch_um,
-            dark_fom_na_per_cm2=p.dark_fom_na_per_cm2,
-            read_noise_e=p.read_noise_e,
-            gain_e_per_dn=p.gain_e_per_dn,
-            adc_bits=p.adc_bits,
-            black_level_dn=p.black_level_dn,
-            full_well_e=p.full_well_e,
-            dark_map=self._dark_map,
-            dark_activation_ev=p.dark_activation_ev,
-        )
-
-    @property
-    def signal_e(self) -> float:
-        """``Phi``: mean electrons per pixel with every mirror on."""
-        return electrons_per_pixel(self._profile.laser_power_uw, self._profile, self._exposure_us)
-
-    @property
-    def anchor_e(self) -> float:
-        """``A^2``: anchor electrons per pixel."""
-        return electrons_per_pixel(self._profile.anchor_power_uw, self._profile, self._exposure_us)
-
-    def _check_memory(self, rows: int) -> None:
-        check_rows_fit(rows, self.in_features, self.out_features, PEAK_FACTOR, self._profile.label)
-
-    def _describe(self) -> Capabilities:
-        return Capabilities(
-            input_kind="binary",
-            output_kind=self._profile.mode,
-            max_in_features=DMD_MIRRORS,
-            max_out_features=CAMERA_PIXELS,
-            # bounds: the profile's temperature_min_c / temperature_max_c
-            settable={"temperature_c": self._temperature_range()},
-            compute_device=self.compute.type,
-            privacy_noise=self._privacy_source_ok(),
-            raw_frames=True,
-            calibratable=True,
-            digitized_noise=self._digitized_source_ok(),
-        )
-
-    def _temperature_range(self) -> tuple[float, float, str]:
-        """The profile's temperature bounds, narrowed to the calibrated range when calibrated."""
-        low, high = self._profile.temperature_min_c, self._profile.temperature_max_c
-        if self._calibration is not None:
-            cal_low, cal_high = self._calibration.temperature_range_c
-            low, high = max(low, cal_low), min(high, cal_high)
-        return (low, high, "C")
-
-    # -- privacy noise (opu_hal.privacy.skellam; see privacy_noise.py) -------------------------
-    def _anchor_reads_e(self) -> torch.Tensor | float:
-        """Mean electrons of one anchor-only read at each pixel: ``A^2 w_j + D_j`` (``w_j``: PRNU
-        times the anchor's profile, :func:`opu_hal.camera.pixel_maps.light_response_map`)."""
-        light: torch.Tensor | float = self.anchor_e
-        for factor in (self._prnu, self._anchor_profile):
-            if factor is not None:
-                light = light * factor.double()
-        dark = self.sensor.pixel_dark_e
-        return light + (dark.double().cpu() if isinstance(dark, torch.Tensor) else dark)
-
-    @property
-    def anchor_read_e(self) -> float:
-        """Mean photo-electrons of one anchor-only read at the dimmest pixel (``A^2 + D`` on a flat,
-        uniform sensor): privacy counts are drawn with it, never more than any pixel gives."""
-        reads = self._anchor_reads_e()
-        return float(reads.min()) if isinstance(reads, torch.Tensor) else float(reads)
-
-    @property
-    def brightest_anchor_read_e(self) -> float:
-        """Mean electrons of one anchor-only read at the brightest pixel (what may clip)."""
-        reads = self._anchor_reads_e()
-        return float(reads.max()) if isinstance(reads, torch.Tensor) else float(reads)
-
-    def _privacy_source_ok(self) -> bool:
-        sensor = self.sensor
-        return (
-            abs(sensor.gain_e_per_dn - 1.0) <= 1e-12
-            and self.anchor_read_e > 0
-            and clip_probability(self.brightest_anchor_read_e, sensor) <= CLIP_LIMIT
-        )
-
-    def draw_privacy_counts(self, n_values: int, poisson_mean: float) -> PrivacyCounts:
-        """Skellam noise from summed anchor-only reads, drawn from the secure generator. With a
-        profile calibration, the number of reads is planned with the calibration's lower bound on
-        one read's mean (never the model's value), so the accounted mean is at most the applied one."""
-        self.open()
-        lower, source = (None, "model (the profile's declared camera)")
-        if self._calibration is not None:
-            check_unity_gain = getattr(self._calibration, "check_unity_gain", None)
-            if not callable(check_unity_gain):
-                raise CalibrationError(
-                    f"this calibration ({type(self._calibration).__name__}) has no unity-gain check: "
-                    "the Skellam privacy source reads electrons as DN one to one and needs it"
-                )
-            check_unity_gain()
-            lower, source = self._calibration.anchor_read_lower_e(self._temperature_c)
-        profile = self._profile
-        frame_time_s = max(profile.frame_time_us, self._exposure_us) * 1e-6
-        return draw_counts(
-            self._privacy_generator,
-            self.sensor,
-            self.anchor_read_e,
-            n_values,
-            poisson_mean,
-            profile.label,
-            read_mean_lower_e=lower,
-            mean_source=source,
-            pixels_per_frame=profile.sensor_pixels,
-            frame_time_s=frame_time_s,
-            brightest_read_e=self.brightest_anchor_read_e,
-        )
-
-    def _digitized_source_ok(self) -> bool:
-        sensor = self.sensor
-        return self.anchor_read_e > 0 and 6 <= sensor.adc_bits <= 16 and sensor.read_noise_e > 0
-
-    def digitized_read_law(self):
-        """One anchor-only read's law: the profile's camera, or the calibration's box at this temperature."""
-        profile = self._profile
-        box = None if self._calibration is None else self._calibration.anchor_read_box(self._temperature_c)
-        return digitized_law(
-            self.sensor,
-            self.anchor_read_e,
-            profile.label,
-            profile.sensor_pixels,
-            max(profile.frame_time_us, self._exposure_us) * 1e-6,
-            box,
-        )
-
-    def draw_digitized_counts(self, n_values: int, reads: int) -> PrivacyCounts:
-        """Sums of ``reads`` digitized anchor-only reads (any gain), from the secure generator."""
-        self.open()
-        return draw_digitized(
-            self._privacy_generator, self.sensor, self.anchor_read_e, self.digitized_read_law(), n_values, reads
-        )
 
     # -- noise model ---------------------------------------------------------------------------
     def _output_variance(
@@ -361,31 +143,6 @@ class SimulatedDevice(Device[SimulatedProfile]):
         frames = half if self._profile.mode == "intensity" else 2 * half + self.anchor_e
         return self._report(
             float(self._output_variance(frames)), frames + (0 if self._profile.mode == "intensity" else self.anchor_e)
-        )
-
-    # -- raw camera frames (calibration) -------------------------------------------------------
-    def raw_frames(
-        self,
-        illumination: str,
-        n_frames: int,
-        *,
-        exposure_us: float | None = None,
-        anchor_power_uw: float | None = None,
-        pattern: torch.Tensor | None = None,
-    ) -> RawFrames:
-        """Camera frames in DN at the current temperature: see :func:`.raw_frames.raw_frames`."""
-        return raw_frames(
-            self._profile,
-            self.sensor,
-            self._optics,
-            self._camera_generator,
-            illumination,
-            n_frames,
-            exposure_us=exposure_us,
-            anchor_power_uw=anchor_power_uw,
-            pattern=pattern,
-            prnu=self._prnu,
-            anchor_profile=self._anchor_profile,
         )
 
     # -- projection ----------------------------------------------------------------------------
