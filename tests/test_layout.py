@@ -132,7 +132,15 @@ LAYERS = [
     "calibration",
     "face",
 ]
-FACE = {"opu_hal", "opu_hal.__main__", "opu_hal.cli", "opu_hal.commands", "opu_hal.loader", "opu_hal.testing"}
+FACE = {
+    "opu_hal",
+    "opu_hal.__main__",
+    "opu_hal.builtin_commands",
+    "opu_hal.cli",
+    "opu_hal.commands",
+    "opu_hal.loader",
+    "opu_hal.testing",
+}
 
 
 def _layer(module: str) -> str:

@@ -95,7 +95,6 @@ def draw_thermal_camera(seed: int, pixels: int = 256, frames_bits: tuple[int, ..
     """A hidden camera for the temperature law: activation energy among :data:`ACTIVATIONS`, a 10-
     or 12-bit ADC, DSNU and 1 % hot pixels 20x as dark (some clip at long, hot exposures).
     ``values``: the typical pixels' figure of merit and the doubling temperature at 25 C."""
-    from ..backends.simulated.profile import SimulatedProfile
     from ..camera.physics import doubling_temperature_k
 
     rng = np.random.default_rng([seed, 36])
@@ -129,9 +128,10 @@ def draw_thermal_camera(seed: int, pixels: int = 256, frames_bits: tuple[int, ..
             "laser_power_uw": 0.7,
         }
     )
-    if not isinstance(profile, SimulatedProfile):  # validate_profile keys on backend = "simulated"
-        raise TypeError(f"draw_thermal_camera built a {type(profile).__name__}, not a SimulatedProfile")
-    area = (profile.pixel_pitch_um * 1e-4) ** 2
+    pitch = getattr(profile, "pixel_pitch_um", None)  # the simulated backend's profile (no backend import here)
+    if not isinstance(pitch, float):
+        raise TypeError(f"draw_thermal_camera built a {type(profile).__name__} without a pixel pitch")
+    area = (pitch * 1e-4) ** 2
     values = {
         "dark_fom_na_per_cm2": fom * typical_dark_multiplier(profile),
         "doubling_temperature_k": doubling_temperature_k(25.0, area, fom, activation),
