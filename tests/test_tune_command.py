@@ -65,14 +65,19 @@ def recording(configs: list[TrainConfig]) -> Callable[[TrainConfig], dict[str, A
     return fake
 
 
+def tune_dp_sgd_on_digits(**options: object) -> int:
+    """The exit status of ``opu-hal tune --method dp-sgd --dataset digits`` with ``options``."""
+    from trainers.cli import main
+
+    return main(cli_argv("tune", method="dp-sgd", dataset="digits", **options))
+
+
 def run_small_tune(tmp_path: Path, **options: str) -> dict[str, Any]:
     """``opu-hal tune`` of DP-SGD on 100 digits (one epoch, lr 0.1 or 0.2) with ``options`` added;
     asserts it exits 0 and returns the record it wrote with ``--out``."""
-    from trainers.cli import main
-
     out = tmp_path / "tune.json"
-    small = dict(method="dp-sgd", dataset="digits", epochs=1, batch_size=50, hidden=16, delta="1e-5")
-    assert main(cli_argv("tune", **small, space="lr=0.1,0.2", train_limit=100, **options, out=out)) == 0
+    small = dict(epochs=1, batch_size=50, hidden=16, delta="1e-5", space="lr=0.1,0.2", train_limit=100)
+    assert tune_dp_sgd_on_digits(**small, **options, out=out) == 0
     return json.loads(out.read_text())
 
 
@@ -225,26 +230,11 @@ def test_poisson_k_runs_select_the_best_and_charge_theorem_6():
 
 
 def test_tune_command_with_poisson_k(tmp_path, capsys):
-    from trainers.cli import main
-
     saved = run_small_tune(tmp_path, target_epsilon="1", k_distribution="poisson", mean_runs="1")["tuning"]
     assert saved["distribution"].startswith("Poisson") and saved["mu"] == 1.0
     assert saved["total_epsilon"] > 1.0 >= saved["final_run_epsilon"]
     assert "K ~ Poisson, mean 1" in capsys.readouterr().out
-    assert (
-        main(
-            cli_argv(
-                "tune",
-                method="dp-sgd",
-                dataset="digits",
-                target_epsilon="1",
-                space="lr=0.1",
-                k_distribution="poisson",
-                mean_runs="0.5",
-            )
-        )
-        != 0
-    )
+    assert tune_dp_sgd_on_digits(target_epsilon="1", space="lr=0.1", k_distribution="poisson", mean_runs="0.5") != 0
     assert "mu must be in [1" in capsys.readouterr().err
 
 
@@ -343,20 +333,5 @@ def test_a_fixed_k_trains_exactly_its_candidates_publishes_k_and_spends_their_co
 
 
 def test_tune_command_refuses_a_fractional_fixed_k(capsys):
-    from trainers.cli import main
-
-    assert (
-        main(
-            cli_argv(
-                "tune",
-                method="dp-sgd",
-                dataset="digits",
-                noise_multiplier="2",
-                space="lr=0.1,0.2",
-                k_distribution="fixed",
-                mean_runs="2.5",
-            )
-        )
-        == 2
-    )
+    assert tune_dp_sgd_on_digits(noise_multiplier="2", space="lr=0.1,0.2", k_distribution="fixed", mean_runs="2.5") == 2
     assert "--mean-runs 2.5: with --k-distribution fixed" in capsys.readouterr().err
