@@ -117,3 +117,6 @@ SMALL_DIGITS_AUDIT = dict(method="dp-sgd", dataset="digits", train_limit=200, hi
 
 #: A linear model (no hidden layer) on scattering features of unit-norm inputs, one epoch of batches of 20.
 SCATTER_LINEAR = dict(hidden=(), features="scatter", inputs="unit", epochs=1, batch_size=20, alignment=False)
+
+#: The accounting examples' MNIST-sized run (``opu-hal account`` / ``plan``): 60000 examples, batches of 256.
+MNIST_BATCHES = dict(dataset_size=60000, batch_size=256)
