@@ -37,6 +37,7 @@ from opu_hal.privacy import (
     register_event,
     smallest_noise_multiplier,
 )
+from tests.training_helpers import MNIST_BATCHES, cli_argv
 
 DELTA = 1e-5
 
@@ -270,54 +271,14 @@ def test_the_pld_grid_is_bounded_and_a_too_fine_one_is_refused():
 
 
 def test_cli_plan_names_the_relation_of_the_sensitivity_it_expects(capsys):
-    assert (
-        main(
-            [
-                "plan",
-                "--sampling",
-                "fixed",
-                "--dataset-size",
-                "60000",
-                "--batch-size",
-                "256",
-                "--steps",
-                "20",
-                "--target-epsilon",
-                "8",
-                "--sensitivity",
-                "2",
-            ]
-        )
-        == 0
-    )
+    assert main(cli_argv("plan", sampling="fixed", **MNIST_BATCHES, steps=20, target_epsilon=8, sensitivity=2)) == 0
     assert "under replace-one (e.g. 2C for a sum clipped to C)" in capsys.readouterr().out
-    assert (
-        main(
-            [
-                "plan",
-                "--dataset-size",
-                "60000",
-                "--batch-size",
-                "256",
-                "--steps",
-                "20",
-                "--target-epsilon",
-                "8",
-                "--sensitivity",
-                "1",
-                "--json",
-            ]
-        )
-        == 0
-    )
+    assert main(cli_argv("plan", **MNIST_BATCHES, steps=20, target_epsilon=8, sensitivity=1, json=True)) == 0
     assert json.loads(capsys.readouterr().out)["sensitivity_relation"] == "add_remove"
 
 
 def test_cli_plan_refuses_an_infinite_target(capsys):
-    assert (
-        main(["plan", "--dataset-size", "60000", "--batch-size", "256", "--epochs", "15", "--target-epsilon", "inf"])
-        == 2
-    )  # was: z = 0.01
+    assert main(cli_argv("plan", **MNIST_BATCHES, epochs=15, target_epsilon="inf")) == 2  # was: z = 0.01
     assert "--target-epsilon" in capsys.readouterr().err  # the library names quantities; the CLI its flags
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 from scipy import optimize, stats
 
-from tests.training_helpers import clusters
+from tests.training_helpers import SMALL_DIGITS_AUDIT, cli_argv, clusters
 from trainers.audit import (
     audit_black_box,
     audit_multi_run,
@@ -379,31 +379,7 @@ def test_cli_audit_prints_and_writes_the_new_fields(tmp_path, capsys):
     from opu_hal.cli import main
 
     out, plot = tmp_path / "audit.json", tmp_path / "audit.png"
-    main(
-        [
-            "audit",
-            "--method",
-            "dp-sgd",
-            "--dataset",
-            "digits",
-            "--train-limit",
-            "200",
-            "--batch-size",
-            "200",
-            "--epochs",
-            "2",
-            "--hidden",
-            "32",
-            "--noise-multiplier",
-            "5",
-            "--canaries",
-            "1000",
-            "--out",
-            str(out),
-            "--plot",
-            str(plot),
-        ]
-    )
+    main(cli_argv("audit", **SMALL_DIGITS_AUDIT, batch_size="200", epochs="2", canaries="1000", out=out, plot=plot))
     printed = capsys.readouterr().out
     assert "Gaussian-DP estimate" in printed and "sensitivity: measured" in printed
     record = json.loads(out.read_text())

@@ -12,7 +12,7 @@ import torch
 
 from tests import test_audit_zoo as zoo
 from tests.test_scattering import tiny_images_dataset
-from tests.training_helpers import clusters
+from tests.training_helpers import SMALL_DIGITS_AUDIT, cli_argv, clusters
 from trainers.audit import audit_white_box
 from trainers.audit.likelihood import step_llr
 from trainers.audit.pipeline import PipelineCanaries
@@ -135,29 +135,9 @@ def test_cli_audit_canary_mode_picks_the_mode_and_the_record_says_which(tmp_path
     for mode in ("update", "pipeline"):
         out = tmp_path / f"{mode}.json"
         main(
-            [
-                "audit",
-                "--method",
-                "dp-sgd",
-                "--dataset",
-                "digits",
-                "--train-limit",
-                "200",
-                "--batch-size",
-                "200",
-                "--epochs",
-                "1",
-                "--hidden",
-                "32",
-                "--noise-multiplier",
-                "5",
-                "--canaries",
-                "200",
-                "--canary-mode",
-                mode,
-                "--out",
-                str(out),
-            ]
+            cli_argv(
+                "audit", **SMALL_DIGITS_AUDIT, batch_size="200", epochs="1", canaries="200", canary_mode=mode, out=out
+            )
         )
         record = json.loads(out.read_text())
         assert record["canary_mode"] == mode and record["canary_sampling"].startswith("pipeline") == (

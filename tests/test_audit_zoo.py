@@ -14,7 +14,7 @@ import trainers.core.centering as centering
 import trainers.core.sampling as sampling
 from opu_hal.privacy.skellam import SkellamLattice
 from tests.test_scattering import tiny_images_dataset
-from tests.training_helpers import clusters
+from tests.training_helpers import SCATTER_LINEAR, SMALL_DIGITS_AUDIT, cli_argv, clusters
 from trainers.audit import InspectionReport, inspect
 from trainers.core.clipping import clip_norm
 from trainers.methods.dp_dfa import DPDFA
@@ -43,16 +43,7 @@ def _inspect(method: str = "dp-dfa", **kw) -> InspectionReport:
 
 def _centring_config() -> TrainConfig:
     return TrainConfig.for_method(
-        "dp-sgd",
-        hidden=(),
-        features="scatter",
-        inputs="unit",
-        epochs=1,
-        batch_size=20,
-        alignment=False,
-        center_features=True,
-        centering_noise=20.0,
-        noise_multiplier=2.0,
+        "dp-sgd", **SCATTER_LINEAR, center_features=True, centering_noise=20.0, noise_multiplier=2.0
     )
 
 
@@ -282,28 +273,7 @@ def test_cli_audit_inspect_prints_the_table_and_writes_the_record(tmp_path, caps
     from opu_hal.cli import main
 
     out = tmp_path / "inspection.json"
-    main(
-        [
-            "audit",
-            "--inspect",
-            "--method",
-            "dp-sgd",
-            "--dataset",
-            "digits",
-            "--train-limit",
-            "200",
-            "--batch-size",
-            "50",
-            "--epochs",
-            "1",
-            "--hidden",
-            "32",
-            "--noise-multiplier",
-            "5",
-            "--out",
-            str(out),
-        ]
-    )
+    main(cli_argv("audit", inspect=True, **SMALL_DIGITS_AUDIT, batch_size="50", epochs="1", out=out))
     printed = capsys.readouterr().out
     assert "no mechanism flagged" in printed and "sampler (poisson)" in printed
     record = json.loads(out.read_text())

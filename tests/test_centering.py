@@ -12,6 +12,7 @@ from opu_hal.privacy import Accountant, GaussianEvent
 from opu_hal.randomness.secure_random import SecureGenerator
 from tests.test_privacy_attacks import DELTA, empirical_epsilon
 from tests.test_scattering import tiny_images_dataset
+from tests.training_helpers import SCATTER_LINEAR
 from trainers.core import centering
 from trainers.core.centering import clipped_sum, feature_radius, private_mean
 from trainers.core.errors import TrainingConfigError
@@ -83,16 +84,7 @@ def test_likelihood_ratio_test_on_the_mean_flags_only_unclipped_sums(monkeypatch
 
 
 def _config(**changes):
-    options = dict(
-        hidden=(),
-        features="scatter",
-        inputs="unit",
-        epochs=1,
-        batch_size=20,
-        alignment=False,
-        center_features=True,
-        centering_noise=20.0,
-    )
+    options: dict = dict(SCATTER_LINEAR, center_features=True, centering_noise=20.0)
     options.update(changes)
     method = options.pop("method", "dp-sgd")
     if method == "dp-sgd" and "noise_multiplier" not in options:

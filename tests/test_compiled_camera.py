@@ -216,7 +216,9 @@ def test_fused_linear_frames_equal_three_separate_reads(read_noise_e, temperatur
     theta = 2 * math.pi * torch.rand(300, generator=g)
     args = (real, imag, torch.cos(theta), torch.sin(theta), 180.0)
     fused, fused_clipped, fused_mean = sensor.read_linear(*args, torch.Generator().manual_seed(9))
-    separate, separate_clipped, separate_mean = sensor._read_linear_frames(*args, torch.Generator().manual_seed(9))
+    separate, separate_clipped, separate_mean = sensor.read_linear(
+        *args, torch.Generator().manual_seed(9), separate=True
+    )
     assert torch.equal(fused, separate)
     assert fused_clipped == separate_clipped
     assert fused_mean == pytest.approx(separate_mean, rel=1e-6)

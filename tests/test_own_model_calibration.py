@@ -6,12 +6,12 @@ import math
 
 import pytest
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from opu_hal.calibration.schema import read_calibration
 from opu_hal.privacy.run_shape import RunShape
 from opu_hal.privacy.skellam import required_poisson_mean
+from tests.training_helpers import private_dfa_on_device, train_own_model
 from trainers.api import PrivacyEngine, calibrate, calibrated_device, plan
 from trainers.core.errors import TrainingConfigError
 
@@ -59,19 +59,6 @@ def test_a_calibrated_device_serves_dp_dfa_device_noise(calibration_file):
     model = nn.Sequential(nn.Linear(20, 16), nn.Sigmoid(), nn.Linear(16, 10))
     x, y = torch.randn(64, 20), torch.randint(0, 10, (64,))
     engine = PrivacyEngine()
-    model, optimizer, loader = engine.make_private(
-        module=model,
-        optimizer=torch.optim.Adam(model.parameters(), lr=1e-3),
-        data_loader=(x, y),
-        batch_size=16,
-        noise_multiplier=2.0,
-        max_grad_norm=0.1,
-        method="dp-dfa",
-        noise_source="device",
-        device=device,
-    )
-    for xb, yb in loader:
-        optimizer.zero_grad()
-        F.cross_entropy(model(xb), yb).backward()
-        optimizer.step()
+    model, optimizer, loader = private_dfa_on_device(engine, model, (x, y), device)
+    assert train_own_model(loader, model, optimizer) == 4
     assert engine.steps == 4 and optimizer.mechanism.distribution is not None

@@ -12,7 +12,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from opu_hal.privacy import Accountant, FixedSizeGaussianEvent, PoissonGaussianEvent
 from opu_hal.privacy.mechanisms import GaussianRelease
-from tests.training_helpers import clusters
+from tests.training_helpers import clusters, private_dfa_on_device, train_own_model
 from trainers.api import PrivacyBudgetExhausted, PrivacyEngine, UnsupportedModelError
 from trainers.core.errors import TrainingConfigError
 from trainers.core.model import MLP
@@ -31,29 +31,21 @@ def _mlp() -> nn.Sequential:
     return nn.Sequential(nn.Linear(20, 16), nn.Sigmoid(), nn.Linear(16, 10))
 
 
-def _train(loader, model, optimizer, epochs: int = 1) -> int:
-    steps = 0
-    for _ in range(epochs):
-        for xb, yb in loader:
-            optimizer.zero_grad()
-            F.cross_entropy(model(xb), yb).backward()
-            optimizer.step()
-            steps += 1
-    return steps
+def _private(engine: PrivacyEngine, model: nn.Module, data_loader, how: str = "make_private", **options):
+    """``engine.<how>`` (make_private or make_private_with_epsilon) of ``model`` with SGD at lr 0.1."""
+    return getattr(engine, how)(
+        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), data_loader=data_loader, **options
+    )
 
 
 def test_dp_sgd_epsilon_equals_the_accountants_for_the_same_rate_noise_and_steps():
     x, y = _data()
     model = _mlp()
     engine = PrivacyEngine()
-    model, optimizer, loader = engine.make_private(
-        module=model,
-        optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-        data_loader=DataLoader(TensorDataset(x, y), batch_size=20),
-        noise_multiplier=1.3,
-        max_grad_norm=1.0,
+    model, optimizer, loader = _private(
+        engine, model, DataLoader(TensorDataset(x, y), batch_size=20), noise_multiplier=1.3, max_grad_norm=1.0
     )
-    steps = _train(loader, model, optimizer, epochs=2)
+    steps = train_own_model(loader, model, optimizer, epochs=2)
     assert steps == 20 == engine.steps
     reference = Accountant("add_remove")
     reference.step(PoissonGaussianEvent(20 / 200, 1.3), 20)
@@ -113,10 +105,10 @@ def test_dp_dfa_update_before_noise_equals_the_builtin_method_and_so_does_the_se
     builtin.mechanism = GaussianRelease(0.0)  # no noise: compare the clipped updates
     builtin.compute_gradients(x[:16], y[:16])
     engine = PrivacyEngine()
-    user, optimizer, _loader = engine.make_private(
-        module=user,
-        optimizer=torch.optim.SGD(user.parameters(), lr=0.1),
-        data_loader=(x, y),
+    user, optimizer, _loader = _private(
+        engine,
+        user,
+        (x, y),
         batch_size=16,
         noise_multiplier=1.0,
         max_grad_norm=config.tau_e,
@@ -145,18 +137,8 @@ def test_dp_dfa_with_device_noise_is_charged_the_lattice_event():
     x, y = _data(64)
     model = _mlp()
     engine = PrivacyEngine()
-    model, optimizer, loader = engine.make_private(
-        module=model,
-        optimizer=torch.optim.Adam(model.parameters(), lr=1e-3),
-        data_loader=(x, y),
-        batch_size=16,
-        noise_multiplier=2.0,
-        max_grad_norm=0.1,
-        method="dp-dfa",
-        noise_source="device",
-        device="opu-sim-dp",
-    )
-    assert _train(loader, model, optimizer) == 4
+    model, optimizer, loader = private_dfa_on_device(engine, model, (x, y), "opu-sim-dp")
+    assert train_own_model(loader, model, optimizer) == 4
     assert engine.optimizer.mechanism.mechanism == "skellam"
     event = optimizer.mechanism.lattice.event(64, 16, 2.0)
     assert engine.get_epsilon(1e-5) == pytest.approx(_epsilon(event, "replace_one", 4))
@@ -166,17 +148,17 @@ def test_budget_stop_ends_training_before_the_target_is_crossed():
     x, y = _data()
     model = _mlp()
     engine = PrivacyEngine()
-    model, optimizer, loader = engine.make_private(
-        module=model,
-        optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-        data_loader=TensorDataset(x, y),
+    model, optimizer, loader = _private(
+        engine,
+        model,
+        TensorDataset(x, y),
         batch_size=20,
         noise_multiplier=2.0,
         max_grad_norm=1.0,
         target_epsilon=2.0,
         target_delta=1e-5,
     )
-    steps = _train(loader, model, optimizer, epochs=50)
+    steps = train_own_model(loader, model, optimizer, epochs=50)
     assert engine.stopped_by_budget and 0 < steps < 500
     assert engine.get_epsilon(1e-5) <= 2.0
     assert optimizer.accountant.epsilon_after(optimizer.event, 1, 1e-5) > 2.0
@@ -186,15 +168,7 @@ def test_budget_stop_ends_training_before_the_target_is_crossed():
 
 def _wrap(engine: PrivacyEngine, how: str, **options):
     """``engine.<how>`` (make_private or make_private_with_epsilon) of a fresh MLP on :func:`_data`, batches of 20."""
-    x, y = _data()
-    model = _mlp()
-    return getattr(engine, how)(
-        module=model,
-        optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-        data_loader=(x, y),
-        batch_size=20,
-        **options,
-    )
+    return _private(engine, _mlp(), _data(), how, batch_size=20, **options)
 
 
 def test_make_private_with_epsilon_spends_about_the_target_in_the_planned_epochs():
@@ -208,7 +182,7 @@ def test_make_private_with_epsilon_spends_about_the_target_in_the_planned_epochs
         max_grad_norm=1.0,
         method="dp-dfa",
     )
-    assert _train(loader, model, optimizer, epochs=3) == 30
+    assert train_own_model(loader, model, optimizer, epochs=3) == 30
     assert 2.9 < engine.get_epsilon(1e-5) <= 3.0
     assert not engine.stopped_by_budget
 
@@ -217,26 +191,19 @@ def test_state_dict_round_trips_accountant_sampling_and_noise():
     x, y = _data()  # the same tensors _wrap trains on (clusters() is seeded)
     engine = PrivacyEngine()
     model, optimizer, loader = _wrap(engine, "make_private", noise_multiplier=1.0, max_grad_norm=1.0)
-    _train(loader, model, optimizer)
+    train_own_model(loader, model, optimizer)
     state, model_state = engine.state_dict(), copy.deepcopy(model.state_dict())
     opt_state = copy.deepcopy(optimizer.state_dict())
     assert len(state["loader"]["secret_key"]) * 4 >= 128
     twin = _mlp()
     twin.load_state_dict(model_state)
     engine2 = PrivacyEngine()
-    twin, optimizer2, loader2 = engine2.make_private(
-        module=twin,
-        optimizer=torch.optim.SGD(twin.parameters(), lr=0.1),
-        data_loader=(x, y),
-        batch_size=20,
-        noise_multiplier=1.0,
-        max_grad_norm=1.0,
-    )
+    twin, optimizer2, loader2 = _private(engine2, twin, (x, y), batch_size=20, noise_multiplier=1.0, max_grad_norm=1.0)
     engine2.load_state_dict(state)
     optimizer2.load_state_dict(opt_state)
     assert engine2.get_epsilon(1e-5) == engine.get_epsilon(1e-5)
-    _train(loader, model, optimizer)
-    _train(loader2, twin, optimizer2)
+    train_own_model(loader, model, optimizer)
+    train_own_model(loader2, twin, optimizer2)
     for a, b in zip(model.parameters(), twin.parameters()):
         assert torch.equal(a, b)  # same batches, same noise
     assert engine2.get_epsilon(1e-5) == engine.get_epsilon(1e-5)
@@ -245,10 +212,10 @@ def test_state_dict_round_trips_accountant_sampling_and_noise():
 def test_dp_sgd_refuses_trainable_layers_it_cannot_clip_naming_them():
     model = nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.Linear(8, 3))
     with pytest.raises(UnsupportedModelError, match=r"'1' \(LayerNorm\)"):
-        PrivacyEngine().make_private(
-            module=model,
-            optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-            data_loader=(torch.randn(10, 4), torch.zeros(10, dtype=torch.long)),
+        _private(
+            PrivacyEngine(),
+            model,
+            (torch.randn(10, 4), torch.zeros(10, dtype=torch.long)),
             batch_size=2,
             noise_multiplier=1.0,
             max_grad_norm=1.0,
@@ -259,17 +226,11 @@ def test_a_declared_public_dataset_size_sets_the_rate_the_steps_and_the_accounti
     x, y = _data(200)
     model = _mlp()
     engine = PrivacyEngine()
-    model, optimizer, loader = engine.make_private(
-        module=model,
-        optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-        data_loader=(x, y),
-        batch_size=20,
-        noise_multiplier=1.3,
-        max_grad_norm=1.0,
-        public_dataset_size=400,
+    model, optimizer, loader = _private(
+        engine, model, (x, y), batch_size=20, noise_multiplier=1.3, max_grad_norm=1.0, public_dataset_size=400
     )
     assert len(loader) == 20 and loader.sample_rate == pytest.approx(0.05)
-    _train(loader, model, optimizer)
+    train_own_model(loader, model, optimizer)
     assert engine.get_epsilon(1e-5) == pytest.approx(_epsilon(PoissonGaussianEvent(0.05, 1.3), "add_remove", 20))
 
 
@@ -278,15 +239,7 @@ def test_dp_ulr_and_dp_mac_are_refused_by_make_private_with_the_reason(method, r
     x, y = _data()
     model = _mlp()
     with pytest.raises(TrainingConfigError, match=rf"{method}.*not offered by make_private.*{reason}"):
-        PrivacyEngine().make_private(
-            module=model,
-            optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-            data_loader=(x, y),
-            batch_size=32,
-            noise_multiplier=1.0,
-            max_grad_norm=1.0,
-            method=method,
-        )
+        _private(PrivacyEngine(), model, (x, y), batch_size=32, noise_multiplier=1.0, max_grad_norm=1.0, method=method)
 
 
 @pytest.mark.parametrize("method", ["dp-ulr", "dp-mac"])
@@ -312,14 +265,8 @@ def test_dp_dfa_refuses_a_conv_prefix_naming_the_conv_and_the_path_that_trains_i
     model = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.Tanh(), nn.Flatten(), nn.Linear(40, 10))
     x, y = torch.rand(64, 1, 4, 5), torch.randint(0, 10, (64,))
     with pytest.raises(UnsupportedModelError, match=r"layer '0' \(Conv2d\).*--model cnn"):
-        PrivacyEngine().make_private(
-            module=model,
-            optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-            data_loader=(x, y),
-            batch_size=16,
-            noise_multiplier=1.0,
-            max_grad_norm=1.0,
-            method="dp-dfa",
+        _private(
+            PrivacyEngine(), model, (x, y), batch_size=16, noise_multiplier=1.0, max_grad_norm=1.0, method="dp-dfa"
         )
 
 
@@ -328,14 +275,8 @@ def test_a_pld_engine_accounts_like_a_pld_ledger_and_plans_less_noise():
     loader = DataLoader(TensorDataset(x, y), batch_size=20)
     engine = PrivacyEngine(accountant="pld")
     model = _mlp()
-    model, optimizer, loader = engine.make_private(
-        module=model,
-        optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-        data_loader=loader,
-        noise_multiplier=1.3,
-        max_grad_norm=1.0,
-    )
-    _train(loader, model, optimizer, epochs=2)
+    model, optimizer, loader = _private(engine, model, loader, noise_multiplier=1.3, max_grad_norm=1.0)
+    train_own_model(loader, model, optimizer, epochs=2)
     reference = Accountant("add_remove", conversion="pld")
     reference.step(PoissonGaussianEvent(20 / 200, 1.3), 20)
     assert engine.get_epsilon(1e-5) == pytest.approx(reference.get_epsilon(1e-5), rel=1e-12)
@@ -343,10 +284,11 @@ def test_a_pld_engine_accounts_like_a_pld_ledger_and_plans_less_noise():
     for kind in ("rdp", "pld"):
         model = _mlp()
         engine = PrivacyEngine(accountant=kind)
-        engine.make_private_with_epsilon(
-            module=model,
-            optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-            data_loader=DataLoader(TensorDataset(x, y), batch_size=20),
+        _private(
+            engine,
+            model,
+            DataLoader(TensorDataset(x, y), batch_size=20),
+            "make_private_with_epsilon",
             target_epsilon=2.0,
             target_delta=1e-5,
             epochs=2,
@@ -360,10 +302,10 @@ def test_a_pld_engine_refuses_events_the_pld_does_not_cover():
     x, y = _data()
     model = _mlp()
     with pytest.raises(TrainingConfigError, match="accountant='pld'.*--accounting rdp"):
-        PrivacyEngine(accountant="pld").make_private(
-            module=model,
-            optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-            data_loader=DataLoader(TensorDataset(x, y), batch_size=20),
+        _private(
+            PrivacyEngine(accountant="pld"),
+            model,
+            DataLoader(TensorDataset(x, y), batch_size=20),
             noise_multiplier=1.0,
             max_grad_norm=1.0,
             method="dp-dfa",

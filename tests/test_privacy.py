@@ -27,6 +27,7 @@ from opu_hal.privacy import (
     SampledWithRejectionGaussianEvent,
     smallest_noise_multiplier,
 )
+from tests.training_helpers import MNIST_BATCHES, cli_argv
 
 DELTA = 1e-5
 GRID = [(q, z, steps) for q in (0.001, 0.01, 0.1, 1.0) for z in (0.6, 1.0, 2.0, 5.0) for steps in (1, 100, 10_000)]
@@ -305,18 +306,7 @@ def test_fixed_size_event_needs_replace_one_adjacency():
 
 # -- CLI -----------------------------------------------------------------------------------------
 def test_account_command_prints_rdp_and_pld_epsilon(capsys):
-    args = [
-        "account",
-        "--dataset-size",
-        "60000",
-        "--batch-size",
-        "256",
-        "--epochs",
-        "15",
-        "--noise-multiplier",
-        "1.1",
-        "--json",
-    ]
+    args = cli_argv("account", **MNIST_BATCHES, epochs=15, noise_multiplier=1.1, json=True)
     assert main(args) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["steps"] == 3516 and 0 < result["epsilon_pld"] < result["epsilon_rdp"]
@@ -324,20 +314,7 @@ def test_account_command_prints_rdp_and_pld_epsilon(capsys):
 
 
 def test_plan_command_gives_noise_multiplier_and_device_std(capsys):
-    args = [
-        "plan",
-        "--dataset-size",
-        "60000",
-        "--batch-size",
-        "256",
-        "--epochs",
-        "15",
-        "--target-epsilon",
-        "8",
-        "--sensitivity",
-        "0.01",
-        "--json",
-    ]
+    args = cli_argv("plan", **MNIST_BATCHES, epochs=15, target_epsilon=8, sensitivity=0.01, json=True)
     assert main(args) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["epsilon_rdp"] <= 8
@@ -345,19 +322,7 @@ def test_plan_command_gives_noise_multiplier_and_device_std(capsys):
 
 
 def test_account_command_refuses_invalid_srgm_with_exit_2(capsys):
-    args = [
-        "account",
-        "--sampling",
-        "rejection",
-        "--dataset-size",
-        "60000",
-        "--batch-size",
-        "256",
-        "--steps",
-        "10",
-        "--noise-multiplier",
-        "2",
-    ]
+    args = cli_argv("account", sampling="rejection", **MNIST_BATCHES, steps=10, noise_multiplier=2)
     assert main(args) == 2
     assert "sigma_0 >= 4" in capsys.readouterr().err
 

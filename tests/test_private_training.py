@@ -352,35 +352,6 @@ def test_killed_run_resumes_with_the_ledger_of_an_uninterrupted_run(tmp_path):
     assert a["final"]["epsilon"] == b["final"]["epsilon"] and a["final"]["steps"] == b["final"]["steps"] == 36
 
 
-def test_device_noise_steps_are_charged_once_through_two_kills(tmp_path):
-    """Kill after a checkpoint, resume, kill again before the next checkpoint, resume: every draw charged."""
-    import json
-
-    make_dataset(tmp_path, n_train=400, n_test=50, compress=False)
-    common = [
-        *COMMON,
-        "--epochs",
-        "1",
-        "--checkpoint-every",
-        "5",
-        "--noise-source",
-        "device",
-        "--profile",
-        "opu-sim-dp",
-        "--checkpoint",
-        str(tmp_path / "run.ckpt"),
-    ]
-    assert _run_cli(common, tmp_path, kill_after_step=7).returncode == -9  # 7 drawn, 5 saved
-    again = _run_cli([*common, "--resume"], tmp_path, kill_after_step=9)
-    assert again.returncode == -9 and "charged 2 step(s)" in again.stderr  # then steps 5..8 drawn again
-    final = _run_cli([*common, "--resume", "--out", str(tmp_path / "r.json")], tmp_path)
-    assert final.returncode == 0, final.stderr
-    record = json.loads((tmp_path / "r.json").read_text())
-    journal = (tmp_path / "run.ckpt.journal").read_text().split()
-    assert _ledger_steps(record) == len(journal) == 18 + 2 + 4  # 18 steps, 2 + (9 - 5) lost draws
-    assert record["privacy"]["lost_steps_charged"] == 6
-
-
 @pytest.fixture
 def device_run(tmp_path):
     make_dataset(tmp_path, n_train=400, n_test=50, compress=False)
@@ -397,8 +368,23 @@ def device_run(tmp_path):
         "--checkpoint",
         str(tmp_path / "run.ckpt"),
     ]
-    assert _run_cli(common, tmp_path, kill_after_step=7).returncode == -9
+    assert _run_cli(common, tmp_path, kill_after_step=7).returncode == -9  # 7 drawn, 5 saved
     return tmp_path, common
+
+
+def test_device_noise_steps_are_charged_once_through_two_kills(device_run):
+    """Kill after a checkpoint, resume, kill again before the next checkpoint, resume: every draw charged."""
+    import json
+
+    tmp_path, common = device_run
+    again = _run_cli([*common, "--resume"], tmp_path, kill_after_step=9)
+    assert again.returncode == -9 and "charged 2 step(s)" in again.stderr  # then steps 5..8 drawn again
+    final = _run_cli([*common, "--resume", "--out", str(tmp_path / "r.json")], tmp_path)
+    assert final.returncode == 0, final.stderr
+    record = json.loads((tmp_path / "r.json").read_text())
+    journal = (tmp_path / "run.ckpt.journal").read_text().split()
+    assert _ledger_steps(record) == len(journal) == 18 + 2 + 4  # 18 steps, 2 + (9 - 5) lost draws
+    assert record["privacy"]["lost_steps_charged"] == 6
 
 
 def test_restarting_without_resume_over_a_recorded_run_is_refused(device_run):

@@ -3,7 +3,10 @@ option and the allowed range (exit 2), or a correct result; never a traceback or
 
 from __future__ import annotations
 
+import importlib.util
 import resource
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 import torch
@@ -33,19 +36,19 @@ def test_available_memory_honours_a_cgroup_v2_limit(tmp_path, monkeypatch):
 
 from trainers.cli import main  # noqa: E402  (opu-hal's parser with the trainers' commands)
 
-PLAN = [
-    "plan",
-    "--dataset-size",
-    "54000",
-    "--batch-size",
-    "256",
-    "--epochs",
-    "5",
-    "--target-epsilon",
-    "8",
-    "--sensitivity",
-    "1",
-]
+
+def _fuzzer_surfaces() -> ModuleType:
+    """scripts/fuzz/hostile_surfaces.py, the fuzzer's cases (a script folder, not a package)."""
+    path = Path(__file__).resolve().parents[1] / "scripts/fuzz/hostile_surfaces.py"
+    spec = importlib.util.spec_from_file_location("hostile_surfaces", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: ``opu-hal plan`` of 5 epochs over 54000 examples in batches of 256 at epsilon 8: the fuzzer's.
+PLAN: list[str] = _fuzzer_surfaces().PLAN
 
 
 def run_cli(argv: list[str], capsys) -> tuple[int, str]:
@@ -314,24 +317,16 @@ def test_a_torch_device_refuses_a_calibration_it_would_ignore(camera):
         opu_hal.load_device(opu_hal.validate_profile({**torch_profile, "calibration": str(camera / "cal.json")}))
 
 
+def _dp_dfa_train_argv(**options: object) -> list[str]:
+    """``opu-hal train --method dp-dfa`` with ``options``, one quiet epoch on digits at epsilon 8."""
+    from tests.training_helpers import cli_argv
+
+    return cli_argv("train", method="dp-dfa", **options, dataset="digits", epochs=1, target_epsilon=8, quiet=True)
+
+
 def test_train_refuses_a_calibration_on_a_torch_profile_instead_of_ignoring_it(camera, capsys):
     code, err = run_cli(
-        [
-            "train",
-            "--method",
-            "dp-dfa",
-            "--profile",
-            "torch-cpu",
-            "--calibration",
-            str(camera / "cal.json"),
-            "--dataset",
-            "digits",
-            "--epochs",
-            "1",
-            "--target-epsilon",
-            "8",
-            "--quiet",
-        ],
+        _dp_dfa_train_argv(profile="torch-cpu", calibration=camera / "cal.json"),
         capsys,
     )
     assert code == 2 and "has no camera a calibration could describe" in err and "torch-cpu" in err
@@ -340,24 +335,7 @@ def test_train_refuses_a_calibration_on_a_torch_profile_instead_of_ignoring_it(c
 def test_train_with_device_noise_refuses_a_short_calibration_naming_the_key(camera, capsys):
     path = damaged(camera, "short-train", DAMAGES["short"][0])
     code, err = run_cli(
-        [
-            "train",
-            "--method",
-            "dp-dfa",
-            "--noise-source",
-            "device",
-            "--profile",
-            str(camera / "cam.toml"),
-            "--calibration",
-            path,
-            "--dataset",
-            "digits",
-            "--epochs",
-            "1",
-            "--target-epsilon",
-            "8",
-            "--quiet",
-        ],
+        _dp_dfa_train_argv(noise_source="device", profile=camera / "cam.toml", calibration=path),
         capsys,
     )
     assert code == 2 and path in err and "key 'operating_points' must hold one point per" in err
@@ -604,7 +582,6 @@ def test_torch_matrix_memory_counts_its_float64_draw(monkeypatch):
 def test_a_projection_of_100000_rows_and_a_30000_square_torch_matrix_under_a_4_gib_cap_are_refused():
     import subprocess
     import sys as _sys
-    from pathlib import Path
 
     code = (
         "import torch, opu_hal\n"

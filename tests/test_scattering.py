@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.training_helpers import clusters
+from tests.training_helpers import SCATTER_LINEAR, clusters
 from trainers.core import feature_cache, scattering
 from trainers.core.data import Dataset, DatasetError, Split
 from trainers.core.errors import TrainingConfigError
@@ -151,16 +151,7 @@ def test_an_unwritable_cache_costs_time_not_the_run(tmp_path, monkeypatch):
 
 def test_dp_sgd_trains_a_linear_model_on_scatter_features(tmp_path, monkeypatch):
     monkeypatch.setenv("OPU_HAL_CACHE", str(tmp_path))
-    config = TrainConfig.for_method(
-        "dp-sgd",
-        hidden=(),
-        features="scatter",
-        inputs="unit",
-        epochs=1,
-        batch_size=20,
-        target_epsilon=8.0,
-        alignment=False,
-    )
+    config = TrainConfig.for_method("dp-sgd", **SCATTER_LINEAR, target_epsilon=8.0)
     record = train(config, data=tiny_images_dataset(), progress=False, log=lambda m: None)
     assert record["dataset"]["features"] == "scatter" and record["dataset"]["n_features"] == 3969
     assert record["final"]["epsilon"] <= 8.0

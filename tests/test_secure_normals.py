@@ -16,27 +16,9 @@ from opu_hal.contract.errors import OpuHalError
 from opu_hal.kernels.compiled import chacha, chacha_normal
 from opu_hal.kernels.compiled.normal import ZIGGURAT_F, ZIGGURAT_K, ZIGGURAT_R, ZIGGURAT_W
 from opu_hal.randomness.secure_random import GENERATOR_NAME, NORMALS_NONCE, UNIFORMS_NONCE, SecureGenerator
-from tests.test_triton_kernels import chacha20_block
+from tests.test_triton_kernels import RFC_BLOCK, chacha20_block
 
 RFC_KEY = bytes(range(32))
-RFC_BLOCK = [
-    0xE4E7F110,
-    0x15593BD1,
-    0x1FDD0F50,
-    0xC47120A3,
-    0xC7F4D1C7,
-    0x0368C033,
-    0x9AAA2204,
-    0x4E6CD4C3,
-    0x466482D2,
-    0x09AA9F07,
-    0x05D7C214,
-    0xA2028BD9,
-    0xD19C12B5,
-    0xB94E16DE,
-    0xE883D0CB,
-    0x4E3C50A2,
-]
 
 
 def test_single_and_lane_blocks_match_the_rfc8439_test_vector():

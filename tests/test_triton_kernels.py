@@ -33,6 +33,13 @@ def _rotl(x: int, n: int) -> int:
     return ((x << n) | (x >> (32 - n))) & 0xFFFFFFFF
 
 
+#: RFC 8439 section 2.3.2: the ChaCha20 block for key 00..1f, block count 1, nonce 00:00:00:09:00:00:00:4a:00:00:00:00.
+RFC_BLOCK = [
+    0xE4E7F110, 0x15593BD1, 0x1FDD0F50, 0xC47120A3, 0xC7F4D1C7, 0x0368C033, 0x9AAA2204, 0x4E6CD4C3,
+    0x466482D2, 0x09AA9F07, 0x05D7C214, 0xA2028BD9, 0xD19C12B5, 0xB94E16DE, 0xE883D0CB, 0x4E3C50A2,
+]  # fmt: skip
+
+
 def chacha20_block(key: bytes, counter: int, nonce: int) -> list[int]:
     """Pure-Python ChaCha20 block function (RFC 8439 section 2.3, 64-bit counter / 64-bit nonce)."""
     state = [0x61707865, 0x3320646E, 0x79622D32, 0x6B206574]
@@ -67,25 +74,7 @@ def test_chacha_block_matches_the_rfc8439_test_vector():
 
     # RFC 8439 section 2.3.2: key 00..1f, block count 1, nonce 00:00:00:09:00:00:00:4a:00:00:00:00
     words = triton_chacha.keystream_words(bytes(range(32)), 1 + (0x09000000 << 32), 0x4A000000, 1, DEVICE)
-    expected = [
-        0xE4E7F110,
-        0x15593BD1,
-        0x1FDD0F50,
-        0xC47120A3,
-        0xC7F4D1C7,
-        0x0368C033,
-        0x9AAA2204,
-        0x4E6CD4C3,
-        0x466482D2,
-        0x09AA9F07,
-        0x05D7C214,
-        0xA2028BD9,
-        0xD19C12B5,
-        0xB94E16DE,
-        0xE883D0CB,
-        0x4E3C50A2,
-    ]
-    assert words[0].tolist() == expected
+    assert words[0].tolist() == RFC_BLOCK
 
 
 def test_chacha_keystream_matches_a_python_reference_across_the_counter_words():

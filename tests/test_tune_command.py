@@ -3,8 +3,10 @@ score, one per-run ledger, the published record, and the total epsilon recompute
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,6 +22,7 @@ from opu_hal.privacy.tuning import (
     tnb_tuning_rdp,
     truncation_delta,
 )
+from tests.training_helpers import cli_argv
 from trainers.cli.tune import parse_space, summary, tune
 from trainers.core.errors import TrainingConfigError
 from trainers.run.config import TrainConfig
@@ -60,6 +63,22 @@ def recording(configs: list[TrainConfig]) -> Callable[[TrainConfig], dict[str, A
         return fake_record(config)
 
     return fake
+
+
+def tune_dp_sgd_on_digits(**options: object) -> int:
+    """The exit status of ``opu-hal tune --method dp-sgd --dataset digits`` with ``options``."""
+    from trainers.cli import main
+
+    return main(cli_argv("tune", method="dp-sgd", dataset="digits", **options))
+
+
+def run_small_tune(tmp_path: Path, **options: str) -> dict[str, Any]:
+    """``opu-hal tune`` of DP-SGD on 100 digits (one epoch, lr 0.1 or 0.2) with ``options`` added;
+    asserts it exits 0 and returns the record it wrote with ``--out``."""
+    out = tmp_path / "tune.json"
+    small = dict(epochs=1, batch_size=50, hidden=16, delta="1e-5", space="lr=0.1,0.2", train_limit=100)
+    assert tune_dp_sgd_on_digits(**small, **options, out=out) == 0
+    return json.loads(out.read_text())
 
 
 def base(**kw: Any) -> TrainConfig:
@@ -162,42 +181,7 @@ def test_tune_end_to_end_on_digits_with_secure_k():
 
 
 def test_tune_command_prints_and_records_the_total_epsilon(tmp_path, capsys):
-    from trainers.cli import main
-
-    out = tmp_path / "tune.json"
-    assert (
-        main(
-            [
-                "tune",
-                "--method",
-                "dp-sgd",
-                "--dataset",
-                "digits",
-                "--epochs",
-                "1",
-                "--batch-size",
-                "50",
-                "--hidden",
-                "16",
-                "--target-epsilon",
-                "1",
-                "--delta",
-                "1e-5",
-                "--space",
-                "lr=0.1,0.2",
-                "--train-limit",
-                "100",
-                "--mean-runs",
-                "1.1",
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
-    import json
-
-    saved = json.loads(out.read_text())
+    saved = run_small_tune(tmp_path, target_epsilon="1", mean_runs="1.1")
     printed = capsys.readouterr().out
     assert f"total with the final run {saved['tuning']['total_epsilon']:.4g}" in printed
     assert saved["tuning"]["total_epsilon"] > 1.0 >= saved["tuning"]["final_run_epsilon"]
@@ -246,67 +230,11 @@ def test_poisson_k_runs_select_the_best_and_charge_theorem_6():
 
 
 def test_tune_command_with_poisson_k(tmp_path, capsys):
-    from trainers.cli import main
-
-    out = tmp_path / "tune.json"
-    assert (
-        main(
-            [
-                "tune",
-                "--method",
-                "dp-sgd",
-                "--dataset",
-                "digits",
-                "--epochs",
-                "1",
-                "--batch-size",
-                "50",
-                "--hidden",
-                "16",
-                "--target-epsilon",
-                "1",
-                "--delta",
-                "1e-5",
-                "--space",
-                "lr=0.1,0.2",
-                "--train-limit",
-                "100",
-                "--k-distribution",
-                "poisson",
-                "--mean-runs",
-                "1",
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
-    import json
-
-    saved = json.loads(out.read_text())["tuning"]
+    saved = run_small_tune(tmp_path, target_epsilon="1", k_distribution="poisson", mean_runs="1")["tuning"]
     assert saved["distribution"].startswith("Poisson") and saved["mu"] == 1.0
     assert saved["total_epsilon"] > 1.0 >= saved["final_run_epsilon"]
     assert "K ~ Poisson, mean 1" in capsys.readouterr().out
-    assert (
-        main(
-            [
-                "tune",
-                "--method",
-                "dp-sgd",
-                "--dataset",
-                "digits",
-                "--target-epsilon",
-                "1",
-                "--space",
-                "lr=0.1",
-                "--k-distribution",
-                "poisson",
-                "--mean-runs",
-                "0.5",
-            ]
-        )
-        != 0
-    )
+    assert tune_dp_sgd_on_digits(target_epsilon="1", space="lr=0.1", k_distribution="poisson", mean_runs="0.5") != 0
     assert "mu must be in [1" in capsys.readouterr().err
 
 
@@ -347,43 +275,8 @@ def config_steps(config: TrainConfig) -> int:
         return trainer.sampler.steps_per_epoch
 
 
-def test_tune_command_with_a_total_epsilon_spends_at_most_it(tmp_path, capsys):
-    from trainers.cli import main
-
-    out = tmp_path / "tune.json"
-    assert (
-        main(
-            [
-                "tune",
-                "--method",
-                "dp-sgd",
-                "--dataset",
-                "digits",
-                "--epochs",
-                "1",
-                "--batch-size",
-                "50",
-                "--hidden",
-                "16",
-                "--total-epsilon",
-                "2",
-                "--delta",
-                "1e-5",
-                "--space",
-                "lr=0.1,0.2",
-                "--train-limit",
-                "100",
-                "--mean-runs",
-                "1.1",
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
-    import json
-
-    tuning = json.loads(out.read_text())["tuning"]
+def test_tune_command_with_a_total_epsilon_spends_at_most_it(tmp_path):
+    tuning = run_small_tune(tmp_path, total_epsilon="2", mean_runs="1.1")["tuning"]
     assert tuning["total_epsilon_target"] == 2.0
     assert 1.9 < tuning["total_epsilon"] <= 2.0 and tuning["final_run_epsilon"] < 1.5 and tuning["delta"] <= 1e-5
 
@@ -440,26 +333,5 @@ def test_a_fixed_k_trains_exactly_its_candidates_publishes_k_and_spends_their_co
 
 
 def test_tune_command_refuses_a_fractional_fixed_k(capsys):
-    from trainers.cli import main
-
-    assert (
-        main(
-            [
-                "tune",
-                "--method",
-                "dp-sgd",
-                "--dataset",
-                "digits",
-                "--noise-multiplier",
-                "2",
-                "--space",
-                "lr=0.1,0.2",
-                "--k-distribution",
-                "fixed",
-                "--mean-runs",
-                "2.5",
-            ]
-        )
-        == 2
-    )
+    assert tune_dp_sgd_on_digits(noise_multiplier="2", space="lr=0.1,0.2", k_distribution="fixed", mean_runs="2.5") == 2
     assert "--mean-runs 2.5: with --k-distribution fixed" in capsys.readouterr().err

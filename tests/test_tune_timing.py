@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from opu_hal.privacy import Accountant, PoissonGaussianEvent
+from tests.training_helpers import cli_argv
 from trainers.run.config import TrainConfig
 
 #: Seconds a fake candidate takes per epoch: the fake's time is its shape's, as a real run's is.
@@ -75,30 +76,8 @@ def run_tuning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, uniform: float) 
     monkeypatch.setattr(trainers.run.loop, "train", fake_train(folder / "features.pt", calls))
     monkeypatch.setattr(trainers.cli.tune, "SecureGenerator", lambda: FixedUniforms(uniform))
     began = time.perf_counter()
-    assert (
-        main(
-            [
-                "tune",
-                "--method",
-                "dp-sgd",
-                "--dataset",
-                "digits",
-                "--epochs",
-                "3",
-                "--noise-multiplier",
-                "2",
-                "--delta",
-                "1e-5",
-                "--space",
-                "lr=0.1,0.2",
-                "--mean-runs",
-                "2",
-                "--out",
-                str(folder / "tune.json"),
-            ]
-        )
-        == 0
-    )
+    options = dict(method="dp-sgd", dataset="digits", epochs=3, noise_multiplier=2, delta="1e-5", space="lr=0.1,0.2")
+    assert main(cli_argv("tune", **options, mean_runs=2, out=folder / "tune.json")) == 0
     wall = time.perf_counter() - began
     dated = (folder / "tune.json").stat().st_mtime - (folder / "features.pt").stat().st_mtime
     return wall, dated, len(calls)

@@ -70,3 +70,53 @@ def interrupted_and_uninterrupted(make_config, data: Dataset, tmp_path) -> tuple
     Path(f"{path}.journal").write_text("".join(f"{i}\n" for i in range(full["final"]["steps"] // 2)))
     resumed = train(make_config(checkpoint=str(path), resume=True), data=data, progress=False, log=lambda m: None)
     return resumed, full
+
+
+def cli_argv(command: str, **options: object) -> list[str]:
+    """The argument list ``[command, --option value, ...]`` for ``trainers.cli.main``: each keyword
+    becomes ``--name-with-dashes str(value)`` (a lone flag where the value is ``True``), in the order given."""
+    argv = [command]
+    for name, value in options.items():
+        flag = f"--{name.replace('_', '-')}"
+        argv += [flag] if value is True else [flag, str(value)]
+    return argv
+
+
+def train_own_model(loader, model, optimizer, epochs: int = 1) -> int:
+    """Plain cross-entropy training of a user's ``model`` through a private ``optimizer``: the steps taken."""
+    import torch.nn.functional as F
+
+    steps = 0
+    for _ in range(epochs):
+        for xb, yb in loader:
+            optimizer.zero_grad()
+            F.cross_entropy(model(xb), yb).backward()
+            optimizer.step()
+            steps += 1
+    return steps
+
+
+def private_dfa_on_device(engine, model, data_loader, device):
+    """``engine.make_private`` of ``model`` for DP-DFA with the device's own noise (Adam at 1e-3,
+    batches of 16, noise multiplier 2, clip 0.1)."""
+    return engine.make_private(
+        module=model,
+        optimizer=torch.optim.Adam(model.parameters(), lr=1e-3),
+        data_loader=data_loader,
+        batch_size=16,
+        noise_multiplier=2.0,
+        max_grad_norm=0.1,
+        method="dp-dfa",
+        noise_source="device",
+        device=device,
+    )
+
+
+#: ``opu-hal audit`` of DP-SGD on 200 digits, one hidden layer of 32, noise multiplier 5.
+SMALL_DIGITS_AUDIT = dict(method="dp-sgd", dataset="digits", train_limit=200, hidden=32, noise_multiplier=5)
+
+#: A linear model (no hidden layer) on scattering features of unit-norm inputs, one epoch of batches of 20.
+SCATTER_LINEAR = dict(hidden=(), features="scatter", inputs="unit", epochs=1, batch_size=20, alignment=False)
+
+#: The accounting examples' MNIST-sized run (``opu-hal account`` / ``plan``): 60000 examples, batches of 256.
+MNIST_BATCHES = dict(dataset_size=60000, batch_size=256)

@@ -64,8 +64,11 @@ class MethodHelpFormatter(argparse.HelpFormatter):
         return text
 
 
-class MethodChoice(argparse.Action):
-    """``--method``: one of the registered methods, checked when parsed (the registry is read then)."""
+class _CheckedStore(argparse.Action):
+    """Stores the parsed value once :meth:`check` has seen it (a check may refuse it or warn)."""
+
+    def check(self, parser: argparse.ArgumentParser, value: Any, option_string: str | None) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must define check()")
 
     def __call__(
         self,
@@ -74,26 +77,26 @@ class MethodChoice(argparse.Action):
         value: Any,
         option_string: str | None = None,
     ) -> None:
+        self.check(parser, value, option_string)
+        setattr(namespace, self.dest, value)
+
+
+class MethodChoice(_CheckedStore):
+    """``--method``: one of the registered methods, checked when parsed (the registry is read then)."""
+
+    def check(self, parser: argparse.ArgumentParser, value: Any, option_string: str | None) -> None:
         from ..methods import method_names
 
         if value not in method_names():
             parser.error(f"argument --method: invalid choice: {value!r} (choose from {', '.join(method_names())})")
-        setattr(namespace, self.dest, value)
 
 
-class DeprecatedAlias(argparse.Action):
+class DeprecatedAlias(_CheckedStore):
     """An old option name: stores like the new one and warns on stderr."""
 
     def __init__(self, option_strings: list[str], dest: str, new: str = "", **kwargs: Any) -> None:
         self.new = new
         super().__init__(option_strings, dest, **kwargs)
 
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        value: Any,
-        option_string: str | None = None,
-    ) -> None:
+    def check(self, parser: argparse.ArgumentParser, value: Any, option_string: str | None) -> None:
         print(f"warning: {option_string} is deprecated and will be removed; use {self.new}", file=sys.stderr)
-        setattr(namespace, self.dest, value)

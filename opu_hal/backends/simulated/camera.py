@@ -81,29 +81,19 @@ class Sensor(SensorPhysics):
         anchor_sin: torch.Tensor,
         anchor_e: float,
         generator: torch.Generator,
+        separate: bool = False,
     ) -> tuple[torch.Tensor, int, float]:
         """The three frames of a linear-mode read, ``e_2`` of ``|z|^2``, ``e_1`` of ``|z + a|^2`` and
         ``e_3`` of the anchor alone (``a = sqrt(anchor_e) e^{i theta}``, ``z = real + i imag``):
         ``(e_1 - e_2 - e_3, clipped reads, mean of |z + a|^2 + |z|^2)``. On the CPU the three are
-        fused (:mod:`opu_hal.kernels.compiled.linear`, the same values as three reads)."""
-        if compiled_ready(real.device):
+        fused (:mod:`opu_hal.kernels.compiled.linear`, the same values as three reads) unless
+        ``separate`` asks for three separate reads (any device)."""
+        if compiled_ready(real.device) and not separate:
             from ...kernels.compiled.linear import linear_frames
 
             return linear_frames(
                 real, imag, anchor_cos, anchor_sin, anchor_e, self.pixel_dark_e, generator, **self._adc
             )
-        return self._read_linear_frames(real, imag, anchor_cos, anchor_sin, anchor_e, generator)
-
-    def _read_linear_frames(
-        self,
-        real: torch.Tensor,
-        imag: torch.Tensor,
-        anchor_cos: torch.Tensor,
-        anchor_sin: torch.Tensor,
-        anchor_e: float,
-        generator: torch.Generator,
-    ) -> tuple[torch.Tensor, int, float]:
-        """:meth:`read_linear` as three separate reads (any device)."""
         signal = real**2 + imag**2
         e2, clipped = self.read(signal, generator)
         amplitude = math.sqrt(anchor_e)
