@@ -309,7 +309,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     from trainers import cli as module
 
     return hal_cli.main(argv, extra=[module.register_train_commands])
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
