@@ -10,13 +10,6 @@ from .frames import Acquisition, SeriesStats
 HOT_PIXEL_MADS = 10.0
 
 
-def line_fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Least-squares intercept and slope of ``y`` (..., n) against ``x`` (n,)."""
-    xc = x - x.mean()
-    slope = (y - y.mean(axis=-1, keepdims=True)) @ xc / (xc @ xc)
-    return y.mean(axis=-1) - slope * x.mean(), slope
-
-
 def pixel_lines(
     darks: list[SeriesStats], ceiling_dn: float = np.inf, black_dn: float | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
