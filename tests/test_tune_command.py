@@ -251,7 +251,7 @@ def test_noise_for_total_is_the_smallest_noise_whose_tuning_and_final_run_fit():
     def event(noise: float) -> PoissonGaussianEvent:
         return PoissonGaussianEvent(q, noise)
 
-    delta = conversion_delta(1e-5)
+    delta = conversion_delta(law, 1e-5)
     assert total_epsilon_at(event, steps, "add_remove", law, z, delta) <= 3.0
     assert total_epsilon_at(event, steps, "add_remove", law, z * (1 - 3e-4), delta) > 3.0
 

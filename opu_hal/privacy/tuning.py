@@ -305,8 +305,8 @@ def truncation_delta(law: RunsLaw, slots: int, epsilon: float, delta: float) -> 
 def slots_for(law: RunsLaw, epsilon: float, delta: float, conversion_delta: float) -> int:
     """The fewest slots whose truncation keeps Algorithm 1 (with the final run), ``(epsilon,
     conversion_delta)``-DP untruncated, within ``delta`` (:func:`truncation_delta`)."""
-    if not conversion_delta < delta:
-        raise PrivacyParameterError(f"conversion_delta {conversion_delta!r} must be below delta {delta!r}")
+    if not conversion_delta <= delta:
+        raise PrivacyParameterError(f"conversion_delta {conversion_delta!r} must be at most delta {delta!r}")
     low, high = 1, 1
     while truncation_delta(law, high, epsilon, conversion_delta) > delta:
         low, high = high + 1, high * 2

@@ -10,8 +10,6 @@ from typing import Any
 from ..core.errors import TrainingConfigError
 from .table import read_record
 
-#: Classes of the datasets train loads by name (trainers.core.data): the chance level 1 / classes.
-KNOWN_CLASSES = {"fashion-mnist": 10, "mnist": 10, "digits": 10}
 #: Axis labels, with units, of the per-epoch keys a record holds.
 LABELS = {
     "test_accuracy": "test accuracy (%)",
@@ -67,7 +65,9 @@ def per_epoch(record: dict, metric: str) -> tuple[list[float], list[float]]:
 def record_classes(record: dict, path: str) -> int:
     """Classes of the record's dataset: its ``dataset.n_classes``, or the count of a named dataset."""
     dataset = record.get("dataset") or {}
-    classes = dataset.get("n_classes") or KNOWN_CLASSES.get(dataset.get("name", ""))
+    from ..core.data import DECLARED_CLASSES  # torch-heavy: only when a record names no class count
+
+    classes = dataset.get("n_classes") or DECLARED_CLASSES.get(dataset.get("name", ""))
     if not isinstance(classes, int) or classes < 2:
         raise TrainingConfigError(
             f"{path}: dataset {dataset.get('name')!r} has no known class count for the "

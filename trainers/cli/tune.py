@@ -54,7 +54,7 @@ from opu_hal.randomness.secure_random import SecureGenerator
 from ..core.errors import TrainingConfigError
 from ..run.config import TrainConfig
 from ..run.public_surface import public_record
-from .tune_budget import conversion_delta_for
+from .tune_budget import conversion_delta
 
 #: Search-space keys: optimizer settings, post-processing and method options that leave the ledger
 #: unchanged (the noise multiplier is relative to the clip norm, or to dp-dfa's tau_e / tau_h
@@ -223,12 +223,12 @@ def tune(
     check_tunable(base)
     generator = generator or SecureGenerator()
     uniform = float(generator.uniform(1)[0])  # K's draw, first (the tests' hook fixes it)
-    delta, delta_conversion = base.delta, conversion_delta_for(law, base.delta)
+    delta, delta_conversion = base.delta, conversion_delta(law, base.delta)
     work = Slots(base, space, generator, train)
     work.run_one()
     per_run = Accountant.from_dict(work.ledger)  # type: ignore[arg-type]
     planned = tuned_epsilon(per_run, per_run, law, delta_conversion)[1]
-    needed = law.runs if isinstance(law, FixedRuns) else slots_for(law, planned, delta, delta_conversion)
+    needed = slots_for(law, planned, delta, delta_conversion)
     if slots is None:
         slots = needed
     elif slots < needed:

@@ -54,7 +54,7 @@ def noise_for_total(base: TrainConfig, law: RunsLaw, total: float, rtol: float =
 
     def fits(z: float) -> bool:
         return (
-            total_epsilon_at(event_for, steps, method.neighboring, law, z, conversion_delta_for(law, base.delta), spent)
+            total_epsilon_at(event_for, steps, method.neighboring, law, z, conversion_delta(law, base.delta), spent)
             <= total
         )
 
@@ -83,12 +83,7 @@ def runs_law(distribution: str, mean: float, eta: float) -> RunsLaw:
     raise TrainingConfigError(f"--k-distribution {distribution!r}: choose negative-binomial, poisson or fixed")
 
 
-def conversion_delta_for(law: RunsLaw, delta: float) -> float:
-    """The delta the RDP conversion gets: all of ``delta`` when ``K`` is fixed (nothing is truncated),
-    else :func:`conversion_delta`."""
-    return delta if isinstance(law, FixedRuns) else conversion_delta(delta)
-
-
-def conversion_delta(delta: float) -> float:
-    """The part of ``--delta`` the RDP conversion gets; the rest pays for truncating ``K`` to the slots."""
-    return (1 - TRUNCATION_SHARE) * delta
+def conversion_delta(law: RunsLaw, delta: float) -> float:
+    """The part of ``--delta`` the RDP conversion gets: all of it when ``K`` is fixed (nothing is
+    truncated), else ``1 - TRUNCATION_SHARE`` of it; the rest pays for truncating ``K`` to the slots."""
+    return delta if isinstance(law, FixedRuns) else (1 - TRUNCATION_SHARE) * delta
