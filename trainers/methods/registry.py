@@ -10,6 +10,7 @@ white-box). A new method is one module (its :class:`~.base.Method` subclass) and
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from ..core.errors import TrainingConfigError
@@ -75,8 +76,23 @@ class MethodSpec:
 
 #: Every registered method by name, in registration order.
 SPECS: dict[str, MethodSpec] = {}
+
+
+class _Trainers(Mapping[str, "type[Method]"]):
+    """Every registered method's trainer class by name: a read-only view of :data:`SPECS`."""
+
+    def __getitem__(self, name: str) -> type[Method]:
+        return SPECS[name].trainer
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(SPECS)
+
+    def __len__(self) -> int:
+        return len(SPECS)
+
+
 #: Every registered method's trainer class by name (the view the loop and config read).
-METHODS: dict[str, type[Method]] = {}
+METHODS: Mapping[str, type[Method]] = _Trainers()
 
 
 def register_method(
@@ -95,14 +111,12 @@ def register_method(
     if spec.trainer.name in SPECS and SPECS[spec.trainer.name] != spec and not replace:
         raise TrainingConfigError(f"method {spec.trainer.name!r} is already registered; pass replace=True")
     SPECS[spec.trainer.name] = spec
-    METHODS[spec.trainer.name] = cls
     return cls
 
 
 def unregister_method(name: str) -> None:
     """Remove a method added with :func:`register_method`."""
     SPECS.pop(name, None)
-    METHODS.pop(name, None)
 
 
 def method_names() -> tuple[str, ...]:
