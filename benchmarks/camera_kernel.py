@@ -48,7 +48,7 @@ def cpu_frames() -> None:
 
 
 def cuda_frames() -> None:
-    from opu_hal import triton_camera
+    from opu_hal.kernels import triton_camera
     from opu_hal.kernels.poisson import poisson
 
     device = simulated(784, 16384, compute="cuda")
