@@ -21,7 +21,6 @@ events the built-in trainers charge. The methods offered, and the reasons others
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -37,9 +36,11 @@ from ..core.errors import TrainingConfigError
 from ..methods import SPECS, MethodSpec
 from ..methods.dfa_noise import device_lattice, dp_dfa_release
 from ..run.privacy import check_accounting
+from .batch_check import InputWatch, check_batch
 from .data import Data, PrivateDataLoader, as_dataset
 from .optimizer import DPOptimizer
 from .updates import DFAClipping, PerExampleClipping
+from .validation import check_make_private, check_with_epsilon, planned_steps
 
 
 def user_update(
@@ -91,6 +92,7 @@ class PrivacyEngine:
         self.data_loader: PrivateDataLoader | None = None
         self.noise_multiplier: float | None = None
         self.stopped_by_budget = False
+        self.watch: InputWatch | None = None
 
     # -- wrapping --------------------------------------------------------------------------------
     def make_private(
@@ -130,14 +132,13 @@ class PrivacyEngine:
         and the steps per epoch instead (as ``--public-dataset-size``). The module is returned
         itself, with hooks.
         """
+        check_make_private(locals())
         spec = offered_spec(method)
         sampling = spec.trainer.sampling
         dataset, loader_batch, collate = as_dataset(data_loader)
         size = batch_size or loader_batch
         if size is None:
             raise TrainingConfigError("batch_size is required when data_loader is a Dataset or tensors")
-        if not (math.isfinite(noise_multiplier) and noise_multiplier > 0):
-            raise TrainingConfigError(f"noise_multiplier must be a finite number > 0, got {noise_multiplier}")
         if public_dataset_size is not None and sampling != "poisson":
             raise TrainingConfigError(
                 f"public_dataset_size is for add/remove adjacency (Poisson sampling); under "
@@ -149,6 +150,7 @@ class PrivacyEngine:
                 f"noise_source={noise_source!r} is not one of its sources"
             )
         loader = PrivateDataLoader(dataset, size, sampling, collate, self._should_stop, public_dataset_size)
+        planned_steps(len(loader), f"make_private: one epoch of batches of {size} from {loader.dataset_size} examples")
         n = loader.dataset_size
         generator = SecureGenerator()
         update = user_update(spec, module, max_grad_norm, loss_reduction, size, n, tau_h, beta, feedback_seed)
@@ -166,7 +168,17 @@ class PrivacyEngine:
         self.accountant = Accountant(update.neighboring, conversion=self.conversion)  # type: ignore[arg-type]
         check_accounting(self.accountant, self.event_for, f"PrivacyEngine(accountant={self.conversion!r})")
         budget = PrivacyBudget(target_epsilon, target_delta) if target_epsilon is not None else None
-        self.optimizer = DPOptimizer(optimizer, update, mechanism, event, self.accountant, budget)
+        self.watch = InputWatch(module)
+        watch = self.watch
+        self.optimizer = DPOptimizer(
+            optimizer,
+            update,
+            mechanism,
+            event,
+            self.accountant,
+            budget,
+            lambda examples: check_batch(loader.take_drawn(), watch.seen, examples),
+        )
         self.data_loader, self.noise_multiplier, self.method = loader, float(noise_multiplier), method
         return module, self.optimizer, loader
 
@@ -185,6 +197,7 @@ class PrivacyEngine:
         """:meth:`make_private` with the smallest noise multiplier whose ``epochs`` epochs reach
         ``target_epsilon`` at ``target_delta`` (inverse accounting, as ``--target-epsilon``); the
         budget stop is set to the same target."""
+        check_with_epsilon(target_epsilon, target_delta, epochs)
         probe = PrivacyEngine(self.conversion)
         wrapped = probe.make_private(
             module=module,
@@ -194,7 +207,7 @@ class PrivacyEngine:
             max_grad_norm=max_grad_norm,
             **kwargs,
         )
-        steps = epochs * len(wrapped[2])
+        steps = planned_steps(epochs * len(wrapped[2]), f"make_private_with_epsilon: {epochs} epoch(s)")
         neighboring = probe.accountant.neighboring  # type: ignore[union-attr]
         probe.detach()
         z = smallest_noise_multiplier(
@@ -220,6 +233,8 @@ class PrivacyEngine:
         """Remove the hooks from the module (it trains by plain backprop again)."""
         if self.optimizer is not None:
             self.optimizer.update.remove()
+        if self.watch is not None:
+            self.watch.remove()
 
     # -- accounting ------------------------------------------------------------------------------
     def _should_stop(self) -> bool:
@@ -241,7 +256,8 @@ class PrivacyEngine:
     def state_dict(self) -> dict[str, Any]:
         """Accountant ledger, loader epoch and sampling key, noise generator state. SECRET: the key
         and generator state let anyone recompute the batches and noise; keep it with checkpoints only."""
-        assert self.optimizer is not None and self.data_loader is not None and self.accountant is not None
+        if self.optimizer is None or self.data_loader is None or self.accountant is None:
+            raise TrainingConfigError("state_dict(): call make_private first (there is no run to save)")
         return {
             "accountant": self.accountant.state_dict(),
             "loader": self.data_loader.state_dict(),
@@ -252,7 +268,10 @@ class PrivacyEngine:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` into an engine that ``make_private`` set up the same way."""
-        assert self.optimizer is not None and self.data_loader is not None and self.accountant is not None
+        if self.optimizer is None or self.data_loader is None or self.accountant is None:
+            raise TrainingConfigError("load_state_dict(): call make_private first, set up as the saved run was")
+        if not isinstance(state, dict) or "noise_multiplier" not in state:
+            raise TrainingConfigError("load_state_dict(): state must be a dict from PrivacyEngine.state_dict()")
         if state["noise_multiplier"] != self.noise_multiplier:
             raise TrainingConfigError(
                 f"checkpoint noise multiplier {state['noise_multiplier']} != {self.noise_multiplier}"
