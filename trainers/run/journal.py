@@ -32,7 +32,7 @@ import torch
 from opu_hal.privacy import Accountant, Event, PrivacyBudget
 
 from ..core.errors import CheckpointError
-from .output import write_atomic
+from .output import write_all, write_atomic
 
 FORMAT = 4  # 3: every part saved by its state_dict (the accountant's ledger as data); 4: + lr schedule, weight average
 MAGIC = f"OPU-HAL CHECKPOINT {FORMAT}\n".encode()
@@ -80,10 +80,12 @@ class StepJournal:
         self.path = Path(path)
 
     def begin(self, global_step: int) -> None:
-        with open(self.path, "a", encoding="ascii") as handle:
-            handle.write(f"{global_step}\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            write_all(fd, f"{global_step}\n".encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def draws(self, max_step: int) -> int:
         """How many private steps may have drawn noise: one per complete line, plus one for a
