@@ -80,10 +80,10 @@ def check_batch(drawn: BatchMark | None, seen: BatchMark | None, examples: int) 
             f"{drawn.size}; it would be charged as a sampled batch it is not: call loss.backward() on the "
             "model's output for the loader's batch only"
         )
-    if seen is not None and drawn.fingerprint is not None and seen.fingerprint is not None:
-        if seen.size == drawn.size and not same_fingerprint(seen.fingerprint, drawn.fingerprint):
-            raise BatchMismatchError(
-                f"optimizer.step(): the model's input is not the batch of {drawn.size} the private loader drew "
-                "(its values differ); run the model on the loader's batch as drawn (transform inside the model "
-                "or the dataset)"
-            )
+    compared = seen is not None and seen.size == drawn.size and None not in (seen.fingerprint, drawn.fingerprint)
+    if compared and not same_fingerprint(seen.fingerprint, drawn.fingerprint):  # type: ignore[arg-type,union-attr]
+        raise BatchMismatchError(
+            f"optimizer.step(): the model's input is not the batch of {drawn.size} the private loader drew "
+            "(its values differ); run the model on the loader's batch as drawn (transform inside the model "
+            "or the dataset)"
+        )
