@@ -22,18 +22,21 @@ def _range(key: str, value: float, low: float, high: float, *, low_open: bool = 
     )
 
 
-def read_ceiling_e(calibration: Calibration) -> float:
-    """The most photo-electrons one read can plausibly report: the largest of the full well and the
-    ADC's top code above the black level times the gain (the device's physics keys) and the measured
-    saturation's upper bound (a bootstrap bound may sit a little above both)."""
+#: How far a measured bound may sit above the camera's declared ceiling (bootstrap and gain error).
+SLACK = 1.5
+
+
+def physics_ceiling_e(calibration: Calibration) -> float:
+    """The most photo-electrons one read of the camera can report by its physics keys: the larger of
+    the full well and the ADC's top code above the black level times the gain (inf when undeclared)."""
     physics: dict[str, Any] = calibration.device.physics or {}
-    limits = [calibration.saturation_e.upper]
+    limits = []
     if isinstance(physics.get("full_well_e"), (int, float)):
         limits.append(float(physics["full_well_e"]))
     bits, gain, black = physics.get("adc_bits"), physics.get("gain_e_per_dn"), physics.get("black_level_dn") or 0
     if isinstance(bits, int) and isinstance(gain, (int, float)):
         limits.append((2**bits - 1 - black) * gain)
-    return max(limits)
+    return max(limits) if limits else math.inf
 
 
 def implausible(calibration: Calibration) -> str | None:
@@ -42,8 +45,9 @@ def implausible(calibration: Calibration) -> str | None:
         _range("saturation_e.lower", calibration.saturation_e.lower, 0.0, math.inf, low_open=True),
         _range("read_noise_e.lower", calibration.read_noise_e.lower, 0.0, math.inf),
     ]
-    ceiling = read_ceiling_e(calibration)
-    problems.append(_range("saturation_e.upper", calibration.saturation_e.upper, 0.0, ceiling))
+    physics = SLACK * physics_ceiling_e(calibration)
+    problems.append(_range("saturation_e.upper", calibration.saturation_e.upper, 0.0, physics))
+    ceiling = max(calibration.saturation_e.upper, physics_ceiling_e(calibration))
     for i, op in enumerate(calibration.operating_points):
         key = f"operating_points.{i}"
         problems += [

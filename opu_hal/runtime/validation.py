@@ -54,11 +54,10 @@ def real(
 
 
 def integer(name: str, value: Any, low: int, high: int | None = None, *, error: ErrorType = ParameterError) -> int:
-    """``value`` as an int in ``[low, high]`` (an integral float such as ``64.0`` is taken; ``2.5``,
-    a bool or a string is refused); else ``error`` naming ``name`` and the range."""
+    """``value`` as an int in ``[low, high]`` (a float, even ``64.0``, a bool or a string is refused:
+    a count or a seed is an integer); else ``error`` naming ``name`` and the range."""
     interval = f"[{low}, {'inf' if high is None else high}]"
-    whole = isinstance(value, numbers.Integral) or (_is_real(value) and math.isfinite(value) and value == int(value))
-    if isinstance(value, bool) or not whole:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise error(f"{name} must be an integer in {interval}, got {type(value).__name__} {value!r}")
     number = int(value)
     if number < low or (high is not None and number > high):

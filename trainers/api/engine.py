@@ -32,7 +32,7 @@ from opu_hal.privacy import Accountant, Event, PrivacyBudget, smallest_noise_mul
 from opu_hal.privacy.accountant import CONVERSIONS
 from opu_hal.randomness.secure_random import SecureGenerator
 
-from ..core.errors import TrainingConfigError
+from ..core.errors import ArgumentError, TrainingConfigError
 from ..methods import SPECS, MethodSpec
 from ..methods.dfa_noise import device_lattice, dp_dfa_release
 from ..run.privacy import check_accounting
@@ -40,7 +40,7 @@ from .batch_check import InputWatch, check_batch
 from .data import Data, PrivateDataLoader, as_dataset
 from .optimizer import DPOptimizer
 from .updates import DFAClipping, PerExampleClipping
-from .validation import check_make_private, check_with_epsilon, planned_steps
+from .validation import check_make_private, check_model_takes_data, check_with_epsilon, finite_real, planned_steps
 
 
 def user_update(
@@ -150,6 +150,7 @@ class PrivacyEngine:
                 f"noise_source={noise_source!r} is not one of its sources"
             )
         loader = PrivateDataLoader(dataset, size, sampling, collate, self._should_stop, public_dataset_size)
+        check_model_takes_data(module, loader.fetch(torch.arange(min(2, len(dataset)))))  # type: ignore[arg-type]
         planned_steps(len(loader), f"make_private: one epoch of batches of {size} from {loader.dataset_size} examples")
         n = loader.dataset_size
         generator = SecureGenerator()
@@ -161,6 +162,10 @@ class PrivacyEngine:
             lattice = device_lattice(opened, dimension, update.sensitivity, lattice_resolution, rounding_analysis)
         elif noise_source != "software":
             raise TrainingConfigError(f"noise_source must be 'software' or 'device', got {noise_source!r}")
+        if not update.params:
+            update.remove()
+            raise ArgumentError("module has no trainable nn.Linear parameter: there is nothing to train privately")
+        finite_real("the noise std (noise_multiplier x sensitivity)", noise_multiplier * update.sensitivity)
         # The loop's own constructors (trainers.methods.dfa_noise): one release and accounting path.
         mechanism = dp_dfa_release(noise_multiplier, update.sensitivity, lattice, opened, generator)
         self.event_for: Callable[[float], Event] = lambda z: update.event(z, lattice)

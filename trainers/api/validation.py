@@ -23,10 +23,36 @@ NOISE_SOURCES = ("software", "device")
 ROUNDING_ANALYSES = ("per-coordinate", "worst-case")
 #: The noise multipliers a run may use (as ``opu-hal account --noise-multiplier``).
 NOISE_MULTIPLIER_RANGE = (1e-3, 1e6)
+#: The largest clip bound or feedback norm (``max_grad_norm``, ``tau_h``, ``beta``): beyond it the
+#: noise std ``z x sensitivity`` overflows the weights' float32 within a few steps.
+MAX_BOUND = 1e6
 
 
 def finite_real(name: str, value: Any, low: float = 0.0, *, low_open: bool = True, high: float | None = None) -> float:
     return real(name, value, low, high, low_open=low_open, error=ArgumentError)
+
+
+def check_model_takes_data(module: nn.Module, first: Any) -> None:
+    """Run ``module`` (in eval mode, without gradients, before hooks are installed) on the first examples
+    of the data, on the module's device, so that a model and data that do not fit are refused here,
+    naming both, not in the user's loop."""
+    x = first[0] if isinstance(first, (tuple, list)) and first else first
+    if not isinstance(x, torch.Tensor):
+        return  # a dict or custom batch: the model's own call convention, not checked here
+    modes = [(m, m.training) for m in module.modules()]
+    parameter = next(module.parameters(), None)
+    try:
+        module.eval()  # no running statistics updated by the check
+        with torch.no_grad():
+            module(x if parameter is None else x.to(parameter.device))
+    except Exception as exc:  # noqa: BLE001 - any failure of the user's model on the user's data is named
+        raise ArgumentError(
+            f"module and data_loader do not fit: the module fails on a batch of {len(x)} example(s) of shape "
+            f"{tuple(x.shape[1:])} and dtype {x.dtype} ({type(exc).__name__}: {str(exc)[:200]})"
+        ) from None
+    finally:
+        for m, training in modes:
+            m.train(training)
 
 
 def whole(name: str, value: Any, low: int, high: int | None = None) -> int:
@@ -61,7 +87,7 @@ def check_make_private(args: dict[str, Any]) -> None:
         raise ArgumentError(f"optimizer must be a torch.optim.Optimizer, got {type(args['optimizer']).__name__}")
     low, high = NOISE_MULTIPLIER_RANGE
     real("noise_multiplier", args["noise_multiplier"], low, high, error=ArgumentError)
-    finite_real("max_grad_norm", args["max_grad_norm"])
+    finite_real("max_grad_norm", args["max_grad_norm"], high=MAX_BOUND)
     one_of("loss_reduction", args["loss_reduction"], LOSS_REDUCTIONS)
     if not isinstance(args["method"], str):
         raise ArgumentError(f"method must be a string naming a method, got {type(args['method']).__name__}")
@@ -69,8 +95,8 @@ def check_make_private(args: dict[str, Any]) -> None:
     check_device_argument(args["device"])
     if args["batch_size"] is not None:
         whole("batch_size", args["batch_size"], 1)
-    finite_real("tau_h", args["tau_h"])
-    finite_real("beta", args["beta"])
+    finite_real("tau_h", args["tau_h"], high=MAX_BOUND)
+    finite_real("beta", args["beta"], high=MAX_BOUND)
     real("lattice_resolution", args["lattice_resolution"], 0.5, 1000.0, error=ArgumentError)
     one_of("rounding_analysis", args["rounding_analysis"], ROUNDING_ANALYSES)
     whole("feedback_seed", args["feedback_seed"], 0, MAX_SEED)
@@ -147,9 +173,16 @@ def check_calibrate(args: dict[str, Any]) -> None:
 
 def check_plan(args: dict[str, Any]) -> int:
     """``plan``'s numbers in range; returns the planned steps (``steps``, or ``epochs`` of the dataset)."""
+    from opu_hal.calibration.schema import Calibration
     from opu_hal.privacy.events import PrivacyParameterError
     from opu_hal.privacy.run_shape import SAMPLINGS, steps_for
 
+    if not isinstance(args["calibration"], (Calibration, str, os.PathLike)):
+        raise ArgumentError(
+            f"calibration must be a Calibration or a file path, got {type(args['calibration']).__name__}"
+        )
+    if not isinstance(args["profile"], (str, os.PathLike)):
+        raise ArgumentError(f"profile must be a profile name or path, got {type(args['profile']).__name__}")
     finite_real("target_epsilon", args["target_epsilon"])
     real("delta", args["delta"], 0.0, 1.0, low_open=True, high_open=True, error=ArgumentError)
     n = whole("dataset_size", args["dataset_size"], 2)
