@@ -67,7 +67,7 @@ def _make_private(**changes):
         ({"data_loader": (torch.randn(200, 5), torch.randint(0, 3, (150,)))}, "must share a first dimension"),
         ({"target_delta": 1.5}, "target_delta must be a finite number in (0, 1)"),
         ({"loss_reduction": "avg"}, "loss_reduction must be one of 'mean', 'sum'"),
-        ({"method": None}, "method must be a string"),
+        ({"method": None}, "method None: choose one of"),
     ],
 )
 def test_make_private_refuses_a_bad_argument_naming_it(changes, named):

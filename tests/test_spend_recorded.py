@@ -98,20 +98,33 @@ def test_a_disk_too_small_for_the_checkpoint_is_refused_before_the_first_draw(tm
     assert not (tmp_path / "ck.journal").exists()  # nothing drawn
 
 
-def test_a_disk_that_fills_after_draws_stops_with_the_spend_resume_charges(tmp_path, monkeypatch):
-    """The disk says it has room but fills at the first checkpoint, after 5 draws: the error names the
-    journal and the epsilon, and --resume (once there is room) charges those 5 draws."""
-    disk = SmallDisk(monkeypatch, tmp_path, free=200, reported=10**9)
-    config = cfg(checkpoint=str(tmp_path / "ck"), checkpoint_every=5)
+class FillDisk(Callback):
+    """A callback that leaves ``free`` bytes on the simulated disk after step ``step``."""
+
+    def __init__(self, disk: SmallDisk, step: int, free: int) -> None:
+        self.disk, self.step, self.free = disk, step, free
+
+    def after_step(self, trainer) -> None:
+        if trainer.global_step == self.step:
+            self.disk.free = self.free
+
+
+@pytest.mark.parametrize("left, drawn", [(200, 5), (0, 2)])
+def test_a_disk_that_fills_after_draws_stops_with_every_draw_where_resume_takes_it(left, drawn, tmp_path, monkeypatch):
+    """The disk fills after step 2: with a few bytes left the checkpoint of step 5 fails, with none the
+    journal line of step 3 does (before its draw). The error names the journal and the epsilon, and
+    --resume (once there is room) takes the run from the checkpoint written before the first draw."""
+    disk = SmallDisk(monkeypatch, tmp_path, free=10**9)
+    config = cfg(checkpoint=str(tmp_path / "ck"), checkpoint_every=5, noise_source="device", profile="opu-sim-dp")
     with pytest.raises(OpuHalError) as caught:
-        quiet(config)
-    assert "--resume" in str(caught.value) and "epsilon" in str(caught.value)
-    assert (tmp_path / "ck.journal").read_text().split() == ["0", "1", "2", "3", "4"]
+        quiet(config, callbacks=[FillDisk(disk, 2, left)])
+    assert "--resume" in str(caught.value)
+    assert ("epsilon" in str(caught.value)) == (drawn == 5)  # a journal line that fails is before its draw
+    assert len((tmp_path / "ck.journal").read_text().split()) == drawn
     disk.free = 10**9
-    logs: list[str] = []
-    record = quiet(TrainConfig(**{**config.to_dict(), "resume": True}), logs)
-    assert ledger_steps(record) == record["final"]["steps"] + 5
-    assert any("charged the 5 step(s)" in line for line in logs)
+    record = quiet(TrainConfig(**{**config.to_dict(), "resume": True}))
+    assert record["privacy"]["lost_steps_charged"] == drawn  # device noise: every draw charged once
+    assert ledger_steps(record) == record["final"]["steps"] + drawn
 
 
 def test_a_read_only_checkpoint_folder_is_a_clear_error_before_drawing(tmp_path, monkeypatch):

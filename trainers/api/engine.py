@@ -63,7 +63,7 @@ def user_update(
 def offered_spec(method: str) -> MethodSpec:
     """The registration of ``method`` if ``make_private`` offers it; else an error naming why not."""
     offered = [name for name, spec in SPECS.items() if spec.user_update is not None]
-    spec = SPECS.get(method)
+    spec = SPECS.get(method) if isinstance(method, str) else None
     if spec is not None and spec.user_update is None and spec.api_refusal is not None:
         raise TrainingConfigError(
             f"method {method!r} is not offered by make_private: {spec.api_refusal}. Train it on your own tensors "
@@ -132,8 +132,8 @@ class PrivacyEngine:
         and the steps per epoch instead (as ``--public-dataset-size``). The module is returned
         itself, with hooks.
         """
+        spec = offered_spec(method)  # the method first: a refused method names its reason
         check_make_private(locals())
-        spec = offered_spec(method)
         sampling = spec.trainer.sampling
         dataset, loader_batch, collate = as_dataset(data_loader)
         size = batch_size or loader_batch

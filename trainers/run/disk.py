@@ -3,9 +3,10 @@
 - Before the first draw, every output path is probed (a file can be created there) and its file
   system is checked for room: two checkpoints (the atomic write keeps the old file until the new
   one is complete) and a margin for the journal and the record.
-- A checkpoint write that fails after noise was drawn stops the run: the draws are already in the
-  journal (each line is fsynced before its draw, and counted in the lock), which ``--resume``
-  charges, and the message says so with the epsilon spent.
+- A checkpoint is written before the first draw (the loop's), so a checkpoint write that fails
+  after noise was drawn stops the run with every draw in the journal (each line fsynced before its
+  draw, and counted in the lock) beside a checkpoint ``--resume`` accepts; the message says so,
+  with the epsilon spent.
 - A finished record that ``--out`` cannot take is written to a fallback path, said where; if no
   path takes it, it is printed, with the epsilon.
 """
@@ -93,8 +94,9 @@ def unsaved_checkpoint(trainer: Trainer, exc: OSError) -> OutputWriteError:
     """The error of a checkpoint write that failed: where the draws so far are recorded."""
     journal = trainer.run_journal
     where = (
-        f"they are recorded in {journal.journal.path} ({journal.lines} line(s), counted in {journal.lock.path}); "
-        "free space, then run again with --resume, which charges them"
+        f"they are recorded in {journal.journal.path} ({journal.lines} line(s), counted in {journal.lock.path}) "
+        "beside the checkpoint written before the first draw; free space, then run again with --resume, which "
+        "charges them (device noise) or replays them bit for bit (software noise)"
         if journal.journal is not None and journal.lock is not None
         else "no journal records them"
     )

@@ -270,6 +270,8 @@ class Trainer:
         """Train to the configured number of epochs (or ``max_epochs`` more of them, to train in
         stages: a later :meth:`run` or a ``--resume`` continues); returns the record so far."""
         probe_outputs(self, lambda: trainer_state(self), None if self.out is None else os.fspath(self.out))
+        if self.config.checkpoint and self.global_step == 0 and not self.config.resume:
+            self.checkpoint()  # before the first draw: any journal line then has a checkpoint to resume from
         if self.method.prepare(self.train_split, self.accountant, self.log):
             # A method's private set-up ran (DP-MAC's pre-training and histogram), charged to the ledger.
             self.checkpoint()

@@ -108,15 +108,7 @@ def replayable(trainer: Trainer, state: dict[str, Any]) -> bool:
 def resume(trainer: Trainer) -> None:
     """Restore the checkpoint on every rank; rank 0 first reconciles its journal."""
     ranks = trainer.ranks
-    journal = trainer.run_journal
-    if (
-        ranks.is_main
-        and journal.checkpoint is not None
-        and not journal.checkpoint.exists()
-        and journal.journal.exists()
-    ):
-        charge_unsaved(trainer)
-    elif ranks.is_main:
+    if ranks.is_main:
         state = trainer.run_journal.load()
         restore(trainer, state)
         trainer.run_journal.reconcile(
@@ -129,18 +121,3 @@ def resume(trainer: Trainer) -> None:
     ranks.barrier("waiting for rank 0 to reconcile the journal")
     if not ranks.is_main:
         restore(trainer, load_checkpoint(trainer.config.checkpoint))
-
-
-def charge_unsaved(trainer: Trainer) -> None:
-    """Resume a run whose first checkpoint was never written (a full disk): its journal (and the
-    lock's count) says how many steps drew noise; with no generator state to replay them, each is
-    charged at the planned event, and a checkpoint is written before anything is drawn."""
-    journal = trainer.run_journal
-    assert journal.journal is not None and journal.lock is not None
-    lines = max(journal.journal.draws(max(trainer.planned_steps, 1)), journal.lock.recorded_draws())
-    journal.journal.seal()
-    journal.lines = journal.charged_lines = journal.lost_steps_charged = lines
-    journal.lock.record_draws(lines)
-    trainer._charge_planned(lines)
-    trainer.checkpoint_now()
-    trainer.log(f"resume: no checkpoint at {journal.checkpoint}; charged the {lines} step(s) its journal records")
