@@ -237,10 +237,24 @@ def misuse_cases() -> list[Case]:
         "no Linear layer": lambda: private(model=nn.Sequential(nn.Tanh())),
     }
     cases += [(f"engine {label}", (lambda f=f: (f(), "silent")[1])) for label, f in refused.items()]
+    cases += [(f"engine get_epsilon({d!r})", epsilon_case(d)) for d in (NAN, 0, 1, 2, -1, "x", None, 1e-300, 1e-5)]
     for key, value in [("target_epsilon", NAN), ("target_epsilon", -1), ("target_delta", 0), ("epochs", 0)]:
         cases.append((f"make_private_with_epsilon {key}={value!r}", with_epsilon_case(key, value)))
     cases += [(f"make_private_with_epsilon epochs={v!r}", with_epsilon_case("epochs", v)) for v in (2.5, NAN, -1)]
     return cases
+
+
+def epsilon_case(delta: Any) -> Callable[[], str]:
+    """``get_epsilon(delta)`` after one step: a delta in (0, 1) gives a finite epsilon, any other is refused."""
+
+    def run() -> str:
+        engine, model, optimizer, loader = private()
+        train_epoch(engine, model, optimizer, loader, steps=1)
+        epsilon = engine.get_epsilon(delta)
+        valid = VALID["target_delta"](delta)
+        return "accepted" if valid and math.isfinite(epsilon) else "silent"
+
+    return run
 
 
 def with_epsilon_case(key: str, value: Any) -> Callable[[], str]:

@@ -32,7 +32,7 @@ from opu_hal.privacy import Accountant, Event, PrivacyBudget, smallest_noise_mul
 from opu_hal.privacy.accountant import CONVERSIONS
 from opu_hal.randomness.secure_random import SecureGenerator
 
-from ..core.errors import ArgumentError, TrainingConfigError
+from ..core.errors import TrainingConfigError
 from ..methods import SPECS, MethodSpec
 from ..methods.dfa_noise import device_lattice, dp_dfa_release
 from ..run.privacy import check_accounting
@@ -40,7 +40,7 @@ from .batch_check import InputWatch, check_batch
 from .data import Data, PrivateDataLoader, as_dataset
 from .optimizer import DPOptimizer
 from .updates import DFAClipping, PerExampleClipping
-from .validation import check_make_private, check_model_takes_data, check_with_epsilon, finite_real, planned_steps
+from .validation import check_make_private, check_model_takes_data, check_update, check_with_epsilon, planned_steps
 
 
 def user_update(
@@ -149,12 +149,11 @@ class PrivacyEngine:
                 f"{method} adds {' or '.join(spec.noise_sources)} noise only; "
                 f"noise_source={noise_source!r} is not one of its sources"
             )
-        loader = PrivateDataLoader(dataset, size, sampling, collate, self._should_stop, public_dataset_size)
-        check_model_takes_data(module, loader.fetch(torch.arange(min(2, len(dataset)))))  # type: ignore[arg-type]
-        planned_steps(len(loader), f"make_private: one epoch of batches of {size} from {loader.dataset_size} examples")
+        loader = self._loader(module, dataset, size, sampling, collate, public_dataset_size)
         n = loader.dataset_size
         generator = SecureGenerator()
         update = user_update(spec, module, max_grad_norm, loss_reduction, size, n, tau_h, beta, feedback_seed)
+        check_update(update, noise_multiplier)
         lattice, opened = None, None
         if noise_source == "device":
             opened = device if isinstance(device, Device) else load_device(device or "opu-sim-dp")
@@ -162,10 +161,6 @@ class PrivacyEngine:
             lattice = device_lattice(opened, dimension, update.sensitivity, lattice_resolution, rounding_analysis)
         elif noise_source != "software":
             raise TrainingConfigError(f"noise_source must be 'software' or 'device', got {noise_source!r}")
-        if not update.params:
-            update.remove()
-            raise ArgumentError("module has no trainable nn.Linear parameter: there is nothing to train privately")
-        finite_real("the noise std (noise_multiplier x sensitivity)", noise_multiplier * update.sensitivity)
         # The loop's own constructors (trainers.methods.dfa_noise): one release and accounting path.
         mechanism = dp_dfa_release(noise_multiplier, update.sensitivity, lattice, opened, generator)
         self.event_for: Callable[[float], Event] = lambda z: update.event(z, lattice)
@@ -173,19 +168,26 @@ class PrivacyEngine:
         self.accountant = Accountant(update.neighboring, conversion=self.conversion)  # type: ignore[arg-type]
         check_accounting(self.accountant, self.event_for, f"PrivacyEngine(accountant={self.conversion!r})")
         budget = PrivacyBudget(target_epsilon, target_delta) if target_epsilon is not None else None
-        self.watch = InputWatch(module)
-        watch = self.watch
-        self.optimizer = DPOptimizer(
-            optimizer,
-            update,
-            mechanism,
-            event,
-            self.accountant,
-            budget,
-            lambda examples: check_batch(loader.take_drawn(), watch.seen, examples),
+        self.optimizer = self._wrap(
+            module, loader, DPOptimizer(optimizer, update, mechanism, event, self.accountant, budget)
         )
         self.data_loader, self.noise_multiplier, self.method = loader, float(noise_multiplier), method
         return module, self.optimizer, loader
+
+    def _loader(
+        self, module: nn.Module, dataset: Any, size: int, sampling: str, collate: Any, public: int | None
+    ) -> PrivateDataLoader:
+        """The private loader, once the module runs on the data's first examples and an epoch's steps are plausible."""
+        loader = PrivateDataLoader(dataset, size, sampling, collate, self._should_stop, public)
+        check_model_takes_data(module, loader.fetch(torch.arange(min(2, len(dataset)))))
+        planned_steps(len(loader), f"make_private: one epoch of batches of {size} from {loader.dataset_size} examples")
+        return loader
+
+    def _wrap(self, module: nn.Module, loader: PrivateDataLoader, optimizer: DPOptimizer) -> DPOptimizer:
+        """``optimizer`` releasing only the batch ``loader`` drew, as ``module`` saw it (:mod:`.batch_check`)."""
+        self.watch = watch = InputWatch(module)
+        optimizer.batch_guard = lambda examples: check_batch(loader.take_drawn(), watch.seen, examples)
+        return optimizer
 
     def make_private_with_epsilon(
         self,

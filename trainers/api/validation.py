@@ -5,6 +5,7 @@ calibration checks are ``opu-hal calibrate`` and ``opu-hal plan``'s own). Every 
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -105,6 +106,18 @@ def check_make_private(args: dict[str, Any]) -> None:
     if args["target_epsilon"] is not None:
         finite_real("target_epsilon", args["target_epsilon"])
     real("target_delta", args["target_delta"], 0.0, 1.0, low_open=True, high_open=True, error=ArgumentError)
+
+
+def check_update(update: Any, noise_multiplier: float) -> None:
+    """The private update has parameters to train and a finite noise std (else its hooks are removed)."""
+    problem = None
+    if not update.params:
+        problem = "module has no trainable nn.Linear parameter: there is nothing to train privately"
+    elif not math.isfinite(noise_multiplier * update.sensitivity):
+        problem = f"the noise std (noise_multiplier x sensitivity {update.sensitivity:g}) is not finite"
+    if problem is not None:
+        update.remove()
+        raise ArgumentError(problem)
 
 
 def check_with_epsilon(target_epsilon: Any, target_delta: Any, epochs: Any) -> None:
