@@ -264,15 +264,15 @@ class RunJournal:
         assert self.journal is not None and self.lock is not None
         written = self.journal.draws(max(planned_steps, 1))
         counted = self.lock.recorded_draws()
-        lines = max(written, counted)
-        if counted > written:
-            log(f"resume: {self.journal.path} holds {written} line(s) but {self.lock.path} counted {counted}: charged")
-        if lines < self.charged_lines:
+        if written < self.charged_lines:  # lines the checkpoint saw are gone: the journal was tampered with
             raise CheckpointError(
-                f"--resume: {self.journal.path} records {lines} private step(s) but the checkpoint has charged "
+                f"--resume: {self.journal.path} records {written} private step(s) but the checkpoint has charged "
                 f"{self.charged_lines}: the journal was truncated or deleted, so the privacy spent is unknown; "
                 "the run is not resumed"
             )
+        lines = max(written, counted)  # lines removed after the checkpoint are still counted by the lock
+        if counted > written:
+            log(f"resume: {self.journal.path} holds {written} line(s) but {self.lock.path} counted {counted}: charged")
         self.journal.seal()
         self.lines = lines
         self.lock.record_draws(lines)
