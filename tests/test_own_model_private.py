@@ -103,9 +103,8 @@ def test_dp_dfa_update_before_noise_equals_the_builtin_method_and_so_does_the_se
     builtin = DPDFA(mlp, MethodContext(config, None, 20, 10, 64))
     builtin.set_noise_multiplier(1.0)
     builtin.mechanism = GaussianRelease(0.0)  # no noise: compare the clipped updates
-    builtin.compute_gradients(x[:16], y[:16])
     engine = PrivacyEngine()
-    user, optimizer, _loader = _private(
+    user, optimizer, loader = _private(
         engine,
         user,
         (x, y),
@@ -117,7 +116,9 @@ def test_dp_dfa_update_before_noise_equals_the_builtin_method_and_so_does_the_se
         beta=config.beta,
         feedback_seed=config.seed,
     )
-    F.cross_entropy(user(x[:16]), y[:16]).backward()
+    xb, yb = next(iter(loader))  # the step releases the batch the private loader drew
+    builtin.compute_gradients(xb, yb)
+    F.cross_entropy(user(xb), yb).backward()
     assert all(p.grad is None for p in user.parameters())  # nothing un-noised reaches .grad
     ours = optimizer.update.clipped()
     theirs = torch.cat([p.grad.flatten() for layer in mlp.layers for p in (layer.weight, layer.bias)])

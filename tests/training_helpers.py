@@ -68,6 +68,7 @@ def interrupted_and_uninterrupted(make_config, data: Dataset, tmp_path) -> tuple
     first.release()
     path.write_bytes(saved.read_bytes())
     Path(f"{path}.journal").write_text("".join(f"{i}\n" for i in range(full["final"]["steps"] // 2)))
+    Path(f"{path}.lock").write_text(f"draws {full['final']['steps'] // 2}\n")  # the lock's count agrees
     resumed = train(make_config(checkpoint=str(path), resume=True), data=data, progress=False, log=lambda m: None)
     return resumed, full
 

@@ -199,6 +199,8 @@ class Calibration(_Model):
         problem = _coverage("operating_points", grid, [(p.temperature_c, p.exposure_us) for p in self.operating_points])
         if problem is None and self.dark_current:
             problem = _coverage("dark_current", self.temperatures_c, [d.temperature_c for d in self.dark_current])
+        if problem is None:
+            problem = implausible(self)
         if problem is not None:
             raise ValueError(problem)
         return self
@@ -208,6 +210,9 @@ class Calibration(_Model):
             if op.temperature_c == temperature_c and op.exposure_us == exposure_us:
                 return op
         return None
+
+
+from .plausibility import implausible  # noqa: E402 (reads Calibration's fields; imported once it exists)
 
 
 def _coverage(key: str, expected: list, found: list) -> str | None:

@@ -15,7 +15,6 @@ it to ``PrivacyEngine.make_private(..., noise_source="device", device=device)``)
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +24,9 @@ from torch import nn
 
 from opu_hal import Device, load_device
 from opu_hal.calibration.calibrate_command import default_temperatures
+from opu_hal.calibration.calibrated import check_profile
+from opu_hal.calibration.command_args import require_camera_profile
+from opu_hal.calibration.frames import check_frames_fit
 from opu_hal.calibration.plan import OperatingPlan, plan_gaussian, plan_skellam
 from opu_hal.calibration.plan_command import gaussian_noise_multiplier
 from opu_hal.calibration.run import DEFAULT_BOOTSTRAP, DEFAULT_FRAMES, calibrate_device
@@ -35,6 +37,7 @@ from opu_hal.privacy.skellam import required_poisson_mean
 from opu_hal.profiles.catalogue import load_profile
 
 from ..core.errors import TrainingConfigError
+from .validation import check_calibrate, check_plan
 
 PathLike = str | os.PathLike[str]
 
@@ -59,8 +62,13 @@ def calibrate(
     """Measure ``device`` (a device, or a profile name or path) and return its calibration; write
     it to ``out`` as JSON if given. Defaults as ``opu-hal calibrate``: five temperatures across
     the profile's range, the profile's exposure; dark frames (two exposures at least, for dark
-    current and black level) at 1x and 10x the profile's exposure."""
-    opened = device if isinstance(device, Device) else load_device(_uncalibrated_profile(device))
+    current and black level) at 1x and 10x the profile's exposure. Arguments are checked, and ``out``
+    probed, before the device is measured (as ``opu-hal calibrate``)."""
+    check_calibrate(locals())
+    bare = device.profile if isinstance(device, Device) else _uncalibrated_profile(device)
+    require_camera_profile(bare, "calibrate")
+    check_frames_fit(frames, bare.out_features)
+    opened = device if isinstance(device, Device) else load_device(bare)
     profile = opened.profile
     temps = list(temperatures) if temperatures is not None else default_temperatures(profile)
     exps = list(exposures) if exposures is not None else [profile.exposure_us]
@@ -102,12 +110,15 @@ def plan(
     ``mechanism="skellam"``: dp-dfa's lattice mechanism with device noise; the update's dimension
     is ``dimension`` or ``model``'s parameter count. ``mechanism="gaussian"``: device noise
     accounted as Gaussian, needs ``sensitivity`` (output units). ``steps`` defaults to
-    ``ceil(epochs * dataset_size / batch_size)``.
+    ``ceil(epochs * dataset_size / batch_size)``. The calibration must have been taken on the
+    device ``profile`` describes (as ``opu-hal plan --profile`` checks).
     """
+    steps = check_plan(locals())
     cal = calibration if isinstance(calibration, Calibration) else read_calibration(calibration)
     loaded = load_profile(profile)
-    if steps is None:
-        steps = math.ceil((epochs or 1) * dataset_size / batch_size)
+    require_camera_profile(loaded, "plan")
+    source = Path("<calibration>") if isinstance(calibration, Calibration) else Path(calibration)
+    check_profile(cal, loaded, source)
     if mechanism == "skellam":
         if dimension is None and model is not None:
             dimension = sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -17,8 +17,10 @@ from torch.utils.data import DataLoader, Dataset, TensorDataset, default_collate
 
 from opu_hal.randomness.secure_random import new_secret_key
 
-from ..core.errors import TrainingConfigError
+from ..core.errors import ArgumentError, TrainingConfigError
 from ..core.sampling import Sampler
+from .batch_check import BatchMark, fingerprint, first_tensor
+from .validation import check_finite_tensors
 
 Data = Dataset[Any] | DataLoader[Any] | tuple[torch.Tensor, ...] | list[torch.Tensor]
 
@@ -28,6 +30,13 @@ def as_dataset(data: Data) -> tuple[Dataset[Any], int | None, Callable[[list[Any
     if isinstance(data, DataLoader):
         return data.dataset, data.batch_size, data.collate_fn
     if isinstance(data, (tuple, list)) and data and all(isinstance(t, torch.Tensor) for t in data):
+        lengths = [int(t.shape[0]) if t.dim() else -1 for t in data]
+        if min(lengths) < 1 or len(set(lengths)) != 1:
+            raise ArgumentError(
+                f"data_loader: the tensors must share a first dimension >= 1 (one row per example), got lengths "
+                f"{', '.join(str(n) if n >= 0 else '(0-d)' for n in lengths)}"
+            )
+        check_finite_tensors(tuple(data), "data_loader")
         return TensorDataset(*data), None, default_collate
     if isinstance(data, Dataset):
         return data, None, default_collate
@@ -60,6 +69,8 @@ class PrivateDataLoader:
         public_size: int | None = None,
     ) -> None:
         size = len(dataset)  # type: ignore[arg-type]
+        if size < 1:
+            raise ArgumentError("data_loader: the dataset is empty; a private run needs at least one example")
         if not 1 <= batch_size <= (public_size or size):
             raise TrainingConfigError(
                 f"batch_size must be in [1, {public_size or size}] (the dataset's size), got {batch_size}"
@@ -70,6 +81,8 @@ class PrivateDataLoader:
         self.should_stop = should_stop
         #: Epochs started so far (the next ``iter`` draws epoch ``self.epoch``).
         self.epoch = 0
+        #: The mark of the batch last drawn that no step has released yet (:mod:`.batch_check`).
+        self.drawn: BatchMark | None = None
 
     @property
     def batch_size(self) -> int:
@@ -99,7 +112,15 @@ class PrivateDataLoader:
         for _, indices in self.sampler.epoch(epoch):
             if self.should_stop():
                 return
-            yield self.fetch(indices)
+            batch = self.fetch(indices)
+            check_finite_tensors(batch, f"data_loader batch of epoch {epoch}")
+            self.drawn = BatchMark(len(indices), fingerprint(first_tensor(batch)))
+            yield batch
+
+    def take_drawn(self) -> BatchMark | None:
+        """The mark of the batch drawn for this step; a second step on it finds none."""
+        drawn, self.drawn = self.drawn, None
+        return drawn
 
     def state_dict(self) -> dict[str, Any]:
         """Epoch counter and the sampling key (secret: keep with checkpoints only)."""

@@ -36,6 +36,7 @@ from ..methods import SPECS, MethodSpec
 from ..methods.dfa import DFA
 from .layers import LinearChain, UnsupportedModelError, linear_chain
 from .tap import OutputTap, Record
+from .validation import check_attach, check_module
 
 
 def attachable() -> dict[str, MethodSpec]:
@@ -153,7 +154,9 @@ def attach_dfa(
     ``delta^1`` the first Linear's DFA signal. A model outside ``[prefix] Linear (phi Linear)*`` is
     refused with the offending layer's name (:class:`UnsupportedModelError`).
     """
-    return DFAHandle(model, method, open_device(device, method), threshold, loss_reduction)
+    check_module(model, "model")
+    check_attach(method, threshold, loss_reduction, device, list(attachable()))
+    return DFAHandle(model, method, open_device(device, method), float(threshold), loss_reduction)
 
 
 def dfa_alignment(

@@ -21,7 +21,6 @@ events the built-in trainers charge. The methods offered, and the reasons others
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -37,9 +36,11 @@ from ..core.errors import TrainingConfigError
 from ..methods import SPECS, MethodSpec
 from ..methods.dfa_noise import device_lattice, dp_dfa_release
 from ..run.privacy import check_accounting
+from .batch_check import InputWatch, check_batch
 from .data import Data, PrivateDataLoader, as_dataset
 from .optimizer import DPOptimizer
 from .updates import DFAClipping, PerExampleClipping
+from .validation import check_make_private, check_model_takes_data, check_update, check_with_epsilon, planned_steps
 
 
 def user_update(
@@ -62,7 +63,7 @@ def user_update(
 def offered_spec(method: str) -> MethodSpec:
     """The registration of ``method`` if ``make_private`` offers it; else an error naming why not."""
     offered = [name for name, spec in SPECS.items() if spec.user_update is not None]
-    spec = SPECS.get(method)
+    spec = SPECS.get(method) if isinstance(method, str) else None
     if spec is not None and spec.user_update is None and spec.api_refusal is not None:
         raise TrainingConfigError(
             f"method {method!r} is not offered by make_private: {spec.api_refusal}. Train it on your own tensors "
@@ -91,6 +92,7 @@ class PrivacyEngine:
         self.data_loader: PrivateDataLoader | None = None
         self.noise_multiplier: float | None = None
         self.stopped_by_budget = False
+        self.watch: InputWatch | None = None
 
     # -- wrapping --------------------------------------------------------------------------------
     def make_private(
@@ -130,14 +132,13 @@ class PrivacyEngine:
         and the steps per epoch instead (as ``--public-dataset-size``). The module is returned
         itself, with hooks.
         """
-        spec = offered_spec(method)
+        spec = offered_spec(method)  # the method first: a refused method names its reason
+        check_make_private(locals())
         sampling = spec.trainer.sampling
         dataset, loader_batch, collate = as_dataset(data_loader)
         size = batch_size or loader_batch
         if size is None:
             raise TrainingConfigError("batch_size is required when data_loader is a Dataset or tensors")
-        if not (math.isfinite(noise_multiplier) and noise_multiplier > 0):
-            raise TrainingConfigError(f"noise_multiplier must be a finite number > 0, got {noise_multiplier}")
         if public_dataset_size is not None and sampling != "poisson":
             raise TrainingConfigError(
                 f"public_dataset_size is for add/remove adjacency (Poisson sampling); under "
@@ -148,10 +149,11 @@ class PrivacyEngine:
                 f"{method} adds {' or '.join(spec.noise_sources)} noise only; "
                 f"noise_source={noise_source!r} is not one of its sources"
             )
-        loader = PrivateDataLoader(dataset, size, sampling, collate, self._should_stop, public_dataset_size)
+        loader = self._loader(module, dataset, size, sampling, collate, public_dataset_size)
         n = loader.dataset_size
         generator = SecureGenerator()
         update = user_update(spec, module, max_grad_norm, loss_reduction, size, n, tau_h, beta, feedback_seed)
+        check_update(update, noise_multiplier)
         lattice, opened = None, None
         if noise_source == "device":
             opened = device if isinstance(device, Device) else load_device(device or "opu-sim-dp")
@@ -166,9 +168,26 @@ class PrivacyEngine:
         self.accountant = Accountant(update.neighboring, conversion=self.conversion)  # type: ignore[arg-type]
         check_accounting(self.accountant, self.event_for, f"PrivacyEngine(accountant={self.conversion!r})")
         budget = PrivacyBudget(target_epsilon, target_delta) if target_epsilon is not None else None
-        self.optimizer = DPOptimizer(optimizer, update, mechanism, event, self.accountant, budget)
+        self.optimizer = self._wrap(
+            module, loader, DPOptimizer(optimizer, update, mechanism, event, self.accountant, budget)
+        )
         self.data_loader, self.noise_multiplier, self.method = loader, float(noise_multiplier), method
         return module, self.optimizer, loader
+
+    def _loader(
+        self, module: nn.Module, dataset: Any, size: int, sampling: str, collate: Any, public: int | None
+    ) -> PrivateDataLoader:
+        """The private loader, once the module runs on the data's first examples and an epoch's steps are plausible."""
+        loader = PrivateDataLoader(dataset, size, sampling, collate, self._should_stop, public)
+        check_model_takes_data(module, loader.fetch(torch.arange(min(2, len(dataset)))))
+        planned_steps(len(loader), f"make_private: one epoch of batches of {size} from {loader.dataset_size} examples")
+        return loader
+
+    def _wrap(self, module: nn.Module, loader: PrivateDataLoader, optimizer: DPOptimizer) -> DPOptimizer:
+        """``optimizer`` releasing only the batch ``loader`` drew, as ``module`` saw it (:mod:`.batch_check`)."""
+        self.watch = watch = InputWatch(module)
+        optimizer.batch_guard = lambda examples: check_batch(loader.take_drawn(), watch.seen, examples)
+        return optimizer
 
     def make_private_with_epsilon(
         self,
@@ -185,6 +204,7 @@ class PrivacyEngine:
         """:meth:`make_private` with the smallest noise multiplier whose ``epochs`` epochs reach
         ``target_epsilon`` at ``target_delta`` (inverse accounting, as ``--target-epsilon``); the
         budget stop is set to the same target."""
+        check_with_epsilon(target_epsilon, target_delta, epochs)
         probe = PrivacyEngine(self.conversion)
         wrapped = probe.make_private(
             module=module,
@@ -194,7 +214,7 @@ class PrivacyEngine:
             max_grad_norm=max_grad_norm,
             **kwargs,
         )
-        steps = epochs * len(wrapped[2])
+        steps = planned_steps(epochs * len(wrapped[2]), f"make_private_with_epsilon: {epochs} epoch(s)")
         neighboring = probe.accountant.neighboring  # type: ignore[union-attr]
         probe.detach()
         z = smallest_noise_multiplier(
@@ -220,6 +240,8 @@ class PrivacyEngine:
         """Remove the hooks from the module (it trains by plain backprop again)."""
         if self.optimizer is not None:
             self.optimizer.update.remove()
+        if self.watch is not None:
+            self.watch.remove()
 
     # -- accounting ------------------------------------------------------------------------------
     def _should_stop(self) -> bool:
@@ -241,7 +263,8 @@ class PrivacyEngine:
     def state_dict(self) -> dict[str, Any]:
         """Accountant ledger, loader epoch and sampling key, noise generator state. SECRET: the key
         and generator state let anyone recompute the batches and noise; keep it with checkpoints only."""
-        assert self.optimizer is not None and self.data_loader is not None and self.accountant is not None
+        if self.optimizer is None or self.data_loader is None or self.accountant is None:
+            raise TrainingConfigError("state_dict(): call make_private first (there is no run to save)")
         return {
             "accountant": self.accountant.state_dict(),
             "loader": self.data_loader.state_dict(),
@@ -252,7 +275,10 @@ class PrivacyEngine:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore :meth:`state_dict` into an engine that ``make_private`` set up the same way."""
-        assert self.optimizer is not None and self.data_loader is not None and self.accountant is not None
+        if self.optimizer is None or self.data_loader is None or self.accountant is None:
+            raise TrainingConfigError("load_state_dict(): call make_private first, set up as the saved run was")
+        if not isinstance(state, dict) or "noise_multiplier" not in state:
+            raise TrainingConfigError("load_state_dict(): state must be a dict from PrivacyEngine.state_dict()")
         if state["noise_multiplier"] != self.noise_multiplier:
             raise TrainingConfigError(
                 f"checkpoint noise multiplier {state['noise_multiplier']} != {self.noise_multiplier}"

@@ -11,8 +11,18 @@ import torch
 from opu_hal.privacy import Accountant, Event, PrivacyBudget
 from opu_hal.privacy.mechanisms import DigitizedRelease, GaussianRelease, SkellamRelease
 
-from ..core.errors import TrainingConfigError
+from ..core.errors import NonFiniteError, TrainingConfigError
 from .updates import DFAClipping, PerExampleClipping
+
+#: Called with the number of examples behind the update before it is released; raises to refuse.
+BatchGuard = Callable[[int], None]
+
+
+def examples_of(update: PerExampleClipping | DFAClipping) -> int:
+    """The per-example rows behind the recorded update (after ``clipped()`` found it)."""
+    if isinstance(update, DFAClipping):
+        return int(update.pending[0].shape[0]) if update.pending is not None else 0
+    return next((int(a.shape[0]) for a, _ in update.records.values() if a is not None), 0)
 
 
 class PrivacyBudgetExhausted(TrainingConfigError):
@@ -31,8 +41,10 @@ class DPOptimizer:
         event: Event,
         accountant: Accountant,
         budget: PrivacyBudget | None,
+        batch_guard: BatchGuard | None = None,
     ) -> None:
         self.original_optimizer = optimizer
+        self.batch_guard = batch_guard
         self.update = update
         self.mechanism = mechanism
         self.event = event
@@ -63,7 +75,15 @@ class DPOptimizer:
             limit = f"epsilon {budget.target_epsilon} at delta {budget.delta}" if budget is not None else "the budget"
             raise PrivacyBudgetExhausted(f"the next step would exceed {limit}")
         with torch.no_grad():
-            released = self.update.released_to_grad(self.mechanism.release(self.update.clipped()))
+            clipped = self.update.clipped()
+            if self.batch_guard is not None:
+                self.batch_guard(examples_of(self.update))
+            if not bool(torch.isfinite(clipped).all()):
+                raise NonFiniteError(
+                    "optimizer.step(): the clipped update holds NaN or infinity (non-finite data, loss or "
+                    "weights); nothing was released or charged"
+                )
+            released = self.update.released_to_grad(self.mechanism.release(clipped))
             params = self.update.params
             for p, part in zip(params, released.split([p.numel() for p in params])):
                 p.grad = part.view_as(p).to(p.dtype)  # disjoint views of the release, as the loop's

@@ -142,8 +142,8 @@ def report_run(record: dict) -> None:
 
 def _cmd_tune(args: argparse.Namespace) -> int:
     from ..core.data import DatasetError
+    from ..run.disk import write_record
     from ..run.loop import check_output_path, train  # torch-heavy; imported only when training
-    from ..run.output import write_json
     from .tune import parse_space, summary, tune
     from .tune_budget import noise_for_total, runs_law
 
@@ -186,7 +186,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
     except DatasetError as exc:
         raise TrainingConfigError(str(exc)) from exc
     if args.out:
-        write_json(args.out, record)
+        write_record(args.out, record, lambda message: print(message, file=sys.stderr, flush=True))
     if args.json:
         print_json(record)
         return 0

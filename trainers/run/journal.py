@@ -32,10 +32,12 @@ import torch
 from opu_hal.privacy import Accountant, Event, PrivacyBudget
 
 from ..core.errors import CheckpointError
-from .output import write_atomic
+from .output import write_all, write_atomic
 
 FORMAT = 4  # 3: every part saved by its state_dict (the accountant's ledger as data); 4: + lr schedule, weight average
-MAGIC = b"OPU-HAL CHECKPOINT 3\n"
+MAGIC = f"OPU-HAL CHECKPOINT {FORMAT}\n".encode()
+#: The magic line written before it named the payload's format (its payloads are format 4): still read.
+MISNAMED_MAGIC = b"OPU-HAL CHECKPOINT 3\n"
 
 
 def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> None:
@@ -51,7 +53,7 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise CheckpointError(f"--resume: no checkpoint at {target} (was --checkpoint the same path?)")
     data = target.read_bytes()
     header = len(MAGIC) + 65
-    if not data.startswith(MAGIC) or len(data) < header or data[header - 1 : header] != b"\n":
+    if not data.startswith((MAGIC, MISNAMED_MAGIC)) or len(data) < header or data[header - 1 : header] != b"\n":
         raise CheckpointError(f"{target}: not an opu-hal checkpoint of format {FORMAT}")
     digest, payload = data[len(MAGIC) : header - 1].decode("ascii", "replace"), data[header:]
     if hashlib.sha256(payload).hexdigest() != digest:
@@ -78,10 +80,12 @@ class StepJournal:
         self.path = Path(path)
 
     def begin(self, global_step: int) -> None:
-        with open(self.path, "a", encoding="ascii") as handle:
-            handle.write(f"{global_step}\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            write_all(fd, f"{global_step}\n".encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def draws(self, max_step: int) -> int:
         """How many private steps may have drawn noise: one per complete line, plus one for a
@@ -121,21 +125,47 @@ class StepJournal:
 
 
 class RunLock:
-    """An exclusive lock on ``<checkpoint>.lock``: two processes never train on one checkpoint."""
+    """An exclusive lock on ``<checkpoint>.lock``: two processes never train on one checkpoint. The
+    file also holds the count of journal lines written (``draws N``, fsynced with each line), so a
+    journal whose last lines were removed is still charged for them."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._handle: Any = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path, "a+")  # noqa: SIM115 (held open: the lock lives until release())
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle = os.fdopen(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644), "r+")  # held until release()
+        except OSError as exc:
+            raise CheckpointError(
+                f"--checkpoint: cannot create the lock {self.path} ({exc.strerror or exc}); give a --checkpoint "
+                "path in a writable folder (nothing was drawn)"
+            ) from None
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             handle.close()
             raise CheckpointError(f"{self.path}: another process is training on this checkpoint") from None
         self._handle = handle
+
+    def record_draws(self, count: int) -> None:
+        """Durably replace the count of journal lines written (the lock must be held)."""
+        if self._handle is not None:
+            fd = self._handle.fileno()
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"draws {count}\n".encode(), 0)
+            os.fsync(fd)
+
+    def recorded_draws(self) -> int:
+        """The count :meth:`record_draws` last wrote (0 for an empty lock, as written before the count)."""
+        text = self.path.read_text(encoding="ascii", errors="replace").strip() if self.path.is_file() else ""
+        number = text.removeprefix("draws ")
+        if not text:
+            return 0
+        if not (text.startswith("draws ") and number.isdigit()):
+            raise CheckpointError(f"{self.path}: holds {text[:40]!r}, not a draw count; the privacy spent is unknown")
+        return int(number)
 
     def release(self) -> None:
         if self._handle is not None:
@@ -155,6 +185,8 @@ class RunJournal:
         self.lock = RunLock(f"{checkpoint}.lock") if checkpoint else None
         self.charged_lines = 0
         self.lost_steps_charged = 0
+        #: Journal lines written so far (the count the lock keeps).
+        self.lines = 0
 
     def acquire(self) -> None:
         if self.lock is not None:
@@ -174,12 +206,22 @@ class RunJournal:
                 f"--resume to continue it, or delete {self.checkpoint} and {self.journal.path} to start over (the "
                 "privacy that run spent is then no longer counted by opu-hal)"
             )
+        if self.lock is not None:
+            self.lock.record_draws(0)  # a new run: a count left by a deleted run is not this run's
 
     # -- each private step ----------------------------------------------------------------------
     def begin(self, global_step: int) -> None:
         """Before a step draws noise: its line is durable first."""
-        if self.journal is not None:
-            self.journal.begin(global_step)
+        if self.journal is not None and self.lock is not None:
+            try:
+                self.journal.begin(global_step)
+                self.lines += 1
+                self.lock.record_draws(self.lines)
+            except OSError as exc:
+                raise CheckpointError(
+                    f"--checkpoint: cannot write the journal {self.journal.path} or its count in {self.lock.path} "
+                    f"({exc.strerror or exc}); step {global_step} did not draw. Free space, then --resume"
+                ) from None
 
     def drawn(self) -> None:
         """After the step's release is charged to the ledger."""
@@ -219,15 +261,21 @@ class RunJournal:
         records beyond those the checkpoint charged. Device noise (not ``replayable``) was released
         and cannot be drawn again: ``charge`` them once, now, and ``save`` before anything is drawn.
         Software noise is replayed bit for bit by the restored generator (nothing new released)."""
-        assert self.journal is not None
-        lines = self.journal.draws(max(planned_steps, 1))
-        if lines < self.charged_lines:
+        assert self.journal is not None and self.lock is not None
+        written = self.journal.draws(max(planned_steps, 1))
+        counted = self.lock.recorded_draws()
+        if written < self.charged_lines:  # lines the checkpoint saw are gone: the journal was tampered with
             raise CheckpointError(
-                f"--resume: {self.journal.path} records {lines} private step(s) but the checkpoint has charged "
+                f"--resume: {self.journal.path} records {written} private step(s) but the checkpoint has charged "
                 f"{self.charged_lines}: the journal was truncated or deleted, so the privacy spent is unknown; "
                 "the run is not resumed"
             )
+        lines = max(written, counted)  # lines removed after the checkpoint are still counted by the lock
+        if counted > written:
+            log(f"resume: {self.journal.path} holds {written} line(s) but {self.lock.path} counted {counted}: charged")
         self.journal.seal()
+        self.lines = lines
+        self.lock.record_draws(lines)
         extra = lines - self.charged_lines
         if not extra:
             return

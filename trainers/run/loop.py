@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from opu_hal import Device
 from opu_hal.privacy import Accountant, PrivacyBudget
+from opu_hal.runtime.validation import planned_steps
 
 from ..core.averaging import WeightAverage, make_schedule
 from ..core.centering import Centering
@@ -30,8 +31,9 @@ from ..distributed.setup import broadcast_model, check_method, route_releases
 from ..methods import METHODS
 from .config import TrainConfig
 from .dataset import center_run_data, load_run_data
+from .disk import probe_outputs, unsaved_checkpoint, write_record
 from .journal import RunJournal, budget_allows, charge_planned
-from .output import NoiseLog, write_json
+from .output import NoiseLog
 from .privacy import check_accounting, claim_statement, plan_noise
 from .record import epoch_line, epoch_record, run_record
 from .setup import (
@@ -132,6 +134,11 @@ class Trainer:
         self.optimizer = make_optimizer(config, self.model)
         self.sampler = build_sampler(config, self.method, len(self.train_split), self.ranks)
         self.planned_steps = config.epochs * self.sampler.steps_per_epoch
+        planned_steps(
+            self.planned_steps,
+            f"--epochs {config.epochs} of {self.sampler.steps_per_epoch} steps",
+            error=TrainingConfigError,
+        )
         self.schedule = make_schedule(config.lr_schedule, self.optimizer, self.planned_steps)
         self.average = WeightAverage(self.model, config.weight_average) if config.weight_average else None
         self.noise_log = NoiseLog()
@@ -139,6 +146,8 @@ class Trainer:
         self.position = (0, 0)  # (epoch, step in epoch) of the next step
         self.global_step = 0
         self.elapsed = 0.0
+        #: Where :func:`train` will write the record (probed with the checkpoint before the first draw).
+        self.out: str | os.PathLike[str] | None = None
 
     def _build_privacy(self) -> None:
         config = self.config
@@ -193,7 +202,10 @@ class Trainer:
     def checkpoint_now(self) -> None:
         """Rank 0 writes the checkpoint (no other rank holds a journal)."""
         if self.ranks.is_main:
-            self.run_journal.save(trainer_state(self))
+            try:
+                self.run_journal.save(trainer_state(self))
+            except OSError as exc:
+                raise unsaved_checkpoint(self, exc) from None
 
     # -- one epoch -------------------------------------------------------------------------------
     def _step(self, indices: torch.Tensor) -> tuple[float, int, int]:
@@ -257,6 +269,9 @@ class Trainer:
     def run(self, max_epochs: int | None = None) -> dict[str, Any]:
         """Train to the configured number of epochs (or ``max_epochs`` more of them, to train in
         stages: a later :meth:`run` or a ``--resume`` continues); returns the record so far."""
+        probe_outputs(self, lambda: trainer_state(self), None if self.out is None else os.fspath(self.out))
+        if self.config.checkpoint and self.global_step == 0 and not self.config.resume:
+            self.checkpoint()  # before the first draw: any journal line then has a checkpoint to resume from
         if self.method.prepare(self.train_split, self.accountant, self.log):
             # A method's private set-up ran (DP-MAC's pre-training and histogram), charged to the ledger.
             self.checkpoint()
@@ -318,9 +333,10 @@ def train(
         with Trainer(
             config, data=data, device=device, progress=progress, log=log, callbacks=callbacks, ranks=ranks
         ) as trainer:
+            trainer.out = out
             record = trainer.run()
         if out is not None and ranks.is_main:
-            write_json(out, record)
+            write_record(out, record, log or (lambda message: print(message, file=sys.stderr, flush=True)))
     finally:
         ranks.close()
     return record

@@ -11,16 +11,24 @@ from typing import Any
 from opu_hal import NoiseReport
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte of ``data`` is written (a short write is continued, an error raised)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` so that ``path`` holds either the old or the new content, never a mix."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
