@@ -48,7 +48,8 @@ def smallest_noise_multiplier(
     """Smallest noise multiplier ``z`` (within ``rtol``) whose planned run, after what the ledger
     ``spent`` already holds, has epsilon <= target.
 
-    Bisection on ``log z``; epsilon falls as ``z`` grows. The returned ``z`` always satisfies the
+    A bracket found by stepping from ``z = 1`` (:func:`expand_bracket`), then bisection on ``log z``;
+    epsilon falls as ``z`` grows. The returned ``z`` always satisfies the
     target (it is the upper end of the final bracket). ``progress(low, high)`` is called with the
     bracket after each halving (a long accounting shows it on stderr). ``claimed=True``: the target
     is on a published claim's epsilon (:func:`planned_epsilon`).
@@ -67,13 +68,41 @@ def smallest_noise_multiplier(
         except PrivacyParameterError:
             return False
 
-    if not fits(high):
+    bracket = expand_bracket(fits, low, high)
+    if bracket is None:
         raise PrivacyParameterError(
             f"even noise multiplier {high:g} does not reach epsilon {target_epsilon} in {steps} steps"
         )
-    if fits(low):
+    if bracket[1] == low:
         return low
-    return bisect_log(fits, low, high, rtol, progress)
+    return bisect_log(fits, bracket[0], bracket[1], rtol, progress)
+
+
+#: Where :func:`expand_bracket` starts, and the factor it steps by.
+BRACKET_START, BRACKET_FACTOR = 1.0, 4.0
+
+
+def expand_bracket(
+    fits: Callable[[float], bool], low: float, high: float, start: float = BRACKET_START
+) -> tuple[float, float] | None:
+    """A bracket ``(a, b)`` within ``[low, high]`` with ``fits(b)`` true and ``fits(a)`` false (or ``b ==
+    low``), stepping by :data:`BRACKET_FACTOR` from ``start``; None when even ``fits(high)`` is false.
+    Starting near the answer keeps the accounting away from extreme noise levels, whose events can take
+    far longer to evaluate (a Skellam mean of 1e8)."""
+    z = min(max(start, low), high)
+    if fits(z):
+        while z > low:
+            smaller = max(z / BRACKET_FACTOR, low)
+            if not fits(smaller):
+                return smaller, z
+            z = smaller
+        return low, low
+    while z < high:
+        larger = min(z * BRACKET_FACTOR, high)
+        if fits(larger):
+            return z, larger
+        z = larger
+    return None
 
 
 def bisect_log(
