@@ -21,6 +21,7 @@ import sys
 import torch
 
 import opu_hal
+from benchmarks.interleave import Timed
 from benchmarks.timing import median_seconds
 
 SHAPES = [(256, 10, 1024), (64, 4096, 16384), (256, 784, 16384)]
@@ -57,6 +58,20 @@ def time_shape(batch: int, in_features: int, out_features: int, compute: str = "
         "intensity_s": intensity_s,
         "linear_ratio": linear_s / matmul_s,
         "intensity_ratio": intensity_s / matmul_s,
+    }
+
+
+def projection_rows(batch: int, in_features: int, out_features: int, compute: str = "cpu") -> dict[str, Timed]:
+    """A plain matmul and a linear simulated projection of the same shape, each a callable returning its
+    median seconds over a few calls (rows for :mod:`benchmarks.interleave`, baseline ``"matmul"``)."""
+    linear = simulated(in_features, out_features, compute=compute)
+    where = linear.capabilities.compute_device
+    generator = torch.Generator().manual_seed(0)
+    x = (torch.rand(batch, in_features, generator=generator) < 0.5).float().to(where)
+    weights = torch.randn(in_features, out_features, generator=generator).to(where)
+    return {
+        "matmul": lambda: median_seconds(lambda: x @ weights, repeats=21, warmup=5),
+        "simulated linear": lambda: median_seconds(lambda: linear.project(x), repeats=5, warmup=1),
     }
 
 

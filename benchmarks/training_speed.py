@@ -3,20 +3,21 @@
     python -m benchmarks.training_speed [--train 13824] [--epochs 3]
 
 Paper 000's network (784-512-512-10 tanh, batch 256, SGD), the same loop for every method, all
-measured in this run: ``--epochs`` rounds, each training every method for one epoch in turn (so a
-machine whose speed drifts slows all methods alike), after one untimed warm-up round; the median
-epoch time per method (training steps only, no evaluation). Goals: dfa <= 1.1x bp; pdfa <= 4x dfa
+measured in this run: ``--epochs`` rounds, each training every method for one epoch in turn, bp
+first (:mod:`benchmarks.interleave`; a machine whose speed drifts slows all methods alike), after one
+untimed warm-up round; each ratio is taken within its round, and the median ratio is printed with
+its spread (min-max over the rounds; training steps only, no evaluation). Goals: dfa <= 1.1x bp; pdfa <= 4x dfa
 on the CPU (issue 16).
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 
 import torch
 
 from benchmarks.data import fashion_or_random
+from benchmarks.interleave import Timed, interleaved_times, ratios
 from trainers.run.config import TrainConfig
 from trainers.run.loop import train
 
@@ -34,15 +35,13 @@ def epoch_seconds(method: str, data) -> float:
     return record["epochs"][0]["epoch_time_s"]
 
 
-def interleaved_medians(data, rounds: int) -> dict[str, float]:
-    """Median epoch seconds per method over ``rounds`` rounds of one epoch each, in turn."""
-    for method in METHODS:  # warm-up: compiled kernels, allocator, thread pools
-        epoch_seconds(method, data)
-    times: dict[str, list[float]] = {method: [] for method in METHODS}
-    for _ in range(rounds):
-        for method in METHODS:
-            times[method].append(epoch_seconds(method, data))
-    return {method: statistics.median(seconds) for method, seconds in times.items()}
+def interleaved(data, rounds: int) -> dict[str, list[float]]:
+    """Epoch seconds per method in each of ``rounds`` rounds (one epoch each, bp first, the others
+    rotated), after one untimed warm-up round (compiled kernels, allocator, thread pools)."""
+    rows: dict[str, Timed] = {method: (lambda method=method: epoch_seconds(method, data)) for method in METHODS}
+    for row in rows.values():
+        row()
+    return interleaved_times(rows, rounds, "bp")
 
 
 def main() -> None:
@@ -53,14 +52,14 @@ def main() -> None:
     data = fashion_or_random(args.train)
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.train} examples per epoch, "
-        f"median of {args.epochs} interleaved epochs"
+        f"{args.epochs} interleaved rounds; ratios within each round, median [min-max]"
     )
-    times = interleaved_medians(data, args.epochs)
-    for method, seconds in times.items():
-        print(f"  {method:<5} {seconds:8.3f} s/epoch")
+    times = interleaved(data, args.epochs)
+    for method, ratio in ratios(times, "bp").items():
+        print(f"  {method:<5} {ratio.seconds:8.3f} s/epoch  {ratio} bp")
     for (a, b), goal in GOALS.items():
-        ratio = times[a] / times[b]
-        print(f"  {a}/{b} = {ratio:.2f}x  (goal <= {goal}x: {'met' if ratio <= goal else 'NOT met'})")
+        ratio = ratios(times, b)[a]
+        print(f"  {a}/{b} = {ratio}  (goal <= {goal}x: {'met' if ratio.median <= goal else 'NOT met'})")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ def register_builtin_commands(sub: argparse._SubParsersAction) -> None:
 
 # -- handlers: each imports its command's module when the command runs -------------------------
 def _cmd_devices(args: argparse.Namespace) -> int:
-    from .commands import cmd_devices
+    from .devices_command import cmd_devices
 
     return cmd_devices(args)
 

@@ -1,5 +1,6 @@
-"""The device commands' work (``devices``, ``info``, ``noise``, ``project``, ``check``); the parser
-that names them is :mod:`opu_hal.cli`, which imports this module only when one of them runs."""
+"""The device commands' work (``info``, ``noise``, ``project``, ``check``; ``devices`` is
+:mod:`.devices_command`); the parser that names them is :mod:`opu_hal.cli`, which imports this module
+only when one of them runs."""
 
 from __future__ import annotations
 
@@ -8,66 +9,11 @@ import math
 
 import torch
 
-from .contract.errors import InputError, OpuHalError, ProfileError
+from .contract.errors import InputError
 from .loader import load_device
-from .privacy.events import PrivacyParameterError
-from .profiles.catalogue import list_profiles, load_profile, looks_like_profile
+from .profiles.catalogue import load_profile
 from .runtime.memory import available_bytes, batch_limit, gib, row_bytes
 from .runtime.output import print_json
-
-
-def cmd_devices(args: argparse.Namespace) -> int:
-    """``opu-hal devices``: every profile of the folder (files that look like profiles: a TOML table
-    with a ``backend`` or ``schema`` key, or a file that does not parse) with backend and sizes."""
-    paths = [p for p in list_profiles(args.dir) if looks_like_profile(p)]
-    if not paths:
-        raise ProfileError(
-            f"--dir {args.dir or 'the packaged profiles'}: no profiles (*.toml with a 'backend' key) found there"
-        )
-    rows = []
-    for path in paths:
-        try:
-            profile = load_profile(path)
-            rows.append(
-                {
-                    "profile": path.stem,
-                    "path": str(path),
-                    "backend": profile.backend,
-                    "valid": True,
-                    "in_features": profile.in_features,
-                    "out_features": profile.out_features,
-                    "description": profile.description,
-                }
-            )
-        except (OpuHalError, PrivacyParameterError) as exc:
-            rows.append(
-                {
-                    "profile": path.stem,
-                    "path": str(path),
-                    "backend": None,
-                    "valid": False,
-                    "in_features": None,
-                    "out_features": None,
-                    "description": str(exc).splitlines()[0],
-                }
-            )
-    if args.json:
-        print_json(rows)
-        return 0
-    table = [
-        (
-            r["profile"],
-            r["backend"] or "INVALID",
-            f"{r['in_features']}->{r['out_features']}" if r["valid"] else "",
-            r["description"],
-        )
-        for r in rows
-    ]
-    widths = [max(len(str(r[i])) for r in table + [("profile", "backend", "size", "")]) for i in range(3)]
-    print(f"{'profile':<{widths[0]}}  {'backend':<{widths[1]}}  {'size':<{widths[2]}}  description")
-    for row in table:
-        print(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:<{widths[2]}}  {row[3]}")
-    return 0
 
 
 def describe_device(profile_source: str) -> dict[str, dict[str, object]]:

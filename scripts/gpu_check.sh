@@ -34,7 +34,7 @@ for s in $STAGES; do
       stage "simulated projection"
       timeout 200 python3 -m benchmarks.simulated_projection --compute cuda --skip-memory 2>&1 | tee "$OUT/projection.log"
       stage "training epochs"
-      timeout 300 python3 -m benchmarks.gpu_training --epochs 2 ${BENCH_ONLY:+--only "$BENCH_ONLY"} 2>&1 | tee "$OUT/training.log" ;;
+      timeout 420 python3 -m benchmarks.gpu_training --rounds 3 ${BENCH_ONLY:+--only "$BENCH_ONLY"} 2>&1 | tee "$OUT/training.log" ;;
     profile)
       stage "profiles of training steps"
       timeout 200 python3 -m benchmarks.gpu_profile --out "$OUT" --projection --only "${PROFILE_RUNS-bp,dp-sgd,dp-dfa}" 2>&1 | grep -v USDT ;;

@@ -16,19 +16,32 @@ def test_camera_kernel_benchmark_compares_compiled_and_eager_frames(capsys):
     assert "speckle frame: compiled" in printed and "anchor frame:  compiled" in printed
 
 
-def test_private_vs_opacus_goal_lines_compare_this_runs_ratios():
-    from benchmarks.private_vs_opacus import goal_lines
+def test_private_vs_opacus_goal_lines_judge_the_median_ratios():
+    from benchmarks.interleave import Ratio
+    from benchmarks.private_vs_opacus import DFA, SGD, goal_lines
 
-    ratios = {
-        "ours: dp-sgd (ghost norms, Poisson)": 1.2,
-        "opacus: ghost": 1.6,
-        "ours: dp-dfa (fixed-size, replace-one)": 1.7,
-    }
-    lines = goal_lines(ratios).splitlines()
-    assert lines[0].endswith("1.20x plain (goal <= 1.5x): met")
-    assert lines[1].endswith("= 0.75 (goal < 1): met")
-    assert lines[2].endswith("1.70x plain (goal <= 1.5x): NOT met")
-    assert goal_lines({**ratios, "opacus: ghost": 1.1}).splitlines()[1].endswith("NOT met")
+    summary = {SGD: Ratio(1.15, 1.1, 1.3, 2.0), DFA: Ratio(1.7, 1.6, 1.9, 3.0)}
+    lines = goal_lines(summary, Ratio(0.75, 0.7, 0.8, 2.0)).splitlines()
+    assert lines[0].endswith("1.15x [1.10-1.30] plain (goal <= 1.2x): met")
+    assert lines[1].endswith("= 0.75x [0.70-0.80] (goal < 1): met")
+    assert lines[2].endswith("1.70x [1.60-1.90] plain (goal <= 1.2x): NOT met")
+    assert goal_lines(summary, Ratio(1.05, 0.9, 1.2, 2.0)).splitlines()[1].endswith("NOT met")
+
+
+def test_interleaved_rounds_time_the_baseline_first_and_rotate_the_rows():
+    from benchmarks.interleave import interleaved_times, ratios
+
+    calls: list[str] = []
+    seconds = {"base": iter([1.0, 2.0, 1.0]), "a": iter([1.5, 3.0, 1.2]), "b": iter([2.0, 2.0, 2.0])}
+
+    def row(name):
+        return lambda: calls.append(name) or next(seconds[name])
+
+    times = interleaved_times({name: row(name) for name in seconds}, 3, "base")
+    assert calls == ["base", "a", "b", "base", "b", "a", "base", "a", "b"]
+    summary = ratios(times, "base")
+    assert (summary["a"].median, summary["a"].low, summary["a"].high) == (1.5, 1.2, 1.5)  # a slow round moves one ratio
+    assert summary["b"].median == 2.0 and summary["b"].low == 1.0 and summary["base"].median == 1.0
 
 
 def test_private_step_cpu_benchmark_times_plain_and_private_steps(monkeypatch):

@@ -338,3 +338,18 @@ def test_composed_event_adds_its_parts_and_round_trips_through_the_ledger():
     assert composed.get_epsilon(1e-5) == pytest.approx(separate.get_epsilon(1e-5), rel=1e-12)
     assert len(composed.ledger) == 1
     assert Accountant.from_json(composed.to_json()).get_epsilon(1e-5) == composed.get_epsilon(1e-5)
+
+
+def test_noise_search_brackets_from_one_and_never_evaluates_far_noise():
+    from opu_hal.privacy.inverse import planned_epsilon
+
+    seen = []
+
+    def event_for(z):
+        seen.append(z)
+        return GaussianEvent(z)
+
+    z = smallest_noise_multiplier(event_for, 1, 3.0, DELTA, "add_remove")
+    assert min(seen) >= 1.0 and max(seen) <= 4.0  # never the default bracket's ends, 1e-2 and 1e3
+    assert planned_epsilon(GaussianEvent, z, 1, DELTA, "add_remove") <= 3.0
+    assert planned_epsilon(GaussianEvent, z / (1 + 1e-4), 1, DELTA, "add_remove") > 3.0

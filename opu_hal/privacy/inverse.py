@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 from .accountant import Accountant
 from .events import DEFAULT_ORDERS, Event, Neighboring, PrivacyParameterError
+from .root_search import narrow_bracket
 
 EventForNoise = Callable[[float], Event]
 
@@ -48,9 +49,11 @@ def smallest_noise_multiplier(
     """Smallest noise multiplier ``z`` (within ``rtol``) whose planned run, after what the ledger
     ``spent`` already holds, has epsilon <= target.
 
-    Bisection on ``log z``; epsilon falls as ``z`` grows. The returned ``z`` always satisfies the
+    A bracket found by stepping from ``z = 1`` (:func:`expand_bracket`), then narrowed on ``log z``
+    (:func:`~.root_search.narrow_bracket`: bisection's contract in fewer evaluations); epsilon falls
+    as ``z`` grows. The returned ``z`` always satisfies the
     target (it is the upper end of the final bracket). ``progress(low, high)`` is called with the
-    bracket after each halving (a long accounting shows it on stderr). ``claimed=True``: the target
+    bracket after each step (a long accounting shows it on stderr). ``claimed=True``: the target
     is on a published claim's epsilon (:func:`planned_epsilon`).
     """
     if not (math.isfinite(target_epsilon) and target_epsilon > 0 and 0 < delta < 1 and steps >= 1):
@@ -58,22 +61,53 @@ def smallest_noise_multiplier(
             f"need a finite target_epsilon > 0, 0 < delta < 1, steps >= 1; got {target_epsilon}, {delta}, {steps}"
         )
 
-    def fits(z: float) -> bool:
-        try:
-            return (
-                planned_epsilon(event_for, z, steps, delta, neighboring, orders, claimed=claimed, spent=spent)
-                <= target_epsilon
-            )
-        except PrivacyParameterError:
-            return False
+    evaluated: dict[float, float] = {}
 
-    if not fits(high):
+    def epsilon_at(z: float) -> float:
+        if z not in evaluated:
+            try:
+                evaluated[z] = planned_epsilon(
+                    event_for, z, steps, delta, neighboring, orders, claimed=claimed, spent=spent
+                )
+            except PrivacyParameterError:
+                evaluated[z] = math.inf
+        return evaluated[z]
+
+    bracket = expand_bracket(lambda z: epsilon_at(z) <= target_epsilon, low, high)
+    if bracket is None:
         raise PrivacyParameterError(
             f"even noise multiplier {high:g} does not reach epsilon {target_epsilon} in {steps} steps"
         )
-    if fits(low):
+    if bracket[1] == low:
         return low
-    return bisect_log(fits, low, high, rtol, progress)
+    return narrow_bracket(epsilon_at, target_epsilon, bracket[0], bracket[1], rtol, progress)
+
+
+#: Where :func:`expand_bracket` starts, and the factor it steps by.
+BRACKET_START, BRACKET_FACTOR = 1.0, 4.0
+
+
+def expand_bracket(
+    fits: Callable[[float], bool], low: float, high: float, start: float = BRACKET_START
+) -> tuple[float, float] | None:
+    """A bracket ``(a, b)`` within ``[low, high]`` with ``fits(b)`` true and ``fits(a)`` false (or ``b ==
+    low``), stepping by :data:`BRACKET_FACTOR` from ``start``; None when even ``fits(high)`` is false.
+    Starting near the answer keeps the accounting away from extreme noise levels, whose events can take
+    far longer to evaluate (a Skellam mean of 1e8)."""
+    z = min(max(start, low), high)
+    if fits(z):
+        while z > low:
+            smaller = max(z / BRACKET_FACTOR, low)
+            if not fits(smaller):
+                return smaller, z
+            z = smaller
+        return low, low
+    while z < high:
+        larger = min(z * BRACKET_FACTOR, high)
+        if fits(larger):
+            return z, larger
+        z = larger
+    return None
 
 
 def bisect_log(

@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-from scipy.special import gammaln, ive, logsumexp
+from scipy.special import gammaln, ive
 
 from .events import Event, Neighboring, PrivacyParameterError, _positive, register_event
 from .subsampling import check_fixed_batch, subsampled_without_replacement_rdp
@@ -84,15 +84,32 @@ def _support(poisson_mean: float) -> np.ndarray:
     return np.arange(-half, half + 1, dtype=np.float64)
 
 
-def _log_binomial(alpha: int, i: np.ndarray) -> np.ndarray:
+def _log_binomial(alpha: int | np.ndarray, i: np.ndarray) -> np.ndarray:
     return gammaln(alpha + 1) - gammaln(i + 1) - gammaln(alpha - i + 1)
+
+
+def _logsumexp_rows(x: np.ndarray) -> np.ndarray:
+    """``log(sum(exp(x)))`` of each row (``-inf`` for a row of ``-inf``); numpy only, for speed."""
+    top = np.max(x, axis=1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        out: np.ndarray = top[:, 0] + np.log(np.sum(np.exp(x - top), axis=1))
+    return out
+
+
+def _shifted_logpmfs(n: np.ndarray, poisson_mean: float) -> dict[int, np.ndarray]:
+    """``log P_k(n) = log P(K = n - k)`` for ``k = -1, 0, 1, 2``: the same values as
+    :func:`_skellam_logpmf` at each shift, from one table of the law at ``|n - k|`` (the pmf is even)."""
+    distance = {k: np.abs(n - k).astype(np.int64) for k in (-1, 0, 1, 2)}
+    table = _skellam_logpmf(np.arange(max(int(d.max()) for d in distance.values()) + 1, dtype=np.float64), poisson_mean)
+    return {k: table[d] for k, d in distance.items()}
 
 
 @functools.lru_cache(maxsize=64)
 def _near_terms(poisson_mean: float) -> tuple[float, float, np.ndarray]:
     """``A``, ``B`` and ``log G_i`` (``i = 0..MAX_ORDER``) of the module docstring."""
     n = _support(poisson_mean)
-    log_p = {k: _skellam_logpmf(n - k, poisson_mean) for k in (-1, 0, 1, 2)}
+    log_p = _shifted_logpmfs(n, poisson_mean)
     a = b = 0.0
     log_g = np.full(MAX_ORDER + 1, -np.inf)
     i = np.arange(MAX_ORDER + 1, dtype=np.float64)
@@ -107,46 +124,80 @@ def _near_terms(poisson_mean: float) -> tuple[float, float, np.ndarray]:
         with np.errstate(divide="ignore"):
             log_h = np.log(np.abs(first) + second)
         terms = log_p[e][keep][None, :] + i[:, None] * log_h[None, :]
-        log_g = np.maximum(log_g, logsumexp(terms, axis=1))
+        log_g = np.maximum(log_g, _logsumexp_rows(terms))
     return a, b, log_g
 
 
-def _near_coefficient(alpha: int, poisson_mean: float) -> float:
-    """``W / (alpha - 1)``: the bound for ``|delta| <= 1``."""
+def _near_coefficients(alphas: np.ndarray, poisson_mean: float) -> np.ndarray:
+    """``W / (alpha - 1)`` at each integer order of ``alphas`` (>= 2): the bound for ``|delta| <= 1``."""
     a, b, log_g = _near_terms(poisson_mean)
-    second = math.comb(alpha, 2) * (math.sqrt(a) + math.sqrt(b)) ** 2
-    if alpha >= 3:
-        i = np.arange(3, alpha + 1)
-        higher = float(np.exp(logsumexp(_log_binomial(alpha, i) + log_g[i])))
-    else:
-        higher = 0.0
-    return (second + higher) / (alpha - 1)
+    second = alphas * (alphas - 1) / 2 * (math.sqrt(a) + math.sqrt(b)) ** 2
+    i = np.arange(3, MAX_ORDER + 1, dtype=np.float64)[None, :]
+    top = alphas[:, None].astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        terms = np.where(i <= top, _log_binomial(top, i) + log_g[3:][None, :], -np.inf)
+        higher = np.where(alphas >= 3, np.exp(_logsumexp_rows(terms)), 0.0)
+    coefficients: np.ndarray = (second + higher) / (alphas - 1)
+    return coefficients
 
 
-def integer_shift_rdp(alpha: float, shift: np.ndarray, poisson_mean: float) -> np.ndarray:
+def integer_shift_rdp(alpha: float | np.ndarray, shift: np.ndarray, poisson_mean: float) -> np.ndarray:
     """Agarwal-Kairouz-Liu (Theorem 3.5) for one coordinate shifted by the integer ``shift``."""
     s = np.asarray(shift, dtype=np.float64)
     lam = poisson_mean
     return alpha * s**2 / (4 * lam) + np.minimum(((2 * alpha - 1) * s**2 + 6 * s) / (16 * lam**2), 3 * s / (4 * lam))
 
 
-def _far_coefficient(alpha: int, poisson_mean: float) -> float:
-    """The bound for ``|delta| > 1`` (module docstring), with the grid's interval slack included."""
-    shifts = np.arange(1, _SHIFT_SEARCH + 1, dtype=np.float64)[:, None]
-    edges = np.linspace(0.0, 1.0, _THETA_CELLS + 1)[None, :]
-    low, high = edges[:, :-1], edges[:, 1:]
-    e_s = (alpha - 1) * integer_shift_rdp(alpha, shifts, poisson_mean)
-    e_next = (alpha - 1) * integer_shift_rdp(alpha, shifts + 1, poisson_mean)
-    with np.errstate(divide="ignore"):
-        numerator = np.logaddexp(np.log1p(-high) + e_s, np.log(high) + e_next) / (alpha - 1)
-    best = float(np.max(numerator / (shifts + low) ** 2))
-    tail = float(integer_shift_rdp(alpha, np.array(_SHIFT_SEARCH + 1.0), poisson_mean)) / _SHIFT_SEARCH**2
-    return max(best, tail)
+def _far_cells(alpha: float, e: np.ndarray, count: int) -> float:
+    """The largest grid-cell bound over the shifts ``s = 1 .. count`` and the theta cells ``[low, high]``:
+    ``log((1 - high) e^e(s) + high e^e(s+1)) / ((alpha - 1)(s + low)^2)`` with ``e(s) = (alpha - 1) E(s)``."""
+    edges = np.linspace(0.0, 1.0, _THETA_CELLS + 1)
+    low, high = edges[None, :-1], edges[None, 1:]
+    s = np.arange(1, count + 1, dtype=np.float64)[:, None]
+    e_s, e_next = e[:count, None], e[1 : count + 1, None]
+    # e(s) <= e(s + 1): log((1 - h) e^a + h e^b) = b + log(h + (1 - h) e^(a - b)), which cannot overflow
+    numerator = (e_next + np.log(high + (1 - high) * np.exp(e_s - e_next))) / (alpha - 1)
+    return float(np.max(numerator / (s + low) ** 2))
 
 
-@functools.lru_cache(maxsize=4096)
+def _far_coefficients(alphas: np.ndarray, poisson_mean: float) -> np.ndarray:
+    """The bound for ``|delta| > 1`` (module docstring), with the grid's interval slack included, at each
+    order of ``alphas``. Every cell of shift ``s`` is at most ``E(s + 1) / s^2``, which decreases in ``s``:
+    the shifts where that is below the best cell of shift 1 cannot hold the maximum and are skipped (the
+    result is the full grid's)."""
+    shifts = np.arange(1, _SHIFT_SEARCH + 2, dtype=np.float64)
+    out = np.empty(alphas.shape)
+    for index, alpha in enumerate(alphas):
+        e = (alpha - 1) * integer_shift_rdp(alpha, shifts, poisson_mean)  # e(s), s = 1 .. S + 1
+        best = _far_cells(alpha, e, 1)
+        ceiling = integer_shift_rdp(alpha, shifts[1:], poisson_mean) / shifts[:-1] ** 2  # E(s + 1) / s^2
+        needed = int(np.sum(ceiling * (1 + 1e-9) >= best))
+        if needed > 1:
+            best = max(best, _far_cells(alpha, e, needed))
+        tail = float(integer_shift_rdp(alpha, np.array(_SHIFT_SEARCH + 1.0), poisson_mean)) / _SHIFT_SEARCH**2
+        out[index] = max(best, tail)
+    return out
+
+
+def _compute_coefficients(poisson_mean: float) -> np.ndarray:
+    """``kappa_alpha(lambda)`` for ``alpha = 2 .. MAX_ORDER``."""
+    alphas = np.arange(2, MAX_ORDER + 1, dtype=np.float64)
+    kappa: np.ndarray = np.maximum(_near_coefficients(alphas, poisson_mean), _far_coefficients(alphas, poisson_mean))
+    return kappa
+
+
+@functools.lru_cache(maxsize=256)
+def _coefficients(poisson_mean: float) -> np.ndarray:
+    """``kappa_alpha(lambda)``, ``alpha = 2 .. MAX_ORDER``: kept on disk where it takes long (:mod:`.kappa_cache`)."""
+    from .kappa_cache import cached_coefficients
+
+    kappa = cached_coefficients(poisson_mean, _compute_coefficients, MAX_ORDER - 1)
+    kappa.setflags(write=False)
+    return kappa
+
+
 def _coefficient(alpha: int, poisson_mean: float) -> float:
-    return max(_near_coefficient(alpha, poisson_mean), _far_coefficient(alpha, poisson_mean))
+    return float(_coefficients(poisson_mean)[alpha - 2])
 
 
 def rounding_rdp_coefficient(orders: np.ndarray, poisson_mean: float) -> np.ndarray:
@@ -157,9 +208,9 @@ def rounding_rdp_coefficient(orders: np.ndarray, poisson_mean: float) -> np.ndar
         )
     orders = np.asarray(orders, dtype=np.float64)
     out = np.full(orders.shape, np.inf)
-    for index, alpha in np.ndenumerate(orders):
-        if alpha == math.floor(alpha) and 2 <= alpha <= MAX_ORDER:
-            out[index] = _coefficient(int(alpha), float(poisson_mean))
+    usable = (orders == np.floor(orders)) & (orders >= 2) & (orders <= MAX_ORDER)
+    if np.any(usable):
+        out[usable] = _coefficients(float(poisson_mean))[orders[usable].astype(np.int64) - 2]
     return out
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from opu_hal.runtime.output import add_json_option, print_json
 
 from ..cli.arguments import add_train_arguments
+from ..cli.file_checks import check_named_files
 from ..core.errors import TrainingConfigError
 
 
@@ -36,6 +37,7 @@ def check_audit_arguments(args: argparse.Namespace) -> None:
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
+    check_named_files(args)  # before torch: a mistyped path is answered at once
     from ..cli import config_from_args
     from ..run.output import write_json
     from .black_box import audit_black_box

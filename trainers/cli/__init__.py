@@ -15,6 +15,7 @@ from opu_hal.runtime.output import print_json
 
 from ..core.errors import TrainingConfigError
 from .arguments import add_train_arguments, add_tune_arguments
+from .file_checks import check_named_files
 
 if TYPE_CHECKING:
     from ..run.config import TrainConfig
@@ -99,6 +100,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
+    check_named_files(args)  # before torch: a mistyped path is answered at once
     from ..core.data import DatasetError
     from ..run.loop import train  # torch-heavy; imported only when training
 
@@ -141,6 +143,7 @@ def report_run(record: dict) -> None:
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
+    check_named_files(args)  # before torch: a mistyped path is answered at once
     from ..core.data import DatasetError
     from ..run.disk import write_record
     from ..run.loop import check_output_path, train  # torch-heavy; imported only when training

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import MISSING, fields
 from typing import Any
+
+from .help_facts import known_method_names, per_method_text, tunable_text
 
 
 def integers(text: str) -> tuple[int, ...]:
@@ -20,47 +21,17 @@ def integers(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"takes comma-separated integers like 512,512, got {text!r}") from None
 
 
-def per_method_defaults(dest: str) -> str:
-    """``dest``'s default for each method, grouped by value: ``default per method: 256 (bp, dfa); 128
-    (dp-sgd)``, or ``default 15`` when every method has the same."""
-    from ..methods import METHODS
-    from ..run.config import TrainConfig
-
-    base = {f.name: f.default for f in fields(TrainConfig) if f.default is not MISSING}
-    groups: dict[str, list[str]] = {}
-    for name, cls in METHODS.items():
-        value = cls.default_profile if dest == "profile" else cls.defaults.get(dest, base.get(dest))
-        if isinstance(value, tuple):
-            value = ",".join(str(v) for v in value) or '""'
-        groups.setdefault("none" if value is None else str(value), []).append(name)
-    if len(groups) == 1:
-        return f"default {next(iter(groups))}"
-    return "default per method: " + "; ".join(f"{value} ({', '.join(names)})" for value, names in groups.items())
-
-
-def _method_names() -> str:
-    from ..methods import method_names
-
-    return ", ".join(method_names())
-
-
-def _tunable() -> str:
-    from .tune import TUNABLE
-
-    return ", ".join(sorted(TUNABLE))
-
-
 class MethodHelpFormatter(argparse.HelpFormatter):
     """Fills ``{per_method}``, ``{methods}`` and ``{tunable}`` in help texts when help is printed."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
         if "{per_method}" in text:
-            text = text.replace("{per_method}", per_method_defaults(action.dest))
+            text = text.replace("{per_method}", per_method_text(action.dest))
         if "{methods}" in text:
-            text = text.replace("{methods}", _method_names())
+            text = text.replace("{methods}", ", ".join(known_method_names()))
         if "{tunable}" in text:
-            text = text.replace("{tunable}", _tunable())
+            text = text.replace("{tunable}", tunable_text())
         return text
 
 
@@ -82,13 +53,13 @@ class _CheckedStore(argparse.Action):
 
 
 class MethodChoice(_CheckedStore):
-    """``--method``: one of the registered methods, checked when parsed (the registry is read then)."""
+    """``--method``: one of the registered methods, checked when parsed (from the registry, or the
+    help facts when it is not imported: :mod:`.help_facts`, keyed on every source that registers one)."""
 
     def check(self, parser: argparse.ArgumentParser, value: Any, option_string: str | None) -> None:
-        from ..methods import method_names
-
-        if value not in method_names():
-            parser.error(f"argument --method: invalid choice: {value!r} (choose from {', '.join(method_names())})")
+        names = known_method_names()
+        if value not in names:
+            parser.error(f"argument --method: invalid choice: {value!r} (choose from {', '.join(names)})")
 
 
 class DeprecatedAlias(_CheckedStore):
