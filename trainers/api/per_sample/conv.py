@@ -1,0 +1,82 @@
+"""``nn.Conv1d`` / ``nn.Conv2d`` (any kernel, stride, dilation, groups, padding and padding mode):
+with ``U_i`` example ``i``'s input patches unfolded as the convolution reads them, ``(K, P)`` per
+group, and ``G_i`` its output gradients ``(C_out / groups, P)``, the weight gradient is ``G_i U_i^T``.
+
+Its squared norm is ``<G_i^T G_i, U_i^T U_i>`` (ghost norm, ``P^2 (C_out + K)`` operations) or
+``||G_i U_i^T||_F^2`` formed (``C_out K P``), whichever is cheaper, in chunks of
+:data:`CHUNK` examples; the clipped sum is one product over all examples and positions.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+CHUNK = 128  # examples per batched product (bounds the memory of formed gradients or Gram matrices)
+
+Conv = nn.Conv1d | nn.Conv2d
+
+
+def _pairs(conv: Conv) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """Kernel, stride and dilation as 2-d tuples (a Conv1d is a Conv2d of height 1)."""
+    lead = (1,) if isinstance(conv, nn.Conv1d) else ()
+    return (*lead, *conv.kernel_size), (*lead, *conv.stride), (*lead, *conv.dilation)
+
+
+def padded_input(conv: Conv, x: torch.Tensor) -> torch.Tensor:
+    """``x`` padded exactly as the convolution pads it (zeros, ``'same'`` or another padding mode)."""
+    if conv.padding_mode != "zeros":
+        return F.pad(x, conv._reversed_padding_repeated_twice, mode=conv.padding_mode)
+    if conv.padding == "valid":
+        return x
+    if conv.padding == "same":  # torch pads the odd remainder at the end
+        pads: list[int] = []
+        for k, d in zip(reversed(conv.kernel_size), reversed(conv.dilation)):
+            total = d * (k - 1)
+            pads += [total // 2, total - total // 2]
+        return F.pad(x, pads)
+    padding: tuple[int, ...] = conv.padding if isinstance(conv.padding, tuple) else (int(conv.padding),)
+    pads = [p for size in reversed(padding) for p in (size, size)]
+    return F.pad(x, pads)
+
+
+def patches(conv: Conv, x: torch.Tensor) -> torch.Tensor:
+    """The input patches ``(n, groups, K, P)``, ``K = C_in / groups * prod(kernel)``, ordered as
+    the weight ``(C_out, C_in / groups, *kernel)`` flattens."""
+    kernel, stride, dilation = _pairs(conv)
+    x = padded_input(conv, x)
+    if isinstance(conv, nn.Conv1d):
+        x = x.unsqueeze(2)
+    u = F.unfold(x, kernel_size=kernel, dilation=dilation, stride=stride)
+    return u.view(u.shape[0], conv.groups, -1, u.shape[-1])
+
+
+def grouped_output(conv: Conv, g: torch.Tensor) -> torch.Tensor:
+    """The output gradient ``(n, C_out, *spatial)`` as ``(n, groups, C_out / groups, P)``."""
+    return g.reshape(g.shape[0], conv.groups, conv.out_channels // conv.groups, -1)
+
+
+def conv_ghost_norms(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """``sum_groups <G^T G, U^T U>`` per example (``g``: ``(n, groups, O, P)``, ``u``: ``(n, groups, K, P)``)."""
+    return (torch.einsum("ngop,ngoq->ngpq", g, g) * torch.einsum("ngkp,ngkq->ngpq", u, u)).sum((1, 2, 3))
+
+
+def conv_formed_norms(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """``||G U^T||_F^2`` per example, the per-example gradient formed by one batched product."""
+    return torch.einsum("ngop,ngkp->ngok", g, u).flatten(1).pow(2).sum(1)
+
+
+def conv_squared_norms(conv: Conv, a: torch.Tensor, g: torch.Tensor) -> dict[str, torch.Tensor]:
+    u, grouped = patches(conv, a), grouped_output(conv, g)
+    outputs, k, p = grouped.shape[2], u.shape[2], u.shape[3]
+    norms = conv_ghost_norms if p * (outputs + k) < outputs * k else conv_formed_norms
+    chunks = [norms(grouped[s : s + CHUNK], u[s : s + CHUNK]) for s in range(0, u.shape[0], CHUNK)]
+    weight = torch.cat(chunks) if chunks else u.new_zeros(0)
+    return {"weight": weight, "bias": grouped.sum(3).flatten(1).pow(2).sum(1)}
+
+
+def conv_clipped_sums(conv: Conv, a: torch.Tensor, g: torch.Tensor, scale: torch.Tensor) -> dict[str, torch.Tensor]:
+    u, grouped = patches(conv, a), grouped_output(conv, g) * scale[:, None, None, None]
+    weight = torch.einsum("ngop,ngkp->gok", grouped, u).reshape(conv.weight.shape)
+    return {"weight": weight, "bias": grouped.sum((0, 3)).flatten()}
