@@ -8,9 +8,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trainers.api.per_sample import rule_for, trainable_params
+from trainers.api.per_sample import formed, trainable_params
 from trainers.api.per_sample.conv import conv_formed_norms, conv_ghost_norms, grouped_output, patches
-from trainers.api.per_sample.linear import as_sequences, formed_squared_norms, ghost_squared_norms
+from trainers.api.per_sample.linear import formed_squared_norms, ghost_squared_norms
 from trainers.api.updates import PerExampleClipping
 
 
@@ -112,8 +112,8 @@ def test_each_layers_per_example_squared_norms_equal_single_example_backward_pas
     start = 0
     brute = _brute_force(model, update.params, x, y)
     update = _clipping(model, x, y)
-    for layer, a, g in update.recorded().values():
-        norms = rule_for(layer).squared_norms(layer, a, g)
+    for layer, rule, state in update.prepared():
+        norms = rule.squared_norms(layer, state)
         for name, p in trainable_params(layer).items():
             expected = brute[:, start : start + p.numel()].pow(2).sum(1)
             torch.testing.assert_close(norms[name], expected, rtol=1e-9, atol=1e-12)
@@ -137,7 +137,7 @@ def test_clipped_sum_equals_the_sum_of_single_example_gradients_each_clipped(cas
 
 def test_linear_ghost_and_formed_norms_agree_on_sequences():
     torch.manual_seed(0)
-    a, g = as_sequences(torch.randn(5, 3, 7, 8, dtype=torch.float64), torch.randn(5, 3, 7, 4, dtype=torch.float64))
+    a, g = torch.randn(5, 21, 8, dtype=torch.float64), torch.randn(5, 21, 4, dtype=torch.float64)
     torch.testing.assert_close(ghost_squared_norms(g, a), formed_squared_norms(g, a))
 
 
@@ -147,6 +147,20 @@ def test_conv_ghost_and_formed_norms_agree_with_groups():
     x = torch.randn(5, 4, 7, 7, dtype=torch.float64)
     u, g = patches(conv, x), grouped_output(conv, torch.randn(5, 6, 4, 4, dtype=torch.float64))
     torch.testing.assert_close(conv_ghost_norms(g, u), conv_formed_norms(g, u))
+
+
+def test_layers_too_large_to_form_take_ghost_or_chunked_norms_and_the_same_clipped_sum(monkeypatch):
+    monkeypatch.setattr(formed, "FORMED_BYTES", 0)  # nothing is formed and kept
+    for case in ("linear-sequence", "conv2d-strided-grouped-dilated", "conv2d-padded"):
+        model, x, y = _setup(case)
+        update = _clipping(model, x, y)
+        brute = _brute_force(model, update.params, x, y)
+        update = _clipping(model, x, y, clip=0.5)
+        assert all(getattr(state, "formed", None) is None for _, _, state in update.prepared())
+        norms = brute.norm(dim=1)
+        torch.testing.assert_close(update.squared_norms(), norms.pow(2), rtol=1e-9, atol=1e-12)
+        expected = (brute * torch.clamp(0.5 / norms, max=1.0)[:, None]).sum(0)
+        torch.testing.assert_close(update.clipped(), expected, rtol=1e-9, atol=1e-12)
 
 
 def test_frozen_parameters_are_neither_clipped_nor_released():

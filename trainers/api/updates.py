@@ -27,7 +27,7 @@ from ..methods.dfa_noise import fixed_size_event
 from ..methods.dfa_sensitivity import DFASensitivity, spectral_feedback
 from .dfa import error_and_scale
 from .layers import LinearChain, UnsupportedModelError, linear_chain
-from .per_sample import rule_for, trainable_params
+from .per_sample import RULES, Rule, rule_for, trainable_params
 from .tap import OutputTap, Record
 from .validator import SUPPORTED, refusals
 
@@ -83,9 +83,9 @@ class PerExampleClipping:
     def event(self, z: float, lattice: Lattice = None) -> Event:
         return PoissonGaussianEvent(self.expected_batch / self.dataset_size, z)
 
-    def recorded(self) -> dict[str, tuple[nn.Module, torch.Tensor, torch.Tensor]]:
-        """Each clipped layer, its input and its per-example output gradient from the last backward."""
-        out = {}
+    def prepared(self) -> list[tuple[nn.Module, Rule, Any]]:
+        """Each clipped layer, its rule, and what the rule prepared from the last backward pass."""
+        out = []
         for name, layer in self.layers.items():
             a, g = self.records.get(name, [None, None])
             if a is None or g is None:
@@ -93,15 +93,16 @@ class PerExampleClipping:
                     f"layer {name!r} has no recorded gradient: call loss.backward() "
                     "on the model's output before optimizer.step()"
                 )
-            out[name] = (layer, a, error_and_scale(g, self.loss_reduction)[0])  # the per-example loss gradient
+            rule = RULES[type(layer)]
+            out.append((layer, rule, rule.prepare(layer, a, error_and_scale(g, self.loss_reduction)[0])))
         return out
 
-    def squared_norms(self) -> torch.Tensor:
+    def squared_norms(self, prepared: list[tuple[nn.Module, Rule, Any]] | None = None) -> torch.Tensor:
         """``||grad_i||^2`` per example, over every trainable parameter of the clipped layers."""
         total: torch.Tensor | None = None
-        for layer, a, g in self.recorded().values():
+        for layer, rule, state in prepared if prepared is not None else self.prepared():
             names = trainable_params(layer)
-            for name, norms in rule_for(layer).squared_norms(layer, a, g).items():  # type: ignore[union-attr]
+            for name, norms in rule.squared_norms(layer, state).items():
                 if name in names:
                     total = norms if total is None else total + norms
         if total is None:
@@ -110,10 +111,11 @@ class PerExampleClipping:
 
     def clipped(self) -> torch.Tensor:
         """The flattened clipped sum ``sum_i min(1, C / ||g_i||) g_i``, in :attr:`params` order."""
-        scale = clip_scale(self.squared_norms(), self.max_grad_norm)
+        prepared = self.prepared()
+        scale = clip_scale(self.squared_norms(prepared), self.max_grad_norm)
         parts: list[torch.Tensor] = []
-        for layer, a, g in self.recorded().values():
-            sums = rule_for(layer).clipped_sums(layer, a, g, scale)  # type: ignore[union-attr]
+        for layer, rule, state in prepared:
+            sums = rule.clipped_sums(layer, state, scale)
             parts += [sums[name].reshape(-1).to(p.dtype) for name, p in trainable_params(layer).items()]
         return torch.cat(parts)
 

@@ -2,16 +2,21 @@
 with ``U_i`` example ``i``'s input patches unfolded as the convolution reads them, ``(K, P)`` per
 group, and ``G_i`` its output gradients ``(C_out / groups, P)``, the weight gradient is ``G_i U_i^T``.
 
-Its squared norm is ``<G_i^T G_i, U_i^T U_i>`` (ghost norm, ``P^2 (C_out + K)`` operations) or
-``||G_i U_i^T||_F^2`` formed (``C_out K P``), whichever is cheaper, in chunks of
-:data:`CHUNK` examples; the clipped sum is one product over all examples and positions.
+The per-example gradients are formed by one batched product and kept (:mod:`.formed`); when too
+large, the squared norm is ``<G_i^T G_i, U_i^T U_i>`` (ghost norm, ``P^2 (C_out + K)`` operations) or
+``||G_i U_i^T||_F^2`` formed in chunks of :data:`CHUNK` examples (``C_out K P``), whichever is
+cheaper, and the clipped sum is one product over all examples and positions.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from .formed import fits
 
 CHUNK = 128  # examples per batched product (bounds the memory of formed gradients or Gram matrices)
 
@@ -67,16 +72,32 @@ def conv_formed_norms(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     return torch.einsum("ngop,ngkp->ngok", g, u).flatten(1).pow(2).sum(1)
 
 
-def conv_squared_norms(conv: Conv, a: torch.Tensor, g: torch.Tensor) -> dict[str, torch.Tensor]:
+class Recorded(NamedTuple):
+    u: torch.Tensor  # (n, groups, K, P) patches
+    g: torch.Tensor  # (n, groups, O, P) output gradients
+    formed: torch.Tensor | None  # (n, groups, O, K) per-example weight gradients, if kept
+
+
+def conv_prepare(conv: Conv, a: torch.Tensor, g: torch.Tensor) -> Recorded:
     u, grouped = patches(conv, a), grouped_output(conv, g)
-    outputs, k, p = grouped.shape[2], u.shape[2], u.shape[3]
+    keep = fits(grouped, *grouped.shape[:3], u.shape[2])
+    return Recorded(u, grouped, torch.einsum("ngop,ngkp->ngok", grouped, u) if keep else None)
+
+
+def conv_squared_norms(conv: Conv, r: Recorded) -> dict[str, torch.Tensor]:
+    bias = r.g.sum(3).flatten(1).pow(2).sum(1)
+    if r.formed is not None:
+        return {"weight": r.formed.flatten(1).pow(2).sum(1), "bias": bias}
+    outputs, k, p = r.g.shape[2], r.u.shape[2], r.u.shape[3]
     norms = conv_ghost_norms if p * (outputs + k) < outputs * k else conv_formed_norms
-    chunks = [norms(grouped[s : s + CHUNK], u[s : s + CHUNK]) for s in range(0, u.shape[0], CHUNK)]
-    weight = torch.cat(chunks) if chunks else u.new_zeros(0)
-    return {"weight": weight, "bias": grouped.sum(3).flatten(1).pow(2).sum(1)}
+    chunks = [norms(r.g[s : s + CHUNK], r.u[s : s + CHUNK]) for s in range(0, r.u.shape[0], CHUNK)]
+    return {"weight": torch.cat(chunks) if chunks else r.u.new_zeros(0), "bias": bias}
 
 
-def conv_clipped_sums(conv: Conv, a: torch.Tensor, g: torch.Tensor, scale: torch.Tensor) -> dict[str, torch.Tensor]:
-    u, grouped = patches(conv, a), grouped_output(conv, g) * scale[:, None, None, None]
-    weight = torch.einsum("ngop,ngkp->gok", grouped, u).reshape(conv.weight.shape)
-    return {"weight": weight, "bias": grouped.sum((0, 3)).flatten()}
+def conv_clipped_sums(conv: Conv, r: Recorded, scale: torch.Tensor) -> dict[str, torch.Tensor]:
+    bias = torch.tensordot(scale, r.g.sum(3), dims=1).flatten()
+    if r.formed is not None:
+        weight = torch.tensordot(scale, r.formed, dims=1)
+    else:
+        weight = torch.einsum("ngop,ngkp->gok", r.g * scale[:, None, None, None], r.u)
+    return {"weight": weight.reshape(conv.weight.shape), "bias": bias}

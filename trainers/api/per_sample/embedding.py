@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 
-def _flat(layer: nn.Embedding, a: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def embedding_prepare(layer: nn.Embedding, a: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Indices ``(n, T)`` and output gradients ``(n, T, D)``, zero at ``padding_idx``."""
     n = a.shape[0]
     idx, g3 = a.reshape(n, -1), g.reshape(n, -1, layer.embedding_dim)
@@ -20,8 +20,8 @@ def _flat(layer: nn.Embedding, a: torch.Tensor, g: torch.Tensor) -> tuple[torch.
     return idx, g3
 
 
-def embedding_squared_norms(layer: nn.Embedding, a: torch.Tensor, g: torch.Tensor) -> dict[str, torch.Tensor]:
-    idx, g3 = _flat(layer, a, g)
+def embedding_squared_norms(layer: nn.Embedding, r: tuple[torch.Tensor, torch.Tensor]) -> dict[str, torch.Tensor]:
+    idx, g3 = r
     n, positions = idx.shape
     example = torch.arange(n, device=idx.device).repeat_interleave(positions)
     keys = example * layer.num_embeddings + idx.flatten()
@@ -32,8 +32,8 @@ def embedding_squared_norms(layer: nn.Embedding, a: torch.Tensor, g: torch.Tenso
 
 
 def embedding_clipped_sums(
-    layer: nn.Embedding, a: torch.Tensor, g: torch.Tensor, scale: torch.Tensor
+    layer: nn.Embedding, r: tuple[torch.Tensor, torch.Tensor], scale: torch.Tensor
 ) -> dict[str, torch.Tensor]:
-    idx, g3 = _flat(layer, a, g)
+    idx, g3 = r
     weighted = (g3 * scale[:, None, None]).reshape(-1, layer.embedding_dim)
     return {"weight": torch.zeros_like(layer.weight, dtype=g3.dtype).index_add_(0, idx.flatten(), weighted)}

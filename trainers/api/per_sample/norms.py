@@ -34,9 +34,9 @@ def per_example_grads(layer: Norm, a: torch.Tensor, g: torch.Tensor) -> dict[str
     return {"weight": products.reshape(n, channels, -1).sum(2), "bias": g.reshape(n, channels, -1).sum(2)}
 
 
-def norm_squared_norms(layer: Norm, a: torch.Tensor, g: torch.Tensor) -> dict[str, torch.Tensor]:
-    return {name: grad.flatten(1).pow(2).sum(1) for name, grad in per_example_grads(layer, a, g).items()}
+def norm_squared_norms(layer: Norm, grads: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {name: grad.flatten(1).pow(2).sum(1) for name, grad in grads.items()}
 
 
-def norm_clipped_sums(layer: Norm, a: torch.Tensor, g: torch.Tensor, scale: torch.Tensor) -> dict[str, torch.Tensor]:
-    return {name: torch.tensordot(scale, grad, dims=1) for name, grad in per_example_grads(layer, a, g).items()}
+def norm_clipped_sums(layer: Norm, grads: dict[str, torch.Tensor], scale: torch.Tensor) -> dict[str, torch.Tensor]:
+    return {name: torch.tensordot(scale, grad, dims=1) for name, grad in grads.items()}

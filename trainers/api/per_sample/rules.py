@@ -10,28 +10,30 @@ from typing import Any
 import torch
 from torch import nn
 
-from .conv import conv_clipped_sums, conv_squared_norms
-from .embedding import embedding_clipped_sums, embedding_squared_norms
-from .linear import linear_clipped_sums, linear_squared_norms
-from .norms import norm_clipped_sums, norm_squared_norms
+from .conv import conv_clipped_sums, conv_prepare, conv_squared_norms
+from .embedding import embedding_clipped_sums, embedding_prepare, embedding_squared_norms
+from .linear import linear_clipped_sums, linear_prepare, linear_squared_norms
+from .norms import norm_clipped_sums, norm_squared_norms, per_example_grads
 
 Grads = dict[str, torch.Tensor]
 
 
 @dataclass(frozen=True)
 class Rule:
-    """``squared_norms(layer, a, g)``: per parameter name, ``(n,)`` squared norms of each example's
-    gradient; ``clipped_sums(layer, a, g, scale)``: per name, ``sum_i scale_i grad_i`` in the
-    parameter's shape. ``a`` is the layer's input, ``g`` the per-example loss gradient at its output."""
+    """``prepare(layer, a, g)``: what the layer's step needs from its input ``a`` and the per-example
+    loss gradient ``g`` at its output (computed once per step); ``squared_norms(layer, prepared)``:
+    per parameter name, ``(n,)`` squared norms of each example's gradient;
+    ``clipped_sums(layer, prepared, scale)``: per name, ``sum_i scale_i grad_i`` in the parameter's shape."""
 
-    squared_norms: Callable[[Any, torch.Tensor, torch.Tensor], Grads]
-    clipped_sums: Callable[[Any, torch.Tensor, torch.Tensor, torch.Tensor], Grads]
+    prepare: Callable[[Any, torch.Tensor, torch.Tensor], Any]
+    squared_norms: Callable[[Any, Any], Grads]
+    clipped_sums: Callable[[Any, Any, torch.Tensor], Grads]
 
 
-LINEAR = Rule(linear_squared_norms, linear_clipped_sums)
-CONV = Rule(conv_squared_norms, conv_clipped_sums)
-NORM = Rule(norm_squared_norms, norm_clipped_sums)
-EMBEDDING = Rule(embedding_squared_norms, embedding_clipped_sums)
+LINEAR = Rule(linear_prepare, linear_squared_norms, linear_clipped_sums)
+CONV = Rule(conv_prepare, conv_squared_norms, conv_clipped_sums)
+NORM = Rule(per_example_grads, norm_squared_norms, norm_clipped_sums)
+EMBEDDING = Rule(embedding_prepare, embedding_squared_norms, embedding_clipped_sums)
 
 RULES: dict[type[nn.Module], Rule] = {
     nn.Linear: LINEAR,
