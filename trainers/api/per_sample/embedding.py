@@ -10,6 +10,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .formed import row_squares
+
 
 def embedding_prepare(layer: nn.Embedding, a: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Indices ``(n, T)`` and output gradients ``(n, T, D)``, zero at ``padding_idx``."""
@@ -28,7 +30,7 @@ def embedding_squared_norms(layer: nn.Embedding, r: tuple[torch.Tensor, torch.Te
     unique, inverse = torch.unique(keys, return_inverse=True)
     rows = g3.new_zeros(unique.shape[0], layer.embedding_dim).index_add_(0, inverse, g3.reshape(-1, g3.shape[2]))
     owner = torch.div(unique, layer.num_embeddings, rounding_mode="floor")
-    return {"weight": g3.new_zeros(n).index_add_(0, owner, rows.pow(2).sum(1))}
+    return {"weight": g3.new_zeros(n).index_add_(0, owner, row_squares(rows))}
 
 
 def embedding_clipped_sums(

@@ -16,3 +16,9 @@ def fits(like: torch.Tensor, *shape: int) -> bool:
     for size in shape:
         count *= size
     return count * like.element_size() <= FORMED_BYTES
+
+
+def row_squares(x: torch.Tensor) -> torch.Tensor:
+    """``||x_i||^2`` per example (first dimension), without a squared copy of ``x``."""
+    flat = x.reshape(x.shape[0], -1)
+    return torch.einsum("ni,ni->n", flat, flat)

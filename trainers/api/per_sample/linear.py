@@ -14,7 +14,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from .formed import fits
+from .formed import fits, row_squares
 
 
 class Recorded(NamedTuple):
@@ -30,7 +30,7 @@ def ghost_squared_norms(g: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
 
 def formed_squared_norms(g: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
     """``||G_i^T A_i||_F^2`` per example, the per-example gradient formed by one batched product."""
-    return torch.bmm(g.transpose(1, 2), a).flatten(1).pow(2).sum(1)
+    return row_squares(torch.bmm(g.transpose(1, 2), a))
 
 
 def linear_prepare(layer: nn.Linear, a: torch.Tensor, g: torch.Tensor) -> Recorded:
@@ -43,14 +43,14 @@ def linear_prepare(layer: nn.Linear, a: torch.Tensor, g: torch.Tensor) -> Record
 def linear_squared_norms(layer: nn.Linear, r: Recorded) -> dict[str, torch.Tensor]:
     positions, d_in, d_out = r.a.shape[1], r.a.shape[2], r.g.shape[2]
     if r.formed is not None:
-        weight = r.formed.flatten(1).pow(2).sum(1)
+        weight = row_squares(r.formed)
     elif positions == 1:
-        weight = r.g[:, 0].pow(2).sum(1) * r.a[:, 0].pow(2).sum(1)
+        weight = row_squares(r.g[:, 0]) * row_squares(r.a[:, 0])
     elif positions * (d_in + d_out) < d_in * d_out:
         weight = ghost_squared_norms(r.g, r.a)
     else:
         weight = formed_squared_norms(r.g, r.a)
-    return {"weight": weight, "bias": r.g.sum(1).pow(2).sum(1)}
+    return {"weight": weight, "bias": row_squares(r.g.sum(1))}
 
 
 def linear_clipped_sums(layer: nn.Linear, r: Recorded, scale: torch.Tensor) -> dict[str, torch.Tensor]:

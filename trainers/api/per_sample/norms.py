@@ -11,6 +11,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .formed import row_squares
+
 Norm = nn.GroupNorm | nn.LayerNorm | nn.InstanceNorm1d | nn.InstanceNorm2d
 
 
@@ -35,7 +37,7 @@ def per_example_grads(layer: Norm, a: torch.Tensor, g: torch.Tensor) -> dict[str
 
 
 def norm_squared_norms(layer: Norm, grads: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    return {name: grad.flatten(1).pow(2).sum(1) for name, grad in grads.items()}
+    return {name: row_squares(grad) for name, grad in grads.items()}
 
 
 def norm_clipped_sums(layer: Norm, grads: dict[str, torch.Tensor], scale: torch.Tensor) -> dict[str, torch.Tensor]:
