@@ -163,6 +163,13 @@ def test_layers_too_large_to_form_take_ghost_or_chunked_norms_and_the_same_clipp
         torch.testing.assert_close(update.clipped(), expected, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize("case", ["linear-sequence", "conv2d-strided-grouped-dilated", "groupnorm", "embedding"])
+def test_an_empty_poisson_batch_releases_a_zero_clipped_sum(case):
+    model, x, y = _setup(case, n=0)
+    update = _clipping(model, x, y)
+    assert torch.equal(update.clipped(), torch.zeros(sum(p.numel() for p in model.parameters()), dtype=torch.float64))
+
+
 def test_frozen_parameters_are_neither_clipped_nor_released():
     model, x, y = _setup("groupnorm")
     model[0].bias.requires_grad_(False)

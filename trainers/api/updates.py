@@ -111,6 +111,9 @@ class PerExampleClipping:
 
     def clipped(self) -> torch.Tensor:
         """The flattened clipped sum ``sum_i min(1, C / ||g_i||) g_i``, in :attr:`params` order."""
+        if any(a is not None and a.shape[0] == 0 for a, _ in self.records.values()):  # an empty Poisson batch
+            like = self.params[0]
+            return torch.zeros(sum(p.numel() for p in self.params), dtype=like.dtype, device=like.device)
         prepared = self.prepared()
         scale = clip_scale(self.squared_norms(prepared), self.max_grad_norm)
         parts: list[torch.Tensor] = []

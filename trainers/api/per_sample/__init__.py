@@ -3,9 +3,11 @@ records (the layer's input ``a``) and what the backward pass leaves at its outpu
 per-example loss gradient), without a second backward pass ("book-keeping", Bu et al. 2022).
 
 Each rule gives, per trainable parameter, every example's squared gradient norm and the clipped
-sum ``sum_i c_i grad_i``: :mod:`.linear` and :mod:`.conv` by ghost norms (Gram matrices) or one
-batched product, whichever costs fewer operations; :mod:`.norms` (GroupNorm, LayerNorm,
-InstanceNorm) and :mod:`.embedding` in closed form. :mod:`.rules` maps layer types to rules.
+sum ``sum_i c_i grad_i``: :mod:`.linear` by the ghost-clipping identity on ``(n, features)``
+inputs; :mod:`.linear` on sequences and :mod:`.conv` by per-example gradients formed once by a
+batched product and kept, or ghost norms (Gram matrices) where those would not fit
+(:mod:`.formed`); :mod:`.norms` (GroupNorm, LayerNorm, InstanceNorm) and :mod:`.embedding` in
+closed form. :mod:`.rules` maps layer types to rules.
 """
 
 from .rules import RULES, Rule, rule_for, trainable_params
