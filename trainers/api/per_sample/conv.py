@@ -47,19 +47,26 @@ def padded_input(conv: Conv, x: torch.Tensor) -> torch.Tensor:
 
 
 def patches(conv: Conv, x: torch.Tensor) -> torch.Tensor:
-    """The input patches ``(n, groups, K, P)``, ``K = C_in / groups * prod(kernel)``, ordered as
-    the weight ``(C_out, C_in / groups, *kernel)`` flattens. Windows are strided views of the padded
-    input (``Tensor.unfold``), copied once by the final reshape (``F.unfold``'s im2col is
-    single-threaded and about 10x slower here on CPU)."""
+    """The input patches ``(n, groups, P, K)``, ``K = prod(kernel) * C_in / groups`` ordered
+    ``(kh, kw, channel)`` (:func:`in_weight_order` turns that order into the weight's). Windows are
+    strided views of the padded input in channels-last order, copied once by the final reshape in
+    contiguous runs of channels (``F.unfold``'s im2col was about 10x slower here on CPU)."""
     kernel, stride, dilation = _pairs(conv)
     x = padded_input(conv, x)
-    if isinstance(conv, nn.Conv1d):
-        x = x.unsqueeze(2)
+    x = (x.unsqueeze(2) if isinstance(conv, nn.Conv1d) else x).permute(0, 2, 3, 1).contiguous()  # (n, H, W, C)
     for dim, (k, s, d) in enumerate(zip(kernel, stride, dilation)):
-        x = x.unfold(2 + dim, d * (k - 1) + 1, s)  # the window is appended as the last dimension
+        x = x.unfold(1 + dim, d * (k - 1) + 1, s)  # the window is appended as the last dimension
         x = x[..., ::d] if d > 1 else x
-    n, rows, cols = x.shape[0], x.shape[2], x.shape[3]  # (n, C, H_out, W_out, kh, kw)
-    return x.permute(0, 1, 4, 5, 2, 3).reshape(n, conv.groups, -1, rows * cols)
+    n, rows, cols, channels = x.shape[:4]  # (n, H_out, W_out, C, kh, kw)
+    windows = x.permute(0, 1, 2, 4, 5, 3).reshape(n, rows * cols, -1, conv.groups, channels // conv.groups)
+    return windows.permute(0, 3, 1, 2, 4).reshape(n, conv.groups, rows * cols, -1)  # one copy
+
+
+def in_weight_order(conv: Conv, t: torch.Tensor) -> torch.Tensor:
+    """A ``(groups, C_out / groups, K)`` sum in :func:`patches`' order as the weight's shape."""
+    kernel = _pairs(conv)[0]
+    per_group = conv.in_channels // conv.groups
+    return t.reshape(conv.out_channels, *kernel, per_group).movedim(-1, 1).reshape(conv.weight.shape)
 
 
 def grouped_output(conv: Conv, g: torch.Tensor) -> torch.Tensor:
@@ -68,32 +75,32 @@ def grouped_output(conv: Conv, g: torch.Tensor) -> torch.Tensor:
 
 
 def conv_ghost_norms(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """``sum_groups <G^T G, U^T U>`` per example (``g``: ``(n, groups, O, P)``, ``u``: ``(n, groups, K, P)``)."""
-    return (torch.einsum("ngop,ngoq->ngpq", g, g) * torch.einsum("ngkp,ngkq->ngpq", u, u)).sum((1, 2, 3))
+    """``sum_groups <G^T G, U U^T>`` per example (``g``: ``(n, groups, O, P)``, ``u``: ``(n, groups, P, K)``)."""
+    return (torch.matmul(g.transpose(2, 3), g) * torch.matmul(u, u.transpose(2, 3))).sum((1, 2, 3))
 
 
 def conv_formed_norms(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     """``||G U^T||_F^2`` per example, the per-example gradient formed by one batched product."""
-    return row_squares(torch.einsum("ngop,ngkp->ngok", g, u))
+    return row_squares(torch.matmul(g, u))
 
 
 class Recorded(NamedTuple):
-    u: torch.Tensor  # (n, groups, K, P) patches
+    u: torch.Tensor  # (n, groups, P, K) patches
     g: torch.Tensor  # (n, groups, O, P) output gradients
     formed: torch.Tensor | None  # (n, groups, O, K) per-example weight gradients, if kept
 
 
 def conv_prepare(conv: Conv, a: torch.Tensor, g: torch.Tensor) -> Recorded:
     u, grouped = patches(conv, a), grouped_output(conv, g)
-    keep = fits(grouped, *grouped.shape[:3], u.shape[2])
-    return Recorded(u, grouped, torch.einsum("ngop,ngkp->ngok", grouped, u) if keep else None)
+    keep = fits(grouped, *grouped.shape[:3], u.shape[3])
+    return Recorded(u, grouped, torch.matmul(grouped, u) if keep else None)
 
 
 def conv_squared_norms(conv: Conv, r: Recorded) -> dict[str, torch.Tensor]:
     bias = row_squares(r.g.sum(3))
     if r.formed is not None:
         return {"weight": row_squares(r.formed), "bias": bias}
-    outputs, k, p = r.g.shape[2], r.u.shape[2], r.u.shape[3]
+    outputs, p, k = r.g.shape[2], r.u.shape[2], r.u.shape[3]
     norms = conv_ghost_norms if p * (outputs + k) < outputs * k else conv_formed_norms
     chunks = [norms(r.g[s : s + CHUNK], r.u[s : s + CHUNK]) for s in range(0, r.u.shape[0], CHUNK)]
     return {"weight": torch.cat(chunks) if chunks else r.u.new_zeros(0), "bias": bias}
@@ -104,5 +111,5 @@ def conv_clipped_sums(conv: Conv, r: Recorded, scale: torch.Tensor) -> dict[str,
     if r.formed is not None:
         weight = torch.tensordot(scale, r.formed, dims=1)
     else:
-        weight = torch.einsum("ngop,ngkp->gok", r.g * scale[:, None, None, None], r.u)
-    return {"weight": weight.reshape(conv.weight.shape), "bias": bias}
+        weight = torch.einsum("ngop,ngpk->gok", r.g * scale[:, None, None, None], r.u)
+    return {"weight": in_weight_order(conv, weight), "bias": bias}
