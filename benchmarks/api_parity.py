@@ -1,6 +1,10 @@
 """The main job's settings through the Python API (``PrivacyEngine``) and through the CLI's loop.
 
     python -m benchmarks.api_parity [--epochs 20] [--train-limit N] [--profile opu-sim-dp]
+    python -m benchmarks.api_parity --opacus-cnn [--epochs 2] [--train-limit 8000]
+
+``--opacus-cnn``: the row against Opacus instead, dp-sgd on Opacus's CIFAR-10 CNN with GroupNorm
+(:mod:`benchmarks.opacus_cnn`).
 
 The settings of ``scripts/main.sh``: DP-DFA with device noise (the lattice Skellam mechanism on
 ``opu-sim-dp``, calibrated first, as the script does), ScatterNet features of FashionMNIST, one
@@ -80,16 +84,22 @@ def goal_lines(ratio: float, eps_api: float, eps_loop: float, acc_api: float, ac
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=MAIN["epochs"])
+    parser.add_argument("--epochs", type=int, default=None, help="default 20 (2 with --opacus-cnn)")
     parser.add_argument("--train-limit", type=int, default=None, help="first N training examples (default all)")
     parser.add_argument("--profile", default="opu-sim-dp")
+    parser.add_argument("--opacus-cnn", action="store_true", help="dp-sgd on Opacus's CNN + GroupNorm against Opacus")
     args = parser.parse_args(argv)
+    if args.opacus_cnn:
+        from benchmarks import opacus_cnn
+
+        opacus_cnn.main(train=args.train_limit or opacus_cnn.TRAIN, epochs=args.epochs or opacus_cnn.EPOCHS)
+        return
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
         cal = Path(tmp) / "calibration.json"
         calibrate(args.profile, temperatures=[25.0], exposures=[400.0], out=cal)
         config = TrainConfig.for_method(
-            **{**MAIN, "epochs": args.epochs},
+            **{**MAIN, "epochs": args.epochs or MAIN["epochs"]},
             profile=args.profile,
             calibration=str(cal),
             train_limit=args.train_limit,

@@ -61,3 +61,29 @@ def test_api_parity_goal_lines_judge_this_runs_ratio_epsilons_and_accuracies():
     assert lines[1].endswith(": met") and lines[2].endswith("0.20 points apart (goal <= 0.5): met")
     lines = goal_lines(1.10, 7.9, 8.0, 0.80, 0.85).splitlines()
     assert all(line.endswith("NOT met") for line in lines)
+
+
+def test_opacus_cnn_row_is_opacus_convnet_with_groupnorm_that_dp_sgd_accepts():
+    import torch
+    from torch import nn
+
+    from benchmarks.opacus_cnn import convnet
+    from trainers.api import ModuleValidator
+
+    model = convnet()
+    assert model(torch.zeros(2, 1, 28, 28)).shape == (2, 10)
+    assert [m.out_channels for m in model if isinstance(m, nn.Conv2d)] == [32, 64, 64, 128]
+    assert sum(isinstance(m, nn.GroupNorm) for m in model) == 4 and ModuleValidator.is_valid(model)
+
+
+def test_opacus_cnn_report_states_the_accuracy_gap_and_the_wall_time_ratio():
+    from benchmarks.opacus_cnn import report
+
+    side = {"wrap_s": 1.0, "z": 1.1, "epsilon": 2.99}
+    results = {
+        "ours": {**side, "epoch_s": [10.0, 11.0], "accuracy": 0.700},
+        "opacus": {**side, "epoch_s": [12.0, 12.0], "accuracy": 0.715},
+    }
+    lines = report(results).splitlines()
+    assert lines[-2] == "accuracy: ours +1.50 points below Opacus (goal within 1.0): NOT met"
+    assert lines[-1] == "wall time ours / Opacus: 0.880x (goal <= 1): met"

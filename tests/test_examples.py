@@ -50,3 +50,20 @@ def test_calibrate_then_train_uses_the_calibrated_device(tmp_path):
     assert (tmp_path / "cal.json").exists()
     assert "reaches target: True" in out and "calibrated noise" in out
     assert 2.9 < _epsilon(out) <= 3.0
+
+
+def test_private_cnn_groupnorm_fixes_batchnorm_and_learns_within_its_epsilon():
+    from trainers.core.data import DatasetError, load_dataset
+
+    try:
+        load_dataset("fashion-mnist")
+    except DatasetError as exc:
+        if os.environ.get("OPU_HAL_REQUIRE_DATA") == "1":
+            pytest.fail(f"FashionMNIST is required here: {exc}")
+        pytest.skip(f"FashionMNIST not installed: {exc}")
+    out = run_example("private_cnn_groupnorm.py")
+    assert "refused: layer '1' (BatchNorm2d): batch normalisation mixes the examples" in out
+    assert "'1': BatchNorm2d(8" in out and "-> GroupNorm(8, 8" in out
+    assert 2.9 < _epsilon(out) <= 3.0
+    assert float(re.search(r"test accuracy (\d\.\d+)", out).group(1)) > 0.3  # chance is 0.1
+    assert "loss" not in out

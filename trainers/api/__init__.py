@@ -6,10 +6,12 @@ from .dfa import DFAHandle, attach_dfa, dfa_alignment
 from .engine import PrivacyEngine
 from .layers import UnsupportedModelError, linear_chain
 from .optimizer import DPOptimizer, PrivacyBudgetExhausted
+from .validator import ModuleValidator
 
 __all__ = [
     "DFAHandle",
     "DPOptimizer",
+    "ModuleValidator",
     "PrivacyBudgetExhausted",
     "PrivacyEngine",
     "UnsupportedModelError",

@@ -1,8 +1,9 @@
 """The private updates of the wrapped optimizer: the clipped quantity each method releases, its
 sensitivity and accounting event, computed from what hooks recorded during ``loss.backward()``.
 
-- :class:`PerExampleClipping` (DP-SGD, Abadi et al. 2016): per-example gradients of every
-  ``nn.Linear`` clipped to ``C`` by the ghost-clipping identity of :mod:`trainers.core.per_example`;
+- :class:`PerExampleClipping` (DP-SGD, Abadi et al. 2016): per-example gradients of every Linear,
+  Conv1d/2d, GroupNorm, LayerNorm, InstanceNorm1d/2d and Embedding clipped to ``C`` by the rules of
+  :mod:`.per_sample` (ghost norms or one batched product; closed forms for norms and embeddings);
   the clipped SUM (sensitivity ``C``) is released and divided by the expected batch ``q N``.
 - :class:`DFAClipping` (DP-DFA, Lee & Kifer, Algorithm 1): the error clipped to ``tau_e``, each
   layer input to ``tau_h``, DFA signals through fixed feedback ``B`` of spectral norm ``beta``; the
@@ -20,13 +21,15 @@ from torch import nn
 from opu_hal.privacy import Event, PoissonGaussianEvent
 
 from ..core.clipping import clip_norm
-from ..core.per_example import clip_scale, linear_clipped_sum
+from ..core.per_example import clip_scale
 from ..core.sampling import step_generator
 from ..methods.dfa_noise import fixed_size_event
 from ..methods.dfa_sensitivity import DFASensitivity, spectral_feedback
 from .dfa import error_and_scale
 from .layers import LinearChain, UnsupportedModelError, linear_chain
+from .per_sample import RULES, Rule, rule_for, trainable_params
 from .tap import OutputTap, Record
+from .validator import SUPPORTED, refusals
 
 if TYPE_CHECKING:
     from opu_hal.privacy.digitized_lattice import DigitizedLattice
@@ -36,22 +39,19 @@ if TYPE_CHECKING:
 
 
 class PerExampleClipping:
-    """Records each ``nn.Linear``'s input and output gradient; :meth:`clipped` forms the clipped sum."""
+    """Records each clipped layer's input and output gradient; :meth:`clipped` forms the clipped sum
+    from them by the layer's rule (:mod:`.per_sample`; the layers :mod:`.validator` accepts)."""
 
     neighboring = "add_remove"
 
     def __init__(
         self, model: nn.Module, max_grad_norm: float, loss_reduction: str, expected_batch: int, dataset_size: int
     ) -> None:
-        self.linears = {name: m for name, m in model.named_modules() if isinstance(m, nn.Linear)}
-        owned = {id(p) for m in self.linears.values() for p in m.parameters()}
-        for name, module in model.named_modules():
-            if any(p.requires_grad and id(p) not in owned for p in module.parameters(recurse=False)):
-                raise UnsupportedModelError(
-                    f"layer {name!r} ({type(module).__name__}) has trainable parameters outside nn.Linear; dp-sgd "
-                    "here clips per-example gradients of nn.Linear layers only (freeze it or drop it)"
-                )
-        self.params = [p for m in self.linears.values() for p in (m.weight, m.bias) if p is not None]
+        refused = refusals(model)
+        if refused:
+            raise UnsupportedModelError("dp-sgd cannot clip this model: " + "; ".join(refused))
+        self.layers = {name: m for name, m in model.named_modules() if rule_for(m) and trainable_params(m)}
+        self.params = [p for m in self.layers.values() for p in trainable_params(m).values()]
         self.max_grad_norm = float(max_grad_norm)
         self.loss_reduction = loss_reduction
         self.expected_batch = expected_batch
@@ -59,7 +59,7 @@ class PerExampleClipping:
         self.sensitivity = self.max_grad_norm
         self.records: dict[str, list[torch.Tensor | None]] = {}
         self._handles = [model.register_forward_pre_hook(self._open)]
-        self._handles += [m.register_forward_hook(self._hook(name)) for name, m in self.linears.items()]
+        self._handles += [m.register_forward_hook(self._hook(name)) for name, m in self.layers.items()]
 
     def _open(self, module: nn.Module, args: tuple[Any, ...]) -> None:
         if torch.is_grad_enabled():  # an evaluation pass under no_grad keeps the training records
@@ -74,8 +74,6 @@ class PerExampleClipping:
                     f"layer {name!r} ran twice in one forward pass; per-example norms "
                     "of shared layers are not computed here"
                 )
-            if output.dim() != 2:
-                raise UnsupportedModelError(f"layer {name!r} got a {output.dim()}-d input; pass (batch, features)")
             entry: list[torch.Tensor | None] = [args[0].detach(), None]
             self.records[name] = entry
             output.register_hook(lambda g: entry.__setitem__(1, g.detach()))
@@ -85,28 +83,43 @@ class PerExampleClipping:
     def event(self, z: float, lattice: Lattice = None) -> Event:
         return PoissonGaussianEvent(self.expected_batch / self.dataset_size, z)
 
-    def clipped(self) -> torch.Tensor:
-        """The flattened clipped sum ``sum_i min(1, C / ||g_i||) g_i``, in :attr:`params` order."""
-        parts: list[torch.Tensor] = []
-        squared: torch.Tensor | None = None
-        grads: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
-        for name, layer in self.linears.items():
+    def prepared(self) -> list[tuple[nn.Module, Rule, Any]]:
+        """Each clipped layer, its rule, and what the rule prepared from the last backward pass."""
+        out = []
+        for name, layer in self.layers.items():
             a, g = self.records.get(name, [None, None])
             if a is None or g is None:
                 raise UnsupportedModelError(
                     f"layer {name!r} has no recorded gradient: call loss.backward() "
                     "on the model's output before optimizer.step()"
                 )
-            g, _ = error_and_scale(g, self.loss_reduction)  # the per-example loss gradient
-            grads[name] = (g, a)
-            norm2 = g.pow(2).sum(1) * (a.pow(2).sum(1) + (layer.bias is not None))
-            squared = norm2 if squared is None else squared + norm2
-        if squared is None:
-            raise UnsupportedModelError("the model has no nn.Linear layer to clip")
-        scale = clip_scale(squared, self.max_grad_norm)
-        for name, layer in self.linears.items():
-            weight, bias = linear_clipped_sum(*grads[name], scale)
-            parts += [weight, bias] if layer.bias is not None else [weight]
+            rule = RULES[type(layer)]
+            out.append((layer, rule, rule.prepare(layer, a, error_and_scale(g, self.loss_reduction)[0])))
+        return out
+
+    def squared_norms(self, prepared: list[tuple[nn.Module, Rule, Any]] | None = None) -> torch.Tensor:
+        """``||grad_i||^2`` per example, over every trainable parameter of the clipped layers."""
+        total: torch.Tensor | None = None
+        for layer, rule, state in prepared if prepared is not None else self.prepared():
+            names = trainable_params(layer)
+            for name, norms in rule.squared_norms(layer, state).items():
+                if name in names:
+                    total = norms if total is None else total + norms
+        if total is None:
+            raise UnsupportedModelError(f"the model has no trainable layer to clip (dp-sgd clips {SUPPORTED})")
+        return total
+
+    def clipped(self) -> torch.Tensor:
+        """The flattened clipped sum ``sum_i min(1, C / ||g_i||) g_i``, in :attr:`params` order."""
+        if any(a is not None and a.shape[0] == 0 for a, _ in self.records.values()):  # an empty Poisson batch
+            like = self.params[0]
+            return torch.zeros(sum(p.numel() for p in self.params), dtype=like.dtype, device=like.device)
+        prepared = self.prepared()
+        scale = clip_scale(self.squared_norms(prepared), self.max_grad_norm)
+        parts: list[torch.Tensor] = []
+        for layer, rule, state in prepared:
+            sums = rule.clipped_sums(layer, state, scale)
+            parts += [sums[name].reshape(-1).to(p.dtype) for name, p in trainable_params(layer).items()]
         return torch.cat(parts)
 
     def released_to_grad(self, released: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,156 @@
+"""Opacus's CIFAR-10 CNN with GroupNorm on FashionMNIST at epsilon 3: our ``make_private_with_epsilon``
+against Opacus's, on the same training code (the row ``python -m benchmarks.api_parity --opacus-cnn``).
+
+    python -m benchmarks.api_parity --opacus-cnn [--train-limit 8000] [--epochs 2]
+
+The model is the ``convnet`` of Opacus's ``examples/cifar10.py`` (four 3x3 convolutions of 32, 64,
+64, 128 channels, ReLU, 2x2 average pooling, adaptive average pooling, a linear head) taking 1x28x28
+inputs, with ``GroupNorm(gcd(32, C), C)`` after each convolution (what ``ModuleValidator.fix``
+makes of BatchNorm). Both sides: the same initial weights, Adam, clip ``C``, Poisson sampling at rate
+``batch / N``, the noise multiplier each library's inverse accounting gives for (3, 1e-5) over the
+epochs, the same epoch loop; Opacus in its default per-sample mode (``hooks``). Epochs alternate
+between the two sides (the first side alternates too); an epoch's time is its training steps.
+Goals (this run): test accuracy within 1 point of Opacus; wall time <= Opacus's.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import statistics
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from benchmarks.data import fashion_or_random
+from trainers.api import PrivacyEngine
+
+EPSILON, DELTA, CLIP, LR = 3.0, 1e-5, 1.0, 2e-3
+TRAIN, EPOCHS, BATCH = 8000, 2, 256  # about 10 minutes for both sides on 2 shared CPU cores
+GOAL_POINTS = 1.0
+
+
+def convnet(seed: int = 0, classes: int = 10) -> nn.Sequential:
+    """Opacus's CIFAR-10 convnet on 1-channel 28x28 images, GroupNorm after each convolution."""
+    torch.manual_seed(seed)
+    layers: list[nn.Module] = []
+    for i, (c_in, c_out) in enumerate([(1, 32), (32, 64), (64, 64), (64, 128)]):
+        pool = nn.AvgPool2d(2, 2) if i < 3 else nn.AdaptiveAvgPool2d((1, 1))
+        layers += [nn.Conv2d(c_in, c_out, 3, padding=1), nn.GroupNorm(math.gcd(32, c_out), c_out), nn.ReLU(), pool]
+    return nn.Sequential(*layers, nn.Flatten(), nn.Linear(128, classes))
+
+
+def images(x: torch.Tensor) -> torch.Tensor:
+    """Flat pixels in [0, 1] as standardised ``(n, 1, 28, 28)`` images (FashionMNIST's public mean and std)."""
+    return ((x - 0.2860) / 0.3530).view(-1, 1, 28, 28)
+
+
+def train_epoch(model: nn.Module, optimizer: Any, loader: Iterable[Any]) -> float:
+    """One epoch of the user's loop (the same on both sides); seconds of training steps."""
+    start = time.perf_counter()
+    for xb, yb in loader:
+        optimizer.zero_grad()
+        F.cross_entropy(model(xb), yb).backward()
+        optimizer.step()
+    return time.perf_counter() - start
+
+
+def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+    with torch.no_grad():
+        return sum(
+            int((model(x[s : s + 1000]).argmax(1) == y[s : s + 1000]).sum()) for s in range(0, len(y), 1000)
+        ) / len(y)
+
+
+def ours(model: nn.Module, x: torch.Tensor, y: torch.Tensor, epochs: int, batch: int) -> tuple[Any, ...]:
+    engine = PrivacyEngine()
+    model, optimizer, loader = engine.make_private_with_epsilon(
+        module=model,
+        optimizer=torch.optim.Adam(model.parameters(), lr=LR),
+        data_loader=(x, y),
+        batch_size=batch,
+        target_epsilon=EPSILON,
+        target_delta=DELTA,
+        epochs=epochs,
+        max_grad_norm=CLIP,
+    )
+    return model, optimizer, loader, engine.noise_multiplier, lambda: engine.get_epsilon(DELTA)
+
+
+def opacus(model: nn.Module, x: torch.Tensor, y: torch.Tensor, epochs: int, batch: int) -> tuple[Any, ...]:
+    from opacus import PrivacyEngine as OpacusEngine
+
+    engine = OpacusEngine(accountant="rdp")
+    model, optimizer, loader = engine.make_private_with_epsilon(
+        module=model,
+        optimizer=torch.optim.Adam(model.parameters(), lr=LR),
+        data_loader=DataLoader(TensorDataset(x, y), batch_size=batch),
+        target_epsilon=EPSILON,
+        target_delta=DELTA,
+        epochs=epochs,
+        max_grad_norm=CLIP,
+    )
+    return model, optimizer, loader, optimizer.noise_multiplier, lambda: engine.get_epsilon(DELTA)
+
+
+def run(train: int, epochs: int, batch: int, test: int | None = None) -> dict[str, dict[str, Any]]:
+    """Both sides, epochs interleaved; per side: wrap seconds, epoch seconds, noise multiplier,
+    epsilon spent and test accuracy."""
+    data = fashion_or_random(train)
+    x, y = images(data.train.x), data.train.y
+    x_test, y_test = images(data.test.x[:test]), data.test.y[:test]
+    start = convnet()
+    sides: dict[str, Callable[..., tuple[Any, ...]]] = {"ours": ours, "opacus": opacus}
+    results: dict[str, dict[str, Any]] = {}
+    wrapped = {}
+    for name, wrap in sides.items():
+        begin = time.perf_counter()
+        wrapped[name] = wrap(copy.deepcopy(start), x, y, epochs, batch)
+        results[name] = {"wrap_s": time.perf_counter() - begin, "epoch_s": [], "z": float(wrapped[name][3])}
+    for epoch in range(epochs):
+        for name in list(sides) if epoch % 2 == 0 else list(sides)[::-1]:
+            model, optimizer, loader = wrapped[name][:3]
+            results[name]["epoch_s"].append(train_epoch(model, optimizer, loader))
+        print(
+            f"epoch {epoch + 1}: " + ", ".join(f"{n} {r['epoch_s'][-1]:.1f} s" for n, r in results.items()), flush=True
+        )
+    for name, (model, *_, spent) in wrapped.items():
+        results[name].update(epsilon=spent(), accuracy=accuracy(model, x_test, y_test))
+    return results
+
+
+def report(results: dict[str, dict[str, Any]]) -> str:
+    """The table and the goal lines of a :func:`run`."""
+    lines = [
+        f"{'side':<8} {'noise z':>8} {'epsilon':>8} {'wrap s':>7} {'median epoch s':>15} {'wall s':>7} {'test acc':>9}"
+    ]
+    for name, r in results.items():
+        r["wall_s"] = r["wrap_s"] + sum(r["epoch_s"])
+        lines.append(
+            f"{name:<8} {r['z']:8.4f} {r['epsilon']:8.4f} {r['wrap_s']:7.2f} {statistics.median(r['epoch_s']):15.2f} "
+            f"{r['wall_s']:7.1f} {100 * r['accuracy']:8.2f}%"
+        )
+    ours_, theirs = results["ours"], results["opacus"]
+    gap = 100 * (theirs["accuracy"] - ours_["accuracy"])
+    ratio = ours_["wall_s"] / theirs["wall_s"]
+    met = lambda ok: "met" if ok else "NOT met"  # noqa: E731
+    lines.append(
+        f"accuracy: ours {gap:+.2f} points below Opacus (goal within {GOAL_POINTS}): {met(abs(gap) <= GOAL_POINTS)}"
+    )
+    lines.append(f"wall time ours / Opacus: {ratio:.3f}x (goal <= 1): {met(ratio <= 1)}")
+    return "\n".join(lines)
+
+
+def main(train: int = TRAIN, epochs: int = EPOCHS, batch: int = BATCH, test: int | None = None) -> None:
+    print(
+        f"Opacus CIFAR-10 CNN + GroupNorm on FashionMNIST, {train} training images, {epochs} epochs, "
+        f"expected batch {batch}, epsilon {EPSILON} at delta {DELTA}, clip {CLIP}, Adam lr {LR}; "
+        f"{torch.get_num_threads()} threads",
+        flush=True,
+    )
+    print(report(run(train, epochs, batch, test)))
