@@ -90,8 +90,17 @@ class PixelSelection:
         return cycles * total + inside + wrapped
 
 
+def read_counts(max_reads: int) -> list[int]:
+    """The reads per count :func:`select_pixels` tries: every one up to 16, then steps of about 10 %."""
+    counts, reads = [], 1
+    while reads <= max_reads:
+        counts.append(reads)
+        reads = reads + 1 if reads < 16 else math.ceil(reads * 1.1)
+    return counts
+
+
 def select_pixels(
-    bounds: AnchorBoundMap, poisson_mean: float, ceiling_e: float, max_overshoot: float = 1.3, max_reads: int = 64
+    bounds: AnchorBoundMap, poisson_mean: float, ceiling_e: float, max_overshoot: float = 1.3, max_reads: int = 4096
 ) -> PixelSelection:
     """The selection of fewest reads per kept pixel (fewest frames) for counts of Poisson mean
     ``>= poisson_mean``: for ``r`` reads per count, the pixels whose lower bound is at least
@@ -106,7 +115,7 @@ def select_pixels(
     order = eligible[np.argsort(bounds.lower_e[eligible], kind="stable")]
     lower, estimate = bounds.lower_e[order], bounds.estimate_e[order]
     best: tuple[float, int, int, int] | None = None
-    for reads in range(1, max_reads + 1):
+    for reads in read_counts(max_reads):
         first = int(np.searchsorted(lower * reads, poisson_mean, side="left"))
         if first >= lower.size:
             continue

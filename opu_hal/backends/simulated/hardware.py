@@ -37,7 +37,7 @@ from .privacy_noise import (
 )
 from .profile import SimulatedProfile
 from .raw_frames import raw_frames
-from .speckle import SpeckleAnchor
+from .speckle import speckle_anchor
 from .speckle_privacy import SpecklePrivacy, model_bounds
 
 MIB = 1 << 20
@@ -192,7 +192,7 @@ class SimulatedHardware(Device[SimulatedProfile]):
         if self._speckle is None:
             profile = self._profile
             self._speckle = SpecklePrivacy(
-                SpeckleAnchor(profile), profile.label, profile.anchor_check_every, profile.speckle_max_overshoot
+                speckle_anchor(profile), profile.label, profile.anchor_check_every, profile.speckle_max_overshoot
             )
         return self._speckle
 
@@ -203,7 +203,8 @@ class SimulatedHardware(Device[SimulatedProfile]):
     def _privacy_source_ok(self) -> bool:
         sensor = self.sensor
         if self._profile.privacy_anchor == "speckle":
-            return abs(sensor.gain_e_per_dn - 1.0) <= 1e-12 and self.anchor_e > 0
+            mean = self.anchor_e + sensor.dark_e
+            return abs(sensor.gain_e_per_dn - 1.0) <= 1e-12 and clip_probability(mean, sensor) <= CLIP_LIMIT
         return (
             abs(sensor.gain_e_per_dn - 1.0) <= 1e-12
             and self.anchor_read_e > 0

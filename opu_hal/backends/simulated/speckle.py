@@ -15,6 +15,7 @@ pixel's own ``lambda_j`` (:mod:`.speckle_privacy`).
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterator
 
@@ -85,3 +86,29 @@ class SpeckleAnchor:
             electrons += sensor.read_noise_e * torch.randn(rates.shape, generator=generator, dtype=torch.float64)
             dn = torch.round(electrons / sensor.gain_e_per_dn) + sensor.black_level_dn
             yield dn.clamp_(0, sensor.max_dn).numpy()
+
+
+_CACHE: dict[tuple, SpeckleAnchor] = {}
+
+
+def speckle_anchor(profile: SimulatedProfile) -> SpeckleAnchor:
+    """The anchor of ``profile``'s physics, computed once per process (the whole sensor's speckle costs
+    seconds); each device gets its own copy of the drift state (``power_factor``)."""
+    key = (
+        profile.seed,
+        profile.in_features,
+        profile.sensor_pixels,
+        profile.prnu_rms,
+        profile.dead_pixel_fraction,
+        profile.dim_pixel_fraction,
+        profile.dim_pixel_factor,
+        profile.dsnu_rms,
+        profile.hot_pixel_fraction,
+        profile.hot_pixel_factor,
+    )
+    if key not in _CACHE:
+        _CACHE.clear()  # one sensor's maps at a time (tens of MB for a full sensor)
+        _CACHE[key] = SpeckleAnchor(profile)
+    anchor = copy.copy(_CACHE[key])
+    anchor.power_factor = 1.0
+    return anchor
