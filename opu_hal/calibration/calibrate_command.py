@@ -13,6 +13,7 @@ from ..profiles.catalogue import load_profile
 from ..profiles.registry import get_backend
 from ..runtime.output import print_json
 from ..runtime.paths import plot_format_reason, same_file
+from .anchor_map import calibrate_anchor_map
 from .command_args import camera_exposure_us, check_distinct, check_output, require_camera_profile, shape_from_args
 from .figures import plot_calibration
 from .frames import check_frames_fit
@@ -90,6 +91,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     )
     elapsed = time.perf_counter() - start
     out = write_calibration(calibration, args.out)
+    anchor_line = calibrate_anchor_map(device, calibration, Path(out))
     shape = shape_from_args(args) if args.dataset_size else None
     plot_calibration(calibration, profile, plot, shape, args.delta)
     if args.json:
@@ -104,6 +106,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     elif not args.quiet:
         print(summary(calibration, elapsed))
         print(f"wrote {out} and {plot}")
+        if anchor_line:
+            print(anchor_line)
     return 0
 
 

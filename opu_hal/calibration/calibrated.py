@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Literal
 
 from ..camera.physics import least_frames_e, output_variance, typical_frames_e
+from ..contract.anchor_map import AnchorBoundMap, clip_ceiling_e
 from ..contract.errors import CalibrationError
 from ..contract.noise import NoiseReport
+from .anchor_map import anchor_map_path, load_anchor_map
 from .run import device_identity, profile_identity
 from .schema import Calibration, DeviceIdentity, OperatingPointCalibration, read_calibration
 from .temperature import law_rate
@@ -203,6 +205,19 @@ class CalibratedNoise:
             f"calibration {self.path} (lower end of the {level:.0%} interval of the dimmest pixel's anchor read, "
             f"measured at {point.temperature_c:g} C, {point.exposure_us:g} us)"
         )
+
+    def anchor_map(self, temperature_c: float, exposure_us: float) -> AnchorBoundMap | None:
+        """The per-pixel bound map of the speckle anchor measured with this calibration (next to its
+        file, :mod:`.anchor_map`), or None when there is none."""
+        path = anchor_map_path(self.path)
+        return load_anchor_map(path, temperature_c, exposure_us) if path.exists() else None
+
+    def clip_ceiling_e(self) -> float:
+        """The largest anchor read mean that clips with probability at most 1e-24, from the measured
+        saturation (lower end), black level (upper end) and read noise (upper end)."""
+        cal = self.calibration
+        bottom = -cal.black_level_dn.upper * cal.gain_e_per_dn.upper
+        return clip_ceiling_e(cal.saturation_e.lower, bottom, cal.read_noise_e.upper)
 
     def _lower(self, point: OperatingPointCalibration, phi_up: float, a2_up: float) -> float:
         """``std_lower`` with the floor measured at one calibrated ``point``."""

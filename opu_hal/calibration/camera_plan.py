@@ -119,8 +119,22 @@ def print_trade_off(best: OperatingPlan, rows: list[CameraTradeOff]) -> None:
     print(format_trade_off(rows))
 
 
+def speckle_summary(best: OperatingPlan) -> str:
+    """A speckle anchor's kept pixels, reads per count and camera time at the cited frame period."""
+    period = best.frame_time_s or 0.0
+    return (
+        f"speckle anchor: {best.kept_pixels} kept pixels (per-pixel calibrated bounds), {best.reads_per_value} "
+        f"read(s) per count (accounted mean {best.reads_per_value * best.supplied:.4g} e- >= {best.needed:.4g} "
+        f"needed), {best.frames_per_step} frame(s) per step at {period * 1e3:.4g} ms ({1 / period if period else 0:.4g} "
+        f"fps): {best.time_s:.4g} camera seconds for the run; applied noise {best.noise_ratio:.3g}x the accounted "
+        "(planned from the map's estimates)"
+    )
+
+
 def camera_summary(best: OperatingPlan, shape: RunShape) -> str:
     """The cheapest point's camera time, and the largest lattice resolution its reads supply."""
+    if best.kept_pixels is not None:
+        return speckle_summary(best)
     text = (
         f"camera: {best.frames_per_step} anchor-only frame(s) of the whole sensor per step, "
         f"{best.camera_seconds_per_step:.4g} s per step, {best.time_s:.4g} s for the run "

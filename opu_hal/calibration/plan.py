@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..contract.anchor_map import AnchorBoundMap, select_pixels
 from ..contract.errors import CalibrationError
 from ..privacy.run_shape import RunShape
 from .calibrated import CalibratedNoise
@@ -51,6 +52,8 @@ class OperatingPlan:
     reads_per_value: int = 1
     camera_seconds_per_step: float = 0.0
     noise_ratio: float = 1.0  # applied / accounted noise std (skellam: whole reads overshoot the mean needed)
+    kept_pixels: int | None = None  # speckle anchor: the pixels whose calibrated bound the counts read
+    frame_time_s: float | None = None  # the camera's frame period the time is priced at
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -110,8 +113,11 @@ def plan_skellam(
     delta: float,
     shape: RunShape,
     required_poisson_mean: RequiredPoissonMean,
+    anchor_map: AnchorBoundMap | None = None,
 ) -> list[OperatingPlan]:
-    """Reads per value ``ceil(mu / mu_read)`` at every calibrated point, ranked by cost."""
+    """Reads per value ``ceil(mu / mu_read)`` at every calibrated point, ranked by cost; with the
+    ``anchor_map`` of a speckle anchor (measured at the profile's operating point), the reads, kept
+    pixels and frames of :func:`~opu_hal.contract.anchor_map.select_pixels` there instead."""
     plans = []
     for exposure in calibration.exposures_us:
         model = _model(calibration, profile, exposure)
@@ -131,7 +137,12 @@ def plan_skellam(
                 per_step = math.ceil(2 * reads * shape.dimension / profile.sensor_pixels)
             else:
                 per_step = 2 * reads * shape.passes * shape.batch_size
-            frame_s = max(getattr(profile, "frame_time_us", exposure), exposure) * 1e-6
+            frame_s = max(getattr(profile, "frame_period_us", exposure), exposure) * 1e-6
+            if anchor_map is not None:
+                speckle = speckle_point(model, op, profile, anchor_map, mu, shape, frame_s)
+                if speckle is not None:
+                    plans.append(speckle)
+                continue
             plans.append(
                 OperatingPlan(
                     temperature_c=op.temperature_c,
@@ -155,6 +166,36 @@ def plan_skellam(
                 )
             )
     return rank(plans)
+
+
+def speckle_point(
+    model: CalibratedNoise, op, profile, anchor_map: AnchorBoundMap, mu: float, shape: RunShape, frame_s: float
+) -> OperatingPlan | None:
+    """The plan at the point ``anchor_map`` was measured at (None elsewhere: no map holds there)."""
+    if (op.temperature_c, op.exposure_us) != (profile.temperature_c, profile.exposure_us):
+        return None
+    chosen = select_pixels(anchor_map, mu, model.clip_ceiling_e(), profile.speckle_max_overshoot)
+    reads = chosen.reads_per_count
+    values = shape.dimension if shape.dimension is not None else shape.passes * shape.batch_size
+    per_step = chosen.frames(values)
+    return OperatingPlan(
+        temperature_c=op.temperature_c,
+        exposure_us=op.exposure_us,
+        laser_power_uw=profile.laser_power_uw,
+        anchor_power_uw=profile.anchor_power_uw,
+        reaches_target=True,
+        frames_per_step=per_step,
+        frames_total=per_step * shape.steps,
+        time_s=per_step * shape.steps * frame_s,
+        camera_seconds_per_step=per_step * frame_s,
+        noise_ratio=math.sqrt(chosen.planned_mean / mu),
+        noise_std=math.sqrt(2 * chosen.planned_mean),
+        needed=mu,
+        supplied=chosen.accounted_mean / reads,
+        reads_per_value=reads,
+        kept_pixels=chosen.kept_pixels,
+        frame_time_s=frame_s,
+    )
 
 
 def rank(plans: list[OperatingPlan]) -> list[OperatingPlan]:

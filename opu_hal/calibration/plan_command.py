@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..contract.anchor_map import AnchorBoundMap
 from ..contract.errors import CalibrationError
 from ..privacy.inverse import smallest_noise_multiplier
 from ..privacy.run_shape import RunShape, run_description
@@ -14,6 +15,7 @@ from ..privacy.skellam import required_poisson_mean
 from ..profiles.catalogue import load_profile
 from ..runtime.output import print_json
 from ..runtime.paths import plot_format_reason
+from .anchor_map import anchor_map_path, load_anchor_map
 from .camera_plan import CameraTradeOff, camera_summary, plot_trade_off, print_trade_off, profile_trade_off
 from .command_args import check_output, require_camera_profile, shape_from_args
 from .plan import OperatingPlan, plan_gaussian, plan_skellam, what_would
@@ -34,6 +36,21 @@ def _check_plan_plot(path: str | None) -> None:
     reason = plot_format_reason(path)
     if reason is not None:
         raise CalibrationError(f"--plot {path}: {reason}")
+
+
+def _anchor_map(args: argparse.Namespace, profile) -> AnchorBoundMap | None:
+    """The speckle anchor's per-pixel map next to the calibration (refused when a speckle profile has none)."""
+    if getattr(profile, "privacy_anchor", None) != "speckle" or args.mechanism != "skellam":
+        return None
+    cal_path = Path(args.calibration or profile.calibration)
+    if args.calibration is None and profile.source is not None and not cal_path.is_absolute():
+        cal_path = Path(profile.source).parent / cal_path
+    path = anchor_map_path(cal_path)
+    if not path.exists():
+        raise CalibrationError(
+            f"{cal_path}: no anchor map ({path}) for the speckle anchor of {profile.label!r}: re-run `opu-hal calibrate`"
+        )
+    return load_anchor_map(path, profile.temperature_c, profile.exposure_us)
 
 
 def _plan_calibration(args: argparse.Namespace, profile) -> Calibration:
@@ -96,7 +113,15 @@ def run_plan(args: argparse.Namespace) -> int:
     calibration = _plan_calibration(args, profile)
     shape = shape_from_args(args)
     if args.mechanism == "skellam":
-        plans = plan_skellam(calibration, profile, args.target_epsilon, args.delta, shape, required_poisson_mean)
+        plans = plan_skellam(
+            calibration,
+            profile,
+            args.target_epsilon,
+            args.delta,
+            shape,
+            required_poisson_mean,
+            _anchor_map(args, profile),
+        )
     else:
         plans = plan_gaussian(calibration, profile, args.target_epsilon, args.delta, shape, gaussian_noise_multiplier)
     reaching = [p for p in plans if p.reaches_target]

@@ -37,3 +37,8 @@ class ParameterError(OpuHalError, ValueError):
 
 class CalibrationError(OpuHalError, ValueError):
     """A calibration cannot be taken, read, or used here (file, key, range or device named)."""
+
+
+class AnchorDrift(DeviceUnavailable):
+    """A re-read of the privacy anchor fell below its calibrated bounds: the run stops before the next
+    draw (the steps drawn so far are charged; recalibrate, then resume)."""

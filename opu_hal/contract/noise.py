@@ -43,6 +43,9 @@ class NoiseDistribution:
     mean_source: str | None = None
     frames: int | None = None
     camera_seconds: float | None = None
+    kept_pixels: int | None = None  # speckle anchor: the pixels the counts read (per-pixel bounds)
+    anchor_checks: int | None = None  # drift watch: anchor re-reads so far, all passed
+    anchor_check_every: int | None = None  # drift watch: draws between two re-reads
 
     def __post_init__(self) -> None:
         if (

@@ -318,6 +318,16 @@ class SecureGenerator:
             return constant_mean_counts(mean, n, self._counter_uniforms)  # nonce COUNTS_NONCE
         return self._split(n, lambda g, k: g.poisson(mean, k))
 
+    def poisson_at(self, means: np.ndarray) -> np.ndarray:
+        """One Poisson count (int64) at each of ``means`` (numpy's PTRS / inversion on the secure streams)."""
+        means = np.asarray(means, dtype=np.float64)
+        with self._lock:
+            if means.size < _PARALLEL_MIN:
+                return self._streams[0].poisson(means).astype(np.int64)
+            half = means.size // 2
+            parts = _pool().map(lambda g, m: g.poisson(m), self._streams, (means[:half], means[half:]))
+            return np.concatenate(list(parts)).astype(np.int64)
+
     def skellam(self, mean: float, n: int) -> np.ndarray:
         """``n`` i.i.d. differences of two independent Poisson(``mean``) counts: Skellam(mean, mean)."""
         if self._compiled_counts(mean):

@@ -8,13 +8,15 @@ its declared noise model (the derivation in :mod:`.device`'s docstring) are ther
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
+import numpy as np
 import torch
 
 from ...camera.pixel_maps import dark_signal_map, light_response_map
 from ...contract.capabilities import Capabilities
 from ...contract.device import Device
-from ...contract.errors import CalibrationError, ProfileError
+from ...contract.errors import CalibrationError, DeviceUnavailable, ProfileError
 from ...contract.frames import RawFrames
 from ...contract.noise import PrivacyCounts
 from ...contract.profile_base import CAMERA_PIXELS, DMD_MIRRORS
@@ -25,9 +27,18 @@ from ...runtime.memory import check_rows_fit
 from .camera import Sensor
 from .optics import TransmissionMatrix
 from .photons import electrons_per_pixel
-from .privacy_noise import CLIP_LIMIT, clip_probability, digitized_law, draw_counts, draw_digitized
+from .privacy_noise import (
+    CLIP_LIMIT,
+    check_privacy_source,
+    clip_probability,
+    digitized_law,
+    draw_counts,
+    draw_digitized,
+)
 from .profile import SimulatedProfile
 from .raw_frames import raw_frames
+from .speckle import speckle_anchor
+from .speckle_privacy import SpecklePrivacy, model_bounds
 
 MIB = 1 << 20
 MIN_DITHER_DN = 0.5  # a frame's random noise, in ADC steps, below which rounding is not dithered
@@ -64,6 +75,7 @@ class SimulatedHardware(Device[SimulatedProfile]):
             profile.seed, profile.out_features, profile.prnu_rms, profile.anchor_falloff
         )
         self.saturated_pixels = 0
+        self._speckle: SpecklePrivacy | None = None  # built on first use (the whole sensor's speckle)
         self._check_rounding_is_dithered()
 
     def _check_rounding_is_dithered(self) -> None:
@@ -174,8 +186,25 @@ class SimulatedHardware(Device[SimulatedProfile]):
         reads = self._anchor_reads_e()
         return float(reads.max()) if isinstance(reads, torch.Tensor) else float(reads)
 
+    @property
+    def speckle(self) -> SpecklePrivacy:
+        """The speckle privacy anchor over the whole sensor, its draws and its drift checks."""
+        if self._speckle is None:
+            profile = self._profile
+            self._speckle = SpecklePrivacy(
+                speckle_anchor(profile), profile.label, profile.anchor_check_every, profile.speckle_max_overshoot
+            )
+        return self._speckle
+
+    def anchor_means_e(self) -> np.ndarray:
+        """The speckle anchor's true mean electrons per read at every sensor pixel (hidden truth)."""
+        return self.speckle.anchor.means_e(self.anchor_e, self.sensor)
+
     def _privacy_source_ok(self) -> bool:
         sensor = self.sensor
+        if self._profile.privacy_anchor == "speckle":
+            mean = self.anchor_e + sensor.dark_e
+            return abs(sensor.gain_e_per_dn - 1.0) <= 1e-12 and clip_probability(mean, sensor) <= CLIP_LIMIT
         return (
             abs(sensor.gain_e_per_dn - 1.0) <= 1e-12
             and self.anchor_read_e > 0
@@ -187,6 +216,8 @@ class SimulatedHardware(Device[SimulatedProfile]):
         profile calibration, the number of reads is planned with the calibration's lower bound on
         one read's mean (never the model's value), so the accounted mean is at most the applied one."""
         self.open()
+        if self._profile.privacy_anchor == "speckle":
+            return self._draw_speckle_counts(n_values, poisson_mean)
         lower, source = (None, "model (the profile's declared camera)")
         if self._calibration is not None:
             check_unity_gain = getattr(self._calibration, "check_unity_gain", None)
@@ -198,7 +229,7 @@ class SimulatedHardware(Device[SimulatedProfile]):
             check_unity_gain()
             lower, source = self._calibration.anchor_read_lower_e(self._temperature_c)
         profile = self._profile
-        frame_time_s = max(profile.frame_time_us, self._exposure_us) * 1e-6
+        frame_time_s = max(profile.frame_period_us, self._exposure_us) * 1e-6
         return draw_counts(
             self._privacy_generator,
             self.sensor,
@@ -213,20 +244,62 @@ class SimulatedHardware(Device[SimulatedProfile]):
             brightest_read_e=self.brightest_anchor_read_e,
         )
 
+    def _draw_speckle_counts(self, n_values: int, poisson_mean: float) -> PrivacyCounts:
+        """Counts at each kept pixel's own mean, planned with the calibration's per-pixel bound map."""
+        check_privacy_source(self.sensor, self.anchor_e, self._profile.label)
+        means = self.anchor_means_e()
+        bounds, ceiling = model_bounds(means), None
+        if self._calibration is not None:
+            ceiling = self._calibration.clip_ceiling_e()
+            self._calibration.check_unity_gain()
+            anchor_map = getattr(self._calibration, "anchor_map", None)
+            bounds = anchor_map(self._temperature_c, self._exposure_us) if callable(anchor_map) else None
+            if bounds is None:
+                raise CalibrationError(
+                    f"profile {self._profile.label!r}: the calibration has no per-pixel map of the speckle "
+                    "anchor; re-run `opu-hal calibrate` (it measures one for a speckle profile)"
+                )
+        frame_s = max(self._profile.frame_period_us, self._exposure_us) * 1e-6
+        return self.speckle.draw(
+            self._privacy_generator,
+            self.sensor,
+            bounds,
+            means,
+            n_values,
+            poisson_mean,
+            frame_s,
+            self._camera_generator,
+            ceiling,
+        )
+
+    def anchor_frames(self, n_frames: int) -> Iterator[np.ndarray]:
+        """``n_frames`` frames of the speckle anchor alone over the whole sensor, in DN (calibration)."""
+        return self.speckle.anchor.frames_dn(self.anchor_means_e(), self.sensor, n_frames, self._camera_generator)
+
     def _digitized_source_ok(self) -> bool:
         sensor = self.sensor
-        return self.anchor_read_e > 0 and 6 <= sensor.adc_bits <= 16 and sensor.read_noise_e > 0
+        return (
+            self._profile.privacy_anchor == "reference-beam"
+            and self.anchor_read_e > 0
+            and 6 <= sensor.adc_bits <= 16
+            and sensor.read_noise_e > 0
+        )
 
     def digitized_read_law(self):
         """One anchor-only read's law: the profile's camera, or the calibration's box at this temperature."""
         profile = self._profile
+        if profile.privacy_anchor == "speckle":
+            raise DeviceUnavailable(
+                f"profile {profile.label!r}: digitized privacy noise is accounted for a flat anchor; this "
+                "profile's anchor is speckle (key 'privacy_anchor'): use the Skellam source at unity gain"
+            )
         box = None if self._calibration is None else self._calibration.anchor_read_box(self._temperature_c)
         return digitized_law(
             self.sensor,
             self.anchor_read_e,
             profile.label,
             profile.sensor_pixels,
-            max(profile.frame_time_us, self._exposure_us) * 1e-6,
+            max(profile.frame_period_us, self._exposure_us) * 1e-6,
             box,
         )
 

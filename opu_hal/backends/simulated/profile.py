@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from ...camera.datasheet import CMV2000
 from ...contract.backend_spec import BackendSpec
 from ...contract.profile_base import CAMERA_PIXELS, DMD_MIRRORS, BaseProfile
 
@@ -37,10 +38,27 @@ class SimulatedProfile(BaseProfile):
         CAMERA_PIXELS, ge=1, le=2**26, description="pixels the speckle spreads over (power is shared)"
     )
     pixel_pitch_um: float = Field(5.5, ge=0.5, le=100.0, description="pixel pitch, um")
-    # lightonml 1.4.3's simulated OPU (lightonml/internal/simulated_device.py): frametime_us = 500,
-    # exposure_us = 400, output ROI 2040 x 1088 pixels.
-    frame_time_us: float = Field(
-        500.0, ge=1.0, le=1e8, description="camera frame period, us (a frame lasts at least its exposure)"
+    # None: the full-frame period of the cited camera at adc_bits (opu_hal/camera/datasheet.py: CMOSIS
+    # CMV2000, 340 fps at 10 bits, 70 fps at 12 bits); lightonml's 500 us is its simulated device's default.
+    frame_time_us: float | None = Field(
+        None, ge=1.0, le=1e8, description="camera frame period, us (None: the CMV2000 datasheet's at adc_bits)"
+    )
+    privacy_anchor: Literal["speckle", "reference-beam"] = Field(
+        "speckle",
+        description="privacy anchor light: 'speckle' (a DMD pattern through the medium, as LightOn OPUs have) "
+        "or 'reference-beam' (a flat beam, only for hardware that has one)",
+    )
+    dead_pixel_fraction: float = Field(0.0, ge=0.0, le=0.5, description="fraction of dead pixels (no response)")
+    dim_pixel_fraction: float = Field(0.0, ge=0.0, le=0.5, description="fraction of dim pixels")
+    dim_pixel_factor: float = Field(0.3, ge=0.0, le=1.0, description="response of a dim pixel over a typical one")
+    speckle_max_overshoot: float = Field(
+        1.3,
+        ge=1.0,
+        le=10.0,
+        description="speckle anchor: largest planned count mean over the accounted one (pixel selection)",
+    )
+    anchor_check_every: int = Field(
+        25, ge=1, le=10**6, description="privacy draws between two re-reads of the speckle anchor (drift watch)"
     )
     # 0.043 nA/cm^2 = 125 e-/s at 25 C for a 7.4 um pixel, the dark current CMOSIS gives for its
     # 8T global-shutter pixel (CMV300 datasheet v2.10, http://dtsheet.com/model/4255221, the family
@@ -93,7 +111,19 @@ class SimulatedProfile(BaseProfile):
             )
         if self.black_level_dn >= 2**self.adc_bits - 1:
             raise ValueError(f"black_level_dn must be below 2^adc_bits - 1 = {2**self.adc_bits - 1}")
+        if self.frame_time_us is None and self.adc_bits > CMV2000.fps_by_bits[-1][0]:
+            raise ValueError(
+                f"adc_bits = {self.adc_bits}: the {CMV2000.model} reads out at most {CMV2000.fps_by_bits[-1][0]} "
+                "bits; set frame_time_us to your camera's frame period"
+            )
         return self
+
+    @property
+    def frame_period_us(self) -> float:
+        """The camera's frame period: ``frame_time_us``, else the cited datasheet's at ``adc_bits``."""
+        if self.frame_time_us is not None:
+            return self.frame_time_us
+        return CMV2000.frame_time_us(self.adc_bits)
 
 
 SPEC = BackendSpec("simulated", SimulatedProfile, "opu_hal.backends.simulated.device:SimulatedDevice")

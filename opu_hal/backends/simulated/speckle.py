@@ -1,0 +1,114 @@
+"""The simulated OPU's privacy anchor as LightOn optics give it: a DMD pattern through the scattering
+medium, read as speckle (paper 000, eq. 5: ``z = x T`` with ``T_jk ~ CN(0, 1)``).
+
+The anchor pattern ``x_a`` (half the mirrors, seeded) lights pixel ``j`` of the privacy region with
+``A^2 |x_a T_j|^2 / |x_a|``: exponentially distributed over pixels with mean ``A^2`` (``A^2`` the
+anchor's mean electrons per pixel, :func:`.photons.electrons_per_pixel` of ``anchor_power_uw``). The
+region is the whole sensor (``sensor_pixels``) and ``T`` the projection's own matrix extended to it
+(the same counter stream, so its first ``out_features`` columns are the projection's). Each pixel's
+read mean is ``lambda_j = A^2 s_j w_j d_j + D m_j``: speckle ``s_j``, PRNU ``w_j``, defect factor
+``d_j`` (0 for a dead pixel, ``dim_pixel_factor`` for a dim one), dark signal ``D`` times the pixel's
+DSNU multiplier ``m_j`` (:mod:`opu_hal.camera.pixel_maps`). It is seeded physics, like the matrix;
+calibration measures it (:mod:`opu_hal.calibration.anchor_map`), and privacy counts are drawn at each
+pixel's own ``lambda_j`` (:mod:`.speckle_privacy`).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+
+from ...camera.pixel_maps import dark_signal_map, light_response_map
+from ...randomness.seeding import stream_seed
+from .camera import Sensor
+from .optics import TransmissionMatrix
+from .profile import SimulatedProfile
+
+BLOCK_BYTES = 64 << 20
+
+
+def anchor_pattern(seed: int, in_features: int) -> torch.Tensor:
+    """The anchor's DMD pattern: ``ceil(in / 2)`` mirrors on, chosen by a seeded permutation."""
+    generator = torch.Generator().manual_seed(stream_seed(seed, "anchor-pattern"))
+    pattern = torch.zeros(in_features)
+    pattern[torch.randperm(in_features, generator=generator)[: math.ceil(in_features / 2)]] = 1.0
+    return pattern
+
+
+def defect_factors(seed: int, pixels: int, dead: float, dim: float, dim_factor: float) -> np.ndarray:
+    """Per-pixel response factor: 0 for a dead pixel, ``dim_factor`` for a dim one, 1 otherwise."""
+    rng = np.random.default_rng(stream_seed(seed, "defects"))
+    u = rng.random(pixels)
+    return np.where(u < dead, 0.0, np.where(u < dead + dim, dim_factor, 1.0))
+
+
+class SpeckleAnchor:
+    """Per-pixel relative light and dark multipliers of the privacy anchor over the sensor."""
+
+    def __init__(self, profile: SimulatedProfile) -> None:
+        pixels, n_in = profile.sensor_pixels, profile.in_features
+        optics = TransmissionMatrix(n_in, pixels, stream_seed(profile.seed, "matrix"), BLOCK_BYTES, 0)
+        pattern = anchor_pattern(profile.seed, n_in)
+        real, imag = optics.field(pattern.unsqueeze(0))
+        speckle = ((real**2 + imag**2)[0] / pattern.sum()).double().numpy()
+        prnu, _ = light_response_map(profile.seed, pixels, profile.prnu_rms, 0.0)
+        response = np.ones(pixels) if prnu is None else prnu.double().numpy()
+        defects = defect_factors(
+            profile.seed, pixels, profile.dead_pixel_fraction, profile.dim_pixel_fraction, profile.dim_pixel_factor
+        )
+        self.relative_light = speckle * response * defects
+        dark = dark_signal_map(
+            profile.seed, pixels, profile.dsnu_rms, profile.hot_pixel_fraction, profile.hot_pixel_factor
+        )
+        self.dark_multiplier = np.ones(pixels) if dark is None else dark.double().numpy()
+        self.power_factor = 1.0  # the anchor laser's power over its nominal value (drift)
+
+    @property
+    def pixels(self) -> int:
+        return int(self.relative_light.size)
+
+    def means_e(self, anchor_e: float, sensor: Sensor) -> np.ndarray:
+        """``lambda_j``: mean electrons of one anchor read at every pixel of the sensor."""
+        return self.power_factor * anchor_e * self.relative_light + sensor.dark_e * self.dark_multiplier
+
+    def frames_dn(
+        self, means_e: np.ndarray, sensor: Sensor, n_frames: int, generator: torch.Generator
+    ) -> Iterator[np.ndarray]:
+        """``n_frames`` anchor frames in DN, one at a time: Poisson electrons, full well, read noise,
+        gain, black level and the ADC's range (the camera stream: calibration and drift reads)."""
+        rates = torch.from_numpy(means_e)
+        for _ in range(n_frames):
+            electrons = torch.poisson(rates, generator=generator).clamp_(max=sensor.full_well_e)
+            electrons += sensor.read_noise_e * torch.randn(rates.shape, generator=generator, dtype=torch.float64)
+            dn = torch.round(electrons / sensor.gain_e_per_dn) + sensor.black_level_dn
+            yield dn.clamp_(0, sensor.max_dn).numpy()
+
+
+_CACHE: dict[tuple, SpeckleAnchor] = {}
+
+
+def speckle_anchor(profile: SimulatedProfile) -> SpeckleAnchor:
+    """The anchor of ``profile``'s physics, computed once per process (the whole sensor's speckle costs
+    seconds); each device gets its own copy of the drift state (``power_factor``)."""
+    key = (
+        profile.seed,
+        profile.in_features,
+        profile.sensor_pixels,
+        profile.prnu_rms,
+        profile.dead_pixel_fraction,
+        profile.dim_pixel_fraction,
+        profile.dim_pixel_factor,
+        profile.dsnu_rms,
+        profile.hot_pixel_fraction,
+        profile.hot_pixel_factor,
+    )
+    if key not in _CACHE:
+        _CACHE.clear()  # one sensor's maps at a time (tens of MB for a full sensor)
+        _CACHE[key] = SpeckleAnchor(profile)
+    anchor = copy.copy(_CACHE[key])
+    anchor.power_factor = 1.0
+    return anchor

@@ -1,0 +1,143 @@
+"""Skellam privacy counts from a speckle anchor, each drawn at its own pixels' true means, planned
+with a per-pixel bound map (:mod:`opu_hal.contract.anchor_map`), and a drift watch.
+
+Per draw of ``n`` values: the kept pixels and reads per count come from :func:`select_pixels` on the
+bound map (the calibration's, or without one the model's own means); value ``i``'s two counts read
+the same ``r`` kept pixels in two frames, so each is ``Poisson(Lambda_i)`` with ``Lambda_i`` the sum of
+those pixels' true means, and ``C_1 - C_2`` a zero-mean Skellam, drawn from the secure generator. The
+accounted mean is ``r min_kept b_j``; a draw where some kept pixel's true mean is below its bound is
+refused (the simulation knows its truth; the drift watch is the check a real device has).
+
+Drift watch: every ``anchor_check_every`` draws (the first included), one anchor frame is read at
+the kept pixels and tested against the bounds (:func:`~opu_hal.contract.anchor_map.drift_test`, level
+1e-6 per check); a failure raises :class:`~opu_hal.contract.errors.AnchorDrift` before the draw.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import torch
+
+from ...contract.anchor_map import (
+    AnchorBoundMap,
+    DriftCheck,
+    PixelSelection,
+    clip_ceiling_e,
+    drift_test,
+    select_pixels,
+)
+from ...contract.errors import AnchorDrift, DeviceUnavailable
+from ...contract.noise import NoiseDistribution, PrivacyCounts
+from ...randomness.secure_random import SecureGenerator
+from .camera import Sensor
+from .privacy_noise import CLIP_LIMIT, clip_probability
+from .speckle import SpeckleAnchor
+
+MODEL_SOURCE = "model (the profile's declared camera: its own per-pixel means)"
+
+
+@functools.lru_cache(maxsize=64)
+def sensor_ceiling_e(sensor: Sensor) -> float:
+    """The largest read mean that clips with probability at most :data:`CLIP_LIMIT` on ``sensor``."""
+    bottom = -sensor.black_level_dn * sensor.gain_e_per_dn
+    return clip_ceiling_e(float(sensor.saturation_e), bottom, sensor.read_noise_e, CLIP_LIMIT)
+
+
+def model_bounds(means_e: np.ndarray) -> AnchorBoundMap:
+    """The model's own means as a (degenerate) bound map: what an uncalibrated simulation plans with."""
+    return AnchorBoundMap(means_e, means_e, means_e, confidence=0.5, frames=0, source=MODEL_SOURCE)
+
+
+class SpecklePrivacy:
+    """The speckle anchor's privacy draws and drift checks of one device."""
+
+    def __init__(self, anchor: SpeckleAnchor, label: str, check_every: int, max_overshoot: float) -> None:
+        self.anchor, self.label, self.check_every, self.max_overshoot = anchor, label, check_every, max_overshoot
+        self.draws = 0
+        self.checks: list[DriftCheck] = []
+        self._selection: tuple[tuple[int, float, float], PixelSelection] | None = None
+
+    def selection(self, bounds: AnchorBoundMap, poisson_mean: float, ceiling_e: float) -> PixelSelection:
+        key = (id(bounds), poisson_mean, ceiling_e)
+        if self._selection is None or self._selection[0] != key:
+            try:
+                self._selection = (key, select_pixels(bounds, poisson_mean, ceiling_e, self.max_overshoot))
+            except ValueError as exc:
+                raise DeviceUnavailable(f"profile {self.label!r}: {exc}") from None
+        return self._selection[1]
+
+    def watch(self, means_e: np.ndarray, bounds: AnchorBoundMap, kept: np.ndarray, sensor: Sensor, camera) -> None:
+        """Re-read the anchor at the cadence; raise :class:`AnchorDrift` when a read falls below the bounds."""
+        if self.draws % self.check_every:
+            return
+        frame = next(self.anchor.frames_dn(means_e, sensor, 1, camera))
+        reads = (frame[kept] - sensor.black_level_dn) * sensor.gain_e_per_dn
+        check = drift_test(reads, bounds.lower_e[kept], sensor.read_noise_e, self.draws)
+        self.checks.append(check)
+        if not check.passed:
+            raise AnchorDrift(
+                f"profile {self.label!r}: the speckle anchor fell below its calibrated bounds at draw {self.draws} "
+                f"(pooled z = {check.z_pooled:.3g}, {check.pixels_below} of {kept.size} kept pixels below their "
+                f"margin; level {check.alpha:g}); checks made: {len(self.checks)}, one every {self.check_every} "
+                "draws. The run stops before this draw (the steps drawn so far are charged): re-run `opu-hal "
+                "calibrate`, then resume from the checkpoint"
+            )
+
+    def draw(
+        self,
+        generator: SecureGenerator,
+        sensor: Sensor,
+        bounds: AnchorBoundMap,
+        means_e: np.ndarray,
+        n_values: int,
+        poisson_mean: float,
+        frame_s: float,
+        camera: torch.Generator,
+        ceiling_e: float | None = None,
+    ) -> PrivacyCounts:
+        """``n_values`` Skellam values of Poisson mean ``>= poisson_mean`` (module docstring); pixels are kept
+        below ``ceiling_e`` (the calibration's clip ceiling; default the sensor's)."""
+        if not (math.isfinite(poisson_mean) and poisson_mean > 0):
+            raise DeviceUnavailable(f"requested Poisson mean must be finite and > 0, got {poisson_mean}")
+        if bounds.pixels != means_e.size:
+            raise DeviceUnavailable(
+                f"profile {self.label!r}: the anchor map has {bounds.pixels} pixels, the sensor {means_e.size}"
+            )
+        ceiling = sensor_ceiling_e(sensor) if ceiling_e is None else ceiling_e
+        chosen = self.selection(bounds, poisson_mean, ceiling)
+        self.watch(means_e, bounds, chosen.kept, sensor, camera)
+        truth = means_e[chosen.kept]
+        if not (truth >= bounds.lower_e[chosen.kept]).all() or truth.max() > sensor_ceiling_e(sensor):
+            raise DeviceUnavailable(
+                f"profile {self.label!r}: a kept pixel's true anchor mean lies below its bound or above the clip "
+                f"ceiling {sensor_ceiling_e(sensor):.4g} e- ({bounds.source}); re-run `opu-hal calibrate`"
+            )
+        lam = chosen.count_means(means_e, n_values)
+        counts = generator.poisson_at(lam) - generator.poisson_at(lam)
+        reads = chosen.reads_per_count
+        if sensor.read_noise_e > 0:
+            std = math.sqrt(2 * reads * (sensor.read_noise_e**2 + 1 / 12))
+            counts += np.rint(std * generator.standard_normal(n_values).numpy()).astype(np.int64)
+        self.draws += 1
+        frames = chosen.frames(n_values)
+        distribution = NoiseDistribution(
+            kind="poisson-counts",
+            generator=generator.name,
+            poisson_mean=float(lam.mean()),
+            poisson_mean_lower=chosen.accounted_mean,
+            reads_per_value=reads,
+            read_noise_e=sensor.read_noise_e,
+            gain_e_per_dn=sensor.gain_e_per_dn,
+            lattice_step=1.0,
+            clip_probability=clip_probability(float(truth.max()), sensor),
+            mean_source=bounds.source,
+            frames=frames,
+            camera_seconds=frames * frame_s,
+            kept_pixels=chosen.kept_pixels,
+            anchor_checks=len(self.checks),
+            anchor_check_every=self.check_every,
+        )
+        return PrivacyCounts(counts=torch.from_numpy(counts), distribution=distribution)
