@@ -75,6 +75,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
+    if getattr(args, "frames_dir", None) is not None:
+        return _calibrate_recorded(args)
+    if args.profile is None:
+        raise CalibrationError(
+            "calibrate needs a profile (the device to measure), or --frames-dir DIR (recorded frames)"
+        )
     plot = _check_outputs(args)
     check_distinct(args.temperatures, "--temperatures")
     check_distinct(args.exposures, "--exposures")
@@ -104,6 +110,24 @@ def _calibrate(args: argparse.Namespace) -> int:
     elif not args.quiet:
         print(summary(calibration, elapsed))
         print(f"wrote {out} and {plot}")
+    return 0
+
+
+def _calibrate_recorded(args: argparse.Namespace) -> int:
+    """``calibrate --frames-dir DIR``: the calibration of recorded frames (:mod:`.recorded`); no plot."""
+    from .recorded import calibrate_frames_dir
+
+    check_output(args.out, "--out")
+    profile = load_profile(args.profile) if args.profile else None
+    start = time.perf_counter()
+    calibration = calibrate_frames_dir(args.frames_dir, profile=profile, temperature_c=args.temperature)
+    elapsed = time.perf_counter() - start
+    out = write_calibration(calibration, args.out)
+    if args.json:
+        print_json({"calibration": str(out), "elapsed_s": elapsed, "summary": calibration.model_dump(mode="json")})
+    elif not args.quiet:
+        print(summary(calibration, elapsed))
+        print(f"wrote {out}")
     return 0
 
 
