@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..camera.physics import least_frames_e, output_variance, typical_frames_e
+from ..contract.calibration import ReadBox
 from ..contract.errors import CalibrationError
 from ..contract.noise import NoiseReport
 from .run import device_identity, profile_identity
@@ -240,6 +241,12 @@ class CalibratedNoise:
             (cal.gain_e_per_dn.lower, cal.gain_e_per_dn.upper),
             source.replace("lower end", "ends"),
         )
+
+    def digitized_read_box(self, temperature_c: float) -> ReadBox:
+        """Every quantity of one anchor-only read's law as measured (:mod:`.read_box`)."""
+        from .read_box import calibrated_read_box
+
+        return calibrated_read_box(self, temperature_c)
 
     def report(self, temperature_c: float) -> NoiseReport:
         """The noise at ``temperature_c`` (inside the calibrated range, else refused): ``std`` from

@@ -164,6 +164,7 @@ def assemble_measured(
         dark_exposures_us=[float(e) for e in dark_exposures],
         gain_e_per_dn=pt.gain,
         read_noise_e=pt.read_noise,
+        read_noise_e_min_pixel_lower=pt.read_noise_min_pixel_lower,
         black_level_dn=pt.black,
         saturation_e=pt.saturation,
         saturation_limited_by=pt.saturation_limited_by,

@@ -175,6 +175,11 @@ class Calibration(_Model):
     dark_exposures_us: list[float] = Field(default_factory=list)
     gain_e_per_dn: Estimate
     read_noise_e: Estimate
+    read_noise_e_min_pixel_lower: float | None = Field(
+        None,
+        ge=0.0,
+        description="lower bound on the quietest pixel's read noise (opu_hal.calibration.pixel_read_noise)",
+    )
     black_level_dn: Estimate
     saturation_e: Estimate
     saturation_limited_by: Literal["full_well", "adc"]

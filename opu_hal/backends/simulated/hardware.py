@@ -220,7 +220,7 @@ class SimulatedHardware(Device[SimulatedProfile]):
     def digitized_read_law(self):
         """One anchor-only read's law: the profile's camera, or the calibration's box at this temperature."""
         profile = self._profile
-        box = None if self._calibration is None else self._calibration.anchor_read_box(self._temperature_c)
+        box = None if self._calibration is None else self._calibration.digitized_read_box(self._temperature_c)
         return digitized_law(
             self.sensor,
             self.anchor_read_e,
