@@ -200,7 +200,21 @@ def _register_privacy_commands(sub: argparse._SubParsersAction) -> None:
 
 def _register_calibration_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("calibrate", help="measure a device's camera noise (photon transfer) into a file")
-    p.add_argument("profile", help="profile path or name")
+    p.add_argument(
+        "profile", nargs="?", default=None, help="profile path or name (with --frames-dir: the device it is for)"
+    )
+    p.add_argument(
+        "--frames-dir",
+        default=None,
+        help="calibrate from recorded frames instead of a device: a folder with manifest.toml / manifest.json or "
+        "an EMVA 1288 descriptor file (docs: 'Calibrate your own camera')",
+    )
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=None,
+        help="with --frames-dir: the sensor temperature (C) of an EMVA 1288 descriptor's frames (it states none)",
+    )
     p.add_argument(
         "--temperatures",
         type=float,

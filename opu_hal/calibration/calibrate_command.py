@@ -76,6 +76,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
+    if getattr(args, "frames_dir", None) is not None:
+        return _calibrate_recorded(args)
+    if args.profile is None:
+        raise CalibrationError(
+            "calibrate needs a profile (the device to measure), or --frames-dir DIR (recorded frames)"
+        )
     plot = _check_outputs(args)
     check_distinct(args.temperatures, "--temperatures")
     check_distinct(args.exposures, "--exposures")
@@ -111,6 +117,24 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _calibrate_recorded(args: argparse.Namespace) -> int:
+    """``calibrate --frames-dir DIR``: the calibration of recorded frames (:mod:`.recorded`); no plot."""
+    from .recorded import calibrate_frames_dir
+
+    check_output(args.out, "--out")
+    profile = load_profile(args.profile) if args.profile else None
+    start = time.perf_counter()
+    calibration = calibrate_frames_dir(args.frames_dir, profile=profile, temperature_c=args.temperature)
+    elapsed = time.perf_counter() - start
+    out = write_calibration(calibration, args.out)
+    if args.json:
+        print_json({"calibration": str(out), "elapsed_s": elapsed, "summary": calibration.model_dump(mode="json")})
+    elif not args.quiet:
+        print(summary(calibration, elapsed))
+        print(f"wrote {out}")
+    return 0
+
+
 def summary(cal: Calibration, elapsed_s: float | None = None) -> str:
     def fmt(name, e):
         return f"  {name:<22} {e.value:10.4g}  [{e.lower:.4g}, {e.upper:.4g}] {e.unit} ({e.level:.0%}, {e.method})"
@@ -141,14 +165,19 @@ def summary(cal: Calibration, elapsed_s: float | None = None) -> str:
             lines.append(fmt(f"doubling at {law.doubling_reference_c:g} C", law.doubling_temperature_k))
         lines += [f"  law: {note}" for note in law.notes]
     lines.append(
-        f"  {'T (C)':>6} {'dark e-/s':>10} {'[95% CI]':>22} {'exp (us)':>9} {'dark e-':>9} "
-        f"{'anchor e-':>9} {'mu_read>=':>9}"
+        "  dark current: typical pixels (hot ones left out) and the mean over all pixels (EMVA 1288 mu_I.mean, a "
+        "datasheet's figure); 'hot >': the rate above which a pixel is hot (10 robust sd above the median)"
+    )
+    lines.append(
+        f"  {'T (C)':>6} {'dark e-/s':>10} {'[95% CI]':>22} {'all px':>10} {'hot >':>10} {'exp (us)':>9} "
+        f"{'dark e-':>9} {'anchor e-':>9} {'mu_read>=':>9}"
     )
     for dc in cal.dark_current:
         for op in (o for o in cal.operating_points if o.temperature_c == dc.temperature_c):
-            r = dc.rate_e_per_s
+            r, every = dc.rate_e_per_s, dc.rate_all_pixels_e_per_s
             lines.append(
                 f"  {dc.temperature_c:6.1f} {r.value:10.4g} {f'[{r.lower:.4g}, {r.upper:.4g}]':>22} "
+                f"{every.value if every else float('nan'):10.4g} {dc.hot_threshold_e_per_s or float('nan'):10.4g} "
                 f"{op.exposure_us:9.4g} {op.dark_e.value:9.3g} {op.anchor_e.value:9.4g} "
                 f"{op.anchor_read_e_min_pixel_lower:9.4g}"
             )

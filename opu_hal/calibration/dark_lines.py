@@ -59,6 +59,20 @@ def dark_line(darks: list[SeriesStats], index: np.ndarray, ceiling_dn: float = n
     return float(np.nanmean(intercept)), float(np.nanmean(slope)), b_draws, s_draws
 
 
+def _robust_limit(slope: np.ndarray) -> float:
+    """``median + HOT_PIXEL_MADS`` robust sds (1.4826 MAD) of the finite ``slope`` values."""
+    finite = slope[np.isfinite(slope)]
+    median = np.median(finite)
+    return float(median + HOT_PIXEL_MADS * max(1.4826 * np.median(np.abs(finite - median)), 1e-12))
+
+
+def hot_threshold_dn_per_us(darks: list[SeriesStats], ceiling_dn: float) -> float:
+    """The dark slope (DN/us) above which a pixel is hot at the temperature of ``darks`` (NaN: fewer
+    than two pixels measured there)."""
+    _, slope = pixel_lines(darks, ceiling_dn)
+    return _robust_limit(slope) if np.isfinite(slope).sum() >= 2 else float("nan")
+
+
 def hot_pixel_mask(darks: list[SeriesStats], ceiling_dn: float) -> np.ndarray:
     """Pixels whose dark slope lies ``HOT_PIXEL_MADS`` robust sds above the median slope at any
     temperature where the slope is measured (a pixel whose every dark read clips at the hottest
@@ -71,9 +85,7 @@ def hot_pixel_mask(darks: list[SeriesStats], ceiling_dn: float) -> np.ndarray:
         finite = np.isfinite(slope)
         if finite.sum() < 2:
             continue
-        median = np.median(slope[finite])
-        spread = max(1.4826 * np.median(np.abs(slope[finite] - median)), 1e-12)
-        hot |= finite & (slope > median + HOT_PIXEL_MADS * spread)
+        hot |= finite & (slope > _robust_limit(slope))
         measured |= finite
     return hot | ~measured
 

@@ -41,6 +41,7 @@ from .clip_level import clip_level
 from .dark_lines import dark_ceiling_dn, dark_line, hot_pixel_mask
 from .emva import defect_pixels, linearity, saturation_index, uniformity, zero_exposure_read_noise
 from .frames import Acquisition
+from .pixel_read_noise import pixel_read_noise_lower
 from .schema import DefectPixels, Estimate, Linearity, PhotonTransferPoint, Uniformity
 
 FIT_FRACTION = 0.7  # EMVA 1288: photon-transfer fit on 0-70 % of saturation
@@ -68,6 +69,7 @@ class PhotonTransfer:
     defects: DefectPixels | None = None
     levels: int = 0
     curve: list[PhotonTransferPoint] = field(default_factory=list)
+    read_noise_min_pixel_lower: float | None = None  # e-, simultaneous over pixels (:mod:`.pixel_read_noise`)
 
 
 def _read_noise(
@@ -135,6 +137,10 @@ def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400
     black = percentile_estimate(black_value, black_draws, alpha, "DN")
 
     read, var_dn = _read_noise(acq, index, ceiling, hot, k, k_draws, alpha)
+    coldest = min(s.temperature_c for s in acq.dark)
+    pixel_floor = pixel_read_noise_lower(
+        [s for s in acq.dark if s.temperature_c == coldest], float(np.quantile(1 / k_draws, alpha / 2)), alpha, ceiling
+    )
 
     saturation, limited = clip_level(
         acq, plateau, float(darks[-1].mean.mean()), black_value, black_draws, k, k_draws, index, alpha
@@ -172,6 +178,7 @@ def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400
         defects=defect_pixels(hot, highpass),
         levels=len(acq.ptc),
         curve=sweep_points(acq, x, fit),
+        read_noise_min_pixel_lower=float(pixel_floor.min()),
     )
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from ..contract.errors import CalibrationError
 from ..contract.version import __version__
 from .bootstrap import percentile_estimate
-from .dark_lines import dark_ceiling_dn, dark_line, usable_exposures
+from .dark_lines import HOT_PIXEL_MADS, dark_ceiling_dn, dark_line, hot_threshold_dn_per_us, usable_exposures
 from .frames import Acquisition, Progress, acquire
 from .photon_transfer import (
     PhotonTransfer,
@@ -106,11 +106,35 @@ def calibrate_device(
 
 def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposures, dark_exposures) -> Calibration:
     """The calibration model from the acquisition and the photon-transfer estimates."""
+    profile = device.profile
+    return assemble_measured(
+        device_identity(device),
+        (getattr(profile, "pixel_pitch_um", None), getattr(profile, "laser_power_uw", None)),
+        getattr(profile, "anchor_power_uw", None),
+        acq,
+        pt,
+        temperatures,
+        exposures,
+        dark_exposures,
+    )
+
+
+def assemble_measured(
+    identity: DeviceIdentity,
+    pitch_and_laser: tuple[float | None, float | None],
+    anchor_power_uw: float | None,
+    acq: Acquisition,
+    pt: PhotonTransfer,
+    temperatures,
+    exposures,
+    dark_exposures,
+) -> Calibration:
+    """The calibration model of the camera ``identity`` names (pixel pitch in um, laser and anchor power
+    in uW where known) from the acquisition and the photon-transfer estimates."""
     alpha = pt.alpha
     temps = [float(t) for t in temperatures]
     points, dark_points, rate_values, rate_draws, censored = _per_temperature(acq, pt, temps, exposures)
-    profile = device.profile
-    pitch = getattr(profile, "pixel_pitch_um", None)
+    pitch, laser_power_uw = pitch_and_laser
     law = None
     if pitch is not None and len(temps) >= 1:
         law = fit_temperature_law(
@@ -129,7 +153,7 @@ def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposur
     )
     notes = _notes(pt, acq, temps)
     return Calibration(
-        device=device_identity(device),
+        device=identity,
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         software_version=_software_version(),
         frames_per_series=acq.ptc_dark.frames,
@@ -140,6 +164,7 @@ def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposur
         dark_exposures_us=[float(e) for e in dark_exposures],
         gain_e_per_dn=pt.gain,
         read_noise_e=pt.read_noise,
+        read_noise_e_min_pixel_lower=pt.read_noise_min_pixel_lower,
         black_level_dn=pt.black,
         saturation_e=pt.saturation,
         saturation_limited_by=pt.saturation_limited_by,
@@ -150,8 +175,8 @@ def assemble(device, acq: Acquisition, pt: PhotonTransfer, temperatures, exposur
         defect_pixels=pt.defects,
         quantum_efficiency=pt.quantum_efficiency,
         photons_per_pixel_per_uw=photons_per_uw,
-        laser_power_uw=getattr(profile, "laser_power_uw", None),
-        anchor_power_uw=getattr(profile, "anchor_power_uw", None),
+        laser_power_uw=laser_power_uw,
+        anchor_power_uw=anchor_power_uw,
         dark_current=dark_points,
         temperature_law=law,
         operating_points=points,
@@ -174,7 +199,7 @@ def _per_temperature(
     ceiling = dark_ceiling_dn(acq)
     for celsius in temps:
         darks = sorted((s for s in acq.dark if s.temperature_c == celsius), key=lambda s: s.exposure_us)
-        black, _slope, black_draws, _slope_draws = dark_line(darks, index, ceiling, pt.black.value)
+        black, all_slope, black_draws, all_draws = dark_line(darks, index, ceiling, pt.black.value)
         _, typical_slope, _, typical_draws = dark_line(
             [dataclasses.replace(d, mean=d.mean[typical], var=d.var[typical]) for d in darks],
             typical_index,
@@ -185,11 +210,17 @@ def _per_temperature(
         censored.append(float((usable_exposures(darks, ceiling)[typical] < 2).mean()))  # no line: rate unmeasured
         rate_values.append(rate)
         rate_draws.append(draws)
+        threshold = hot_threshold_dn_per_us(darks, ceiling) * 1e6 * g
         dark_points.append(
             DarkCurrentPoint(
                 temperature_c=celsius,
                 rate_e_per_s=percentile_estimate(rate, draws, alpha, "e-/s"),
                 hot_pixels=int(pt.hot_pixels.sum()),
+                rate_all_pixels_e_per_s=percentile_estimate(
+                    all_slope * 1e6 * g, all_draws * 1e6 * g_draws, alpha, "e-/s"
+                ),
+                hot_threshold_e_per_s=threshold if np.isfinite(threshold) else None,
+                hot_threshold_mads=HOT_PIXEL_MADS,
             )
         )
         for exposure in exposures:

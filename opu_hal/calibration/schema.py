@@ -82,9 +82,22 @@ class OperatingPointCalibration(_Model):
 
 
 class DarkCurrentPoint(_Model):
+    """Dark current at one temperature, both ways EMVA 1288 (Release 4.0) reports it: ``rate_e_per_s``
+    over the typical pixels (hot pixels left out: what the temperature law describes) and
+    ``rate_all_pixels_e_per_s``, the mean over every pixel (EMVA's ``mu_I.mean`` and a datasheet's
+    figure), with the defect-pixel statistics: ``hot_pixels`` counted over all temperatures, and
+    this temperature's threshold (a pixel whose rate lies above it is hot here)."""
+
     temperature_c: float
     rate_e_per_s: Estimate = Field(description="pixel mean over the typical pixels (hot pixels left out)")
     hot_pixels: int = Field(ge=0)
+    rate_all_pixels_e_per_s: Estimate | None = Field(
+        None, description="pixel mean over every pixel, hot ones included (EMVA 1288 mu_I.mean)"
+    )
+    hot_threshold_e_per_s: float | None = Field(
+        None, description="median rate + hot_threshold_mads robust sds (1.4826 MAD) at this temperature"
+    )
+    hot_threshold_mads: float | None = Field(None, gt=0.0)
 
 
 class TemperatureLaw(_Model):
@@ -162,6 +175,11 @@ class Calibration(_Model):
     dark_exposures_us: list[float] = Field(default_factory=list)
     gain_e_per_dn: Estimate
     read_noise_e: Estimate
+    read_noise_e_min_pixel_lower: float | None = Field(
+        None,
+        ge=0.0,
+        description="lower bound on the quietest pixel's read noise (opu_hal.calibration.pixel_read_noise)",
+    )
     black_level_dn: Estimate
     saturation_e: Estimate
     saturation_limited_by: Literal["full_well", "adc"]

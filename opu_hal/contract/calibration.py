@@ -9,9 +9,25 @@ calibration package.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from .noise import NoiseReport
+
+
+@dataclass(frozen=True)
+class ReadBox:
+    """The calibrated box of one anchor-only read, every quantity of its law an interval ``(low, high)``:
+    mean photo-electrons, read noise [e-] (its low end a bound over the pixels read, not a pooled mean),
+    gain [e-/DN], black level [DN] and full well [e-]; and where they came from. A digitized privacy
+    source is accounted at the worst point of it (:mod:`opu_hal.privacy.digitized_box`)."""
+
+    mean_e: tuple[float, float]
+    read_noise_e: tuple[float, float]
+    gain_e_per_dn: tuple[float, float]
+    black_level_dn: tuple[float, float]
+    full_well_e: tuple[float, float]
+    source: str
 
 
 @runtime_checkable
@@ -41,3 +57,7 @@ class NoiseCalibration(Protocol):
         """Intervals of one anchor-only read's mean photo-electrons (darkest pixel's lower end to the mean
         pixel's upper end), of the read noise [e-] and of the gain [e-/DN], and where they came from:
         the box a digitized privacy-noise source is accounted over (its worst point)."""
+
+    def digitized_read_box(self, temperature_c: float) -> ReadBox:
+        """The whole law of one anchor-only read as measured (:class:`ReadBox`): nothing privacy-relevant
+        comes from a profile's physics keys when a calibration is attached."""

@@ -116,7 +116,9 @@ class DigitizedReadLaw:
     """What one anchor-only read of a digitized camera is, for exact accounting
     (:mod:`opu_hal.privacy.digitized`, eq. 1): Poisson photo-electrons of mean in ``mean_e = (low,
     high)``, read noise of rms in ``read_noise_e = (low, high)`` (equal ends: the declared model; a
-    calibration's intervals otherwise), then full well, gain, rounding, black level and the ADC's clip.
+        calibration's intervals otherwise), then full well, gain, rounding, black level and the ADC's clip;
+    ``gain_e_per_dn``, ``black_level_dn`` and ``full_well_e`` are low ends whose ``*_high`` close the
+    calibrated box (None: the declared point).
     ``source`` says where the intervals came from; ``pixels_per_frame`` and ``frame_time_s`` price the
     reads (one read per pixel of an anchor-only frame)."""
 
@@ -124,17 +126,30 @@ class DigitizedReadLaw:
     read_noise_e: tuple[float, float]
     gain_e_per_dn: float
     adc_bits: int
-    black_level_dn: int
+    black_level_dn: float
     full_well_e: float
     source: str
     pixels_per_frame: int = 1
     frame_time_s: float = 0.0
+    gain_e_per_dn_high: float | None = None
+    black_level_dn_high: float | None = None
+    full_well_e_high: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("mean_e", "read_noise_e"):
             low, high = getattr(self, name)
             if not (math.isfinite(low) and math.isfinite(high) and 0 < low <= high):
                 raise ParameterError(f"DigitizedReadLaw.{name} must be an interval 0 < low <= high, got {(low, high)}")
+        for name in ("gain_e_per_dn", "black_level_dn", "full_well_e"):
+            low, high = getattr(self, name), getattr(self, f"{name}_high")
+            if high is not None and not (math.isfinite(high) and high >= low):
+                raise ParameterError(f"DigitizedReadLaw.{name}_high must be finite and >= {name} ({low}), got {high}")
+
+    def high(self, name: str) -> float:
+        """The high end of ``gain_e_per_dn``, ``black_level_dn`` or ``full_well_e`` (the value itself when
+        the law declares a point: the profile's camera)."""
+        value = getattr(self, f"{name}_high")
+        return float(getattr(self, name) if value is None else value)
 
 
 @dataclass(frozen=True)

@@ -42,15 +42,16 @@ SKIPPED_BIN = 1e-298  # charged to abs_err: bounds any skipped bin's mass (at mo
 
 @dataclass(frozen=True)
 class CameraRead:
-    """The calibrated camera of one read (1): ``mean_e`` Poisson mean [e-] and ``read_noise_e``
-    [e- rms], each at the LOW end of its calibrated interval; ``gain_e_per_dn`` [e-/DN],
-    ``adc_bits``, ``black_level_dn`` [DN], ``full_well_e`` [e-]."""
+    """The camera of one read (1): ``mean_e`` Poisson mean [e-], ``read_noise_e`` [e- rms],
+    ``gain_e_per_dn`` [e-/DN], ``adc_bits``, ``black_level_dn`` [DN; a calibrated offset need not be an
+    integer: the bins of (2) then sit at ``d - black +- 1/2``], ``full_well_e`` [e-]. A calibrated camera is
+    a box of these (:mod:`.digitized_box`); one ``CameraRead`` is one point of it."""
 
     mean_e: float
     read_noise_e: float
     gain_e_per_dn: float
     adc_bits: int
-    black_level_dn: int
+    black_level_dn: float
     full_well_e: float
 
     def __post_init__(self) -> None:
@@ -60,9 +61,11 @@ class CameraRead:
         _positive("full_well_e", self.full_well_e, 1e8)
         if not (is_count(self.adc_bits) and 6 <= self.adc_bits <= 16):
             raise PrivacyParameterError(f"adc_bits must be an integer in [6, 16], got {self.adc_bits!r}")
-        if not (is_count(self.black_level_dn) and 0 <= self.black_level_dn < self.max_dn):
+        black = self.black_level_dn
+        if not (isinstance(black, (int, float)) and math.isfinite(black) and 0 <= black <= self.max_dn - 1):
             raise PrivacyParameterError(
-                f"black_level_dn must be an integer in [0, {self.max_dn - 1}], got {self.black_level_dn!r}"
+                f"black_level_dn must be a number in [0, {self.max_dn - 1}] (a calibrated one need not be an integer: "
+                f"the offset is added before rounding), got {black!r}"
             )
 
     @property

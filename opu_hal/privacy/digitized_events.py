@@ -56,13 +56,14 @@ class DigitizedNoiseEvent(Event):
     of the camera (:class:`.digitized.CameraRead` fields, at the low ends of their intervals);
     ``l2_sensitivity`` is ``gamma Delta`` in DN under the accountant's relation. ``mean_e_high`` and
     ``read_noise_e_high`` (default: equal to the low ends) close a calibrated box, checked on a grid of
-    ``box_points`` per axis (:mod:`.digitized_box`)."""
+    ``box_points`` per axis (:mod:`.digitized_box`); ``gain_e_per_dn_high``, ``black_level_dn_high`` and
+    ``full_well_e_high`` close it on the calibrated gain, black level and full well."""
 
     mean_e: float
     read_noise_e: float
     gain_e_per_dn: float
     adc_bits: int
-    black_level_dn: int
+    black_level_dn: float
     full_well_e: float
     reads: int
     l2_sensitivity: float
@@ -70,6 +71,9 @@ class DigitizedNoiseEvent(Event):
     mean_e_high: float | None = None
     read_noise_e_high: float | None = None
     box_points: int = BOX_POINTS
+    gain_e_per_dn_high: float | None = None
+    black_level_dn_high: float | None = None
+    full_well_e_high: float | None = None
     kind: ClassVar[str] = "digitized_noise"
     relations: ClassVar[tuple[str, ...]] = ("add_remove", "replace_one")
 
@@ -93,7 +97,15 @@ class DigitizedNoiseEvent(Event):
         """The grid of the calibrated box (one camera when the box is a point)."""
         high_mean = self.mean_e if self.mean_e_high is None else self.mean_e_high
         high_noise = self.read_noise_e if self.read_noise_e_high is None else self.read_noise_e_high
-        return box_cameras(self.camera, high_mean, high_noise, self.box_points)
+        return box_cameras(
+            self.camera,
+            high_mean,
+            high_noise,
+            self.box_points,
+            gain_e_per_dn_high=self.gain_e_per_dn_high,
+            black_level_dn_high=self.black_level_dn_high,
+            full_well_e_high=self.full_well_e_high,
+        )
 
     def base_rdp(self, orders: np.ndarray) -> np.ndarray:
         return digitized_rdp(orders, self.cameras, self.reads, self.l2_sensitivity)

@@ -70,7 +70,16 @@ class DigitizedLattice:
 
     @property
     def cameras(self) -> tuple[CameraRead, ...]:
-        return box_cameras(low_camera(self.law), self.law.mean_e[1], self.law.read_noise_e[1], self.box_points)
+        law = self.law
+        return box_cameras(
+            low_camera(law),
+            law.mean_e[1],
+            law.read_noise_e[1],
+            self.box_points,
+            gain_e_per_dn_high=law.gain_e_per_dn_high,
+            black_level_dn_high=law.black_level_dn_high,
+            full_well_e_high=law.full_well_e_high,
+        )
 
     @property
     def read_variance(self) -> float:
@@ -99,6 +108,9 @@ class DigitizedLattice:
             mean_e_high=self.law.mean_e[1],
             read_noise_e_high=self.law.read_noise_e[1],
             box_points=self.box_points,
+            gain_e_per_dn_high=self.law.gain_e_per_dn_high,
+            black_level_dn_high=self.law.black_level_dn_high,
+            full_well_e_high=self.law.full_well_e_high,
             dataset_size=dataset_size,
             batch_size=batch_size,
         )

@@ -293,7 +293,7 @@ class SimulatedHardware(Device[SimulatedProfile]):
                 f"profile {profile.label!r}: digitized privacy noise is accounted for a flat anchor; this "
                 "profile's anchor is speckle (key 'privacy_anchor'): use the Skellam source at unity gain"
             )
-        box = None if self._calibration is None else self._calibration.anchor_read_box(self._temperature_c)
+        box = None if self._calibration is None else self._calibration.digitized_read_box(self._temperature_c)
         return digitized_law(
             self.sensor,
             self.anchor_read_e,

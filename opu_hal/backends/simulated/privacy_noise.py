@@ -32,6 +32,7 @@ import numpy as np
 import torch
 from scipy import stats
 
+from ...contract.calibration import ReadBox
 from ...contract.errors import DeviceUnavailable
 from ...contract.noise import DigitizedReadLaw, NoiseDistribution, PrivacyCounts
 from ...randomness.secure_random import SecureGenerator
@@ -172,12 +173,18 @@ def draw_digitized_counts(
 
 
 def digitized_law(
-    sensor: Sensor, read_mean_e: float, label: str, pixels_per_frame: int, frame_time_s: float, box: tuple | None = None
+    sensor: Sensor,
+    read_mean_e: float,
+    label: str,
+    pixels_per_frame: int,
+    frame_time_s: float,
+    box: ReadBox | None = None,
 ) -> DigitizedReadLaw:
     """The law of one anchor-only read for exact accounting: the profile's camera (a point), or a
-    calibration's ``box`` (:meth:`~opu_hal.contract.calibration.NoiseCalibration.anchor_read_box`),
-    which must cover the profile's gain and the simulated read's mean and read noise (the simulation
-    knows its truth; a box that misses it would account a camera that is not the one drawn)."""
+    calibration's ``box`` (:meth:`~opu_hal.contract.calibration.NoiseCalibration.digitized_read_box`):
+    then every quantity of the law is the calibration's interval, none the profile's; the box must cover
+    the simulated camera's truth (the simulation knows it; a box that misses it would account a camera
+    that is not the one drawn)."""
     if not read_mean_e > 0:
         raise DeviceUnavailable(
             f"profile {label!r}: anchor-only reads carry no photo-electrons; raise anchor_power_uw or exposure_us"
@@ -187,33 +194,42 @@ def digitized_law(
             f"profile {label!r}: digitized privacy noise is accounted for adc_bits in [6, 16] "
             f"and read_noise_e > 0; got {sensor.adc_bits} bits, {sensor.read_noise_e} e-"
         )
-    mean, noise, source = (
-        (read_mean_e, read_mean_e),
-        (sensor.read_noise_e, sensor.read_noise_e),
-        "model (the profile's declared camera)",
-    )
-    if box is not None:
-        mean, noise, gain, source = box
-        for name, (low, high), truth in (
-            ("anchor read mean [e-]", mean, read_mean_e),
-            ("read noise [e-]", noise, sensor.read_noise_e),
-            ("gain [e-/DN]", gain, sensor.gain_e_per_dn),
-        ):
-            if not low <= truth <= high:
-                raise DeviceUnavailable(
-                    f"profile {label!r}: the calibration's {name} interval [{low:.4g}, {high:.4g}] "
-                    f"misses the camera's {truth:.4g} ({source}); re-run `opu-hal calibrate`"
-                )
+    if box is None:
+        return DigitizedReadLaw(
+            mean_e=(read_mean_e, read_mean_e),
+            read_noise_e=(sensor.read_noise_e, sensor.read_noise_e),
+            gain_e_per_dn=sensor.gain_e_per_dn,
+            adc_bits=sensor.adc_bits,
+            black_level_dn=sensor.black_level_dn,
+            full_well_e=sensor.full_well_e,
+            source="model (the profile's declared camera)",
+            pixels_per_frame=pixels_per_frame,
+            frame_time_s=frame_time_s,
+        )
+    for name, (low, high), truth in (
+        ("anchor read mean [e-]", box.mean_e, read_mean_e),
+        ("read noise [e-]", box.read_noise_e, sensor.read_noise_e),
+        ("gain [e-/DN]", box.gain_e_per_dn, sensor.gain_e_per_dn),
+        ("black level [DN]", box.black_level_dn, sensor.black_level_dn),
+    ):
+        if not low <= truth <= high:
+            raise DeviceUnavailable(
+                f"profile {label!r}: the calibration's {name} interval [{low:.4g}, {high:.4g}] "
+                f"misses the camera's {truth:.4g} ({box.source}); re-run `opu-hal calibrate`"
+            )
     return DigitizedReadLaw(
-        mean_e=mean,
-        read_noise_e=noise,
-        gain_e_per_dn=sensor.gain_e_per_dn,
+        mean_e=box.mean_e,
+        read_noise_e=box.read_noise_e,
+        gain_e_per_dn=box.gain_e_per_dn[0],
         adc_bits=sensor.adc_bits,
-        black_level_dn=sensor.black_level_dn,
-        full_well_e=sensor.full_well_e,
-        source=source,
+        black_level_dn=box.black_level_dn[0],
+        full_well_e=box.full_well_e[0],
+        source=box.source,
         pixels_per_frame=pixels_per_frame,
         frame_time_s=frame_time_s,
+        gain_e_per_dn_high=box.gain_e_per_dn[1],
+        black_level_dn_high=box.black_level_dn[1],
+        full_well_e_high=box.full_well_e[1],
     )
 
 
