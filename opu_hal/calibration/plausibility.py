@@ -6,10 +6,10 @@ Each problem names the key and its allowed range."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .schema import Calibration
+#: A :class:`.schema.Calibration` (read by attribute: the schema imports this module).
+Calibration = Any
 
 
 def _range(key: str, value: float, low: float, high: float, *, low_open: bool = False) -> str | None:
