@@ -22,7 +22,7 @@ events the built-in trainers charge. The methods offered, and the reasons others
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -37,8 +37,10 @@ from ..core.errors import TrainingConfigError
 from ..methods import SPECS, MethodSpec
 from ..methods.dfa_noise import device_lattice, dp_dfa_release
 from ..run.privacy import check_accounting
+from .class_updates import NamedDFAClipping
 from .data import Data, PrivateDataLoader, as_dataset
-from .optimizer import DPOptimizer
+from .optimizer import DPOptimizer, PrivateUpdate
+from .placement import model_device, resolve_opu
 from .updates import DFAClipping, PerExampleClipping
 
 
@@ -52,11 +54,17 @@ def user_update(
     tau_h: float,
     beta: float,
     feedback_seed: int,
-) -> PerExampleClipping | DFAClipping:
-    """The registered update of ``spec`` (``MethodSpec.user_update``) on the user's ``module``."""
+    layers: Sequence[str] | None = None,
+) -> PrivateUpdate:
+    """The registered update of ``spec`` (``MethodSpec.user_update``) on the user's ``module``: for
+    dp-dfa, the chain of an ``nn.Sequential`` or the named layers of any module (:mod:`.class_updates`)."""
     if spec.user_update == "per-example-clipping":
+        if layers is not None:
+            raise TrainingConfigError("layers= names dp-dfa's feedback layers; dp-sgd clips every nn.Linear")
         return PerExampleClipping(module, max_grad_norm, loss_reduction, size, n)
-    return DFAClipping(module, max_grad_norm, tau_h, beta, loss_reduction, size, n, feedback_seed)
+    if layers is None and isinstance(module, nn.Sequential):
+        return DFAClipping(module, max_grad_norm, tau_h, beta, loss_reduction, size, n, feedback_seed)
+    return NamedDFAClipping(module, max_grad_norm, tau_h, beta, loss_reduction, size, n, feedback_seed, layers)
 
 
 def offered_spec(method: str) -> MethodSpec:
@@ -105,6 +113,8 @@ class PrivacyEngine:
         method: str = "dp-sgd",
         noise_source: str = "software",
         device: Device[Any] | str | None = None,
+        opu: Device[Any] | str | None = None,
+        layers: Sequence[str] | None = None,
         batch_size: int | None = None,
         tau_h: float = 1.0,
         beta: float = 0.9,
@@ -129,8 +139,14 @@ class PrivacyEngine:
         add/remove adjacency the true size is private; a declared public size sets the sampling rate
         and the steps per epoch instead (as ``--public-dataset-size``). The module is returned
         itself, with hooks.
+
+        ``opu``: the OPU whose noise dp-dfa uses with ``noise_source="device"`` (a profile name, path
+        or opu_hal device; ``device=`` is its deprecated old name). The torch device is the module's:
+        batches, noise and feedback follow it. ``layers`` (dp-dfa): the ``nn.Linear`` submodules that
+        take feedback, in forward order, for a model written as a class (default: every nn.Linear).
         """
         spec = offered_spec(method)
+        opu = resolve_opu(opu, device, "make_private")
         sampling = spec.trainer.sampling
         dataset, loader_batch, collate = as_dataset(data_loader)
         size = batch_size or loader_batch
@@ -148,13 +164,15 @@ class PrivacyEngine:
                 f"{method} adds {' or '.join(spec.noise_sources)} noise only; "
                 f"noise_source={noise_source!r} is not one of its sources"
             )
-        loader = PrivateDataLoader(dataset, size, sampling, collate, self._should_stop, public_dataset_size)
+        loader = PrivateDataLoader(
+            dataset, size, sampling, collate, self._should_stop, public_dataset_size, model_device(module), data_loader
+        )
         n = loader.dataset_size
         generator = SecureGenerator()
-        update = user_update(spec, module, max_grad_norm, loss_reduction, size, n, tau_h, beta, feedback_seed)
+        update = user_update(spec, module, max_grad_norm, loss_reduction, size, n, tau_h, beta, feedback_seed, layers)
         lattice, opened = None, None
         if noise_source == "device":
-            opened = device if isinstance(device, Device) else load_device(device or "opu-sim-dp")
+            opened = opu if isinstance(opu, Device) else load_device(opu or "opu-sim-dp")
             dimension = sum(p.numel() for p in update.params)
             lattice = device_lattice(opened, dimension, update.sensitivity, lattice_resolution, rounding_analysis)
         elif noise_source != "software":
@@ -185,6 +203,8 @@ class PrivacyEngine:
         """:meth:`make_private` with the smallest noise multiplier whose ``epochs`` epochs reach
         ``target_epsilon`` at ``target_delta`` (inverse accounting, as ``--target-epsilon``); the
         budget stop is set to the same target."""
+        if kwargs.get("device") is not None:  # resolved once: one deprecation warning, not two
+            kwargs["opu"] = resolve_opu(kwargs.get("opu"), kwargs.pop("device"), "make_private_with_epsilon")
         probe = PrivacyEngine(self.conversion)
         wrapped = probe.make_private(
             module=module,

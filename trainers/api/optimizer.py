@@ -12,7 +12,11 @@ from opu_hal.privacy import Accountant, Event, PrivacyBudget
 from opu_hal.privacy.mechanisms import DigitizedRelease, GaussianRelease, SkellamRelease
 
 from ..core.errors import TrainingConfigError
+from .class_updates import NamedDFAClipping
 from .updates import DFAClipping, PerExampleClipping
+
+#: The clipped updates ``make_private`` wraps (per method and model kind).
+PrivateUpdate = PerExampleClipping | DFAClipping | NamedDFAClipping
 
 
 class PrivacyBudgetExhausted(TrainingConfigError):
@@ -26,7 +30,7 @@ class DPOptimizer:
     def __init__(
         self,
         optimizer: torch.optim.Optimizer,
-        update: PerExampleClipping | DFAClipping,
+        update: PrivateUpdate,
         mechanism: GaussianRelease | SkellamRelease | DigitizedRelease,
         event: Event,
         accountant: Accountant,
@@ -66,8 +70,8 @@ class DPOptimizer:
             released = self.update.released_to_grad(self.mechanism.release(self.update.clipped()))
             params = self.update.params
             for p, part in zip(params, released.split([p.numel() for p in params])):
-                p.grad = part.view_as(p).to(p.dtype)  # disjoint views of the release, as the loop's
-        if isinstance(self.update, DFAClipping):
+                p.grad = part.view_as(p).to(p.device, p.dtype)  # disjoint views of the release, as the loop's
+        if isinstance(self.update, (DFAClipping, NamedDFAClipping)):
             self.update.pending = None
         self.accountant.step(self.event)
         return self.original_optimizer.step()
