@@ -151,7 +151,10 @@ class PrivacyEngine:
         dataset, loader_batch, collate = as_dataset(data_loader)
         size = batch_size or loader_batch
         if size is None:
-            raise TrainingConfigError("batch_size is required when data_loader is a Dataset or tensors")
+            raise TrainingConfigError(
+                "batch_size is required when data_loader is a Dataset, tensors or a DataLoader(batch_size=None): "
+                "pass make_private(..., batch_size=N) (dp-sgd: the expected batch size; dp-dfa: the fixed size)"
+            )
         if not (math.isfinite(noise_multiplier) and noise_multiplier > 0):
             raise TrainingConfigError(f"noise_multiplier must be a finite number > 0, got {noise_multiplier}")
         if public_dataset_size is not None and sampling != "poisson":
