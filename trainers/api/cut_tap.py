@@ -45,7 +45,7 @@ def named_layers(model: nn.Module, layers: Sequence[str] | None) -> list[tuple[s
     every ``nn.Linear`` in registration order (checked against the call order on the first pass)."""
     modules = dict(model.named_modules())
     if layers is None:
-        found = [(n, m) for n, m in modules.items() if isinstance(m, nn.Linear)]
+        found: list[tuple[str, nn.Module]] = [(n, m) for n, m in modules.items() if isinstance(m, nn.Linear)]
         if not found:
             raise UnsupportedModelError(
                 f"{type(model).__name__} holds no nn.Linear layer; name its blocks with layers="
@@ -91,7 +91,7 @@ class _Inject(torch.autograd.Function):
 class CutTap:
     """Hooks that cut ``model`` at the named layers and inject ``signals`` at the cuts on backward."""
 
-    def __init__(self, model: nn.Module, layers: list[tuple[str, nn.Module]], signals: Signals) -> None:
+    def __init__(self, model: nn.Module, layers: Sequence[tuple[str, nn.Module]], signals: Signals) -> None:
         self.model = model
         self.names = [n for n, _ in layers]
         self.modules = [m for _, m in layers]
@@ -165,7 +165,7 @@ class CutTap:
         sinks = [*record.cuts, output]
         for b in range(1, len(self.modules)):
             sink = sinks[b]
-            earlier = [(self.names[j], p) for j in range(b) for p in self.params_of(j)]
+            earlier: list[tuple[str, torch.Tensor]] = [(self.names[j], p) for j in range(b) for p in self.params_of(j)]
             earlier += [(self.names[j], c) for j, c in enumerate(record.cuts[:b]) if c is not None and c.requires_grad]
             if sink is None or not sink.requires_grad or not earlier:
                 continue

@@ -82,6 +82,31 @@ def offered_spec(method: str) -> MethodSpec:
     return spec
 
 
+def check_options(
+    spec: MethodSpec, size: int | None, noise_multiplier: float, public_dataset_size: int | None, noise_source: str
+) -> int:
+    """The batch size ``make_private`` uses; refuses options the method cannot take, naming them."""
+    method = spec.trainer.name
+    if size is None:
+        raise TrainingConfigError(
+            "batch_size is required when data_loader is a Dataset, tensors or a DataLoader(batch_size=None): "
+            "pass make_private(..., batch_size=N) (dp-sgd: the expected batch size; dp-dfa: the fixed size)"
+        )
+    if not (math.isfinite(noise_multiplier) and noise_multiplier > 0):
+        raise TrainingConfigError(f"noise_multiplier must be a finite number > 0, got {noise_multiplier}")
+    if public_dataset_size is not None and spec.trainer.sampling != "poisson":
+        raise TrainingConfigError(
+            f"public_dataset_size is for add/remove adjacency (Poisson sampling); under "
+            f"{method}'s replace-one adjacency the dataset size is public already"
+        )
+    if noise_source in ("software", "device") and noise_source not in spec.noise_sources:
+        raise TrainingConfigError(
+            f"{method} adds {' or '.join(spec.noise_sources)} noise only; "
+            f"noise_source={noise_source!r} is not one of its sources"
+        )
+    return size
+
+
 class PrivacyEngine:
     """Makes a module, optimizer and data private; holds the accountant of the run.
 
@@ -133,40 +158,20 @@ class PrivacyEngine:
         rate) and the fixed size for dp-dfa. For dp-dfa ``max_grad_norm`` is the clip ``tau_e`` of
         the output error (the per-example quantity Algorithm 1 bounds), ``tau_h`` clips each layer
         input and ``beta`` is the feedback's spectral norm. ``noise_source="device"`` (dp-dfa only)
-        draws Skellam counts from ``device`` (default ``"opu-sim-dp"``). ``target_epsilon``: stop
+        draws Skellam counts from ``opu`` (default ``"opu-sim-dp"``). ``target_epsilon``: stop
         before a step would exceed it at ``target_delta`` (the loader ends its epoch early and
         ``step()`` raises :class:`PrivacyBudgetExhausted`). ``public_dataset_size`` (dp-sgd): under
         add/remove adjacency the true size is private; a declared public size sets the sampling rate
         and the steps per epoch instead (as ``--public-dataset-size``). The module is returned
-        itself, with hooks.
-
-        ``opu``: the OPU whose noise dp-dfa uses with ``noise_source="device"`` (a profile name, path
-        or opu_hal device; ``device=`` is its deprecated old name). The torch device is the module's:
-        batches, noise and feedback follow it. ``layers`` (dp-dfa): the ``nn.Linear`` submodules that
-        take feedback, in forward order, for a model written as a class (default: every nn.Linear).
+        itself, with hooks. ``opu``: a profile name, path or opu_hal device (``device=`` is its
+        deprecated old name); the torch device is the module's (batches, noise and feedback follow
+        it). ``layers`` (dp-dfa): the nn.Linear submodules that take feedback, in forward order.
         """
         spec = offered_spec(method)
         opu = resolve_opu(opu, device, "make_private")
         sampling = spec.trainer.sampling
         dataset, loader_batch, collate = as_dataset(data_loader)
-        size = batch_size or loader_batch
-        if size is None:
-            raise TrainingConfigError(
-                "batch_size is required when data_loader is a Dataset, tensors or a DataLoader(batch_size=None): "
-                "pass make_private(..., batch_size=N) (dp-sgd: the expected batch size; dp-dfa: the fixed size)"
-            )
-        if not (math.isfinite(noise_multiplier) and noise_multiplier > 0):
-            raise TrainingConfigError(f"noise_multiplier must be a finite number > 0, got {noise_multiplier}")
-        if public_dataset_size is not None and sampling != "poisson":
-            raise TrainingConfigError(
-                f"public_dataset_size is for add/remove adjacency (Poisson sampling); under "
-                f"{method}'s replace-one adjacency the dataset size is public already"
-            )
-        if noise_source in ("software", "device") and noise_source not in spec.noise_sources:
-            raise TrainingConfigError(
-                f"{method} adds {' or '.join(spec.noise_sources)} noise only; "
-                f"noise_source={noise_source!r} is not one of its sources"
-            )
+        size = check_options(spec, batch_size or loader_batch, noise_multiplier, public_dataset_size, noise_source)
         loader = PrivateDataLoader(
             dataset, size, sampling, collate, self._should_stop, public_dataset_size, model_device(module), data_loader
         )

@@ -25,5 +25,7 @@ COMMON: dict[str, Any] = {
 
 DP_SGD_DEFAULTS: dict[str, Any] = dict(COMMON)
 
-#: dp-dfa also clips the error to tau_e and each layer input to tau_h (paper 002, Algorithm 1).
-DP_DFA_DEFAULTS: dict[str, Any] = {**COMMON, "tau_e": 0.05, "tau_h": 5.0}
+#: dp-dfa also clips the error to tau_e and each layer input to tau_h (paper 002, Algorithm 1), and
+#: takes a larger step: its device noise (Skellam, z 1.17 against the Gaussian's 0.98 at epsilon 3
+#: in 3 epochs) ended at 61 % with Adam 3e-3 and at 71.8 % with 1e-2.
+DP_DFA_DEFAULTS: dict[str, Any] = {**COMMON, "lr": 1e-2, "tau_e": 0.05, "tau_h": 5.0}
