@@ -49,7 +49,7 @@ model, optimizer, loader = engine.make_private_with_epsilon(
     max_grad_norm=0.1,
     method="dp-dfa",
     noise_source="device",
-    device=device,
+    opu=device,
 )
 for _epoch in range(epochs):
     for xb, yb in loader:

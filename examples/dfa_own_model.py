@@ -28,7 +28,7 @@ loader = torch.utils.data.DataLoader(
 
 torch.manual_seed(0)
 model = nn.Sequential(nn.Linear(20, 256), nn.Tanh(), nn.Linear(256, 128), nn.Tanh(), nn.Linear(128, 10))
-dfa = attach_dfa(model, args.method, device="opu-sim" if args.method == "pdfa" else "torch-cpu")
+dfa = attach_dfa(model, args.method, opu="opu-sim" if args.method == "pdfa" else "torch-cpu")
 optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 for epoch in range(epochs):
     total = 0.0

@@ -35,7 +35,7 @@ model, optimizer, loader = engine.make_private_with_epsilon(
     max_grad_norm=0.1,
     method="dp-dfa",
     noise_source="device",
-    device="opu-sim-dp",
+    opu="opu-sim-dp",
     lattice_resolution=20,
 )
 for _epoch in range(epochs):

@@ -37,6 +37,13 @@ def test_private_own_mlp_spends_at_most_its_target_and_prints_no_training_loss()
     assert "loss" not in out
 
 
+def test_private_class_mlp_dfa_trains_a_class_model_with_opu_noise_within_its_target():
+    out = run_example("private_class_mlp_dfa.py")
+    assert 2.9 < _epsilon(out) <= 3.0
+    assert float(re.search(r"held-out accuracy (\d\.\d+)", out).group(1)) > 0.3  # chance: 0.1
+    assert "loss" not in out
+
+
 @pytest.mark.parametrize("method", ["pdfa", "dfa"])
 def test_dfa_own_model_learns_and_reports_alignment(method):
     out = run_example("dfa_own_model.py", "--method", method)

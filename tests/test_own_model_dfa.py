@@ -66,7 +66,6 @@ class Residual(nn.Module):
         (nn.Sequential(nn.Linear(4, 8), nn.Tanh(), Residual(8), nn.Linear(8, 3)), "'2' (Residual)"),
         (nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.Linear(8, 3)), "'1' (LayerNorm)"),
         (nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3), nn.Tanh()), "ends with an activation"),
-        (Residual(4), "got Residual"),
     ],
 )
 def test_a_model_dfa_cannot_train_is_refused_naming_the_layer(model, named):

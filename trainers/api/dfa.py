@@ -20,7 +20,7 @@ cross-entropy), so any loss works.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import Any, cast
@@ -34,7 +34,10 @@ from opu_hal import Device, NoiseReport, load_device
 from ..core.feedback import DeviceFeedback
 from ..methods import SPECS, MethodSpec
 from ..methods.dfa import DFA
+from .class_dfa import NamedLayersDFA
+from .cut_tap import error_and_scale
 from .layers import LinearChain, UnsupportedModelError, linear_chain
+from .placement import resolve_opu
 from .tap import OutputTap, Record
 from .validation import check_attach, check_module
 
@@ -71,17 +74,6 @@ def chain_grads(deltas: list[torch.Tensor], inputs: list[torch.Tensor], chain: L
         if layer.bias is not None:
             grads.append(delta.sum(0))
     return grads
-
-
-def error_and_scale(grad: torch.Tensor, loss_reduction: str) -> tuple[torch.Tensor, float]:
-    """Per-example error ``e`` and the factor the update carries: the loss's gradient at the
-    output is ``e / m`` under ``"mean"`` (``e`` under ``"sum"``), as in Opacus's ``loss_reduction``."""
-    if loss_reduction == "mean":
-        m = max(grad.shape[0], 1)
-        return grad * m, 1.0 / m
-    if loss_reduction == "sum":
-        return grad, 1.0
-    raise UnsupportedModelError(f"loss_reduction must be 'mean' or 'sum', got {loss_reduction!r}")
 
 
 class DFAHandle:
@@ -139,9 +131,11 @@ def attach_dfa(
     method: str = "dfa",
     device: Device[Any] | str | None = None,
     *,
+    opu: Device[Any] | str | None = None,
+    layers: Sequence[str] | None = None,
     threshold: float = 0.15,
     loss_reduction: str = "mean",
-) -> DFAHandle:
+) -> DFAHandle | NamedLayersDFA:
     """Make ``loss.backward()`` on ``model``'s output deliver DFA updates to its Linear layers.
 
     ``method``: ``"dfa"`` (real error, torch device), ``"tdfa"`` (error ternarized at
@@ -153,10 +147,21 @@ def attach_dfa(
     :mod:`trainers.core.cnn` for dp-dfa): the convs get backprop's gradient of ``<z^1, delta^1>``,
     ``delta^1`` the first Linear's DFA signal. A model outside ``[prefix] Linear (phi Linear)*`` is
     refused with the offending layer's name (:class:`UnsupportedModelError`).
+
+    A model written as a class, or any model given ``layers=["fc1", "fc2", "out"]`` (submodule
+    names in forward order; default: every ``nn.Linear`` in registration order), takes its feedback
+    at the inputs of the named layers (:mod:`.cut_tap`): functional activations and conv blocks
+    between them are trained by backprop of the signal, residual paths across them are refused.
+    ``opu``: the device (``device=`` is its deprecated old name); the torch device is the model's.
     """
     check_module(model, "model")
-    check_attach(method, threshold, loss_reduction, device, list(attachable()))
-    return DFAHandle(model, method, open_device(device, method), float(threshold), loss_reduction)
+    opu = resolve_opu(opu, device, "attach_dfa")
+    check_attach(method, threshold, loss_reduction, opu, list(attachable()))
+    opened = open_device(opu, method)
+    if layers is None and isinstance(model, nn.Sequential):
+        return DFAHandle(model, method, opened, float(threshold), loss_reduction)
+    trainer = cast("type[DFA]", attached_spec(method).trainer)
+    return NamedLayersDFA(model, method, opened, float(threshold), loss_reduction, layers, trainer)
 
 
 def dfa_alignment(

@@ -21,7 +21,8 @@ events the built-in trainers charge. The methods offered, and the reasons others
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -37,8 +38,10 @@ from ..methods import SPECS, MethodSpec
 from ..methods.dfa_noise import device_lattice, dp_dfa_release
 from ..run.privacy import check_accounting
 from .batch_check import InputWatch, check_batch
+from .class_updates import NamedDFAClipping
 from .data import Data, PrivateDataLoader, as_dataset
-from .optimizer import DPOptimizer
+from .optimizer import DPOptimizer, PrivateUpdate
+from .placement import model_device, resolve_opu, to_device
 from .updates import DFAClipping, PerExampleClipping
 from .validation import check_make_private, check_model_takes_data, check_update, check_with_epsilon, planned_steps
 
@@ -53,11 +56,17 @@ def user_update(
     tau_h: float,
     beta: float,
     feedback_seed: int,
-) -> PerExampleClipping | DFAClipping:
-    """The registered update of ``spec`` (``MethodSpec.user_update``) on the user's ``module``."""
+    layers: Sequence[str] | None = None,
+) -> PrivateUpdate:
+    """The registered update of ``spec`` (``MethodSpec.user_update``) on the user's ``module``: for
+    dp-dfa, the chain of an ``nn.Sequential`` or the named layers of any module (:mod:`.class_updates`)."""
     if spec.user_update == "per-example-clipping":
+        if layers is not None:
+            raise TrainingConfigError("layers= names dp-dfa's feedback layers; dp-sgd clips every nn.Linear")
         return PerExampleClipping(module, max_grad_norm, loss_reduction, size, n)
-    return DFAClipping(module, max_grad_norm, tau_h, beta, loss_reduction, size, n, feedback_seed)
+    if layers is None and isinstance(module, nn.Sequential):
+        return DFAClipping(module, max_grad_norm, tau_h, beta, loss_reduction, size, n, feedback_seed)
+    return NamedDFAClipping(module, max_grad_norm, tau_h, beta, loss_reduction, size, n, feedback_seed, layers)
 
 
 def offered_spec(method: str) -> MethodSpec:
@@ -73,6 +82,31 @@ def offered_spec(method: str) -> MethodSpec:
     if spec is None or spec.user_update is None:
         raise TrainingConfigError(f"method {method!r}: choose one of {', '.join(offered)}")
     return spec
+
+
+def check_options(
+    spec: MethodSpec, size: int | None, noise_multiplier: float, public_dataset_size: int | None, noise_source: str
+) -> int:
+    """The batch size ``make_private`` uses; refuses options the method cannot take, naming them."""
+    method = spec.trainer.name
+    if size is None:
+        raise TrainingConfigError(
+            "batch_size is required when data_loader is a Dataset, tensors or a DataLoader(batch_size=None): "
+            "pass make_private(..., batch_size=N) (dp-sgd: the expected batch size; dp-dfa: the fixed size)"
+        )
+    if not (math.isfinite(noise_multiplier) and noise_multiplier > 0):
+        raise TrainingConfigError(f"noise_multiplier must be a finite number > 0, got {noise_multiplier}")
+    if public_dataset_size is not None and spec.trainer.sampling != "poisson":
+        raise TrainingConfigError(
+            f"public_dataset_size is for add/remove adjacency (Poisson sampling); under "
+            f"{method}'s replace-one adjacency the dataset size is public already"
+        )
+    if noise_source in ("software", "device") and noise_source not in spec.noise_sources:
+        raise TrainingConfigError(
+            f"{method} adds {' or '.join(spec.noise_sources)} noise only; "
+            f"noise_source={noise_source!r} is not one of its sources"
+        )
+    return size
 
 
 class PrivacyEngine:
@@ -107,6 +141,8 @@ class PrivacyEngine:
         method: str = "dp-sgd",
         noise_source: str = "software",
         device: Device[Any] | str | None = None,
+        opu: Device[Any] | str | None = None,
+        layers: Sequence[str] | None = None,
         batch_size: int | None = None,
         tau_h: float = 1.0,
         beta: float = 0.9,
@@ -125,38 +161,29 @@ class PrivacyEngine:
         rate) and the fixed size for dp-dfa. For dp-dfa ``max_grad_norm`` is the clip ``tau_e`` of
         the output error (the per-example quantity Algorithm 1 bounds), ``tau_h`` clips each layer
         input and ``beta`` is the feedback's spectral norm. ``noise_source="device"`` (dp-dfa only)
-        draws Skellam counts from ``device`` (default ``"opu-sim-dp"``). ``target_epsilon``: stop
+        draws Skellam counts from ``opu`` (default ``"opu-sim-dp"``). ``target_epsilon``: stop
         before a step would exceed it at ``target_delta`` (the loader ends its epoch early and
         ``step()`` raises :class:`PrivacyBudgetExhausted`). ``public_dataset_size`` (dp-sgd): under
         add/remove adjacency the true size is private; a declared public size sets the sampling rate
         and the steps per epoch instead (as ``--public-dataset-size``). The module is returned
-        itself, with hooks.
+        itself, with hooks. ``opu``: a profile name, path or opu_hal device (``device=`` is its
+        deprecated old name); the torch device is the module's (batches, noise and feedback follow
+        it). ``layers`` (dp-dfa): the nn.Linear submodules that take feedback, in forward order.
         """
         spec = offered_spec(method)  # the method first: a refused method names its reason
-        check_make_private(locals())
+        opu = resolve_opu(opu, device, "make_private")
+        check_make_private({**locals(), "device": opu})
         sampling = spec.trainer.sampling
         dataset, loader_batch, collate = as_dataset(data_loader)
-        size = batch_size or loader_batch
-        if size is None:
-            raise TrainingConfigError("batch_size is required when data_loader is a Dataset or tensors")
-        if public_dataset_size is not None and sampling != "poisson":
-            raise TrainingConfigError(
-                f"public_dataset_size is for add/remove adjacency (Poisson sampling); under "
-                f"{method}'s replace-one adjacency the dataset size is public already"
-            )
-        if noise_source in ("software", "device") and noise_source not in spec.noise_sources:
-            raise TrainingConfigError(
-                f"{method} adds {' or '.join(spec.noise_sources)} noise only; "
-                f"noise_source={noise_source!r} is not one of its sources"
-            )
-        loader = self._loader(module, dataset, size, sampling, collate, public_dataset_size)
+        size = check_options(spec, batch_size or loader_batch, noise_multiplier, public_dataset_size, noise_source)
+        loader = self._loader(module, dataset, size, sampling, collate, public_dataset_size, data_loader)
         n = loader.dataset_size
         generator = SecureGenerator()
-        update = user_update(spec, module, max_grad_norm, loss_reduction, size, n, tau_h, beta, feedback_seed)
+        update = user_update(spec, module, max_grad_norm, loss_reduction, size, n, tau_h, beta, feedback_seed, layers)
         check_update(update, noise_multiplier)
         lattice, opened = None, None
         if noise_source == "device":
-            opened = device if isinstance(device, Device) else load_device(device or "opu-sim-dp")
+            opened = opu if isinstance(opu, Device) else load_device(opu or "opu-sim-dp")
             dimension = sum(p.numel() for p in update.params)
             lattice = device_lattice(opened, dimension, update.sensitivity, lattice_resolution, rounding_analysis)
         elif noise_source != "software":
@@ -175,11 +202,21 @@ class PrivacyEngine:
         return module, self.optimizer, loader
 
     def _loader(
-        self, module: nn.Module, dataset: Any, size: int, sampling: str, collate: Any, public: int | None
+        self,
+        module: nn.Module,
+        dataset: Any,
+        size: int,
+        sampling: str,
+        collate: Any,
+        public: int | None,
+        user_loader: Data,
     ) -> PrivateDataLoader:
-        """The private loader, once the module runs on the data's first examples and an epoch's steps are plausible."""
-        loader = PrivateDataLoader(dataset, size, sampling, collate, self._should_stop, public)
-        check_model_takes_data(module, loader.fetch(torch.arange(min(2, len(dataset)))))
+        """The private loader (on the module's torch device), once the module runs on the data's first
+        examples and an epoch's steps are plausible."""
+        device = model_device(module)
+        loader = PrivateDataLoader(dataset, size, sampling, collate, self._should_stop, public, device, user_loader)
+        first = loader.fetch(torch.arange(min(2, len(dataset))))
+        check_model_takes_data(module, first if device is None else to_device(first, device, False))
         planned_steps(len(loader), f"make_private: one epoch of batches of {size} from {loader.dataset_size} examples")
         return loader
 
@@ -205,6 +242,8 @@ class PrivacyEngine:
         ``target_epsilon`` at ``target_delta`` (inverse accounting, as ``--target-epsilon``); the
         budget stop is set to the same target."""
         check_with_epsilon(target_epsilon, target_delta, epochs)
+        if kwargs.get("device") is not None:  # resolved once: one deprecation warning, not two
+            kwargs["opu"] = resolve_opu(kwargs.get("opu"), kwargs.pop("device"), "make_private_with_epsilon")
         probe = PrivacyEngine(self.conversion)
         wrapped = probe.make_private(
             module=module,

@@ -12,15 +12,18 @@ from opu_hal.privacy import Accountant, Event, PrivacyBudget
 from opu_hal.privacy.mechanisms import DigitizedRelease, GaussianRelease, SkellamRelease
 
 from ..core.errors import NonFiniteError, TrainingConfigError
+from .class_updates import NamedDFAClipping
 from .updates import DFAClipping, PerExampleClipping
 
+#: The clipped updates ``make_private`` wraps (per method and model kind).
+PrivateUpdate = PerExampleClipping | DFAClipping | NamedDFAClipping
 #: Called with the number of examples behind the update before it is released; raises to refuse.
 BatchGuard = Callable[[int], None]
 
 
-def examples_of(update: PerExampleClipping | DFAClipping) -> int:
+def examples_of(update: PrivateUpdate) -> int:
     """The per-example rows behind the recorded update (after ``clipped()`` found it)."""
-    if isinstance(update, DFAClipping):
+    if isinstance(update, (DFAClipping, NamedDFAClipping)):
         return int(update.pending[0].shape[0]) if update.pending is not None else 0
     return next((int(a.shape[0]) for a, _ in update.records.values() if a is not None), 0)
 
@@ -36,7 +39,7 @@ class DPOptimizer:
     def __init__(
         self,
         optimizer: torch.optim.Optimizer,
-        update: PerExampleClipping | DFAClipping,
+        update: PrivateUpdate,
         mechanism: GaussianRelease | SkellamRelease | DigitizedRelease,
         event: Event,
         accountant: Accountant,
@@ -86,8 +89,8 @@ class DPOptimizer:
             released = self.update.released_to_grad(self.mechanism.release(clipped))
             params = self.update.params
             for p, part in zip(params, released.split([p.numel() for p in params])):
-                p.grad = part.view_as(p).to(p.dtype)  # disjoint views of the release, as the loop's
-        if isinstance(self.update, DFAClipping):
+                p.grad = part.view_as(p).to(p.device, p.dtype)  # disjoint views of the release, as the loop's
+        if isinstance(self.update, (DFAClipping, NamedDFAClipping)):
             self.update.pending = None
         self.accountant.step(self.event)
         return self.original_optimizer.step()

@@ -25,7 +25,7 @@ from ..core.per_example import clip_scale
 from ..core.sampling import step_generator
 from ..methods.dfa_noise import fixed_size_event
 from ..methods.dfa_sensitivity import DFASensitivity, spectral_feedback
-from .dfa import error_and_scale
+from .cut_tap import error_and_scale
 from .layers import LinearChain, UnsupportedModelError, linear_chain
 from .per_sample import RULES, Rule, rule_for, trainable_params
 from .tap import OutputTap, Record

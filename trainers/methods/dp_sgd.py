@@ -36,6 +36,7 @@ from ..core.per_example import (
     weights_and_biases,
 )
 from .base import GaussianNoiseMethod, MethodContext, StepOutput
+from .private_defaults import DP_SGD_DEFAULTS
 
 
 def summed(terms: Iterable[torch.Tensor]) -> torch.Tensor:
@@ -55,14 +56,7 @@ class DPSGD(GaussianNoiseMethod):
     single_release = True  # one noisy release per step, through release() (the audit hooks it)
     sampling = "poisson"
     relation_follows_sampling = True
-    defaults = {
-        "inputs": "unit",
-        "optimizer": "adam",
-        "lr": 1e-3,
-        "hidden": (128, 256),
-        "activation": "sigmoid",
-        "batch_size": 128,
-    }
+    defaults = DP_SGD_DEFAULTS  # trainers.methods.private_defaults: defaults that learn
 
     def __init__(self, model, context: MethodContext) -> None:
         super().__init__(model, context)

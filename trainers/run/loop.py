@@ -29,6 +29,7 @@ from ..distributed.aggregation import synchronize_step
 from ..distributed.context import SingleProcess, rank_context
 from ..distributed.setup import broadcast_model, check_method, route_releases
 from ..methods import METHODS
+from .chance import warn_if_chance
 from .config import TrainConfig
 from .dataset import center_run_data, load_run_data
 from .disk import probe_outputs, unsaved_checkpoint, write_record
@@ -301,6 +302,12 @@ class Trainer:
                 f"{self.config.target_epsilon} at delta {self.config.delta}"
             )
         self.checkpoint()
+        if self.epochs and (epoch >= self.config.epochs or self.stopped_by_budget):  # the end, not a stage
+            note = warn_if_chance(
+                self.epochs[-1].get("test_accuracy"), self.data.n_classes, self.config.method, self.method.private
+            )
+            if note is not None:
+                self.log(f"warning: {note}")
         return self.record()
 
     def _summary(self, record: dict[str, Any]) -> str:
