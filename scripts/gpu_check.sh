@@ -24,7 +24,8 @@ for s in $STAGES; do
     tests)
       stage "CUDA tests"
       timeout 300 python3 -m pytest ${TESTS_K:+-k "$TESTS_K"} -q -p no:cacheprovider -rs tests/test_compute_device.py tests/test_counter_random.py \
-        tests/test_poisson.py tests/test_simulated.py tests/test_torch_backend.py tests/test_triton_kernels.py 2>&1 | tee "$OUT/tests-cuda.log" | tail -n 25 ;;
+        tests/test_poisson.py tests/test_simulated.py tests/test_torch_backend.py tests/test_triton_kernels.py \
+        tests/test_cuda_private.py tests/test_speckle_anchor.py 2>&1 | tee "$OUT/tests-cuda.log" | tail -n 25 ;;
     suite)
       stage "whole suite on the GPU machine (8 workers)"
       timeout 420 python3 -m pytest -q -p no:cacheprovider -n 8 2>&1 | tee "$OUT/tests-all.log" | tail -n 30 ;;
