@@ -61,3 +61,15 @@ def test_api_parity_goal_lines_judge_this_runs_ratio_epsilons_and_accuracies():
     assert lines[1].endswith(": met") and lines[2].endswith("0.20 points apart (goal <= 0.5): met")
     lines = goal_lines(1.10, 7.9, 8.0, 0.80, 0.85).splitlines()
     assert all(line.endswith("NOT met") for line in lines)
+
+
+def test_cli_speed_benchmark_times_a_command_of_this_checkout():
+    from benchmarks.cli_speed import ROOT, seconds
+
+    assert 0 < seconds(["--version"], ROOT) < 60
+
+
+def test_planning_speed_benchmark_times_a_kappa_curve():
+    from benchmarks.planning_speed import kappa_seconds
+
+    assert kappa_seconds(20.0) > 0

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import MISSING, fields
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from opu_hal.contract.version import __version__
-from opu_hal.runtime.cache import cache_key, read_entry, write_entry
 
 CACHE_FOLDER = "cli-help"
 _PACKAGE = Path(__file__).resolve().parent.parent
@@ -39,6 +37,8 @@ def sources_fingerprint(package: Path = _PACKAGE) -> list[tuple[str, int, int]]:
 
 def facts_key() -> str:
     """The cache key of the help facts: version, Python, the package's sources, the command plugins."""
+    from opu_hal.runtime.cache import cache_key  # hashlib: only when help is printed
+
     plugins = sorted((e.name, e.value) for e in metadata.entry_points(group="opu_hal.commands"))
     return cache_key(__version__, sys.version, str(_PACKAGE), sources_fingerprint(), plugins)
 
@@ -46,6 +46,8 @@ def facts_key() -> str:
 def per_method_defaults(dest: str) -> str:
     """``dest``'s default for each method, grouped by value: ``default per method: 256 (bp, dfa); 128
     (dp-sgd)``, or ``default 15`` when every method has the same (read from the registry)."""
+    from dataclasses import MISSING, fields
+
     from ..methods import METHODS
     from ..run.config import TrainConfig
 
@@ -63,6 +65,8 @@ def per_method_defaults(dest: str) -> str:
 
 def compute_facts() -> dict[str, Any]:
     """The facts from the registry itself (imports every method, and torch)."""
+    from dataclasses import fields
+
     from ..methods import method_names
     from ..run.config import TrainConfig
     from .tune import TUNABLE
@@ -99,6 +103,8 @@ def help_facts() -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def _stored_facts() -> dict[str, Any]:
+    from opu_hal.runtime.cache import read_entry, write_entry
+
     key = facts_key()
     stored = read_entry(CACHE_FOLDER, key)
     if isinstance(stored, dict) and _valid(stored):
