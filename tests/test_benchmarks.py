@@ -87,3 +87,15 @@ def test_opacus_cnn_report_states_the_accuracy_gap_and_the_wall_time_ratio():
     lines = report(results).splitlines()
     assert lines[-2] == "accuracy: ours +1.50 points below Opacus (goal within 1.0): NOT met"
     assert lines[-1] == "wall time ours / Opacus: 0.880x (goal <= 1): met"
+
+
+def test_cli_speed_benchmark_times_a_command_of_this_checkout():
+    from benchmarks.cli_speed import ROOT, seconds
+
+    assert 0 < seconds(["--version"], ROOT) < 60
+
+
+def test_planning_speed_benchmark_times_a_kappa_curve():
+    from benchmarks.planning_speed import kappa_seconds
+
+    assert kappa_seconds(20.0) > 0

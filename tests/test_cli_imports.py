@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from opu_hal.runtime.cache import read_entry, write_entry
 from trainers.cli import help_facts
 
 HEAVY = ("torch", "numpy", "scipy", "dp_accounting", "matplotlib", "numba")
@@ -50,7 +51,7 @@ def cache(tmp_path, monkeypatch):
 
 
 def test_help_usage_errors_devices_and_missing_files_import_nothing_heavy(cache):
-    help_facts.write_entry(help_facts.CACHE_FOLDER, help_facts.facts_key(), help_facts.compute_facts())
+    write_entry(help_facts.CACHE_FOLDER, help_facts.facts_key(), help_facts.compute_facts())
     done = subprocess.run(
         [sys.executable, "-c", _PROBE, json.dumps(COMMANDS), json.dumps(HEAVY)], capture_output=True, text=True
     )
@@ -64,8 +65,8 @@ def test_help_usage_errors_devices_and_missing_files_import_nothing_heavy(cache)
 def test_stored_help_facts_equal_the_registrys(cache):
     assert "trainers.methods" in sys.modules  # this process has the registry: facts are read from it
     computed = help_facts.compute_facts()
-    help_facts.write_entry(help_facts.CACHE_FOLDER, help_facts.facts_key(), computed)
-    stored = help_facts.read_entry(help_facts.CACHE_FOLDER, help_facts.facts_key())
+    write_entry(help_facts.CACHE_FOLDER, help_facts.facts_key(), computed)
+    stored = read_entry(help_facts.CACHE_FOLDER, help_facts.facts_key())
     assert stored == computed
     assert computed["methods"] == list(__import__("trainers.methods").methods.method_names())
     assert computed["per_method"]["epochs"] == help_facts.per_method_defaults("epochs")
@@ -82,8 +83,8 @@ def test_help_facts_key_changes_with_any_source_file(tmp_path):
 
 def test_a_corrupt_or_foreign_help_entry_is_recomputed(cache, monkeypatch):
     key = help_facts.facts_key()
-    help_facts.write_entry(help_facts.CACHE_FOLDER, key, {"methods": "not a list"})
+    write_entry(help_facts.CACHE_FOLDER, key, {"methods": "not a list"})
     monkeypatch.setattr(help_facts, "registry_imported", lambda: False)  # as in a fresh command-line process
     facts = help_facts.help_facts()
     assert facts == help_facts.compute_facts()
-    assert help_facts.read_entry(help_facts.CACHE_FOLDER, key) == facts
+    assert read_entry(help_facts.CACHE_FOLDER, key) == facts

@@ -138,6 +138,7 @@ FACE = {
     "opu_hal.builtin_commands",
     "opu_hal.cli",
     "opu_hal.commands",
+    "opu_hal.devices_command",
     "opu_hal.loader",
     "opu_hal.testing",
 }

@@ -353,3 +353,15 @@ def test_noise_search_brackets_from_one_and_never_evaluates_far_noise():
     assert min(seen) >= 1.0 and max(seen) <= 4.0  # never the default bracket's ends, 1e-2 and 1e3
     assert planned_epsilon(GaussianEvent, z, 1, DELTA, "add_remove") <= 3.0
     assert planned_epsilon(GaussianEvent, z / (1 + 1e-4), 1, DELTA, "add_remove") > 3.0
+
+
+def test_noise_search_on_few_orders_gives_the_answer_every_order_confirms():
+    from opu_hal.privacy import FixedSizeGaussianEvent
+    from opu_hal.privacy.inverse import planned_epsilon
+
+    def event_for(z):
+        return FixedSizeGaussianEvent(2000, 64, z)
+
+    z = smallest_noise_multiplier(event_for, 50, 2.0, DELTA, "replace_one")
+    assert planned_epsilon(event_for, z, 50, DELTA, "replace_one") <= 2.0
+    assert planned_epsilon(event_for, z / (1 + 1e-4), 50, DELTA, "replace_one") > 2.0

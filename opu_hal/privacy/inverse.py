@@ -51,7 +51,10 @@ def smallest_noise_multiplier(
 
     A bracket found by stepping from ``z = 1`` (:func:`expand_bracket`), then narrowed on ``log z``
     (:func:`~.root_search.narrow_bracket`: bisection's contract in fewer evaluations); epsilon falls
-    as ``z`` grows. The returned ``z`` always satisfies the
+    as ``z`` grows. With RDP conversion the search runs first on the orders up to
+    :data:`QUICK_MAX_ORDER` (an epsilon never below the full one) and its answer is kept only when
+    every order confirms it (it fits, and ``z / (1 + rtol)`` does not); else the search runs on all
+    the orders from there. The returned ``z`` always satisfies the
     target (it is the upper end of the final bracket). ``progress(low, high)`` is called with the
     bracket after each step (a long accounting shows it on stderr). ``claimed=True``: the target
     is on a published claim's epsilon (:func:`planned_epsilon`).
@@ -61,6 +64,37 @@ def smallest_noise_multiplier(
             f"need a finite target_epsilon > 0, 0 < delta < 1, steps >= 1; got {target_epsilon}, {delta}, {steps}"
         )
 
+    full = _epsilon_function(event_for, steps, delta, neighboring, orders, claimed, spent)
+    quick = None if claimed else _quick_epsilon_function(event_for, steps, delta, neighboring, orders, spent)
+    start = BRACKET_START
+    if quick is not None:  # a first answer on the low orders, kept when all the orders confirm it
+        z = _search(quick, target_epsilon, low, high, rtol, progress, start)
+        if z is not None and full(z) <= target_epsilon and (z == low or full(z / (1 + rtol)) > target_epsilon):
+            return z
+        start = z if z is not None else start
+    z = _search(full, target_epsilon, low, high, rtol, progress, start)
+    if z is None:
+        raise PrivacyParameterError(
+            f"even noise multiplier {high:g} does not reach epsilon {target_epsilon} in {steps} steps"
+        )
+    return z
+
+
+#: The search first runs on the orders up to this one (dp-accounting's sampled-without-replacement
+#: Gaussian takes time quadratic in the order: the orders above make up most of an evaluation).
+QUICK_MAX_ORDER = 32.0
+
+
+def _epsilon_function(
+    event_for: EventForNoise,
+    steps: int,
+    delta: float,
+    neighboring: Neighboring,
+    orders: Sequence[float],
+    claimed: bool,
+    spent: Accountant | None,
+) -> Callable[[float], float]:
+    """``z -> planned_epsilon(...)`` (``inf`` where the event refuses ``z``), memoized."""
     evaluated: dict[float, float] = {}
 
     def epsilon_at(z: float) -> float:
@@ -73,14 +107,49 @@ def smallest_noise_multiplier(
                 evaluated[z] = math.inf
         return evaluated[z]
 
-    bracket = expand_bracket(lambda z: epsilon_at(z) <= target_epsilon, low, high)
+    return epsilon_at
+
+
+def _quick_epsilon_function(
+    event_for: EventForNoise,
+    steps: int,
+    delta: float,
+    neighboring: Neighboring,
+    orders: Sequence[float],
+    spent: Accountant | None,
+) -> Callable[[float], float] | None:
+    """The planned epsilon on the orders up to :data:`QUICK_MAX_ORDER` (never below the epsilon on all
+    of them: a minimum over fewer orders), with ``spent``'s ledger replayed; None where that would
+    not save work or not hold (PLD conversion, whose grid depends on the orders)."""
+    every = [float(o) for o in (spent.orders if spent is not None else orders)]
+    few = [o for o in every if o <= QUICK_MAX_ORDER]
+    if not few or len(few) == len(every) or (spent is not None and spent.conversion != "rdp"):
+        return None
+    quick_spent = None
+    if spent is not None:
+        quick_spent = Accountant(spent.neighboring, few, spent.conversion)
+        for entry in spent.ledger:
+            quick_spent.step(entry.event, entry.count)
+    return _epsilon_function(event_for, steps, delta, neighboring, few, False, quick_spent)
+
+
+def _search(
+    epsilon_at: Callable[[float], float],
+    target: float,
+    low: float,
+    high: float,
+    rtol: float,
+    progress: Callable[[float, float], None] | None,
+    start: float,
+) -> float | None:
+    """The smallest fitting ``z`` within ``rtol`` (:func:`expand_bracket` from ``start``, then
+    :func:`~.root_search.narrow_bracket`); None when even ``high`` does not fit."""
+    bracket = expand_bracket(lambda z: epsilon_at(z) <= target, low, high, start)
     if bracket is None:
-        raise PrivacyParameterError(
-            f"even noise multiplier {high:g} does not reach epsilon {target_epsilon} in {steps} steps"
-        )
+        return None
     if bracket[1] == low:
         return low
-    return narrow_bracket(epsilon_at, target_epsilon, bracket[0], bracket[1], rtol, progress)
+    return narrow_bracket(epsilon_at, target, bracket[0], bracket[1], rtol, progress)
 
 
 #: Where :func:`expand_bracket` starts, and the factor it steps by.

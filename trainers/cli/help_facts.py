@@ -4,7 +4,7 @@ method, the tunable settings), kept on disk so that ``--help`` answers without i
 The facts come from the method registry, which imports every method and torch (seconds). They are
 computed once and stored in the project's cache folder (:mod:`opu_hal.runtime.cache`) under a key made
 of everything they depend on: the version, the Python version, every source file of the ``trainers``
-package (path, size, modification time) and the installed command plugins (which may register
+and ``opu_hal`` packages (path, size, modification time) and the installed command plugins (which may register
 methods). Any change, or an unreadable entry, recomputes them; when the registry is already imported
 they are read from it directly. Help text only: no result and no privacy figure is ever read from here.
 """
@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import MISSING, fields
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import opu_hal
 from opu_hal.contract.version import __version__
-from opu_hal.runtime.cache import cache_key, read_entry, write_entry
 
 CACHE_FOLDER = "cli-help"
 _PACKAGE = Path(__file__).resolve().parent.parent
+_HAL = Path(opu_hal.__file__).resolve().parent
 
 
 def sources_fingerprint(package: Path = _PACKAGE) -> list[tuple[str, int, int]]:
@@ -38,14 +38,20 @@ def sources_fingerprint(package: Path = _PACKAGE) -> list[tuple[str, int, int]]:
 
 
 def facts_key() -> str:
-    """The cache key of the help facts: version, Python, the package's sources, the command plugins."""
+    """The cache key of the help facts: version, Python, the sources of ``trainers`` and ``opu_hal`` (method
+    defaults may name opu_hal's constants), the command plugins."""
+    from opu_hal.runtime.cache import cache_key  # hashlib: only when help is printed
+
     plugins = sorted((e.name, e.value) for e in metadata.entry_points(group="opu_hal.commands"))
-    return cache_key(__version__, sys.version, str(_PACKAGE), sources_fingerprint(), plugins)
+    sources = (str(_PACKAGE), sources_fingerprint(), str(_HAL), sources_fingerprint(_HAL))
+    return cache_key(__version__, sys.version, sources, plugins)
 
 
 def per_method_defaults(dest: str) -> str:
     """``dest``'s default for each method, grouped by value: ``default per method: 256 (bp, dfa); 128
     (dp-sgd)``, or ``default 15`` when every method has the same (read from the registry)."""
+    from dataclasses import MISSING, fields
+
     from ..methods import METHODS
     from ..run.config import TrainConfig
 
@@ -63,6 +69,8 @@ def per_method_defaults(dest: str) -> str:
 
 def compute_facts() -> dict[str, Any]:
     """The facts from the registry itself (imports every method, and torch)."""
+    from dataclasses import fields
+
     from ..methods import method_names
     from ..run.config import TrainConfig
     from .tune import TUNABLE
@@ -99,6 +107,8 @@ def help_facts() -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def _stored_facts() -> dict[str, Any]:
+    from opu_hal.runtime.cache import read_entry, write_entry
+
     key = facts_key()
     stored = read_entry(CACHE_FOLDER, key)
     if isinstance(stored, dict) and _valid(stored):
