@@ -79,13 +79,15 @@ class SpeckleAnchor:
         self, means_e: np.ndarray, sensor: Sensor, n_frames: int, generator: torch.Generator
     ) -> Iterator[np.ndarray]:
         """``n_frames`` anchor frames in DN, one at a time: Poisson electrons, full well, read noise,
-        gain, black level and the ADC's range (the camera stream: calibration and drift reads)."""
-        rates = torch.from_numpy(means_e)
+        gain, black level and the ADC's range (the camera stream: calibration and drift reads). Drawn
+        on the generator's device (a CUDA camera's stream on a GPU), returned on the host."""
+        rates = torch.from_numpy(means_e).to(generator.device)
         for _ in range(n_frames):
             electrons = torch.poisson(rates, generator=generator).clamp_(max=sensor.full_well_e)
-            electrons += sensor.read_noise_e * torch.randn(rates.shape, generator=generator, dtype=torch.float64)
+            noise = torch.randn(rates.shape, generator=generator, dtype=torch.float64, device=rates.device)
+            electrons += sensor.read_noise_e * noise
             dn = torch.round(electrons / sensor.gain_e_per_dn) + sensor.black_level_dn
-            yield dn.clamp_(0, sensor.max_dn).numpy()
+            yield dn.clamp_(0, sensor.max_dn).cpu().numpy()
 
 
 _CACHE: dict[tuple, SpeckleAnchor] = {}
