@@ -7,7 +7,7 @@ derivative (at most 1/4) shrinks the DFA signal, and batches of 128 leave the no
 clipped signal. tanh, batches of 1024 and Adam (3e-3; 1e-2 for dp-dfa, whose device noise needs
 the larger step), with dp-dfa's tau_e 0.05 and tau_h 5 of the repository's epsilon sweep, reach at
 epsilon 3 in 3 epochs: dp-dfa 78.6 % (software noise) and 71.6 % (device noise, opu-sim-dp), dp-sgd
-81.3 % (docs/trainers.md, "Defaults that learn").
+81.5 % (docs/trainers.md, "Defaults that learn").
 """
 
 from __future__ import annotations
