@@ -113,10 +113,8 @@ def private_dfa_on_device(engine, model, data_loader, device):
     )
 
 
-#: ``opu-hal audit`` of DP-SGD on 200 digits, batches of 128, one hidden layer of 32, noise multiplier 5.
-SMALL_DIGITS_AUDIT = dict(
-    method="dp-sgd", dataset="digits", train_limit=200, batch_size=128, hidden=32, noise_multiplier=5
-)
+#: ``opu-hal audit`` of DP-SGD on 200 digits, one hidden layer of 32, noise multiplier 5.
+SMALL_DIGITS_AUDIT = dict(method="dp-sgd", dataset="digits", train_limit=200, hidden=32, noise_multiplier=5)
 
 #: A linear model (no hidden layer) on scattering features of unit-norm inputs, one epoch of batches of 20.
 SCATTER_LINEAR = dict(hidden=(), features="scatter", inputs="unit", epochs=1, batch_size=20, alignment=False)

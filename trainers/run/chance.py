@@ -21,7 +21,7 @@ def chance_note(accuracy: float | None, n_classes: int, method: str, private: bo
         return None
     advice = "--lr, --batch-size, --epochs" + (", the clip (--clip-norm / --tau-e) and epsilon" if private else "")
     return (
-        f"{method}: test accuracy {accuracy:.4f} is at chance (1/{n_classes} = {chance:.4f}): the run learned "
+        f"{method}: test accuracy {accuracy:.4f} is at or below chance (1/{n_classes} = {chance:.4f}): the run learned "
         f"nothing; check {advice} (the method's defaults: TrainConfig.for_method({method!r}))"
     )
 
