@@ -106,17 +106,20 @@ def _clipping(model: nn.Module, x: torch.Tensor, y: torch.Tensor, clip: float = 
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_each_layers_per_example_squared_norms_equal_single_example_backward_passes(case):
+def test_each_layers_per_example_gradients_and_norms_equal_single_example_backward_passes(case):
     model, x, y = _setup(case)
     update = _clipping(model, x, y)
-    start = 0
     brute = _brute_force(model, update.params, x, y)
     update = _clipping(model, x, y)
+    start = 0
     for layer, rule, state in update.prepared():
         norms = rule.squared_norms(layer, state)
+        # example i's own gradient: the clipped sum with weight 1 on example i and 0 elsewhere
+        alone = [rule.clipped_sums(layer, state, torch.eye(x.shape[0], dtype=torch.float64)[i]) for i in range(len(x))]
         for name, p in trainable_params(layer).items():
-            expected = brute[:, start : start + p.numel()].pow(2).sum(1)
-            torch.testing.assert_close(norms[name], expected, rtol=1e-9, atol=1e-12)
+            expected = brute[:, start : start + p.numel()]
+            torch.testing.assert_close(torch.stack([g[name].flatten() for g in alone]), expected, rtol=1e-9, atol=1e-12)
+            torch.testing.assert_close(norms[name], expected.pow(2).sum(1), rtol=1e-9, atol=1e-12)
             start += p.numel()
     assert start == brute.shape[1] == sum(p.numel() for p in model.parameters())
 
