@@ -132,7 +132,7 @@ DAMAGES: dict[str, Callable[[dict[str, Any]], Any]] = {
     "negative read noise": lambda d: d.update(read_noise_e={**d["read_noise_e"], "lower": -1.0}),
     "negative anchor power": lambda d: _ops(d, anchor_power_uw=-1.0),
     "zero anchor power": lambda d: d.update(anchor_power_uw=0.0),
-    "negative dark e-": lambda d: _ops(d, dark_e={**d["operating_points"][0]["dark_e"], "lower": -1.0}),
+    "dark e- above the full well": lambda d: _ops(d, dark_e={**d["operating_points"][0]["dark_e"], "upper": 1e9}),
     "saturation above the ADC": lambda d: d.update(saturation_e={**d["saturation_e"], "upper": 1e12}),
     "short": lambda d: d["operating_points"].pop(),
     "no physics": lambda d: d["device"].pop("physics", None),
