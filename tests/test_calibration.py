@@ -474,9 +474,8 @@ def test_training_with_calibration_plans_its_privacy_counts_with_it_and_says_so(
     from trainers.run.loop import train
 
     device = opu_hal.load_device("opu-sim-dp")
-    write_calibration(
-        calibrate_device(device, [25.0], [400.0], [100_000.0], frames=8, bootstrap=50), tmp_path / "c.json"
-    )
+    calibration = calibrate_device(device, [25.0], [400.0], [100_000.0], frames=8, bootstrap=50)
+    write_calibration(as_if_unity_measured(calibration), tmp_path / "c.json")  # the Skellam route, as before
     config = TrainConfig.for_method(
         "dp-dfa",
         noise_source="device",
