@@ -61,6 +61,7 @@ def corners(law: DigitizedReadLaw) -> list[DigitizedReadLaw]:
 
 
 def epsilon(law: DigitizedReadLaw, lattice: SkellamLattice, reads: int) -> float:
+    """The run's epsilon at ``reads`` reads per count of ``law`` (a box, or a point law)."""
     accountant = Accountant("replace_one")
     event = DigitizedLattice(lattice, law).event_for_reads(RUN["dataset_size"], RUN["batch_size"], reads)
     accountant.step(event, RUN["steps"])
@@ -72,6 +73,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--resolution", type=float, default=16.0)
     parser.add_argument("--frames", type=int, default=16)
+    parser.add_argument("--reads", type=int, default=0, help="reads per count to evaluate (0: the plan's fewest)")
     args = parser.parse_args()
     profile = hidden_camera(args.seed)
     device = opu_hal.load_device(profile)
@@ -87,14 +89,17 @@ def main() -> None:
     device.set_options(temperature_c=25.0)
     law = device.digitized_read_law()
     lattice = SkellamLattice(RUN["dimension"], 1.0, args.resolution, "per-coordinate")
-    found = fewest_box_reads(
-        DigitizedLattice(lattice, law, max_reads=64),
-        RUN["dataset_size"],
-        RUN["batch_size"],
-        RUN["steps"],
-        RUN["target_epsilon"],
-        RUN["delta"],
-    )
+    if args.reads:  # the epsilon at a given reads per count, no search
+        found = (args.reads, epsilon(law, lattice, args.reads))
+    else:
+        found = fewest_box_reads(
+            DigitizedLattice(lattice, law, max_reads=64),
+            RUN["dataset_size"],
+            RUN["batch_size"],
+            RUN["steps"],
+            RUN["target_epsilon"],
+            RUN["delta"],
+        )
     if found is None:
         print("refused: no reads per count up to 64 reach the target")
         return

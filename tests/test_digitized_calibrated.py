@@ -114,9 +114,17 @@ def test_a_simulated_device_with_a_calibration_accounts_the_calibrations_gain_in
     device = opu_hal.load_device(opu_hal.load_profile(DATA / "opu-unity.toml"))
     device.attach_calibration(noise)
     law = device.digitized_read_law()
-    gain = noise.calibration.gain_e_per_dn
-    assert (law.gain_e_per_dn, law.high("gain_e_per_dn")) == (gain.lower, gain.upper)
-    assert law.gain_e_per_dn != device.profile.gain_e_per_dn and law.read_noise_e[0] == 5.5
+    cal = noise.calibration
+    assert (law.gain_e_per_dn, law.high("gain_e_per_dn")) == (cal.gain_e_per_dn.lower, cal.gain_e_per_dn.upper)
+    assert (law.black_level_dn, law.high("black_level_dn")) == (cal.black_level_dn.lower, cal.black_level_dn.upper)
+    assert (law.full_well_e, law.high("full_well_e")) == (cal.saturation_e.lower, cal.saturation_e.upper)
+    assert law.read_noise_e == (5.5, cal.read_noise_e.upper)
+    profile = device.profile
+    assert (law.gain_e_per_dn, law.black_level_dn, law.full_well_e) != (
+        profile.gain_e_per_dn,
+        profile.black_level_dn,
+        profile.full_well_e,
+    )
 
 
 def test_a_calibration_without_the_per_pixel_read_noise_bound_is_refused_naming_the_key():
