@@ -114,8 +114,3 @@ def test_flat_series_without_their_exposures_dark_are_refused_naming_the_series(
     write_manifest(tmp_path, text, [np.full(16, 3, np.uint8), np.full(16, 4, np.uint8)])
     with pytest.raises(CalibrationError, match=r"flat series at \[10\.0\] us, 20 C: record a dark series"):
         calibrate_frames_dir(tmp_path)
-
-
-def test_calibrate_without_a_profile_or_a_frames_folder_names_both(tmp_path, capsys):
-    assert main(["calibrate", "--out", str(tmp_path / "c.json")]) == 2
-    assert "needs a profile (the device to measure), or --frames-dir DIR" in capsys.readouterr().err

@@ -8,10 +8,9 @@ import pytest
 import torch
 from torch import nn
 
-from opu_hal.calibration.schema import read_calibration, write_calibration
+from opu_hal.calibration.schema import read_calibration
 from opu_hal.privacy.run_shape import RunShape
 from opu_hal.privacy.skellam import required_poisson_mean
-from tests.test_calibration import as_if_unity_measured
 from tests.training_helpers import private_dfa_on_device, train_own_model
 from trainers.api import PrivacyEngine, calibrate, calibrated_device, plan
 from trainers.core.errors import TrainingConfigError
@@ -20,11 +19,7 @@ from trainers.core.errors import TrainingConfigError
 @pytest.fixture(scope="module")
 def calibration_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("cal") / "cal.json"
-    calibrate("opu-sim-dp", temperatures=[20.0, 30.0], frames=8, bootstrap=50, out=path)
-    # the Skellam source needs the gain interval within 0.5 / full scale of 1, which an 8-frame sweep does not
-    # measure: the gain as if measured to 1e-5 (tests.test_calibration.as_if_unity_measured)
-    calibration = as_if_unity_measured(read_calibration(path))
-    write_calibration(calibration, path)
+    calibration = calibrate("opu-sim-dp", temperatures=[20.0, 30.0], frames=8, bootstrap=50, out=path)
     return path, calibration
 
 

@@ -201,8 +201,6 @@ class SimulatedHardware(Device[SimulatedProfile]):
         return self.speckle.anchor.means_e(self.anchor_e, self.sensor)
 
     def _privacy_source_ok(self) -> bool:
-        """Skellam counts: a unit-gain camera, and with a calibration one whose gain interval proves it
-        (else the device is a digitized source only, accounted from the calibration at any gain)."""
         sensor = self.sensor
         if self._profile.privacy_anchor == "speckle":
             mean = self.anchor_e + sensor.dark_e
@@ -211,18 +209,7 @@ class SimulatedHardware(Device[SimulatedProfile]):
             abs(sensor.gain_e_per_dn - 1.0) <= 1e-12
             and self.anchor_read_e > 0
             and clip_probability(self.brightest_anchor_read_e, sensor) <= CLIP_LIMIT
-            and self._calibrated_unity_gain()
         )
-
-    def _calibrated_unity_gain(self) -> bool:
-        check = getattr(self._calibration, "check_unity_gain", None)
-        if self._calibration is None or not callable(check):
-            return self._calibration is None
-        try:
-            check()
-        except CalibrationError:
-            return False
-        return True
 
     def draw_privacy_counts(self, n_values: int, poisson_mean: float) -> PrivacyCounts:
         """Skellam noise from summed anchor-only reads, drawn from the secure generator. With a
