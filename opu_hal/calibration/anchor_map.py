@@ -104,7 +104,12 @@ def load_anchor_map(path: Path, temperature_c: float, exposure_us: float) -> Anc
         with np.load(path) as data:
             confidence, frames, celsius, exposure = (float(v) for v in data["meta"])
             bounds = AnchorBoundMap(
-                data["lower_e"], data["upper_e"], data["estimate_e"], confidence, int(frames), str(data["source"])
+                data["lower_e"],
+                data["upper_e"],
+                data["estimate_e"],
+                confidence,
+                int(frames),
+                f"{data['source']} {path}",
             )
     except (OSError, KeyError, ValueError) as exc:
         raise CalibrationError(f"{path}: not an anchor map ({exc}); re-run `opu-hal calibrate`") from None
