@@ -455,12 +455,11 @@ def test_lattice_skellam_plan_is_the_smallest_poisson_mean_meeting_the_target():
 
 
 def test_training_with_calibration_plans_its_privacy_counts_with_it_and_says_so(tmp_path):
+    from opu_hal.calibration.anchor_map import calibrate_anchor_map
     from tests.training_helpers import clusters
     from trainers.core.errors import TrainingConfigError
     from trainers.run.config import TrainConfig
     from trainers.run.loop import train
-
-    from opu_hal.calibration.anchor_map import calibrate_anchor_map
 
     device = opu_hal.load_device("opu-sim-dp")
     calibration = calibrate_device(device, [25.0], [400.0], [100_000.0], frames=8, bootstrap=50)
