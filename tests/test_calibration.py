@@ -39,6 +39,7 @@ def small_profile(**overrides):
         "exposure_us": 100_000.0,
         "laser_power_uw": 0.0055,
         "anchor_power_uw": 0.0055,
+        "privacy_anchor": "reference-beam",  # the flat-beam calibration path (speckle: test_speckle_anchor.py)
     }
     keys.update(overrides)
     return opu_hal.validate_profile(keys)
@@ -224,6 +225,7 @@ def test_privacy_counts_of_a_calibrated_device_are_planned_with_the_calibrations
         full_well_e=10000.0,
         temperature_min_c=0.0,
         temperature_max_c=80.0,
+        privacy_anchor="reference-beam",
     )
     model_device = opu_hal.load_device(opu_hal.validate_profile(keys))
     calibration = calibrate_device(model_device, [25.0], [400.0], [100_000.0], frames=8, bootstrap=50)
@@ -300,7 +302,7 @@ def test_skellam_plan_is_refused_when_the_measured_gain_interval_excludes_unity(
 
 def test_lattice_plan_camera_time_matches_an_independent_count_of_frames_times_frame_period(unity_calibrated):
     """Issue 29: the planner's camera time, recounted: two counts per coordinate, one read per
-    pixel of the whole sensor, frames lasting max(frame_time_us, exposure_us)."""
+    pixel of the whole sensor, frames lasting max(frame_period_us, exposure_us)."""
     from opu_hal.privacy.skellam import required_poisson_mean
 
     folder, calibration = unity_calibrated
@@ -317,7 +319,7 @@ def test_lattice_plan_camera_time_matches_an_independent_count_of_frames_times_f
     )
     for plan in plan_skellam(calibration, profile, 8.0, 1e-5, run, required_poisson_mean):
         frames = math.ceil(2 * 1_018_890 * plan.reads_per_value / profile.sensor_pixels)
-        period_s = max(profile.frame_time_us, plan.exposure_us) * 1e-6
+        period_s = max(profile.frame_period_us, plan.exposure_us) * 1e-6
         assert plan.frames_per_step == frames and plan.frames_total == 520 * frames
         assert plan.time_s == pytest.approx(520 * frames * period_s)
         assert plan.reads_per_value * plan.supplied >= plan.needed  # the reads supply the mean accounted
@@ -460,15 +462,16 @@ def test_lattice_skellam_plan_is_the_smallest_poisson_mean_meeting_the_target():
 
 
 def test_training_with_calibration_plans_its_privacy_counts_with_it_and_says_so(tmp_path):
+    from opu_hal.calibration.anchor_map import calibrate_anchor_map
     from tests.training_helpers import clusters
     from trainers.core.errors import TrainingConfigError
     from trainers.run.config import TrainConfig
     from trainers.run.loop import train
 
     device = opu_hal.load_device("opu-sim-dp")
-    write_calibration(
-        calibrate_device(device, [25.0], [400.0], [100_000.0], frames=8, bootstrap=50), tmp_path / "c.json"
-    )
+    calibration = calibrate_device(device, [25.0], [400.0], [100_000.0], frames=8, bootstrap=50)
+    write_calibration(calibration, tmp_path / "c.json")
+    calibrate_anchor_map(device, calibration, tmp_path / "c.json", frames=8)  # the speckle anchor, every pixel
     config = TrainConfig.for_method(
         "dp-dfa",
         noise_source="device",
@@ -481,6 +484,6 @@ def test_training_with_calibration_plans_its_privacy_counts_with_it_and_says_so(
         calibration=str(tmp_path / "c.json"),
     )
     record = train(config, data=clusters(n_train=300), progress=False, log=lambda m: None)
-    assert "c.json" in record["privacy"]["device_noise"]["mean_source"]
+    assert "c.anchor-map.npz" in record["privacy"]["device_noise"]["mean_source"]
     with pytest.raises(TrainingConfigError, match="--calibration applies to a device"):
         TrainConfig.for_method("dp-dfa", target_epsilon=8.0, calibration="c.json")

@@ -162,6 +162,7 @@ CAMERA = {
     "adc_bits": 12,
     "black_level_dn": 64,
     "anchor_power_uw": 2.0,
+    "privacy_anchor": "reference-beam",  # the flat-anchor calibration path (speckle: test_speckle_anchor.py)
 }
 
 

@@ -40,17 +40,19 @@ def bounds_from_frames(
     frames_dn, max_dn: float, black_dn: tuple[float, float], gain: tuple[float, float], alpha: float, source: str
 ) -> AnchorBoundMap:
     """The map from an iterable of frames ``(P,)`` in DN (module docstring)."""
-    total = squares = clipped = None
-    count = 0
-    for frame in frames_dn:
+    frames = iter(frames_dn)
+    first = next(frames, None)
+    if first is None:
+        raise CalibrationError("anchor map: need at least 2 frames, got 0")
+    total = np.array(first, dtype=np.float64)
+    squares, clipped, count = total * total, (total >= max_dn) | (total <= 0), 1
+    for frame in frames:
         frame = np.asarray(frame, dtype=np.float64)
-        if total is None:
-            total, squares, clipped = np.zeros_like(frame), np.zeros_like(frame), np.zeros(frame.shape, bool)
         total += frame
         squares += frame * frame
         clipped |= (frame >= max_dn) | (frame <= 0)
         count += 1
-    if total is None or squares is None or clipped is None or count < 2:
+    if count < 2:
         raise CalibrationError(f"anchor map: need at least 2 frames, got {count}")
     mean = total / count
     std = np.sqrt(np.maximum(squares / count - mean * mean, 0.0) * count / (count - 1))
@@ -104,7 +106,12 @@ def load_anchor_map(path: Path, temperature_c: float, exposure_us: float) -> Anc
         with np.load(path) as data:
             confidence, frames, celsius, exposure = (float(v) for v in data["meta"])
             bounds = AnchorBoundMap(
-                data["lower_e"], data["upper_e"], data["estimate_e"], confidence, int(frames), str(data["source"])
+                data["lower_e"],
+                data["upper_e"],
+                data["estimate_e"],
+                confidence,
+                int(frames),
+                f"{data['source']} {path}",
             )
     except (OSError, KeyError, ValueError) as exc:
         raise CalibrationError(f"{path}: not an anchor map ({exc}); re-run `opu-hal calibrate`") from None

@@ -87,7 +87,7 @@ class PixelSelection:
         stop = start + rest
         inside = cumulative[np.minimum(stop, size)] - cumulative[start]
         wrapped = np.where(stop > size, cumulative[np.maximum(stop - size, 0)], 0.0)
-        return cycles * total + inside + wrapped
+        return np.asarray(cycles * total + inside + wrapped, dtype=np.float64)
 
 
 def read_counts(max_reads: int) -> list[int]:

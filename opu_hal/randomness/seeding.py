@@ -12,7 +12,7 @@ import zlib
 
 import numpy as np
 
-STREAMS = ("matrix", "noise", "camera", "anchor", "dark-map", "prnu", "anchor-pattern", "defects")
+STREAMS = ("matrix", "noise", "camera", "anchor", "dark-map", "prnu", "anchor-pattern", "defects", "anchor-speckle")
 
 
 def derive_seed(seed: int, *path: int | str) -> int:

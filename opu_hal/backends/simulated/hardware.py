@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import torch
 
 from ...camera.pixel_maps import dark_signal_map, light_response_map
+from ...contract.anchor_map import AnchorBoundMap
 from ...contract.capabilities import Capabilities
 from ...contract.device import Device
 from ...contract.errors import CalibrationError, DeviceUnavailable, ProfileError
@@ -248,17 +250,24 @@ class SimulatedHardware(Device[SimulatedProfile]):
         """Counts at each kept pixel's own mean, planned with the calibration's per-pixel bound map."""
         check_privacy_source(self.sensor, self.anchor_e, self._profile.label)
         means = self.anchor_means_e()
-        bounds, ceiling = model_bounds(means), None
-        if self._calibration is not None:
-            ceiling = self._calibration.clip_ceiling_e()
-            self._calibration.check_unity_gain()
-            anchor_map = getattr(self._calibration, "anchor_map", None)
-            bounds = anchor_map(self._temperature_c, self._exposure_us) if callable(anchor_map) else None
+        bounds: AnchorBoundMap | None = model_bounds(means)
+        ceiling = None
+        calibration: Any = self._calibration
+        if calibration is not None:
+            if not all(callable(getattr(calibration, name, None)) for name in ("check_unity_gain", "anchor_map")):
+                raise CalibrationError(
+                    f"this calibration ({type(calibration).__name__}) has no unity-gain check or anchor map: "
+                    "the speckle privacy source needs both"
+                )
+            calibration.check_unity_gain()
+            ceiling = calibration.clip_ceiling_e()
+            bounds = calibration.anchor_map(self._temperature_c, self._exposure_us)
             if bounds is None:
                 raise CalibrationError(
                     f"profile {self._profile.label!r}: the calibration has no per-pixel map of the speckle "
                     "anchor; re-run `opu-hal calibrate` (it measures one for a speckle profile)"
                 )
+        assert bounds is not None
         frame_s = max(self._profile.frame_period_us, self._exposure_us) * 1e-6
         return self.speckle.draw(
             self._privacy_generator,

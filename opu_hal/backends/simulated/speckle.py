@@ -4,8 +4,8 @@ medium, read as speckle (paper 000, eq. 5: ``z = x T`` with ``T_jk ~ CN(0, 1)``)
 The anchor pattern ``x_a`` (half the mirrors, seeded) lights pixel ``j`` of the privacy region with
 ``A^2 |x_a T_j|^2 / |x_a|``: exponentially distributed over pixels with mean ``A^2`` (``A^2`` the
 anchor's mean electrons per pixel, :func:`.photons.electrons_per_pixel` of ``anchor_power_uw``). The
-region is the whole sensor (``sensor_pixels``) and ``T`` the projection's own matrix extended to it
-(the same counter stream, so its first ``out_features`` columns are the projection's). Each pixel's
+region is the whole sensor (``sensor_pixels``); ``T`` is the projection's own matrix at the pixels it
+reads, and its law beyond them (:func:`speckle_intensity`). Each pixel's
 read mean is ``lambda_j = A^2 s_j w_j d_j + D m_j``: speckle ``s_j``, PRNU ``w_j``, defect factor
 ``d_j`` (0 for a dead pixel, ``dim_pixel_factor`` for a dim one), dark signal ``D`` times the pixel's
 DSNU multiplier ``m_j`` (:mod:`opu_hal.camera.pixel_maps`). It is seeded physics, like the matrix;
@@ -46,15 +46,27 @@ def defect_factors(seed: int, pixels: int, dead: float, dim: float, dim_factor: 
     return np.where(u < dead, 0.0, np.where(u < dead + dim, dim_factor, 1.0))
 
 
+def speckle_intensity(profile: SimulatedProfile, pattern: torch.Tensor) -> np.ndarray:
+    """``|x_a T_j|^2 / |x_a|`` at every sensor pixel: through the projection's matrix ``T`` at the pixels it
+    reads, and beyond them (columns no projection uses) from the field's exact law, ``x_a T_j ~ CN(0, |x_a|)``
+    (a sum of ``|x_a|`` i.i.d. ``CN(0, 1)`` entries), drawn from a seeded stream: the same distribution
+    without generating ``in_features x sensor_pixels`` entries."""
+    read = min(profile.out_features, profile.sensor_pixels)
+    optics = TransmissionMatrix(profile.in_features, read, stream_seed(profile.seed, "matrix"), BLOCK_BYTES, 0)
+    real, imag = optics.field(pattern.unsqueeze(0))
+    inside = ((real**2 + imag**2)[0] / pattern.sum()).double().numpy()
+    rest = np.random.default_rng(stream_seed(profile.seed, "anchor-speckle")).standard_normal(
+        (2, profile.sensor_pixels - read)
+    )
+    return np.concatenate([inside, 0.5 * (rest[0] ** 2 + rest[1] ** 2)])
+
+
 class SpeckleAnchor:
     """Per-pixel relative light and dark multipliers of the privacy anchor over the sensor."""
 
     def __init__(self, profile: SimulatedProfile) -> None:
-        pixels, n_in = profile.sensor_pixels, profile.in_features
-        optics = TransmissionMatrix(n_in, pixels, stream_seed(profile.seed, "matrix"), BLOCK_BYTES, 0)
-        pattern = anchor_pattern(profile.seed, n_in)
-        real, imag = optics.field(pattern.unsqueeze(0))
-        speckle = ((real**2 + imag**2)[0] / pattern.sum()).double().numpy()
+        pixels = profile.sensor_pixels
+        speckle = speckle_intensity(profile, anchor_pattern(profile.seed, profile.in_features))
         prnu, _ = light_response_map(profile.seed, pixels, profile.prnu_rms, 0.0)
         response = np.ones(pixels) if prnu is None else prnu.double().numpy()
         defects = defect_factors(
