@@ -21,6 +21,7 @@ CAMERA = {
     "adc_bits": 12,
     "black_level_dn": 64,
     "anchor_power_uw": 2.0,
+    "privacy_anchor": "reference-beam",  # the flat-anchor calibration path (speckle: test_speckle_anchor.py)
 }
 PLAN = ["plan", "--dataset-size", "54000", "--batch-size", "256", "--epochs", "5", "--target-epsilon", "8"]
 SKELLAM = ["--mechanism", "skellam", "--dimension", "1000", "--lattice-resolution", "10", "--sampling", "fixed"]

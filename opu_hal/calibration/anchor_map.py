@@ -129,6 +129,9 @@ def calibrate_anchor_map(
     """For a device with a speckle privacy anchor: measure, write next to ``out`` and describe the map."""
     if getattr(device.profile, "privacy_anchor", None) != "speckle" or not hasattr(device, "anchor_frames"):
         return None
+    operating = getattr(device.profile, "temperature_c", None)  # the map holds at the run's operating point,
+    if operating is not None:  # not where the sweep left the sensor
+        device.set_options(temperature_c=float(operating))
     bounds = measure_anchor_map(device, calibration, frames)
     path = save_anchor_map(bounds, anchor_map_path(out), device.temperature_c, device.profile.exposure_us)
     positive = int(np.count_nonzero(bounds.lower_e > 0))

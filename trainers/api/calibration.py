@@ -23,6 +23,7 @@ from typing import Any
 from torch import nn
 
 from opu_hal import Device, load_device
+from opu_hal.calibration.anchor_map import calibrate_anchor_map
 from opu_hal.calibration.calibrate_command import default_temperatures
 from opu_hal.calibration.calibrated import check_profile
 from opu_hal.calibration.command_args import require_camera_profile
@@ -75,7 +76,8 @@ def calibrate(
     darks = list(dark_exposures) if dark_exposures is not None else [profile.exposure_us, 10 * profile.exposure_us]
     calibration = calibrate_device(opened, temps, exps, darks, frames, bootstrap=bootstrap, seed=seed)
     if out is not None:
-        write_calibration(calibration, out)
+        written = write_calibration(calibration, out)
+        calibrate_anchor_map(opened, calibration, Path(written))  # a speckle anchor's per-pixel map, as the CLI
     return calibration
 
 
