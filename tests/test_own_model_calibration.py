@@ -62,3 +62,24 @@ def test_a_calibrated_device_serves_dp_dfa_device_noise(calibration_file):
     model, optimizer, loader = private_dfa_on_device(engine, model, (x, y), device)
     assert train_own_model(loader, model, optimizer) == 4
     assert engine.steps == 4 and optimizer.mechanism.distribution is not None
+
+
+def test_the_speckle_anchor_map_is_read_once_until_its_file_changes(calibration_file):
+    """A device-noise step reads the per-pixel map of the anchor; reading its 50 MB file at every step
+    made a main-job step ten times slower. It is read again only when the file changes."""
+    import os
+
+    import opu_hal
+    from opu_hal.calibration.anchor_map import anchor_map_path
+    from opu_hal.calibration.calibrated import load_calibrated_noise
+
+    path, _ = calibration_file
+    profile = opu_hal.load_profile("opu-sim-dp")
+    noise = load_calibrated_noise(path, profile)
+    first = noise.anchor_map(profile.temperature_c, profile.exposure_us)
+    assert first is not None
+    assert noise.anchor_map(profile.temperature_c, profile.exposure_us) is first
+    stat = anchor_map_path(noise.path).stat()
+    os.utime(anchor_map_path(noise.path), ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    again = noise.anchor_map(profile.temperature_c, profile.exposure_us)
+    assert again is not first and (again.lower_e == first.lower_e).all()

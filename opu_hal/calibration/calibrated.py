@@ -91,6 +91,8 @@ class CalibratedNoise:
     ) -> None:
         self.calibration, self.path, self.mode = calibration, path, mode
         self.exposure_us, self.laser_power_uw, self.anchor_power_uw = exposure_us, laser_power_uw, anchor_power_uw
+        #: The anchor map last read, keyed on the operating point and the file's mtime and size.
+        self._anchor_map: tuple[tuple[float, float, int, int], AnchorBoundMap] | None = None
         if calibration.quantum_efficiency is None or calibration.photons_per_pixel_per_uw is None:
             raise CalibrationError(
                 f"{path}: key 'quantum_efficiency' is missing: the signal electrons of a "
@@ -217,7 +219,13 @@ class CalibratedNoise:
         """The per-pixel bound map of the speckle anchor measured with this calibration (next to its
         file, :mod:`.anchor_map`), or None when there is none."""
         path = anchor_map_path(self.path)
-        return load_anchor_map(path, temperature_c, exposure_us) if path.exists() else None
+        if not path.exists():
+            return None
+        stat = path.stat()  # read once per run (about 50 MB): again only when the file changes
+        key = (float(temperature_c), float(exposure_us), stat.st_mtime_ns, stat.st_size)
+        if self._anchor_map is None or self._anchor_map[0] != key:
+            self._anchor_map = (key, load_anchor_map(path, temperature_c, exposure_us))
+        return self._anchor_map[1]
 
     def clip_ceiling_e(self) -> float:
         """The largest anchor read mean that clips with probability at most 1e-24, from the measured
