@@ -78,7 +78,7 @@ def test_train_help_groups_options_by_method_and_shows_per_method_defaults():
     assert "--profile" in groups["device"] and "--profile" not in groups[privacy]
     assert {"dp-sgd", "dp-dfa", "photonic-dp", "dp-ulr and dp-mac"} <= set(groups)
     text = " ".join(train.format_help().split())
-    assert "default per method: 256 (" in text and "128 (" in text  # --batch-size differs by method
+    assert "default per method: 256 (" in text and "1024 (dp-dfa, dp-sgd)" in text  # --batch-size differs by method
 
 
 def test_sigma_alias_warns_and_sets_the_software_noise_std(capsys):

@@ -18,6 +18,9 @@ CAMERA = {
     "adc_bits": 12,
     "black_level_dn": 64,
     "anchor_power_uw": 2.0,
+    # a flat-beam camera: calibrating a speckle anchor also maps all 2.2 M pixels (64 frames, tens of
+    # seconds on a loaded 2-core machine), which the speckle tests cover (tests/test_speckle_anchor.py)
+    "privacy_anchor": "reference-beam",
 }
 PLAN = [
     "plan",
