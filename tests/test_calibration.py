@@ -296,7 +296,9 @@ def test_skellam_plan_is_refused_when_the_measured_gain_interval_excludes_unity(
     profile = opu_hal.load_profile(folder / "opu.toml")
     gain = calibration.gain_e_per_dn
     assert not gain.lower <= 1.0 <= gain.upper
-    with pytest.raises(CalibrationError, match=rf"interval \[{gain.lower:.5g}, {gain.upper:.5g}\] e-/DN.*excludes 1 e-/DN"):
+    with pytest.raises(
+        CalibrationError, match=rf"interval \[{gain.lower:.5g}, {gain.upper:.5g}\] e-/DN.*excludes 1 e-/DN"
+    ):
         plan_skellam(calibration, profile, 2.0, 1e-5, shape(), lambda e, d, s: 1.0)
 
 
