@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from opu_hal import load_device, validate_profile
+from opu_hal import load_device, load_profile, validate_profile
 from opu_hal.privacy import Accountant, FixedSizeGaussianEvent, PoissonGaussianEvent
 from tests.test_data import make_dataset
 from tests.training_helpers import clusters, simulated_device, torch_device
@@ -193,7 +193,9 @@ def test_dp_dfa_device_noise_refuses_a_device_that_cannot_serve_privacy_noise():
 
 
 def test_dp_dfa_device_noise_on_a_digitized_camera_takes_the_digitized_route():
-    device = simulated_device(out_features=64)  # the default camera: not 1 e-/DN, with read noise
+    # the default camera (not 1 e-/DN, with read noise) with a flat reference beam: the digitized route
+    # accounts a flat anchor (a speckle anchor is refused there)
+    device = simulated_device(out_features=64, privacy_anchor="reference-beam")
     assert device.capabilities.digitized_noise and not device.capabilities.privacy_noise
     config = cfg("dp-dfa", noise_source="device", noise_multiplier=1.0, epochs=1, alignment=False)
     record = quiet_train(config, data=clusters(), device=device)
@@ -211,11 +213,11 @@ def test_dp_dfa_with_device_noise_charges_the_skellam_event_at_the_delivered_poi
     event = privacy["ledger"]["entries"][0]["event"]
     assert event["kind"] == "fixed_size_rounded_skellam" and event["poisson_mean"] == accounted
     assert event["l2_sensitivity"] == pytest.approx(privacy["lattice"]["l2_sensitivity"])
-    frames = privacy["device_noise"]["frames"]  # two counts per coordinate, one read per pixel
-    assert frames == math.ceil(
-        2 * privacy["lattice"]["dimension"] * privacy["device_noise"]["reads_per_value"] / (2040 * 1088)
-    )
-    assert record["final"]["camera_seconds"] == pytest.approx(frames * 500e-6 * record["final"]["steps"])
+    noise = privacy["device_noise"]  # two counts per coordinate, read in pairs of frames over the kept pixels
+    frames = noise["frames"]
+    assert frames == 2 * math.ceil(privacy["lattice"]["dimension"] * noise["reads_per_value"] / noise["kept_pixels"])
+    frame_s = 1 / 70  # the CMV2000 at 12 bits (opu_hal/camera/datasheet.py)
+    assert record["final"]["camera_seconds"] == pytest.approx(frames * frame_s * record["final"]["steps"])
 
 
 def test_dp_dfa_worst_case_rounding_analysis_is_still_available():
@@ -229,9 +231,8 @@ def test_dp_dfa_worst_case_rounding_analysis_is_still_available():
 def test_dp_dfa_device_release_has_at_least_the_noise_std_it_accounts():
     # k = 33 asks lambda = (1 x 33)^2 / 2 = 544.5 e- per count: one anchor read (576 e-) supplies it.
     config = cfg("dp-dfa", noise_source="device", noise_multiplier=1.0, lattice_resolution=33.0)
-    method = METHODS["dp-dfa"](
-        MLP([20, *HIDDEN, 10], "sigmoid"), MethodContext(config, load_device("opu-sim-dp"), 20, 10, 600)
-    )
+    flat = load_profile("opu-sim-dp").model_copy(update={"privacy_anchor": "reference-beam", "anchor_power_uw": 2.0})
+    method = METHODS["dp-dfa"](MLP([20, *HIDDEN, 10], "sigmoid"), MethodContext(config, load_device(flat), 20, 10, 600))
     method.set_noise_multiplier(1.0)
     released = method.release_update(torch.zeros(200_000))
     # Applied = accounted Skellam, plus the read's surplus mean (576 / 544.5: 3%) and read noise (~3%); never less.

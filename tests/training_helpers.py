@@ -38,7 +38,7 @@ def torch_device(out_features: int = 48, in_features: int = 10, noise_std: float
     return load_device(profile)
 
 
-def simulated_device(out_features: int = 48, in_features: int = 10, seed: int = 0):
+def simulated_device(out_features: int = 48, in_features: int = 10, seed: int = 0, **keys):
     profile = validate_profile(
         {
             "backend": "simulated",
@@ -46,6 +46,7 @@ def simulated_device(out_features: int = 48, in_features: int = 10, seed: int = 
             "out_features": out_features,
             "seed": seed,
             "mode": "linear",
+            **keys,
         }
     )
     return load_device(profile)
