@@ -301,7 +301,8 @@ def test_what_the_candidates_print_does_not_depend_on_k(capfd):
     assert k_a == 1 < k_b and runs_a == runs_b  # different K, the same candidate slots trained
     # Only the final run speaks (its numbers differ between the two tunings, its lines do not).
     assert out_a.out == out_b.out == ""
-    assert len(out_a.err.splitlines()) == len(out_b.err.splitlines())
+    # the final run's chance warning depends on its released test accuracy, not on K: left out of the count
+    assert len(spoken(out_a.err)) == len(spoken(out_b.err))
     assert out_a.err.count("choosing the noise multiplier") == out_b.err.count("choosing the noise multiplier") == 1
 
 
@@ -335,3 +336,8 @@ def test_a_fixed_k_trains_exactly_its_candidates_publishes_k_and_spends_their_co
 def test_tune_command_refuses_a_fractional_fixed_k(capsys):
     assert tune_dp_sgd_on_digits(noise_multiplier="2", space="lr=0.1,0.2", k_distribution="fixed", mean_runs="2.5") == 2
     assert "--mean-runs 2.5: with --k-distribution fixed" in capsys.readouterr().err
+
+
+def spoken(err: str) -> list[str]:
+    """The lines of ``err`` other than the final run's chance warning (a released metric's function)."""
+    return [line for line in err.splitlines() if "is at or below chance" not in line]
