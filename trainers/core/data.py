@@ -19,9 +19,9 @@ import numpy as np
 import torch
 
 from opu_hal.contract.errors import OpuHalError
+from opu_hal.runtime.cache import cache_dir
 
 DATA_DIR_ENV = "OPU_HAL_DATA_DIR"
-CACHE_ENV = "OPU_HAL_CACHE"
 DEFAULT_DIRS: dict[str, Path | None] = {"fashion-mnist": Path("/usr/share/datasets/fashion-mnist"), "mnist": None}
 # Small real data sets shipped inside a Python package (no files, no download).
 BUNDLED = ("digits",)
@@ -82,8 +82,7 @@ def read_idx(path: Path) -> np.ndarray:
 
 def mnist_dir() -> Path:
     """Where ``scripts/setup.sh`` unpacks MNIST's IDX files (from the registry package ``mnist-dir``)."""
-    root = os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "opu-hal"
-    return Path(root) / "datasets" / "mnist"
+    return cache_dir() / "datasets" / "mnist"
 
 
 def find_file(directory: Path, stem: str) -> Path:

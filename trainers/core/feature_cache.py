@@ -18,14 +18,12 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from opu_hal.runtime.cache import cache_dir
+
 from .data import Dataset, Split
 from .scattering import scatter_dataset
 
 SCATTER_VERSION = "scatter-j2-l8-gn27-v3"  # v3: kymatio's low-pass and padding
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("OPU_HAL_CACHE") or Path.home() / ".cache" / "opu-hal")
 
 
 def dataset_key(data: Dataset) -> str:
