@@ -54,6 +54,11 @@ def _config(method="dp-dfa", **kw):
             "hidden": (64, 64),
             "alignment": False,
             "noise_multiplier": 5.0,
+            # the setting these audits were sized for (the methods' earlier defaults), not today's CLI defaults
+            "activation": "sigmoid",
+            "lr": 1e-3,
+            "tau_e": 0.1,
+            "tau_h": 1.0,
             **kw,
         },
     )
