@@ -19,6 +19,7 @@ import numpy as np
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_lib
 
 from ..contract.errors import OpuHalError
+from .fixed_size_gaussian import fixed_size_gaussian_rdp
 
 Neighboring = Literal["add_remove", "replace_one"]
 _LIBRARY_RELATION = {
@@ -257,6 +258,13 @@ class FixedSizeGaussianEvent(_LibraryEvent):
         return dp_accounting.SampledWithoutReplacementDpEvent(
             self.dataset_size, self.batch_size, dp_accounting.GaussianDpEvent(self.noise_multiplier)
         )
+
+    def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
+        """The library's curve, computed by its vectorised twin :func:`.fixed_size_gaussian.fixed_size_gaussian_rdp`
+        (equal to it within 1e-12 relative, never below)."""
+        if neighboring != "replace_one":
+            return super().rdp(orders, neighboring)  # the library's own refusal
+        return fixed_size_gaussian_rdp(self.batch_size / self.dataset_size, self.noise_multiplier, orders)
 
 
 @dataclass(frozen=True)
