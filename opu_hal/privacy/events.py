@@ -1,7 +1,8 @@
 """Privacy events: one step of a mechanism, as an RDP curve over a grid of orders.
 
-Standard Gaussian events are computed by Google's ``dp_accounting`` (their RDP is that library's);
-only the curves no library offers are written here: the photonic DFA bound of Ohana et al.
+Standard Gaussian events are computed by Google's ``dp_accounting`` (their RDP is that library's; the
+fixed-size one by its vectorised twin, :mod:`.fixed_size_gaussian`, tested against it); only the curves
+no library offers are written here: the photonic DFA bound of Ohana et al.
 (paper 000, Proposition 3) and the sampled-with-rejection Gaussian of DP-ULR (paper 004,
 Theorem 3.5). Each event names the neighbouring relation its bound is stated for.
 """
