@@ -42,9 +42,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import torch
+if TYPE_CHECKING:  # annotations only: `opu-hal plan` reads this module without importing torch
+    import torch
 
 BOLTZMANN_EV_PER_K = 8.617333262e-5
 KELVIN_OFFSET = 273.15

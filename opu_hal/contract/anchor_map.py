@@ -116,9 +116,11 @@ def select_pixels(
     lower, estimate = bounds.lower_e[order], bounds.estimate_e[order]
     best: tuple[float, int, int, int] | None = None
     for reads in read_counts(max_reads):
+        if best is not None and reads / lower.size >= best[0]:
+            break  # every later count costs at least reads / (all pixels): none can beat the best
         first = int(np.searchsorted(lower * reads, poisson_mean, side="left"))
-        if first >= lower.size:
-            continue
+        if first >= lower.size or (best is not None and reads / (lower.size - first) >= best[0]):
+            continue  # a cost of at least reads / (pixels above the threshold) cannot beat the best
         running = np.cumsum(estimate[first:]) / np.arange(1, lower.size - first + 1)
         within = np.flatnonzero(running * reads <= max_overshoot * poisson_mean)
         stop = first + (int(within[-1]) + 1 if within.size else 1)

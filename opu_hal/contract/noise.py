@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import torch
+if TYPE_CHECKING:  # annotations only: `opu-hal plan` reads this module without importing torch
+    import torch
 
 from .errors import ParameterError
 
