@@ -101,7 +101,8 @@ class AccountedPMF:
         terms -= peak[:, None]
         np.exp(terms, out=terms)
         tail = math.log(MIX) + alphas * abs(s) / self.beta
-        return np.logaddexp(peak + np.log(terms.sum(axis=1)), tail)
+        moments: np.ndarray = np.logaddexp(peak + np.log(terms.sum(axis=1)), tail)
+        return moments
 
     def near_terms(self) -> tuple[float, float, np.ndarray]:
         """Upper bounds on ``A``, ``B`` and ``log G_i`` (``i = 0 .. MAX_ORDER``) of (6)."""
