@@ -54,3 +54,43 @@ def test_doubling_then_bisection_finds_the_fewest_reads_a_linear_scan_finds() ->
     assert fewest_box_reads(lattice, 1000, 100, 50, target, 1e-5, trace) == (6, curve[5])
     assert max(reads for reads, _ in trace) <= 8  # never the cap's 16 reads when 6 fit
     assert fewest_box_reads(lattice, 1000, 100, 50, curve[-1] * 0.99, 1e-5) is None
+
+
+def test_the_box_epsilon_is_never_below_the_epsilon_at_random_interior_points_of_the_box() -> None:
+    """An attack on the grid (points between its nodes) on an 8-bit camera whose reads reach the full well."""
+    law = DigitizedReadLaw(
+        mean_e=(100.0, 140.0),
+        read_noise_e=(1.0, 3.0),
+        gain_e_per_dn=3.9,
+        adc_bits=8,
+        black_level_dn=9.9,
+        full_well_e=900.0,
+        source="test box",
+        gain_e_per_dn_high=4.1,
+        black_level_dn_high=10.1,
+        full_well_e_high=1000.0,
+    )
+
+    def epsilon(point: DigitizedReadLaw) -> float:
+        lattice = DigitizedLattice(SkellamLattice(1, 1.0, 2.0, "per-coordinate"), point, max_reads=4)
+        accountant = Accountant("replace_one")
+        accountant.step(lattice.event_for_reads(1000, 100, 1), 10)
+        return accountant.get_epsilon(1e-5)
+
+    reported = epsilon(law)
+    rng = np.random.default_rng(43)
+    for u in rng.uniform(size=(6, 5)):
+        m, r, g, b, w = (
+            lo + x * (hi - lo)
+            for x, (lo, hi) in zip(u, [law.mean_e, law.read_noise_e, (3.9, 4.1), (9.9, 10.1), (900.0, 1000.0)])
+        )
+        point = DigitizedReadLaw(
+            mean_e=(m, m),
+            read_noise_e=(r, r),
+            gain_e_per_dn=g,
+            adc_bits=8,
+            black_level_dn=b,
+            full_well_e=w,
+            source="point",
+        )
+        assert epsilon(point) <= reported * (1 + 1e-12)
