@@ -228,7 +228,9 @@ def test_privacy_counts_of_a_calibrated_device_are_planned_with_the_calibrations
         privacy_anchor="reference-beam",
     )
     model_device = opu_hal.load_device(opu_hal.validate_profile(keys))
-    calibration = calibrate_device(model_device, [25.0], [400.0], [100_000.0], frames=8, bootstrap=50)
+    calibration = as_if_unity_measured(  # a measured interval does not prove unity (tests/test_unity_gain.py)
+        calibrate_device(model_device, [25.0], [400.0], [100_000.0], frames=8, bootstrap=50)
+    )
     write_calibration(calibration, tmp_path / "cal.json")
     lines = [f"{k} = {json.dumps(v)}" for k, v in opu_hal.validate_profile(keys).model_dump().items() if v is not None]
     (tmp_path / "dp.toml").write_text("\n".join(lines + ['calibration = "cal.json"']) + "\n")
@@ -297,7 +299,7 @@ def test_skellam_plan_is_refused_when_the_measured_gain_interval_excludes_unity(
     gain = calibration.gain_e_per_dn
     assert not gain.lower <= 1.0 <= gain.upper
     with pytest.raises(
-        CalibrationError, match=rf"interval \[{gain.lower:.5g}, {gain.upper:.5g}\] e-/DN.*excludes 1 e-/DN"
+        CalibrationError, match=rf"interval \[{gain.lower:.5g}, {gain.upper:.5g}\] e-/DN.*does not prove unity gain"
     ):
         plan_skellam(calibration, profile, 2.0, 1e-5, shape(), lambda e, d, s: 1.0)
 
@@ -435,6 +437,10 @@ def test_cli_calibrate_writes_the_file_and_the_plot_and_plan_uses_them(tmp_path,
         "--mechanism",
         "skellam",
     ]
+    lattice = ["--sampling", "fixed", "--dimension", "1000", "--lattice-resolution", "20"]
+    assert main(skellam + lattice) == 2  # as measured, the gain interval does not prove 1 e-/DN
+    assert "does not prove unity gain" in capsys.readouterr().err
+    write_calibration(as_if_unity_measured(read_calibration(out)), out)
     assert main(skellam + ["--sampling", "fixed"]) == 2
     assert "needs --dimension" in capsys.readouterr().err
     assert main(skellam + ["--dimension", "1000", "--lattice-resolution", "20"]) == 2

@@ -79,6 +79,22 @@ def test_plan_refuses_a_physically_implausible_calibration_naming_the_key(damage
 
 
 def test_a_calibration_as_measured_is_plausible(camera, capsys):
-    argv = [*PLAN, *SKELLAM, "--profile", str(camera / "cam.toml"), "--calibration", str(camera / "cal.json")]
+    argv = [
+        *PLAN,
+        "--sensitivity",
+        "1",
+        "--profile",
+        str(camera / "cam.toml"),
+        "--calibration",
+        str(camera / "cal.json"),
+    ]
     assert main(argv) in (0, 1)  # planned (1: no operating point reaches the target), not refused
-    assert "skellam mechanism" in capsys.readouterr().out
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_calibration_as_measured_is_refused_by_the_skellam_plan_for_unity_gain_not_plausibility(camera, capsys):
+    """A photon-transfer gain interval (about 1 % wide) does not prove 1 e-/DN: the plan says so."""
+    argv = [*PLAN, *SKELLAM, "--profile", str(camera / "cam.toml"), "--calibration", str(camera / "cal.json")]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and "does not prove unity gain" in err and "physically plausible" not in err

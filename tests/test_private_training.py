@@ -217,7 +217,9 @@ def test_dp_dfa_with_device_noise_charges_the_skellam_event_at_the_delivered_poi
     frames = noise["frames"]
     assert frames == 2 * math.ceil(privacy["lattice"]["dimension"] * noise["reads_per_value"] / noise["kept_pixels"])
     frame_s = 1 / 70  # the CMV2000 at 12 bits (opu_hal/camera/datasheet.py)
-    assert record["final"]["camera_seconds"] == pytest.approx(frames * frame_s * record["final"]["steps"])
+    checks = -(-record["final"]["steps"] // noise["anchor_check_every"])  # drift-check frames, the first included
+    assert record["final"]["camera_frames"] == frames * record["final"]["steps"] + checks
+    assert record["final"]["camera_seconds"] == pytest.approx((frames * record["final"]["steps"] + checks) * frame_s)
 
 
 def test_dp_dfa_worst_case_rounding_analysis_is_still_available():

@@ -126,7 +126,7 @@ def speckle_summary(best: OperatingPlan) -> str:
         f"speckle anchor: {best.kept_pixels} kept pixels (per-pixel calibrated bounds), {best.reads_per_value} "
         f"read(s) per count (accounted mean {best.reads_per_value * best.supplied:.4g} e- >= {best.needed:.4g} "
         f"needed), {best.frames_per_step} frame(s) per step at {period * 1e3:.4g} ms ({1 / period if period else 0:.4g} "
-        f"fps): {best.time_s:.4g} camera seconds for the run; applied noise {best.noise_ratio:.3g}x the accounted "
+        f"fps), and {best.anchor_check_frames} drift-check frame(s): {best.time_s:.4g} camera seconds for the run; applied noise {best.noise_ratio:.3g}x the accounted "
         "(planned from the map's estimates)"
     )
 

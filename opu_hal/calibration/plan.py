@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..contract.anchor_map import AnchorBoundMap, select_pixels
+from ..contract.anchor_map import AnchorBoundMap, drift_check_frames, select_pixels
 from ..contract.errors import CalibrationError
 from ..privacy.run_shape import RunShape
 from .calibrated import CalibratedNoise
@@ -54,6 +54,7 @@ class OperatingPlan:
     noise_ratio: float = 1.0  # applied / accounted noise std (skellam: whole reads overshoot the mean needed)
     kept_pixels: int | None = None  # speckle anchor: the pixels whose calibrated bound the counts read
     frame_time_s: float | None = None  # the camera's frame period the time is priced at
+    anchor_check_frames: int = 0  # speckle anchor: drift-check frames of the run (in frames_total, time_s)
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
@@ -121,7 +122,10 @@ def plan_skellam(
     plans = []
     for exposure in calibration.exposures_us:
         model = _model(calibration, profile, exposure)
-        model.check_unity_gain()
+        if getattr(profile, "privacy_anchor", None) != "speckle":
+            model.check_unity_gain()
+        else:  # speckle: the contained check only (no digitized speckle accounting to send it to yet)
+            model.check_unity_gain_contained()
         phi_up = model._electrons("signal")[1]
         a2_up = model._electrons("anchor")[1]
         electrons_per_unit = 2 * math.sqrt(a2_up) * math.sqrt(phi_up / 2) if profile.mode == "linear" else phi_up
@@ -178,6 +182,7 @@ def speckle_point(
     reads = chosen.reads_per_count
     values = shape.dimension if shape.dimension is not None else shape.passes * shape.batch_size
     per_step = chosen.frames(values)
+    checks = drift_check_frames(shape.steps, profile.anchor_check_every)
     return OperatingPlan(
         temperature_c=op.temperature_c,
         exposure_us=op.exposure_us,
@@ -185,8 +190,8 @@ def speckle_point(
         anchor_power_uw=profile.anchor_power_uw,
         reaches_target=True,
         frames_per_step=per_step,
-        frames_total=per_step * shape.steps,
-        time_s=per_step * shape.steps * frame_s,
+        frames_total=per_step * shape.steps + checks,
+        time_s=(per_step * shape.steps + checks) * frame_s,
         camera_seconds_per_step=per_step * frame_s,
         noise_ratio=math.sqrt(chosen.planned_mean / mu),
         noise_std=math.sqrt(2 * chosen.planned_mean),
@@ -195,6 +200,7 @@ def speckle_point(
         reads_per_value=reads,
         kept_pixels=chosen.kept_pixels,
         frame_time_s=frame_s,
+        anchor_check_frames=checks,
     )
 
 

@@ -188,3 +188,11 @@ def drift_test(reads_e: Array, lower_e: Array, read_noise_e: float, step: int, a
     below = int(np.count_nonzero(reads_e < lower_e - margin))
     passed = pooled >= -stats.norm.isf(alpha / 2) and below == 0
     return DriftCheck(step=step, z_pooled=pooled, pixels_below=below, alpha=alpha, passed=passed)
+
+
+def drift_check_frames(draws: int, check_every: int) -> int:
+    """Anchor frames the drift watch reads over ``draws`` privacy draws: one before the first draw and one
+    every ``check_every`` draws after it (draws 0, ``check_every``, ...), i.e. ``ceil(draws / check_every)``."""
+    if draws < 0 or check_every < 1:
+        raise ValueError(f"draws must be >= 0 and check_every >= 1, got {draws} and {check_every}")
+    return -(-draws // check_every)

@@ -38,6 +38,7 @@ _POISSON_SIGMAS = 45.0  # Poisson range evaluated: mean +- 45 sd (+ 800), the re
 MAX_READS = 4096
 _BIN_SIGMAS = 37.0  # bins beyond 37 read-noise sd of an electron count get P(bin | e) <= Phi(-37) < 1e-299
 SKIPPED_BIN = 1e-298  # charged to abs_err: bounds any skipped bin's mass (at most Phi(-37) summed over e)
+_CHUNK = 64  # electron counts per chunk of (2): each chunk evaluates only the bins within reach of its counts
 
 
 @dataclass(frozen=True)
@@ -142,13 +143,13 @@ def read_log_pmf(camera: CameraRead) -> tuple[np.ndarray, float]:
     edges_low[0], edges_high[-1] = -np.inf, np.inf
     out = np.full(len(d), -np.inf)
     reach = _BIN_SIGMAS * sigma  # a bin farther than this from every electron count of a chunk is skipped
-    for start in range(0, len(e), 256):  # chunks of 256 electron counts, each against the bins it reaches
-        chunk = e[start : start + 256, None]
+    for start in range(0, len(e), _CHUNK):  # chunks of electron counts, each against the bins it reaches
+        chunk = e[start : start + _CHUNK, None]
         first = int(np.clip(math.floor((chunk[0, 0] - reach) / g + camera.black_level_dn - 0.5), 0, len(d) - 1))
         last = int(np.clip(math.ceil((chunk[-1, 0] + reach) / g + camera.black_level_dn + 0.5), 0, len(d) - 1))
         cols = slice(first, last + 1)
         log_bins = _log_bin((edges_low[None, cols] - chunk) / sigma, (edges_high[None, cols] - chunk) / sigma)
-        out[cols] = np.logaddexp(out[cols], logsumexp(log_pois[start : start + 256, None] + log_bins, axis=0))
+        out[cols] = np.logaddexp(out[cols], logsumexp(log_pois[start : start + _CHUNK, None] + log_bins, axis=0))
     return out, left_out + SKIPPED_BIN
 
 

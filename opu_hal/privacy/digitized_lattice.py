@@ -134,8 +134,8 @@ def fewest_box_reads(
     trace: list[tuple[int, float]] | None = None,
 ) -> tuple[int, float] | None:
     """Fewest reads per count whose run of ``steps`` box events reaches ``(target_epsilon, delta)``, and
-    its epsilon (bisection: epsilon falls with the reads; the answer is re-checked); None if
-    ``lattice.max_reads`` does not. Each (reads, epsilon) evaluated is appended to ``trace``."""
+    its epsilon (doubling from one read, then bisection: epsilon falls with the reads; the answer is
+    re-checked); None if ``lattice.max_reads`` does not. Each (reads, epsilon) evaluated is appended to ``trace``."""
     from .accountant import Accountant
 
     def epsilon(reads: int) -> float:
@@ -146,10 +146,12 @@ def fewest_box_reads(
             trace.append((reads, found))
         return found
 
-    if epsilon(lattice.max_reads) > target_epsilon:
-        return None
-    low, high = 0, lattice.max_reads  # high fits; low does not (or is 0)
-    while high - low > 1:
+    low, high = 0, 1  # galloping up from one read: a count of many reads costs its length squared to convolve
+    while epsilon(high) > target_epsilon:
+        if high >= lattice.max_reads:
+            return None
+        low, high = high, min(2 * high, lattice.max_reads)
+    while high - low > 1:  # high fits; low does not (or is 0)
         middle = (low + high) // 2
         low, high = (low, middle) if epsilon(middle) <= target_epsilon else (middle, high)
     return high, epsilon(high)

@@ -90,6 +90,20 @@ class AccountedPMF:
         tail = math.log(MIX) + alpha * abs(s) / self.beta
         return float(np.logaddexp(logsumexp(terms), tail))
 
+    def shift_log_moments(self, alphas: np.ndarray, s: int) -> np.ndarray:
+        """:meth:`integer_shift_log_moment` at every order of ``alphas`` at once (one matrix per shift)."""
+        length = len(self.log_hi) - abs(s)
+        start = max(s, 0)
+        base = self.log_lo[start : start + length]
+        terms = np.multiply.outer(alphas, self.shifted(self.log_hi, s, length, start) - base)
+        terms += base
+        peak = terms.max(axis=1)  # finite: log_hi and log_lo are finite everywhere (nu has full support)
+        terms -= peak[:, None]
+        np.exp(terms, out=terms)
+        tail = math.log(MIX) + alphas * abs(s) / self.beta
+        moments: np.ndarray = np.logaddexp(peak + np.log(terms.sum(axis=1)), tail)
+        return moments
+
     def near_terms(self) -> tuple[float, float, np.ndarray]:
         """Upper bounds on ``A``, ``B`` and ``log G_i`` (``i = 0 .. MAX_ORDER``) of (6)."""
         start, length = 2, len(self.log_hi) - 3  # n with n - k on the grid for k = -1 .. 2
@@ -156,11 +170,12 @@ def pmf_coefficients(noise: NoisePMF, max_shift: int) -> tuple[np.ndarray, float
     up to ``max_shift + theta`` (``theta < 1``), and the coupling cost ``tau`` of (4)."""
     model = AccountedPMF(noise, max_shift)
     terms = model.near_terms()
+    alphas = np.arange(2, MAX_ORDER + 1, dtype=np.float64)
+    shift_rdp = np.zeros((len(alphas), max_shift + 2))  # row alpha - 2: E(s) at s = 0 .. max_shift + 1
+    for s in range(1, max_shift + 2):
+        moment = np.maximum(model.shift_log_moments(alphas, s), model.shift_log_moments(alphas, -s))
+        shift_rdp[:, s] = np.maximum(moment, 0.0) / (alphas - 1)
     kappa = np.full(MAX_ORDER + 1, np.inf)
-    for alpha in range(2, MAX_ORDER + 1):
-        shift_rdp = np.zeros(max_shift + 2)
-        for s in range(1, max_shift + 2):
-            moment = max(model.integer_shift_log_moment(alpha, s), model.integer_shift_log_moment(alpha, -s))
-            shift_rdp[s] = max(moment, 0.0) / (alpha - 1)
-        kappa[alpha] = max(_near(alpha, terms), _far(alpha, shift_rdp))
+    for row, alpha in enumerate(range(2, MAX_ORDER + 1)):
+        kappa[alpha] = max(_near(alpha, terms), _far(alpha, shift_rdp[row]))
     return kappa, model.tau

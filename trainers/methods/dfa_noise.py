@@ -6,6 +6,7 @@ reads on a lattice, and the matching fixed-size accounting event. The loop's
 from __future__ import annotations
 
 from opu_hal import Device, DeviceUnavailable
+from opu_hal.contract.errors import CalibrationError
 from opu_hal.privacy import Event, FixedSizeGaussianEvent, PrivacyParameterError
 from opu_hal.privacy.digitized_lattice import DigitizedLattice
 from opu_hal.privacy.mechanisms import DigitizedRelease, GaussianRelease, SkellamRelease
@@ -26,7 +27,7 @@ def check_noise_device(device: Device | None) -> str:
     if not device.capabilities.privacy_noise:
         try:
             device.draw_privacy_counts(1, 1.0)
-        except DeviceUnavailable as exc:
+        except (DeviceUnavailable, CalibrationError) as exc:
             raise TrainingConfigError(f"--noise-source device: {exc}") from None
         raise TrainingConfigError(f"--noise-source device: profile {device.profile.label!r} is no privacy-noise source")
 

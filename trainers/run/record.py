@@ -7,6 +7,8 @@ from typing import Any
 
 import torch
 
+from opu_hal.contract.anchor_map import drift_check_frames
+
 from ..core.averaging import evaluated_weights
 from ..core.evaluation import evaluate
 from ..core.model import MLP
@@ -72,12 +74,18 @@ def epoch_record(trainer: Trainer, epoch: int, train_stats: dict[str, float], se
 
 def camera_time(trainer: Trainer) -> dict[str, float]:
     """Frames and camera-seconds of the run's device privacy counts: the last draw's per-step
-    figures times every step that drew (completed, and lost to a kill but charged)."""
+    figures times every step that drew (completed, and lost to a kill but charged), plus a speckle
+    anchor's drift-check frames (one every ``anchor_check_every`` draws, the first included)."""
     per_step = trainer.method.describe().get("device_noise") or {}
     if "camera_seconds" not in per_step:
         return {}
     draws = trainer.global_step + trainer.run_journal.lost_steps_charged
-    return {"camera_frames": per_step["frames"] * draws, "camera_seconds": per_step["camera_seconds"] * draws}
+    frames, seconds = per_step["frames"] * draws, per_step["camera_seconds"] * draws
+    every = per_step.get("anchor_check_every")
+    if every and per_step["frames"]:
+        checks = drift_check_frames(draws, every)
+        frames, seconds = frames + checks, seconds + checks * per_step["camera_seconds"] / per_step["frames"]
+    return {"camera_frames": frames, "camera_seconds": seconds}
 
 
 def run_record(trainer: Trainer) -> dict[str, Any]:

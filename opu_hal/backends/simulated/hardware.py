@@ -207,8 +207,10 @@ class SimulatedHardware(Device[SimulatedProfile]):
         if self._profile.privacy_anchor == "speckle":
             mean = self.anchor_e + sensor.dark_e
             return abs(sensor.gain_e_per_dn - 1.0) <= 1e-12 and clip_probability(mean, sensor) <= CLIP_LIMIT
+        proves_unity = getattr(self._calibration, "proves_unity_gain", None)
         return (
             abs(sensor.gain_e_per_dn - 1.0) <= 1e-12
+            and not (callable(proves_unity) and not proves_unity())  # the calibration decides, not the profile
             and self.anchor_read_e > 0
             and clip_probability(self.brightest_anchor_read_e, sensor) <= CLIP_LIMIT
         )
@@ -254,12 +256,12 @@ class SimulatedHardware(Device[SimulatedProfile]):
         ceiling = None
         calibration: Any = self._calibration
         if calibration is not None:
-            if not all(callable(getattr(calibration, name, None)) for name in ("check_unity_gain", "anchor_map")):
+            if not all(callable(getattr(calibration, n, None)) for n in ("check_unity_gain_contained", "anchor_map")):
                 raise CalibrationError(
                     f"this calibration ({type(calibration).__name__}) has no unity-gain check or anchor map: "
                     "the speckle privacy source needs both"
                 )
-            calibration.check_unity_gain()
+            calibration.check_unity_gain_contained()  # the strict rule has no speckle digitized route yet
             ceiling = calibration.clip_ceiling_e()
             bounds = calibration.anchor_map(self._temperature_c, self._exposure_us)
             if bounds is None:
