@@ -16,7 +16,8 @@ from trainers.core.data import load_dataset
 
 parser = argparse.ArgumentParser(description=__doc__)
 parser.add_argument("--quick", action="store_true", help="a small run (seconds)")
-n, epochs, n_test = (1024, 2, 2000) if parser.parse_args().quick else (60000, 3, 10000)
+quick = parser.parse_args().quick  # quick: 16 steps, so a larger step size
+n, epochs, batch, lr, n_test = (2048, 2, 256, 3e-2, 2000) if quick else (60000, 3, 1024, 1e-2, 10000)
 data = load_dataset("fashion-mnist")  # pixels in [0, 1]; the test split is held out
 x, y = ((data.train.x[:n] - 0.286) / 0.353).view(-1, 1, 28, 28), data.train.y[:n]
 x_test, y_test = ((data.test.x[:n_test] - 0.286) / 0.353).view(-1, 1, 28, 28), data.test.y[:n_test]
@@ -38,7 +39,7 @@ class CNN(nn.Module):  # the user code starts here: 24 lines with the loop and t
 
 model, engine = CNN(), PrivacyEngine()
 model, optimizer, loader = engine.make_private_with_epsilon(
-    module=model, optimizer=torch.optim.Adam(model.parameters(), lr=1e-2), data_loader=(x, y), batch_size=256,
+    module=model, optimizer=torch.optim.Adam(model.parameters(), lr=lr), data_loader=(x, y), batch_size=batch,
     target_epsilon=3.0, target_delta=1e-5, epochs=epochs, max_grad_norm=0.05, tau_h=5.0, method="dp-dfa",
     noise_source="device", opu="opu-sim-dp", layers=["fc1", "out"],
 )  # fmt: skip
