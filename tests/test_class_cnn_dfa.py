@@ -117,3 +117,14 @@ def test_a_sequential_cnn_trains_its_convs_by_the_hybrid_rule_when_its_linears_a
     x, y = _data(16)
     F.cross_entropy(model(x), y).backward()
     assert len(optimizer.update.clipped()) == sum(p.numel() for p in model.parameters())
+
+
+class RunningStats(SmallCNN):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.InstanceNorm2d(4, track_running_stats=True)  # no parameters, but learning buffers
+
+
+def test_running_statistics_outside_the_named_layers_are_refused_by_name():
+    with pytest.raises(UnsupportedModelError, match="'norm' \\(InstanceNorm2d\\): .*track_running_stats=True"):
+        _private(RunningStats())

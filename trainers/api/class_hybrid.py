@@ -25,11 +25,14 @@ from ..core.per_example import clip_scale
 from .cut_tap import error_and_scale
 from .layers import UnsupportedModelError
 from .per_sample import RULES, rule_for, trainable_params
+from .validator import refusal
 
 
 def backprop_layers(model: nn.Module, named: Sequence[tuple[str, nn.Module]]) -> dict[str, nn.Module]:
     """The modules with trainable parameters outside the ``named`` layers, by name; refuses BatchNorm
-    (it mixes a batch's examples) and any type without a per-example gradient rule."""
+    (it mixes a batch's examples), running statistics and Embedding's in-place options (they learn
+    from data outside the noised update: :func:`.validator.refusal`) and any trainable type without a
+    per-example gradient rule."""
     owned = {id(p) for _, m in named for p in m.parameters()}
     found: dict[str, nn.Module] = {}
     for name, module in model.named_modules():
@@ -38,6 +41,9 @@ def backprop_layers(model: nn.Module, named: Sequence[tuple[str, nn.Module]]) ->
                 f"layer {name!r} ({type(module).__name__}) mixes the examples of a batch, so one example's "
                 "DFA signal would depend on the others: replace it by nn.GroupNorm or nn.LayerNorm"
             )
+        reason = refusal(module)  # running statistics, Embedding's in-place options: learn outside the noise
+        if reason is not None and rule_for(module) is not None:
+            raise UnsupportedModelError(f"layer {name!r} ({type(module).__name__}): {reason}")
         own = [p for p in module.parameters(recurse=False) if p.requires_grad and id(p) not in owned]
         if not own:
             continue
