@@ -17,7 +17,7 @@ from trainers.core.data import load_dataset
 parser = argparse.ArgumentParser(description=__doc__)
 parser.add_argument("--quick", action="store_true", help="a small run (seconds)")
 quick = parser.parse_args().quick  # quick: 16 steps, so a larger step size
-n, epochs, batch, lr, n_test = (2048, 2, 256, 3e-2, 2000) if quick else (60000, 3, 1024, 1e-2, 10000)
+n, epochs, batch, lr, n_test = (2048, 2, 256, 3e-2, 2000) if quick else (54000, 3, 1024, 1e-2, 10000)
 data = load_dataset("fashion-mnist")  # pixels in [0, 1]; the test split is held out
 x, y = ((data.train.x[:n] - 0.286) / 0.353).view(-1, 1, 28, 28), data.train.y[:n]
 x_test, y_test = ((data.test.x[:n_test] - 0.286) / 0.353).view(-1, 1, 28, 28), data.test.y[:n_test]
