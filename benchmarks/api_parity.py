@@ -1,7 +1,7 @@
 """The main job's settings through the Python API (``PrivacyEngine``) and through the CLI's loop.
 
     python -m benchmarks.api_parity [--epochs 20] [--train-limit N] [--profile opu-sim-dp]
-    python -m benchmarks.api_parity --opacus-cnn [--epochs 2] [--train-limit 8000]
+    python -m benchmarks.api_parity --opacus-cnn [--epochs 2] [--train-limit 8000] [--repeats 5]
 
 ``--opacus-cnn``: the row against Opacus instead, dp-sgd on Opacus's CIFAR-10 CNN with GroupNorm
 (:mod:`benchmarks.opacus_cnn`).
@@ -88,11 +88,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--train-limit", type=int, default=None, help="first N training examples (default all)")
     parser.add_argument("--profile", default="opu-sim-dp")
     parser.add_argument("--opacus-cnn", action="store_true", help="dp-sgd on Opacus's CNN + GroupNorm against Opacus")
+    parser.add_argument("--repeats", type=int, default=1, help="with --opacus-cnn: runs per side, interleaved")
     args = parser.parse_args(argv)
     if args.opacus_cnn:
         from benchmarks import opacus_cnn
 
-        opacus_cnn.main(train=args.train_limit or opacus_cnn.TRAIN, epochs=args.epochs or opacus_cnn.EPOCHS)
+        opacus_cnn.main(
+            train=args.train_limit or opacus_cnn.TRAIN, epochs=args.epochs or opacus_cnn.EPOCHS, repeats=args.repeats
+        )
         return
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,7 +1,7 @@
 """Opacus's CIFAR-10 CNN with GroupNorm on FashionMNIST at epsilon 3: our ``make_private_with_epsilon``
 against Opacus's, on the same training code (the row ``python -m benchmarks.api_parity --opacus-cnn``).
 
-    python -m benchmarks.api_parity --opacus-cnn [--train-limit 8000] [--epochs 2]
+    python -m benchmarks.api_parity --opacus-cnn [--train-limit 8000] [--epochs 2] [--repeats 5]
 
 The model is the ``convnet`` of Opacus's ``examples/cifar10.py`` (four 3x3 convolutions of 32, 64,
 64, 128 channels, ReLU, 2x2 average pooling, adaptive average pooling, a linear head) taking 1x28x28
@@ -10,7 +10,12 @@ makes of BatchNorm). Both sides: the same initial weights, Adam, clip ``C``, Poi
 ``batch / N``, the noise multiplier each library's inverse accounting gives for (3, 1e-5) over the
 epochs, the same epoch loop; Opacus in its default per-sample mode (``hooks``). Epochs alternate
 between the two sides (the first side alternates too); an epoch's time is its training steps.
-Goals (this run): test accuracy within 1 point of Opacus; wall time <= Opacus's.
+
+``--repeats R`` runs ``R`` such pairs (:func:`repeated`): repeat ``r`` starts both sides from the
+weights of seed ``r`` and seeds Opacus's (non-secure) generator with ``1000 + r`` (one seed always
+gives Opacus the same accuracy), ours drawing secure noise as always. Reported: mean +- sd test
+accuracy per side and the median over repeats of the per-repeat wall-time ratio ours / Opacus.
+Goals: mean test accuracy at most 1 point below Opacus's; median wall-time ratio <= 1.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from benchmarks.data import fashion_or_random
 from trainers.api import PrivacyEngine
+from trainers.core.data import Dataset
 
 EPSILON, DELTA, CLIP, LR = 3.0, 1e-5, 1.0, 2e-3
 TRAIN, EPOCHS, BATCH = 8000, 2, 256  # about 10 minutes for both sides on 2 shared CPU cores
@@ -98,22 +104,26 @@ def opacus(model: nn.Module, x: torch.Tensor, y: torch.Tensor, epochs: int, batc
     return model, optimizer, loader, optimizer.noise_multiplier, lambda: engine.get_epsilon(DELTA)
 
 
-def run(train: int, epochs: int, batch: int, test: int | None = None) -> dict[str, dict[str, Any]]:
+def run(
+    train: int, epochs: int, batch: int, test: int | None = None, seed: int = 0, data: Dataset | None = None
+) -> dict[str, dict[str, Any]]:
     """Both sides, epochs interleaved; per side: wrap seconds, epoch seconds, noise multiplier,
-    epsilon spent and test accuracy."""
-    data = fashion_or_random(train)
+    epsilon spent and test accuracy. ``seed``: the initial weights' seed; Opacus's generator gets
+    ``1000 + seed``; the side that goes first alternates with the seed's parity."""
+    data = data or fashion_or_random(train)
     x, y = images(data.train.x), data.train.y
     x_test, y_test = images(data.test.x[:test]), data.test.y[:test]
-    start = convnet()
+    start = convnet(seed)
     sides: dict[str, Callable[..., tuple[Any, ...]]] = {"ours": ours, "opacus": opacus}
     results: dict[str, dict[str, Any]] = {}
     wrapped = {}
     for name, wrap in sides.items():
+        torch.manual_seed(1000 + seed)  # Opacus's noise and sampling come from torch's global generator
         begin = time.perf_counter()
         wrapped[name] = wrap(copy.deepcopy(start), x, y, epochs, batch)
         results[name] = {"wrap_s": time.perf_counter() - begin, "epoch_s": [], "z": float(wrapped[name][3])}
     for epoch in range(epochs):
-        for name in list(sides) if epoch % 2 == 0 else list(sides)[::-1]:
+        for name in list(sides) if (epoch + seed) % 2 == 0 else list(sides)[::-1]:
             model, optimizer, loader = wrapped[name][:3]
             results[name]["epoch_s"].append(train_epoch(model, optimizer, loader))
         print(
@@ -146,11 +156,44 @@ def report(results: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main(train: int = TRAIN, epochs: int = EPOCHS, batch: int = BATCH, test: int | None = None) -> None:
+def summary(repeats: list[dict[str, dict[str, Any]]]) -> str:
+    """Mean +- sd test accuracy per side and the median per-repeat wall-time ratio, with the goals."""
+    acc = {name: [100 * r[name]["accuracy"] for r in repeats] for name in ("ours", "opacus")}
+    sd = {name: statistics.stdev(a) if len(a) > 1 else float("nan") for name, a in acc.items()}
+    mean = {name: statistics.fmean(a) for name, a in acc.items()}
+    ratios = [r["ours"]["wall_s"] / r["opacus"]["wall_s"] for r in repeats]
+    gap = mean["opacus"] - mean["ours"]
+    met = lambda ok: "met" if ok else "NOT met"  # noqa: E731
+    return "\n".join(
+        [
+            f"over {len(repeats)} repeats: test accuracy ours {mean['ours']:.2f} +- {sd['ours']:.2f} %, "
+            f"Opacus {mean['opacus']:.2f} +- {sd['opacus']:.2f} % (mean +- sd)",
+            f"  ours per repeat: {', '.join(f'{a:.2f}' for a in acc['ours'])}; "
+            f"Opacus: {', '.join(f'{a:.2f}' for a in acc['opacus'])}",
+            f"mean accuracy ours - Opacus: {mean['ours'] - mean['opacus']:+.2f} points (goal: at most {GOAL_POINTS} below): "
+            f"{met(gap <= GOAL_POINTS)}",
+            f"wall time ours / Opacus: median {statistics.median(ratios):.3f}x over repeats "
+            f"[{min(ratios):.3f}-{max(ratios):.3f}] (goal <= 1): {met(statistics.median(ratios) <= 1)}",
+        ]
+    )
+
+
+def main(
+    train: int = TRAIN, epochs: int = EPOCHS, batch: int = BATCH, test: int | None = None, repeats: int = 1
+) -> None:
+    if repeats < 1:
+        raise ValueError(f"--repeats must be >= 1, got {repeats}")
     print(
         f"Opacus CIFAR-10 CNN + GroupNorm on FashionMNIST, {train} training images, {epochs} epochs, "
         f"expected batch {batch}, epsilon {EPSILON} at delta {DELTA}, clip {CLIP}, Adam lr {LR}; "
-        f"{torch.get_num_threads()} threads",
+        f"{torch.get_num_threads()} threads, {repeats} repeat(s)",
         flush=True,
     )
-    print(report(run(train, epochs, batch, test)))
+    data = fashion_or_random(train)
+    results = []
+    for seed in range(repeats):
+        print(f"repeat {seed + 1} (initial weights seed {seed}, Opacus seed {1000 + seed})", flush=True)
+        results.append(run(train, epochs, batch, test, seed=seed, data=data))
+        print(report(results[-1]), flush=True)
+    if repeats > 1:
+        print(summary(results))

@@ -99,3 +99,17 @@ def test_planning_speed_benchmark_times_a_kappa_curve():
     from benchmarks.planning_speed import kappa_seconds
 
     assert kappa_seconds(20.0) > 0
+
+
+def test_opacus_cnn_summary_gives_mean_and_sd_accuracy_and_the_median_wall_ratio_over_repeats():
+    from benchmarks.opacus_cnn import summary
+
+    def repeat(ours: float, theirs: float, wall_ours: float) -> dict:
+        return {"ours": {"accuracy": ours, "wall_s": wall_ours}, "opacus": {"accuracy": theirs, "wall_s": 100.0}}
+
+    lines = summary([repeat(0.61, 0.64, 90.0), repeat(0.63, 0.62, 120.0), repeat(0.65, 0.60, 95.0)]).splitlines()
+    assert lines[0] == "over 3 repeats: test accuracy ours 63.00 +- 2.00 %, Opacus 62.00 +- 2.00 % (mean +- sd)"
+    assert lines[2] == "mean accuracy ours - Opacus: +1.00 points (goal: at most 1.0 below): met"
+    assert lines[3] == "wall time ours / Opacus: median 0.950x over repeats [0.900-1.200] (goal <= 1): met"
+    lines = summary([repeat(0.60, 0.62, 110.0), repeat(0.61, 0.63, 105.0)]).splitlines()
+    assert lines[2].endswith("-2.00 points (goal: at most 1.0 below): NOT met") and lines[3].endswith("NOT met")

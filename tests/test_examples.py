@@ -74,3 +74,19 @@ def test_private_cnn_groupnorm_fixes_batchnorm_and_learns_within_its_epsilon():
     assert 2.9 < _epsilon(out) <= 3.0
     assert float(re.search(r"test accuracy (\d\.\d+)", out).group(1)) > 0.3  # chance is 0.1
     assert "loss" not in out
+
+
+def test_private_cnn_dfa_trains_a_class_cnn_with_opu_noise_within_its_epsilon():
+    from trainers.core.data import DatasetError, load_dataset
+
+    try:
+        load_dataset("fashion-mnist")
+    except DatasetError as exc:
+        if os.environ.get("OPU_HAL_REQUIRE_DATA") == "1":
+            pytest.fail(f"FashionMNIST is required here: {exc}")
+        pytest.skip(f"FashionMNIST not installed: {exc}")
+    out = run_example("private_cnn_dfa.py")
+    assert 2.9 < _epsilon(out) <= 3.0
+    assert "16 steps" in out
+    assert float(re.search(r"test accuracy (\d\.\d+)", out).group(1)) > 0.15  # chance is 0.1; measured 0.30
+    assert "loss" not in out

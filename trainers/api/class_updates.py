@@ -9,6 +9,8 @@ derivative at most ``gamma``. That map is the user's code here, so the bound is 
 each ``delta^l_i`` is clipped to ``gamma beta tau_e`` with ``gamma = 1`` (a no-op for tanh, sigmoid,
 ReLU, softplus), and the sensitivity holds for any per-example map. A map that mixes examples
 (BatchNorm in training mode) would make ``delta^l_i`` depend on other examples: BatchNorm is refused.
+Trainable layers outside the named ones (a conv block) train by paper 002's hybrid BP/DFA
+(:mod:`.class_hybrid`), each clipped per example to ``tau_c`` and counted in the sensitivity.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ..core.clipping import clip_norm
 from ..core.sampling import step_generator
 from ..methods.dfa_noise import fixed_size_event
 from ..methods.dfa_sensitivity import DFASensitivity, spectral_feedback
+from .class_hybrid import BackpropRecords, backprop_layers
 from .cut_tap import CutRecord, CutTap, error_and_scale, named_layers
 from .layers import UnsupportedModelError
 
@@ -36,25 +39,14 @@ GAMMA = 1.0
 
 
 def private_linears(model: nn.Module, layers: Sequence[str] | None) -> list[tuple[str, nn.Linear]]:
-    """The named layers, all ``nn.Linear``; refuses other trainable parameters and BatchNorm."""
+    """The named layers, all ``nn.Linear`` (the other trainable layers go to :mod:`.class_hybrid`)."""
     named = named_layers(model, layers)
     for name, module in named:
         if not isinstance(module, nn.Linear):
             raise UnsupportedModelError(
                 f"layer {name!r} ({type(module).__name__}): make_private's dp-dfa takes its feedback at "
-                "nn.Linear layers; a conv network trains privately by `opu-hal train --method dp-dfa --model cnn`"
-            )
-    owned = {id(p) for _, m in named for p in m.parameters()}
-    for name, module in model.named_modules():
-        if isinstance(module, nn.modules.batchnorm._BatchNorm):
-            raise UnsupportedModelError(
-                f"layer {name!r} ({type(module).__name__}) mixes the examples of a batch, so one example's "
-                "DFA signal would depend on the others: replace it by nn.GroupNorm or nn.LayerNorm"
-            )
-        if any(p.requires_grad and id(p) not in owned for p in module.parameters(recurse=False)):
-            raise UnsupportedModelError(
-                f"layer {name!r} ({type(module).__name__}) has trainable parameters outside the named layers "
-                f"{[n for n, _ in named]}; dp-dfa releases only theirs (freeze it, or name it in layers=)"
+                "nn.Linear layers; name the Linear layers (a conv block before or between them trains by "
+                "paper 002's hybrid BP/DFA)"
             )
     return [(n, m) for n, m in named if isinstance(m, nn.Linear)]
 
@@ -82,10 +74,11 @@ class NamedDFAClipping:
         self.tau_e, self.tau_h, self.beta = float(tau_e), float(tau_h), float(beta)
         self.loss_reduction = loss_reduction
         self.batch_size, self.dataset_size = batch_size, dataset_size
+        hybrid = backprop_layers(model, named)
         n_classes = self.linears[-1].out_features
         generator = step_generator(feedback_seed, "feedback", 0)  # public, seeded, as the loop's
         self.feedback = [spectral_feedback(m.in_features, n_classes, beta, generator) for m in self.linears[1:]]
-        bounds = DFASensitivity(GAMMA, beta, tau_e, tau_h, batch_size, len(self.linears) - 1)
+        bounds = DFASensitivity(GAMMA, beta, tau_e, tau_h, batch_size, len(self.linears) - 1, convs=len(hybrid))
         self.output_scale, self.sensitivity = bounds.output_scale, bounds.total
         self.signal_clip = GAMMA * self.beta * self.tau_e
         self.pending: tuple[torch.Tensor, CutRecord] | None = None
@@ -93,7 +86,11 @@ class NamedDFAClipping:
         self._handles = [model.register_forward_hook(self._check_output)]
         self._handles += [m.register_forward_hook(self._watch(i)) for i, m in enumerate(self.linears[:-1])]
         self.tap = CutTap(model, named, self._signals)
-        self.params = [p for m in self.linears for p in (m.weight, m.bias) if p is not None]
+        active = lambda: torch.is_grad_enabled() and self.tap.enabled  # noqa: E731
+        loss_grad = loss_reduction if len(named) == 1 else None  # no cut: the loss's own gradient
+        self.hybrid = BackpropRecords(model, hybrid, bounds.conv_clip, active, loss_grad)
+        self.params: list[torch.Tensor] = [p for m in self.linears for p in (m.weight, m.bias) if p is not None]
+        self.params += self.hybrid.params
 
     def _check_output(self, module: nn.Module, args: tuple[Any, ...], output: torch.Tensor) -> None:
         record = self.tap._current
@@ -141,12 +138,13 @@ class NamedDFAClipping:
             parts.append((delta.T @ clip_norm(h, self.tau_h)).flatten())
             if layer.bias is not None:
                 parts.append(delta.sum(0))
-        return torch.cat(parts)
+        return torch.cat(parts + self.hybrid.clipped(self.batch_size))
 
     def released_to_grad(self, released: torch.Tensor) -> torch.Tensor:
         return released
 
     def remove(self) -> None:
         self.tap.remove()
+        self.hybrid.remove()
         for handle in self._handles:
             handle.remove()

@@ -151,9 +151,8 @@ class DFAClipping:
             name = next(n for n, m in self.chain.prefix if any(p.requires_grad for p in m.parameters()))
             raise UnsupportedModelError(
                 f"layer {name!r} ({type(dict(self.chain.prefix)[name]).__name__}): make_private's dp-dfa trains "
-                "a chain of nn.Linear layers; the hybrid conv + linear network (paper 002 section 4, per-example "
-                "conv clipping to tau_c) trains privately through `opu-hal train --method dp-dfa --model cnn` "
-                "(or attach_dfa without privacy)"
+                "an nn.Sequential's convolutions when its Linear layers are named: pass layers=[...] (paper 002 "
+                "section 4's hybrid BP/DFA, per-example conv clipping to tau_c)"
             )
         self.tau_e, self.tau_h, self.beta = float(tau_e), float(tau_h), float(beta)
         self.loss_reduction = loss_reduction

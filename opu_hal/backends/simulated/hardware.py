@@ -40,7 +40,7 @@ from .privacy_noise import (
 from .profile import SimulatedProfile
 from .raw_frames import raw_frames
 from .speckle import speckle_anchor
-from .speckle_privacy import SpecklePrivacy, model_bounds
+from .speckle_privacy import SpecklePrivacy
 
 MIB = 1 << 20
 MIN_DITHER_DN = 0.5  # a frame's random noise, in ADC steps, below which rounding is not dithered
@@ -252,7 +252,7 @@ class SimulatedHardware(Device[SimulatedProfile]):
         """Counts at each kept pixel's own mean, planned with the calibration's per-pixel bound map."""
         check_privacy_source(self.sensor, self.anchor_e, self._profile.label)
         means = self.anchor_means_e()
-        bounds: AnchorBoundMap | None = model_bounds(means)
+        bounds: AnchorBoundMap | None = self.speckle.uncalibrated_bounds(means)
         ceiling = None
         calibration: Any = self._calibration
         if calibration is not None:

@@ -58,16 +58,25 @@ class SpecklePrivacy:
         self.anchor, self.label, self.check_every, self.max_overshoot = anchor, label, check_every, max_overshoot
         self.draws = 0
         self.checks: list[DriftCheck] = []
-        self._selection: tuple[tuple[int, float, float], PixelSelection] | None = None
+        self._selection: tuple[AnchorBoundMap, float, float, PixelSelection] | None = None
+        self._model: tuple[np.ndarray, AnchorBoundMap] | None = None
+
+    def uncalibrated_bounds(self, means_e: np.ndarray) -> AnchorBoundMap:
+        """:func:`model_bounds` of ``means_e``, the same object while the means stay the same, so that
+        the pixel selection planned on it is reused from draw to draw (it costs seconds per plan)."""
+        if self._model is None or not np.array_equal(self._model[0], means_e):
+            self._model = (means_e.copy(), model_bounds(means_e))
+        return self._model[1]
 
     def selection(self, bounds: AnchorBoundMap, poisson_mean: float, ceiling_e: float) -> PixelSelection:
-        key = (id(bounds), poisson_mean, ceiling_e)
-        if self._selection is None or self._selection[0] != key:
+        last = self._selection  # keyed on the map object itself (held), not its id: an id can be reused
+        if last is None or last[0] is not bounds or last[1:3] != (poisson_mean, ceiling_e):
             try:
-                self._selection = (key, select_pixels(bounds, poisson_mean, ceiling_e, self.max_overshoot))
+                chosen = select_pixels(bounds, poisson_mean, ceiling_e, self.max_overshoot)
             except ValueError as exc:
                 raise DeviceUnavailable(f"profile {self.label!r}: {exc}") from None
-        return self._selection[1]
+            self._selection = last = (bounds, poisson_mean, ceiling_e, chosen)
+        return last[3]
 
     def watch(self, means_e: np.ndarray, bounds: AnchorBoundMap, kept: np.ndarray, sensor: Sensor, camera) -> None:
         """Re-read the anchor at the cadence; raise :class:`AnchorDrift` when a read falls below the bounds."""
