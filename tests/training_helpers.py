@@ -110,7 +110,7 @@ def private_dfa_on_device(engine, model, data_loader, device):
         max_grad_norm=0.1,
         method="dp-dfa",
         noise_source="device",
-        device=device,
+        opu=device,
     )
 
 
