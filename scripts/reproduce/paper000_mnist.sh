@@ -24,7 +24,7 @@ opu-hal train --method pdfa "${COMMON[@]}" --out "$OUT/nonprivate-pdfa.json"
 for sigma in $SIGMAS; do
   for row in dfa tdfa; do
     ternarize=(); [ "$row" = tdfa ] && ternarize=(--ternarize)
-    opu-hal train --method photonic-dp --profile torch-cpu --sigma "$sigma" "${ternarize[@]}" --no-clip-pixels \
+    opu-hal train --method photonic-dp --profile torch-cpu --software-noise-std "$sigma" "${ternarize[@]}" --no-clip-pixels \
       "${COMMON[@]}" --out "$OUT/$row-sigma$sigma.json"
   done
 done
