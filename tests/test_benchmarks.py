@@ -85,7 +85,7 @@ def test_opacus_cnn_report_states_the_accuracy_gap_and_the_wall_time_ratio():
         "opacus": {**side, "epoch_s": [12.0, 12.0], "accuracy": 0.715},
     }
     lines = report(results).splitlines()
-    assert lines[-2] == "accuracy: ours +1.50 points below Opacus (goal within 1.0): NOT met"
+    assert lines[-2] == "accuracy ours - Opacus: -1.50 points (goal: at most 1.0 below): NOT met"
     assert lines[-1] == "wall time ours / Opacus: 0.880x (goal <= 1): met"
 
 
@@ -109,7 +109,10 @@ def test_opacus_cnn_summary_gives_mean_and_sd_accuracy_and_the_median_wall_ratio
 
     lines = summary([repeat(0.61, 0.64, 90.0), repeat(0.63, 0.62, 120.0), repeat(0.65, 0.60, 95.0)]).splitlines()
     assert lines[0] == "over 3 repeats: test accuracy ours 63.00 +- 2.00 %, Opacus 62.00 +- 2.00 % (mean +- sd)"
-    assert lines[2] == "mean accuracy ours - Opacus: +1.00 points (goal: at most 1.0 below): met"
+    assert lines[2] == (
+        "mean accuracy ours - Opacus: +1.00 points (goal: at most 1.0 below): met (standard error of the gap 1.63 points)"
+    )
     assert lines[3] == "wall time ours / Opacus: median 0.950x over repeats [0.900-1.200] (goal <= 1): met"
     lines = summary([repeat(0.60, 0.62, 110.0), repeat(0.61, 0.63, 105.0)]).splitlines()
-    assert lines[2].endswith("-2.00 points (goal: at most 1.0 below): NOT met") and lines[3].endswith("NOT met")
+    assert lines[2].endswith("-2.00 points (goal: at most 1.0 below): NOT met (standard error of the gap 0.71 points)")
+    assert lines[3].endswith("NOT met")
