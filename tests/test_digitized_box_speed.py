@@ -13,6 +13,7 @@ from opu_hal.privacy.digitized_lattice import DigitizedLattice, fewest_box_reads
 from opu_hal.privacy.pmf_rdp import AccountedPMF
 from opu_hal.privacy.rounding import MAX_ORDER
 from opu_hal.privacy.skellam import SkellamLattice
+from tests.test_digitized_calibrated import LAW
 
 CAMERAS = (
     CameraRead(120.0, 2.0, 4.0, 8, 10.0, 900.0),  # reads reach the full well
@@ -58,18 +59,7 @@ def test_doubling_then_bisection_finds_the_fewest_reads_a_linear_scan_finds() ->
 
 def test_the_box_epsilon_is_never_below_the_epsilon_at_random_interior_points_of_the_box() -> None:
     """An attack on the grid (points between its nodes) on an 8-bit camera whose reads reach the full well."""
-    law = DigitizedReadLaw(
-        mean_e=(100.0, 140.0),
-        read_noise_e=(1.0, 3.0),
-        gain_e_per_dn=3.9,
-        adc_bits=8,
-        black_level_dn=9.9,
-        full_well_e=900.0,
-        source="test box",
-        gain_e_per_dn_high=4.1,
-        black_level_dn_high=10.1,
-        full_well_e_high=1000.0,
-    )
+    law = LAW  # an 8-bit camera near 4 e-/DN whose every interval has width
 
     def epsilon(point: DigitizedReadLaw) -> float:
         lattice = DigitizedLattice(SkellamLattice(1, 1.0, 2.0, "per-coordinate"), point, max_reads=4)

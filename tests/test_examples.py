@@ -31,6 +31,18 @@ def _epsilon(text: str) -> float:
     return float(re.search(r"epsilon (\d+\.\d+) at delta 1e-5", text).group(1))
 
 
+def _require_fashion_mnist() -> None:
+    """Skip without FashionMNIST, except in CI (``OPU_HAL_REQUIRE_DATA=1``), where its absence fails."""
+    from trainers.core.data import DatasetError, load_dataset
+
+    try:
+        load_dataset("fashion-mnist")
+    except DatasetError as exc:
+        if os.environ.get("OPU_HAL_REQUIRE_DATA") == "1":
+            pytest.fail(f"FashionMNIST is required here: {exc}")
+        pytest.skip(f"FashionMNIST not installed: {exc}")
+
+
 def test_private_own_mlp_spends_at_most_its_target_and_prints_no_training_loss():
     out = run_example("private_own_mlp.py")
     assert 2.9 < _epsilon(out) <= 3.0
@@ -60,14 +72,7 @@ def test_calibrate_then_train_uses_the_calibrated_device(tmp_path):
 
 
 def test_private_cnn_groupnorm_fixes_batchnorm_and_learns_within_its_epsilon():
-    from trainers.core.data import DatasetError, load_dataset
-
-    try:
-        load_dataset("fashion-mnist")
-    except DatasetError as exc:
-        if os.environ.get("OPU_HAL_REQUIRE_DATA") == "1":
-            pytest.fail(f"FashionMNIST is required here: {exc}")
-        pytest.skip(f"FashionMNIST not installed: {exc}")
+    _require_fashion_mnist()
     out = run_example("private_cnn_groupnorm.py")
     assert "refused: layer '1' (BatchNorm2d): batch normalisation mixes the examples" in out
     assert "'1': BatchNorm2d(8" in out and "-> GroupNorm(8, 8" in out
@@ -77,14 +82,7 @@ def test_private_cnn_groupnorm_fixes_batchnorm_and_learns_within_its_epsilon():
 
 
 def test_private_cnn_dfa_trains_a_class_cnn_with_opu_noise_within_its_epsilon():
-    from trainers.core.data import DatasetError, load_dataset
-
-    try:
-        load_dataset("fashion-mnist")
-    except DatasetError as exc:
-        if os.environ.get("OPU_HAL_REQUIRE_DATA") == "1":
-            pytest.fail(f"FashionMNIST is required here: {exc}")
-        pytest.skip(f"FashionMNIST not installed: {exc}")
+    _require_fashion_mnist()
     out = run_example("private_cnn_dfa.py")
     assert 2.9 < _epsilon(out) <= 3.0
     assert "16 steps" in out
