@@ -70,8 +70,9 @@ def run_digitized_plan(args: argparse.Namespace, profile, calibration_path, shap
         )
     box = (
         f"read mean {law.mean_e[0]:.4g}..{law.mean_e[1]:.4g} e-, read noise {law.read_noise_e[0]:.4g}.."
-        f"{law.read_noise_e[1]:.4g} e-, {law.adc_bits}-bit at {law.gain_e_per_dn:g} e-/DN, black "
-        f"{law.black_level_dn} DN ({law.source}; {len(lattice.cameras)} grid camera(s))"
+        f"{law.read_noise_e[1]:.4g} e-, {law.adc_bits}-bit at {_span(law.gain_e_per_dn, law.gain_e_per_dn_high)} "
+        f"e-/DN, black {_span(law.black_level_dn, law.black_level_dn_high)} DN ({law.source}; "
+        f"{len(lattice.cameras)} grid camera(s))"
     )
     result: dict = {
         "profile": profile.label,
@@ -138,3 +139,8 @@ def _what_would(law, shape: RunShape, args: argparse.Namespace) -> str:
         f"{head}; an anchor read of {top:.4g} e- ({other.reads} reads per count, epsilon {other.epsilon:.4g}) "
         "would qualify: change anchor_power_uw or exposure_us"
     )
+
+
+def _span(low: float, high: float | None) -> str:
+    """A calibrated quantity as printed: its interval ``low..high``, or one value where it has no width."""
+    return f"{low:.6g}" if high is None or high == low else f"{low:.6g}..{high:.6g}"

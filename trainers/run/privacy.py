@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -37,13 +38,15 @@ def plan_noise(
     event_for = method.event_for
     claimed = method.claim is not None  # a published claim: the target is on the claimed epsilon
     what = f"claimed epsilon ({method.claim}, not a guarantee)" if claimed else "epsilon"
-    print(
-        f"{method.name}: choosing the noise multiplier for {what} {config.target_epsilon} at delta {config.delta} "
-        f"over {steps} steps (inverse accounting)...",
-        file=sys.stderr,
-        flush=True,
-    )
-    live = sys.stderr.isatty()
+    reporting = os.environ.get("RANK", "0") == "0"  # a torchrun job: rank 0 speaks for every process
+    if reporting:
+        print(
+            f"{method.name}: choosing the noise multiplier for {what} {config.target_epsilon} at delta {config.delta} "
+            f"over {steps} steps (inverse accounting)...",
+            file=sys.stderr,
+            flush=True,
+        )
+    live = reporting and sys.stderr.isatty()
 
     def progress(low: float, high: float) -> None:  # public numbers only: the settings' noise multiplier
         if live:
