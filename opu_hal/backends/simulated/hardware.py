@@ -207,10 +207,11 @@ class SimulatedHardware(Device[SimulatedProfile]):
         if self._profile.privacy_anchor == "speckle":
             mean = self.anchor_e + sensor.dark_e
             return abs(sensor.gain_e_per_dn - 1.0) <= 1e-12 and clip_probability(mean, sensor) <= CLIP_LIMIT
-        proves_unity = getattr(self._calibration, "proves_unity_gain", None)
+        proves_unity = getattr(self._calibration, "proves_unity_gain", None)  # the calibration decides, not the profile
+        unity_not_refuted = not callable(proves_unity) or bool(proves_unity())
         return (
             abs(sensor.gain_e_per_dn - 1.0) <= 1e-12
-            and not (callable(proves_unity) and not proves_unity())  # the calibration decides, not the profile
+            and unity_not_refuted
             and self.anchor_read_e > 0
             and clip_probability(self.brightest_anchor_read_e, sensor) <= CLIP_LIMIT
         )
