@@ -26,6 +26,17 @@ def test_private_vs_opacus_goal_lines_judge_the_median_ratios():
     assert lines[1].endswith("= 0.75x [0.70-0.80] (goal < 1): met")
     assert lines[2].endswith("1.70x [1.60-1.90] plain (goal <= 1.2x): NOT met")
     assert goal_lines(summary, Ratio(1.05, 0.9, 1.2, 2.0)).splitlines()[1].endswith("NOT met")
+    assert len(lines) == 3  # no device row, no device goal
+
+
+def test_private_vs_opacus_judges_the_device_noise_row_at_1_3x():
+    from benchmarks.interleave import Ratio
+    from benchmarks.private_vs_opacus import DEVICE, DFA, SGD, goal_lines
+
+    summary = {SGD: Ratio(1.15, 1.1, 1.3, 2.0), DFA: Ratio(1.1, 1.0, 1.2, 2.0), DEVICE: Ratio(1.25, 1.2, 1.4, 2.5)}
+    assert goal_lines(summary, Ratio(0.7, 0.6, 0.8, 2.0)).splitlines()[3].endswith("(goal <= 1.3x): met")
+    summary[DEVICE] = Ratio(6.5, 6.0, 7.0, 13.0)
+    assert goal_lines(summary, Ratio(0.7, 0.6, 0.8, 2.0)).splitlines()[3].endswith("(goal <= 1.3x): NOT met")
 
 
 def test_interleaved_rounds_time_the_baseline_first_and_rotate_the_rows():

@@ -14,8 +14,9 @@ pytest.importorskip("numba", reason="Numba is not installed: private batches com
 from randomgen import ChaCha
 
 from opu_hal.kernels.compiled import chacha
+from opu_hal.randomness.draws import bernoulli_indices
 from opu_hal.randomness.keyed_stream import SAMPLING_NONCE, KeyedStream, keyed_stream
-from opu_hal.randomness.secure_random import bernoulli_indices, keyed_generator, new_secret_key, stream_key
+from opu_hal.randomness.secure_random import keyed_generator, new_secret_key, stream_key
 from tests.test_triton_kernels import chacha20_block
 from trainers.core.errors import TrainingConfigError
 from trainers.core.sampling import COMPILED_STREAM, RANDOMGEN_STREAM, Sampler

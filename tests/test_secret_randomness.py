@@ -17,14 +17,9 @@ import torch
 from randomgen import ChaCha
 
 from opu_hal.contract.errors import OpuHalError
+from opu_hal.randomness.draws import bernoulli_indices, sample_without_replacement
 from opu_hal.randomness.keyed_stream import keyed_stream
-from opu_hal.randomness.secure_random import (
-    bernoulli_indices,
-    keyed_generator,
-    new_secret_key,
-    sample_without_replacement,
-    stream_key,
-)
+from opu_hal.randomness.secure_random import keyed_generator, new_secret_key, stream_key
 from opu_hal.randomness.seeding import derive_seed
 from tests.training_helpers import clusters
 from trainers.core import mac

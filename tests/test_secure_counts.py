@@ -133,3 +133,36 @@ def test_privacy_summary_names_the_counts_generator_and_the_rounding_generator()
     assert "generator ChaCha20 (randomgen)" in privacy_summary(
         {"mechanism": "gaussian", "generator": "ChaCha20 (randomgen)"}, None
     )
+
+
+def test_counts_at_varying_means_are_poisson_at_each_mean_and_match_the_constant_kernel():
+    from opu_hal.kernels.compiled.poisson_varying import varying_mean_counts
+
+    means = np.repeat([10.0, 57.3, 1.0e4, 4.0e8], 100_000)
+    counts = varying_mean_counts(means, _uniform_stream())
+    for k, mean in enumerate((10.0, 57.3, 1.0e4, 4.0e8)):
+        assert _chi_square_p(counts[k * 100_000 : (k + 1) * 100_000], stats.poisson(mean)) > 1e-4
+    shifted = varying_mean_counts(np.full(200_000, 1.0e4 * 1.01), _uniform_stream())
+    assert _chi_square_p(shifted, stats.poisson(1.0e4)) < 1e-6  # the check has power
+    same = np.full(50_000, 321.0)  # one mean: the same counts as the constant kernel on the same uniforms
+    assert np.array_equal(
+        varying_mean_counts(same, _uniform_stream()), constant_mean_counts(321.0, 50_000, _uniform_stream())
+    )
+    with pytest.raises(ValueError, match=">= 10"):
+        varying_mean_counts(np.array([50.0, 9.5]), _uniform_stream())
+
+
+def test_secure_generator_draws_per_value_means_from_the_counter_stream_and_old_states_keep_numpy():
+    generator = SecureGenerator()
+    means = np.linspace(20.0, 5.0e3, 30_000)
+    before = generator.secret_state()
+    counts = generator.poisson_at(means)
+    assert generator.secret_state()["cuda"]["block"] >= before["cuda"]["block"] + chacha.blocks_for(2 * 30_000)
+    assert np.array_equal(SecureGenerator.from_secret_state(before).poisson_at(means), counts)  # replays
+    assert abs(((counts - means) / np.sqrt(means)).std() - 1) < 0.03
+    legacy = SecureGenerator.from_secret_state({**before, "cpu_stream": "counter"})
+    block = legacy.secret_state()["cuda"]["block"]
+    legacy.poisson_at(means)
+    assert legacy.secret_state()["cuda"]["block"] == block  # numpy's sampler on the randomgen streams
+    small = generator.poisson_at(np.array([3.0, 40.0]))  # a mean below 10: numpy's sampler for the call
+    assert small.dtype == np.int64

@@ -13,7 +13,7 @@ from scipy import stats
 pytest.importorskip("numba", reason="Numba is not installed: the secure generator uses randomgen alone")
 
 from opu_hal.contract.errors import OpuHalError
-from opu_hal.kernels.compiled import chacha, chacha_normal
+from opu_hal.kernels.compiled import chacha, chacha_normal, chacha_normal32
 from opu_hal.kernels.compiled.normal import ZIGGURAT_F, ZIGGURAT_K, ZIGGURAT_R, ZIGGURAT_W
 from opu_hal.randomness.secure_random import GENERATOR_NAME, NORMALS_NONCE, UNIFORMS_NONCE, SecureGenerator
 from tests.test_triton_kernels import RFC_BLOCK, chacha20_block
@@ -98,8 +98,74 @@ def test_normals_match_a_python_reference_of_the_layout_including_wedges_tails_a
     assert np.array_equal(single, expected.astype(np.float32))
 
 
-def test_normals_are_standard_normal_including_the_tail_and_the_check_has_power():
-    z = chacha_normal.standard_normals(chacha.key_words(bytes(range(32))), 0, NORMALS_NONCE, np.empty(2_000_000))
+def _reference_normals32(key: bytes, counter: int, nonce: int, n: int) -> tuple[np.ndarray, dict[str, int]]:
+    """The 32-bit kernel's layout in plain Python: first proposals one word each from the shared
+    blocks, every later value a pair from the normal's substream (a proposal: its first word)."""
+    k32, w32, f32 = chacha_normal32.K32, chacha_normal32.W32, chacha_normal32.F32
+    words = np.empty((-(-n // 16), 16), np.uint32)
+    chacha.keystream_words(
+        chacha.key_words(key), np.uint64(counter), np.uint32(nonce), np.uint32(0), words.shape[0], words
+    )
+    out, seen = np.empty(n), {"wedge": 0, "tail": 0, "rejected": 0}
+    for i in range(n):
+        pairs, substream = iter([]), 0
+
+        def next_pair(i: int = i):
+            nonlocal pairs, substream
+            try:
+                return next(pairs)
+            except StopIteration:
+                substream += 1
+                block = chacha20_block(key, counter + i, nonce | (substream << 32))
+                assert counter <= counter + i < counter + chacha_normal32.blocks_for(n)  # within the reservation
+                pairs = iter([(block[2 * p], block[2 * p + 1]) for p in range(8)])
+                return next(pairs)
+
+        word = int(words[i // 16, i % 16])
+        first_layer, first_rabs = word & 0xFF, (word >> 9) & 0x7FFFFF
+        if first_rabs < int(k32[first_layer]):  # inside its rectangle: float32 arithmetic
+            y = np.float32(first_rabs) * chacha_normal32.W32F[first_layer]
+            out[i] = -y if (word >> 8) & 1 else y
+            continue
+        while True:
+            layer, negative, rabs = word & 0xFF, (word >> 8) & 1, (word >> 9) & 0x7FFFFF
+            x = rabs * float(w32[layer])
+            if rabs < int(k32[layer]):
+                break
+            u = _uniform53(*next_pair())
+            if layer == 0:
+                seen["tail"] += 1
+                while True:
+                    xx = -math.log1p(-u) / ZIGGURAT_R
+                    yy = -math.log1p(-_uniform53(*next_pair()))
+                    if yy + yy > xx * xx:
+                        break
+                    u = _uniform53(*next_pair())
+                x = ZIGGURAT_R + xx
+                break
+            seen["wedge"] += 1
+            if (f32[layer - 1] - f32[layer]) * u + f32[layer] < math.exp(-0.5 * x * x):
+                break
+            seen["rejected"] += 1
+            word = next_pair()[0]
+        out[i] = -x if negative else x
+    return out, seen
+
+
+def test_32_bit_normals_match_a_python_reference_of_their_layout_including_wedges_tails_and_rejections():
+    key, counter, n = bytes(range(3, 35)), 2**32 - 900, 40_000  # the counter's low word wraps inside
+    expected, seen = _reference_normals32(key, counter, 7, n)
+    assert seen["tail"] > 0 and seen["wedge"] > 100 and seen["rejected"] > 0
+    got = chacha_normal32.standard_normals(chacha.key_words(key), counter, 7, np.empty(n, np.float32))
+    assert np.array_equal(got, expected.astype(np.float32))
+    with pytest.raises(ValueError, match="float32"):
+        chacha_normal32.standard_normals(chacha.key_words(key), counter, 7, np.empty(n))
+
+
+@pytest.mark.parametrize("kernel", [chacha_normal, chacha_normal32], ids=["64-bit", "32-bit"])
+def test_normals_are_standard_normal_including_the_tail_and_the_check_has_power(kernel):
+    out = np.empty(2_000_000, np.float32 if kernel is chacha_normal32 else np.float64)
+    z = kernel.standard_normals(chacha.key_words(bytes(range(32))), 0, NORMALS_NONCE, out).astype(np.float64)
     assert stats.kstest(z, "norm").pvalue > 1e-4
     assert stats.kstest(1.01 * z, "norm").pvalue < 1e-6  # a 1 % scale error is caught
     beyond = (np.abs(z) > ZIGGURAT_R).sum()
@@ -114,13 +180,13 @@ def test_secure_generator_draws_normals_from_the_counter_stream_at_their_own_non
     first = generator.standard_normal(100_000)
     middle = generator.secret_state()["cuda"]["block"]
     second = generator.standard_normal(100_000)
-    assert first.dtype == torch.float32 and middle == start + chacha_normal.blocks_for(100_000)
-    assert generator.secret_state()["cuda"]["block"] == middle + chacha_normal.blocks_for(100_000)
+    assert first.dtype == torch.float32 and middle == start + chacha_normal32.blocks_for(100_000)
+    assert generator.secret_state()["cuda"]["block"] == middle + chacha_normal32.blocks_for(100_000)
     key = chacha.key_words(bytes.fromhex(generator.secret_state()["cuda"]["key"]))
-    again = chacha_normal.standard_normals(key, middle, NORMALS_NONCE, np.empty(100_000, np.float32))
+    again = chacha_normal32.standard_normals(key, middle, NORMALS_NONCE, np.empty(100_000, np.float32))
     assert np.array_equal(second.numpy(), again)
     assert not np.array_equal(first.numpy(), second.numpy())
-    assert "normals by the Marsaglia-Tsang ziggurat on a compiled counter-mode keystream" in generator.name
+    assert "float32 normals by the Marsaglia-Tsang ziggurat (32-bit proposals) on a compiled" in generator.name
     assert "Poisson counts" not in generator.name and "uniforms" not in generator.name
 
 
@@ -143,7 +209,7 @@ def test_uniforms_come_from_the_counter_stream_at_their_own_nonce_and_replay():
     chacha.uniforms(key, np.uint64(state["cuda"]["block"]), np.uint32(UNIFORMS_NONCE), np.uint32(0), expected)
     assert np.array_equal(u, expected)
     assert np.array_equal(SecureGenerator.from_secret_state(state).uniform(5000), u)
-    assert "normals by the Marsaglia-Tsang ziggurat and uniforms" in generator.name
+    assert "ziggurat (32-bit proposals) and uniforms" in generator.name
     assert stats.kstest(generator.uniform(200_000), "uniform").pvalue > 1e-4
 
 
@@ -160,7 +226,7 @@ def test_without_numba_the_normals_and_uniforms_come_from_randomgen(monkeypatch)
 def test_a_checkpoint_keeps_its_normals_stream_old_ones_stay_on_randomgen_and_none_switches_silently(monkeypatch):
     generator = SecureGenerator()
     state = generator.secret_state()
-    assert state["cpu_stream"] == "counter"
+    assert state["cpu_stream"] == "counter32"
     legacy = {key: value for key, value in state.items() if key != "cpu_stream"}  # written before this stream
     restored = SecureGenerator.from_secret_state(legacy)
     before = restored.secret_state()["cuda"]["block"]
@@ -171,3 +237,15 @@ def test_a_checkpoint_keeps_its_normals_stream_old_ones_stay_on_randomgen_and_no
     monkeypatch.setenv("OPU_HAL_NO_NUMBA", "1")
     with pytest.raises(OpuHalError, match="needs Numba"):
         SecureGenerator.from_secret_state(state).standard_normal(10)
+
+
+def test_a_checkpoint_of_the_64_bit_stream_replays_its_64_bit_normals():
+    generator = SecureGenerator()
+    state = {**generator.secret_state(), "cpu_stream": "counter"}  # written before the 32-bit proposals
+    restored = SecureGenerator.from_secret_state(state)
+    normals = restored.standard_normal(20_000)
+    key = chacha.key_words(bytes.fromhex(state["cuda"]["key"]))
+    expected = chacha_normal.standard_normals(key, state["cuda"]["block"], NORMALS_NONCE, np.empty(20_000, np.float32))
+    assert np.array_equal(normals.numpy(), expected)
+    assert restored.secret_state()["cpu_stream"] == "counter"
+    assert "normals by the Marsaglia-Tsang ziggurat on a compiled counter-mode keystream" in restored.name

@@ -11,8 +11,10 @@ stream (one 64-bit block counter): on the CPU with Numba, the Poisson counts of 
 drawn by PTRS on its uniforms (:mod:`opu_hal.kernels.compiled.chacha` and
 :func:`opu_hal.kernels.compiled.poisson_constant.constant_mean_counts`, nonce 1; the GPU normals use nonce 0), about
 4x faster than randomgen's ChaCha20 under numpy's PTRS; the CPU normals by the Marsaglia-Tsang
-ziggurat on it (:mod:`opu_hal.kernels.compiled.chacha_normal`, nonce word 2, the second nonce word numbering
-each normal's substream), about 2.5x faster than randomgen's ziggurat in two threads; and the
+ziggurat on it in numpy's float32 form, one 32-bit word a proposal (:mod:`opu_hal.kernels.compiled.chacha_normal32`,
+nonce word 2, the second nonce word numbering each normal's substream; the 64-bit form of
+:mod:`opu_hal.kernels.compiled.chacha_normal` for generators restored from checkpoints that drew with it),
+about 4x faster than randomgen's ziggurat in two threads; and the
 uniforms (lattice rounding, audits; nonce 3). Each draw reserves its blocks by moving the one
 counter past them before they are computed, and each purpose has its own nonce word, so no
 (block, nonce) pair is ever used twice. Without Numba, normals and uniforms come from randomgen; a
@@ -35,9 +37,8 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import torch
@@ -54,8 +55,12 @@ COUNTS_GENERATOR_NAME = (
 COUNTS_NONCE = 1  # the CPU counts' nonce on the counter-mode stream (the GPU normals use 0)
 NORMALS_NONCE = 2  # the CPU normals' nonce on the counter-mode stream
 UNIFORMS_NONCE = 3  # the CPU uniforms' nonce on the counter-mode stream (lattice rounding, audits)
-COUNTER_STREAM, RANDOMGEN_STREAM = "counter", "randomgen"  # the CPU normals' and uniforms' sources
+# The CPU normals' and uniforms' sources: the counter-mode stream with 32-bit ziggurat proposals (new
+# generators), the same with 64-bit proposals (checkpoints written before), randomgen (without Numba).
+COUNTER32_STREAM, COUNTER_STREAM, RANDOMGEN_STREAM = "counter32", "counter", "randomgen"
+COUNTER_STREAMS = (COUNTER32_STREAM, COUNTER_STREAM)
 COUNTER_DRAWS = {
+    "normals32": "float32 normals by the Marsaglia-Tsang ziggurat (32-bit proposals)",
     "normals": "normals by the Marsaglia-Tsang ziggurat",
     "counts": "Poisson counts by PTRS",
     "uniforms": "uniforms",
@@ -112,45 +117,6 @@ def keyed_generator(key: str, stream: str, index: int) -> np.random.Generator:
     return _chacha(stream_key(key, stream, index))
 
 
-def torch_normal(
-    generator: np.random.Generator, shape: Sequence[int], dtype: torch.dtype = torch.float32
-) -> torch.Tensor:
-    """I.i.d. N(0, 1) values of ``shape`` from ``generator`` (numpy's ziggurat) as a CPU tensor."""
-    wide = dtype == torch.float64
-    values = generator.standard_normal(tuple(shape), dtype=np.float64 if wide else np.float32)
-    return torch.from_numpy(values).to(dtype)
-
-
-def torch_uniform(generator: np.random.Generator, n: int) -> torch.Tensor:
-    """``n`` i.i.d. uniforms in [0, 1) (float64) from ``generator``."""
-    return torch.from_numpy(generator.random(n))
-
-
-class IndexSource(Protocol):
-    """What the index draws below read: numpy's generator, or a compiled keyed stream
-    (:class:`opu_hal.randomness.keyed_stream.KeyedStream`)."""
-
-    def random(self, n: int) -> np.ndarray: ...
-    def choice(self, n: int, size: int, replace: bool = ...) -> np.ndarray: ...
-    def permutation(self, n: int) -> np.ndarray: ...
-
-
-def bernoulli_indices(generator: IndexSource, n: int, rate: float) -> torch.Tensor:
-    """Sorted indices of ``range(n)``, each kept independently with probability ``rate`` (Poisson
-    subsampling)."""
-    return torch.from_numpy(np.flatnonzero(generator.random(n) < rate)).long()
-
-
-def sample_without_replacement(generator: IndexSource, n: int, k: int) -> torch.Tensor:
-    """``k`` distinct indices of ``range(n)``, uniformly at random, in random order."""
-    return torch.from_numpy(generator.choice(n, size=k, replace=False)).long()
-
-
-def permutation(generator: IndexSource, n: int) -> torch.Tensor:
-    """A uniformly random permutation of ``range(n)``."""
-    return torch.from_numpy(generator.permutation(n)).long()
-
-
 class SecureGenerator:
     """Secure random numbers for privacy noise; a few independently keyed ChaCha20 streams.
 
@@ -171,7 +137,7 @@ class SecureGenerator:
         self.counter_draws: set[str] = set()  # what came from the compiled CPU stream (names the generator)
         # Where CPU normals and uniforms come from, fixed for the generator's life and kept in its
         # state, so that a checkpoint replays them from the same stream (or refuses to).
-        self.cpu_stream = COUNTER_STREAM if compiled_ready(torch.device("cpu")) else RANDOMGEN_STREAM
+        self.cpu_stream = COUNTER32_STREAM if compiled_ready(torch.device("cpu")) else RANDOMGEN_STREAM
 
     @property
     def used_counter_counts(self) -> bool:
@@ -225,7 +191,7 @@ class SecureGenerator:
                 }
             # states written before the counter-mode normals drew every CPU normal from randomgen
             generator.cpu_stream = state.get("cpu_stream", RANDOMGEN_STREAM)
-            if generator.cpu_stream not in (COUNTER_STREAM, RANDOMGEN_STREAM):
+            if generator.cpu_stream not in (*COUNTER_STREAMS, RANDOMGEN_STREAM):
                 raise ValueError(f"unknown cpu_stream {generator.cpu_stream!r}")
             cuda = state.get("cuda")
             if cuda is not None:
@@ -271,12 +237,16 @@ class SecureGenerator:
         return True
 
     def _counter_normals(self, n: int) -> np.ndarray:
-        """``n`` float32 normals from the counter-mode stream at :data:`NORMALS_NONCE`: the
-        counter moves past the call's blocks before they are computed, so none is used twice."""
-        from ..kernels.compiled import chacha_normal
+        """``n`` float32 normals from the counter-mode stream at :data:`NORMALS_NONCE`, by the generator's
+        ziggurat (32- or 64-bit proposals, :attr:`cpu_stream`): the counter moves past the call's blocks
+        before they are computed, so none is used twice."""
+        from ..kernels.compiled import chacha_normal, chacha_normal32
 
-        start = self._reserve(chacha_normal.blocks_for(n), "normals")
-        return chacha_normal.standard_normals(self._key_words(), start, NORMALS_NONCE, np.empty(n, np.float32))
+        kernel, draw = (
+            (chacha_normal32, "normals32") if self.cpu_stream == COUNTER32_STREAM else (chacha_normal, "normals")
+        )
+        start = self._reserve(kernel.blocks_for(n), draw)
+        return kernel.standard_normals(self._key_words(), start, NORMALS_NONCE, np.empty(n, np.float32))
 
     def _reserve(self, blocks: int, draw: str) -> int:
         """The first of ``blocks`` fresh blocks of the counter-mode stream, now behind the counter."""
@@ -319,8 +289,16 @@ class SecureGenerator:
         return self._split(n, lambda g, k: g.poisson(mean, k))
 
     def poisson_at(self, means: np.ndarray) -> np.ndarray:
-        """One Poisson count (int64) at each of ``means`` (numpy's PTRS / inversion on the secure streams)."""
+        """One Poisson count (int64) at each of ``means``: PTRS on the compiled counter-mode stream
+        (:mod:`opu_hal.kernels.compiled.poisson_varying`, nonce :data:`COUNTS_NONCE`) where every mean is
+        at least 10 and the generator draws its CPU normals there with 32-bit proposals (a generator
+        restored from an older checkpoint keeps numpy's draws, so its replay is exact), else numpy's
+        PTRS / inversion on the secure streams."""
         means = np.asarray(means, dtype=np.float64)
+        if self._compiled_varying_counts(means):
+            from ..kernels.compiled.poisson_varying import varying_mean_counts
+
+            return varying_mean_counts(means, self._counter_uniforms)
         with self._lock:
             if means.size < _PARALLEL_MIN:
                 return self._streams[0].poisson(means).astype(np.int64)
@@ -333,6 +311,15 @@ class SecureGenerator:
         if self._compiled_counts(mean):
             return self.poisson(mean, n) - self.poisson(mean, n)
         return self._split(n, lambda g, k: g.poisson(mean, k) - g.poisson(mean, k))
+
+    def _compiled_varying_counts(self, means: np.ndarray) -> bool:
+        return (
+            self.cpu_stream == COUNTER32_STREAM
+            and means.size > 0
+            and compiled_ready(torch.device("cpu"))
+            and bool(np.isfinite(means).all())
+            and float(means.min()) >= PTRS_MIN_MEAN
+        )
 
     @staticmethod
     def _compiled_counts(mean: float) -> bool:

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from opu_hal.randomness.secure_random import torch_normal
+from opu_hal.randomness.draws import torch_normal
 
 from .model import MLP
 

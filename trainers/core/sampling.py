@@ -26,8 +26,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
+from opu_hal.randomness.draws import bernoulli_indices, permutation, sample_without_replacement
 from opu_hal.randomness.keyed_stream import KeyedStream, keyed_stream
-from opu_hal.randomness.secure_random import bernoulli_indices, keyed_generator, permutation, sample_without_replacement
+from opu_hal.randomness.secure_random import keyed_generator
 from opu_hal.randomness.seeding import derive_seed
 from opu_hal.runtime.compute import compiled_ready
 

@@ -35,13 +35,8 @@ import numpy as np
 import torch
 
 from opu_hal.privacy import Accountant, ComposedEvent, GaussianEvent, PoissonGaussianEvent
-from opu_hal.randomness.secure_random import (
-    KEYED_GENERATOR_NAME,
-    bernoulli_indices,
-    keyed_generator,
-    new_secret_key,
-    torch_normal,
-)
+from opu_hal.randomness.draws import bernoulli_indices, torch_normal
+from opu_hal.randomness.secure_random import KEYED_GENERATOR_NAME, keyed_generator, new_secret_key
 
 from ..core import mac
 from ..core.errors import TrainingConfigError

@@ -47,7 +47,8 @@ import torch
 import torch.nn.functional as F
 
 from opu_hal.privacy import ControllerClaimEvent, Event, PoissonGaussianEvent, SampledWithRejectionGaussianEvent
-from opu_hal.randomness.secure_random import KEYED_GENERATOR_NAME, keyed_generator, new_secret_key, torch_normal
+from opu_hal.randomness.draws import torch_normal
+from opu_hal.randomness.secure_random import KEYED_GENERATOR_NAME, keyed_generator, new_secret_key
 
 from ..core import ulr
 from ..core.errors import TrainingConfigError

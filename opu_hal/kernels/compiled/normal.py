@@ -21,11 +21,11 @@ ZIGGURAT_V = 0.00492867323399  # every layer's area
 NORMAL_WORD = 1  # the third counter word of the normals' Philox counters
 
 
-def ziggurat_tables(layers: int = 256, r: float = ZIGGURAT_R, v: float = ZIGGURAT_V):
-    """``(k, w, f)``: ``k[i]`` the 52-bit threshold under which layer ``i``'s point lies inside the
-    curve, ``w[i]`` the layer's width per unit of the 52-bit integer, ``f[i] = exp(-x_i^2 / 2)``;
+def ziggurat_tables(layers: int = 256, r: float = ZIGGURAT_R, v: float = ZIGGURAT_V, bits: int = 52):
+    """``(k, w, f)``: ``k[i]`` the ``bits``-bit threshold under which layer ``i``'s point lies inside the
+    curve, ``w[i]`` the layer's width per unit of the ``bits``-bit integer, ``f[i] = exp(-x_i^2 / 2)``;
     layer 0 is the base strip with the tail. Marsaglia and Tsang's recursion, in float64."""
-    scale = 2.0**52
+    scale = 2.0**bits
     base = v / math.exp(-0.5 * r * r)
     k = np.zeros(layers, dtype=np.uint64)
     w, f = np.zeros(layers), np.zeros(layers)
