@@ -63,6 +63,13 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _device_plan(args: argparse.Namespace) -> int:
+    from .profiles.catalogue import load_profile
+
+    profile = load_profile(args.profile)
+    if profile.backend == "lighton":  # planned from its recorded calibration alone
+        from .calibration.recorded_plan import run_recorded_plan
+
+        return run_recorded_plan(args, profile)
     from .calibration.plan_command import run_plan
 
     return run_plan(args)

@@ -149,7 +149,10 @@ def calibrate_frames_dir(
         dark_exposures,
     )
     return calibration.model_copy(
-        update={"notes": [*calibration.notes, f"measured from recorded frames in {path} ({acq.frames_total} frames)"]}
+        update={
+            "adc_bits": manifest.bit_depth,
+            "notes": [*calibration.notes, f"measured from recorded frames in {path} ({acq.frames_total} frames)"],
+        }
     )
 
 
