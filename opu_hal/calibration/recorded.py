@@ -159,6 +159,12 @@ def calibrate_frames_dir(
 def _identity(manifest: Manifest, pixels: int, profile) -> DeviceIdentity:
     """The profile's identity when one is given, else the recorded camera's (backend 'recorded')."""
     if profile is not None:
+        if profile.out_features != pixels:
+            raise CalibrationError(
+                f"profile {profile.label!r}: key 'out_features' = {profile.out_features}, but the recorded frames "
+                f"have {pixels} pixels: record the camera region the device reads (lightonml: n_components = "
+                "out_features), so that every pixel read is calibrated"
+            )
         return profile_identity(profile, getattr(profile, "mode", "intensity"), manifest.serial)
     return DeviceIdentity(
         backend="recorded",
