@@ -7,6 +7,8 @@ camera on lightonml's simulated device)."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
 
 import numpy as np
 import pytest
@@ -15,6 +17,7 @@ import opu_hal
 from opu_hal.calibration.export_frames import export_frames
 from opu_hal.calibration.recorded import calibrate_frames_dir
 from opu_hal.calibration.recorded_plan import recorded_noise, recorded_read_law
+from opu_hal.calibration.schema import write_calibration
 from opu_hal.cli import main
 from opu_hal.contract.errors import CalibrationError
 from trainers.core.errors import TrainingConfigError
@@ -86,6 +89,21 @@ def test_a_lighton_profile_plans_digitized_noise_from_its_recorded_calibration_a
     assert law.read_noise_e[0] <= HIDDEN["read_noise_e"] <= law.read_noise_e[1]
     assert law.adc_bits == 8 and law.pixels_per_frame == PIXELS  # the recorded frames', not the profile's keys
     assert law.frame_time_s == pytest.approx(1 / 340)  # CMV2000 datasheet, 10-bit mode for 8-bit reads
+
+
+def test_frames_recorded_at_a_relative_illumination_plan_without_a_quantum_efficiency(lab, tmp_path):
+    folder, path = lab
+    shutil.copytree(folder / "frames", tmp_path / "frames")
+    manifest = tmp_path / "frames" / "manifest.toml"
+    manifest.write_text(re.sub(r"(?m)^photons_per_pixel = .*\n", "", manifest.read_text()))  # power = ... only
+    profile = opu_hal.load_profile(path)
+    calibration = calibrate_frames_dir(tmp_path / "frames", profile=profile)
+    assert calibration.quantum_efficiency is None
+    write_calibration(calibration, tmp_path / "cal.json")
+    law = recorded_read_law(profile, recorded_noise(profile, str(tmp_path / "cal.json")))
+    assert law.gain_e_per_dn <= HIDDEN["gain_e_per_dn"] <= law.high("gain_e_per_dn")
+    point = calibration.operating_points[0]  # the anchor as recorded, not rescaled by the profile's keys
+    assert law.mean_e[0] == pytest.approx(point.anchor_read_e_min_pixel_lower)
 
 
 def test_skellam_on_a_recorded_lighton_camera_is_refused_naming_unity_gain(lab, capsys):

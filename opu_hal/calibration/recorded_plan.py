@@ -19,12 +19,13 @@ datasheet's frame period at the recorded bit depth (:mod:`opu_hal.camera.datashe
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from ..camera.datasheet import CMV2000
 from ..contract.errors import CalibrationError
 from ..contract.noise import DigitizedReadLaw
-from .calibrated import CalibratedNoise, calibrated_noise
+from .calibrated import CalibratedNoise, check_profile
 from .schema import read_calibration
 
 
@@ -53,7 +54,19 @@ def recorded_noise(profile, given: str | None) -> CalibratedNoise:
     if not path.is_file():
         key = "--calibration" if given is not None else f"{profile.source}: key 'calibration'"
         raise CalibrationError(f"{key}: {path} is not a file (write it with `opu-hal calibrate ... --frames-dir DIR`)")
-    noise = calibrated_noise(read_calibration(path), path.resolve(), profile)
+    calibration, where = read_calibration(path), path.resolve()
+    check_profile(calibration, profile, where)
+    exposure = profile.declared("exposure_us")
+    powers = {p.anchor_power_uw for p in calibration.operating_points if math.isclose(p.exposure_us, exposure)}
+    if len(powers) > 1:
+        raise CalibrationError(
+            f"{where}: the anchor series at {exposure:g} us were recorded at {sorted(powers)} (powers): record "
+            "every anchor series of the operating exposure at one anchor power"
+        )
+    # The anchor as recorded (never rescaled by a profile key); the anchor reads only, so frames recorded at a
+    # relative illumination (power = 1.0, no quantum efficiency) plan as well.
+    anchor_power = powers.pop() if powers else 0.0
+    noise = CalibratedNoise(calibration, where, profile.mode, exposure, 0.0, anchor_power, signal=False)
     noise.check_operating_point(profile.declared("temperature_c"), profile.declared("exposure_us"))
     return noise
 
