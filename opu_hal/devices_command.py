@@ -56,7 +56,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
             r["profile"],
             r["backend"] or "INVALID",
             f"{r['in_features']}->{r['out_features']}" if r["valid"] else "",
-            r["description"] + _calibration_note(r["calibration"]),
+            f"{r['description']}{_calibration_note(r['calibration'])}",
         )
         for r in rows
     ]
@@ -78,7 +78,8 @@ def _calibration(profile) -> dict[str, object] | None:
     return {"path": str(path), "found": path.is_file()}
 
 
-def _calibration_note(calibration: dict[str, object] | None) -> str:
-    if calibration is None:
+def _calibration_note(calibration: object) -> str:
+    """The table's note of a row's calibration (a dict of :func:`_calibration`), empty without one."""
+    if not isinstance(calibration, dict):
         return ""
     return f" [calibration {calibration['path']}{'' if calibration['found'] else ': missing'}]"
