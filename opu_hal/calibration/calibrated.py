@@ -89,9 +89,8 @@ class CalibratedNoise:
         laser_power_uw: float,
         anchor_power_uw: float,
         *,
-        signal: bool = True,
+        signal: bool = True,  # False: anchor reads only (a digitized plan), no quantum efficiency needed
     ) -> None:
-        """``signal = False``: the anchor reads only (a digitized plan), which need no quantum efficiency."""
         self.calibration, self.path, self.mode = calibration, path, mode
         self.exposure_us, self.laser_power_uw, self.anchor_power_uw = exposure_us, laser_power_uw, anchor_power_uw
         #: The anchor map last read, keyed on the operating point and the file's mtime and size.
