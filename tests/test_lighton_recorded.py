@@ -26,6 +26,18 @@ from trainers.methods.dfa_noise import check_noise_device
 # The camera's hidden truth: the calibration never reads it.
 HIDDEN = dict(read_noise_e=6.0, gain_e_per_dn=7.0, adc_bits=8, black_level_dn=10, full_well_e=10000.0)
 PIXELS = 64
+HIDDEN_PROFILE = dict(
+    backend="simulated",
+    in_features=10,
+    out_features=PIXELS,
+    seed=7,
+    temperature_c=25.0,
+    exposure_us=400.0,
+    laser_power_uw=0.05,
+    anchor_power_uw=3.0,
+    privacy_anchor="reference-beam",
+    **HIDDEN,
+)
 LIGHTON = f"""schema = 1
 backend = "lighton"
 in_features = 10
@@ -48,20 +60,7 @@ def lab(tmp_path_factory):
     """A lab's folder: frames exported from a hidden simulated camera behind a reference beam, and a LightOn
     profile naming the calibration `opu-hal calibrate` wrote from them."""
     folder = tmp_path_factory.mktemp("lighton-lab")
-    hidden = opu_hal.validate_profile(
-        {
-            "backend": "simulated",
-            "in_features": 10,
-            "out_features": PIXELS,
-            "seed": 7,
-            "temperature_c": 25.0,
-            "exposure_us": 400.0,
-            "laser_power_uw": 0.05,
-            "anchor_power_uw": 3.0,
-            "privacy_anchor": "reference-beam",
-            **HIDDEN,
-        }
-    )
+    hidden = opu_hal.validate_profile(HIDDEN_PROFILE)
     export_frames(opu_hal.load_device(hidden), folder / "frames", (25.0,), (400.0,), (1e5, 1e6), frames=4, levels=50)
     profile = folder / "lighton-lab.toml"
     profile.write_text(LIGHTON)
@@ -140,6 +139,18 @@ def test_devices_shows_the_calibration_a_profile_names(lab, capsys):
     assert main(["devices", "--dir", str(folder), "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert row["calibration"] == {"path": str(folder / "cal.json"), "found": True}
+
+
+def test_info_names_the_calibration_a_devices_noise_comes_from(lab, tmp_path, capsys):
+    folder, _ = lab
+    camera = tmp_path / "hidden.toml"  # the exported camera itself, its recorded calibration named in its profile
+    camera.write_text("\n".join(f"{k} = {json.dumps(v)}" for k, v in HIDDEN_PROFILE.items()) + "\n")
+    calibration = calibrate_frames_dir(folder / "frames", profile=opu_hal.load_profile(camera))
+    write_calibration(calibration, tmp_path / "cal.json")
+    camera.write_text(camera.read_text() + 'calibration = "cal.json"\n')
+    assert main(["info", str(camera), "--json"]) == 0
+    noise = json.loads(capsys.readouterr().out)["noise"]
+    assert noise["source"] == "calibrated" and noise["calibration"] == str((tmp_path / "cal.json").resolve())
 
 
 def test_device_noise_on_lightonmls_simulated_device_is_refused_naming_why():
