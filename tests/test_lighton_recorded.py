@@ -90,14 +90,15 @@ def test_a_lighton_profile_plans_digitized_noise_from_its_recorded_calibration_a
     assert law.frame_time_s == pytest.approx(1 / 340)  # CMV2000 datasheet, 10-bit mode for 8-bit reads
 
 
-def test_frames_recorded_at_a_relative_illumination_plan_without_a_quantum_efficiency(lab, tmp_path):
+def test_frames_recorded_at_a_relative_illumination_under_a_camera_serial_plan_too(lab, tmp_path):
     folder, path = lab
     shutil.copytree(folder / "frames", tmp_path / "frames")
     manifest = tmp_path / "frames" / "manifest.toml"
-    manifest.write_text(re.sub(r"(?m)^photons_per_pixel = .*\n", "", manifest.read_text()))  # power = ... only
+    text = re.sub(r"(?m)^photons_per_pixel = .*\n", "", manifest.read_text())  # power = ... only
+    manifest.write_text('serial = "CMV2000-1234"\n' + text)  # lightonml reads no serial back: not compared
     profile = opu_hal.load_profile(path)
     calibration = calibrate_frames_dir(tmp_path / "frames", profile=profile)
-    assert calibration.quantum_efficiency is None
+    assert calibration.quantum_efficiency is None and calibration.device.serial == "CMV2000-1234"
     write_calibration(calibration, tmp_path / "cal.json")
     law = recorded_read_law(profile, recorded_noise(profile, str(tmp_path / "cal.json")))
     assert law.gain_e_per_dn <= HIDDEN["gain_e_per_dn"] <= law.high("gain_e_per_dn")
