@@ -66,7 +66,7 @@ def _device_plan(args: argparse.Namespace) -> int:
     from .profiles.catalogue import load_profile
 
     profile = load_profile(args.profile)
-    if profile.backend == "lighton":  # planned from its recorded calibration alone
+    if profile.backend == "lighton" and not getattr(profile, "simulated", True):  # from its recorded calibration
         from .calibration.recorded_plan import run_recorded_plan
 
         return run_recorded_plan(args, profile)

@@ -1,4 +1,4 @@
-"""``opu-hal plan --profile P`` for a LightOn profile: planned from its recorded calibration alone.
+"""``opu-hal plan --profile P`` for a real LightOn profile (``simulated = false``): from its recorded calibration.
 
 A LightOn OPU is reached through lightonml, whose camera noise cannot be read from the SDK, so the plan
 of a ``backend = "lighton"`` profile never opens the device: it reads the calibration the profile names
@@ -113,10 +113,16 @@ def recorded_read_law(profile, noise: CalibratedNoise) -> DigitizedReadLaw:
 
 
 def run_recorded_plan(args: argparse.Namespace, profile) -> int:
-    """``opu-hal plan --profile P`` for a LightOn profile (module docstring); exit 1 with the reason when refused."""
+    """``opu-hal plan --profile P`` for a real LightOn profile (module docstring); a refusal names its reason."""
     from .command_args import shape_from_args
     from .digitized_command import run_digitized_plan
 
+    if args.mechanism not in ("digitized", "skellam"):
+        raise CalibrationError(
+            f"--mechanism {args.mechanism}: a LightOn camera's noise is planned with --mechanism digitized (device "
+            "noise accounted from the recorded calibration); software Gaussian noise needs no device plan "
+            "(`opu-hal plan` without --profile)"
+        )
     shape = shape_from_args(args)
     noise = recorded_noise(profile, args.calibration)
     if not args.json:
@@ -125,10 +131,8 @@ def run_recorded_plan(args: argparse.Namespace, profile) -> int:
         )
     if args.mechanism == "skellam":
         noise.check_unity_gain()  # refuses every camera a sweep measures: no affordable sweep proves unity
-    if args.mechanism != "digitized":
         raise CalibrationError(
-            f"--mechanism {args.mechanism}: a LightOn profile is planned with --mechanism digitized (device noise "
-            "accounted from the recorded calibration); software Gaussian noise needs no device plan (`opu-hal plan` "
-            "without --profile)"
+            f"{noise.path}: unity gain is proven, but a LightOn OPU's Skellam counts would read its speckle anchor, "
+            "which needs a per-pixel anchor map that recorded frames do not give yet: use --mechanism digitized"
         )
     return run_digitized_plan(args, profile, noise.path, shape, law=recorded_read_law(profile, noise))
