@@ -66,7 +66,8 @@ def _device_plan(args: argparse.Namespace) -> int:
     from .profiles.catalogue import load_profile
 
     profile = load_profile(args.profile)
-    if profile.backend == "lighton" and not getattr(profile, "simulated", True):  # from its recorded calibration
+    recorded = profile.backend == "lighton" and not getattr(profile, "simulated", True)
+    if recorded and args.mechanism in ("digitized", "skellam"):  # device noise: from its recorded calibration
         from .calibration.recorded_plan import run_recorded_plan
 
         return run_recorded_plan(args, profile)

@@ -117,12 +117,6 @@ def run_recorded_plan(args: argparse.Namespace, profile) -> int:
     from .command_args import shape_from_args
     from .digitized_command import run_digitized_plan
 
-    if args.mechanism not in ("digitized", "skellam"):
-        raise CalibrationError(
-            f"--mechanism {args.mechanism}: a LightOn camera's noise is planned with --mechanism digitized (device "
-            "noise accounted from the recorded calibration); software Gaussian noise needs no device plan "
-            "(`opu-hal plan` without --profile)"
-        )
     shape = shape_from_args(args)
     noise = recorded_noise(profile, args.calibration)
     if not args.json:
