@@ -151,7 +151,11 @@ def calibrate_frames_dir(
     return calibration.model_copy(
         update={
             "adc_bits": manifest.bit_depth,
-            "notes": [*calibration.notes, f"measured from recorded frames in {path} ({acq.frames_total} frames)"],
+            "notes": [
+                *calibration.notes,
+                f"measured from recorded frames in {path} ({acq.frames_total} frames)",
+                *([f"camera serial {manifest.serial} (the manifest's)"] if manifest.serial and profile else []),
+            ],
         }
     )
 
@@ -165,7 +169,7 @@ def _identity(manifest: Manifest, pixels: int, profile) -> DeviceIdentity:
                 f"have {pixels} pixels: record the camera region the device reads (lightonml: n_components = "
                 "out_features), so that every pixel read is calibrated"
             )
-        return profile_identity(profile, getattr(profile, "mode", "intensity"), manifest.serial)
+        return profile_identity(profile, getattr(profile, "mode", "intensity"))  # a device reads no serial back
     return DeviceIdentity(
         backend="recorded",
         profile=manifest.camera,

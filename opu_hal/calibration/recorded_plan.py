@@ -25,8 +25,7 @@ from pathlib import Path
 from ..camera.datasheet import CMV2000
 from ..contract.errors import CalibrationError
 from ..contract.noise import DigitizedReadLaw
-from .calibrated import CalibratedNoise, check_matches
-from .run import profile_identity
+from .calibrated import CalibratedNoise, check_profile
 from .schema import read_calibration
 
 
@@ -56,9 +55,7 @@ def recorded_noise(profile, given: str | None) -> CalibratedNoise:
         key = "--calibration" if given is not None else f"{profile.source}: key 'calibration'"
         raise CalibrationError(f"{key}: {path} is not a file (write it with `opu-hal calibrate ... --frames-dir DIR`)")
     calibration, where = read_calibration(path), path.resolve()
-    # the plan opens no device, so the camera's serial (the manifest's, if any) cannot be read back: not compared
-    mine = profile_identity(profile, profile.mode, calibration.device.serial)
-    check_matches(calibration, mine, profile.label, where)
+    check_profile(calibration, profile, where)
     exposure = profile.declared("exposure_us")
     powers = {p.anchor_power_uw for p in calibration.operating_points if math.isclose(p.exposure_us, exposure)}
     if len(powers) > 1:
