@@ -63,6 +63,14 @@ def _cmd_plan(args: argparse.Namespace) -> int:
 
 
 def _device_plan(args: argparse.Namespace) -> int:
+    from .profiles.catalogue import load_profile
+
+    profile = load_profile(args.profile)
+    recorded = profile.backend == "lighton" and not getattr(profile, "simulated", True)
+    if recorded and args.mechanism in ("digitized", "skellam"):  # device noise: from its recorded calibration
+        from .calibration.recorded_plan import run_recorded_plan
+
+        return run_recorded_plan(args, profile)
     from .calibration.plan_command import run_plan
 
     return run_plan(args)

@@ -23,8 +23,14 @@ def describe_device(profile_source: str) -> dict[str, dict[str, object]]:
         return {
             "profile": {"source": str(profile.source), **profile.model_dump()},
             "capabilities": device.capabilities.to_dict(),
-            "noise": device.noise_report().to_dict(),
+            "noise": {**device.noise_report().to_dict(), "calibration": _calibration_file(device)},
         }
+
+
+def _calibration_file(device) -> str | None:
+    """The file the device's noise is calibrated from (None: its declared model, or none is known)."""
+    path = getattr(device.calibration, "path", None)
+    return None if path is None else str(path)
 
 
 def cmd_info(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@ validates TOML profiles only (pydantic), so it answers without importing torch, 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from .contract.errors import OpuHalError, ProfileError
 from .profiles.catalogue import list_profiles, load_profile, looks_like_profile
@@ -31,6 +32,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
                     "in_features": profile.in_features,
                     "out_features": profile.out_features,
                     "description": profile.description,
+                    "calibration": _calibration(profile),
                 }
             )
         except OpuHalError as exc:  # PrivacyParameterError included (a subclass)
@@ -43,6 +45,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
                     "in_features": None,
                     "out_features": None,
                     "description": str(exc).splitlines()[0],
+                    "calibration": None,
                 }
             )
     if args.json:
@@ -53,7 +56,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
             r["profile"],
             r["backend"] or "INVALID",
             f"{r['in_features']}->{r['out_features']}" if r["valid"] else "",
-            r["description"],
+            f"{r['description']}{_calibration_note(r['calibration'])}",
         )
         for r in rows
     ]
@@ -62,3 +65,21 @@ def cmd_devices(args: argparse.Namespace) -> int:
     for row in table:
         print(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:<{widths[2]}}  {row[3]}")
     return 0
+
+
+def _calibration(profile) -> dict[str, object] | None:
+    """The calibration file a profile names (key ``calibration``, relative to the profile file) and
+    whether it is there; None when it names none."""
+    if profile.calibration is None:
+        return None
+    path = Path(profile.calibration)
+    if not path.is_absolute() and profile.source is not None:
+        path = Path(profile.source).parent / path
+    return {"path": str(path), "found": path.is_file()}
+
+
+def _calibration_note(calibration: object) -> str:
+    """The table's note of a row's calibration (a dict of :func:`_calibration`), empty without one."""
+    if not isinstance(calibration, dict):
+        return ""
+    return f" [calibration {calibration['path']}{'' if calibration['found'] else ': missing'}]"

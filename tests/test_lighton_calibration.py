@@ -23,6 +23,7 @@ from opu_hal import LightonProfile
 from opu_hal.backends.lighton import LightonDevice
 from opu_hal.backends.lighton_frames import LIGHT_SPEED_M_S, PLANCK_J_S
 from opu_hal.calibration.calibrated import load_calibrated_noise
+from opu_hal.calibration.export_frames import export_frames
 from opu_hal.calibration.schema import read_calibration
 from opu_hal.cli import main as opu_main
 from opu_hal.contract.errors import CalibrationError, DeviceUnavailable
@@ -273,3 +274,37 @@ def test_report_is_interpolated_conservatively_and_independent_of_listing_order(
     assert low.std < mid.std < high.std
     with pytest.raises(CalibrationError, match="outside the calibrated range"):
         one.report(85.0)
+
+
+def test_frames_recorded_through_lightonml_calibrate_attach_and_plan_through_the_profiles_key(camera, tmp_path, capsys):
+    """Record uint8 frames through the SDK -> `calibrate --frames-dir` -> key 'calibration' -> info and plan."""
+    recorder = toml(tmp_path / "recorder.toml")  # the SDK's seam with the fake camera: what lightonml records
+    export_frames(
+        opu_hal.load_device(recorder), tmp_path / "frames", (30.0,), (400.0,), (1e5, 1e6), frames=4, levels=50
+    )
+    frame = np.load(tmp_path / "frames" / "anchor_30C_400us" / "0000.npy")
+    assert frame.dtype == np.uint8 and frame.shape == (KEYS["out_features"],)
+    cal = tmp_path / "cal.json"
+    assert opu_main(["calibrate", str(recorder), "--frames-dir", str(tmp_path / "frames"), "--out", str(cal)]) == 0
+    recorded = read_calibration(cal)
+    assert recorded.adc_bits == 8
+    assert recorded.gain_e_per_dn.lower <= TRUTH["gain_e_per_dn"] <= recorded.gain_e_per_dn.upper
+    recorder.write_text(recorder.read_text() + 'calibration = "cal.json"\n')
+    capsys.readouterr()
+    assert opu_main(["info", str(recorder), "--json"]) == 0
+    noise = json.loads(capsys.readouterr().out)["noise"]
+    assert noise["source"] == "calibrated" and noise["calibration"] == str(cal.resolve())
+    # The OPU itself (simulated = false, the same keys otherwise): the frames tied to it plan its digitized noise.
+    real = toml(tmp_path / "opu.toml", simulated=False)
+    assert (
+        opu_main(
+            ["calibrate", str(real), "--frames-dir", str(tmp_path / "frames"), "--out", str(tmp_path / "opu.json")]
+        )
+        == 0
+    )
+    real.write_text(real.read_text() + 'calibration = "opu.json"\n')
+    plan = ["--sampling", "fixed", "--dataset-size", "1000", "--batch-size", "100", "--steps", "10"]
+    plan += ["--target-epsilon", "8", "--dimension", "1000", "--lattice-resolution", "4", "--json"]
+    capsys.readouterr()
+    assert opu_main(["plan", "--profile", str(real), "--mechanism", "digitized", *plan]) == 0
+    assert json.loads(capsys.readouterr().out)["reads_per_count"] >= 1

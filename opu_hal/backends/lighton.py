@@ -25,12 +25,13 @@ from ..contract.capabilities import Capabilities
 from ..contract.device import Device
 from ..contract.errors import CalibrationError, DeviceUnavailable, ProfileError
 from ..contract.frames import RawFrames
-from ..contract.noise import DigitizedReadLaw, NoiseReport, Projection
+from ..contract.noise import DigitizedReadLaw, NoiseReport, PrivacyCounts, Projection
 from ..contract.profile_base import CAMERA_PIXELS, DMD_MIRRORS
 from ..randomness.seeding import stream_seed
 from ..runtime.memory import available_bytes, check_rows_fit, gib
 from .lighton_calls import SdkCaller, check_output
 from .lighton_frames import calibrated_intensity, holographic_linear, raw_frames
+from .lighton_noise import no_privacy_reads
 from .lighton_profile import LightonProfile
 
 INSTALL_HINT = (
@@ -135,20 +136,13 @@ class LightonDevice(Device[LightonProfile]):
         return self._calibration is not None
 
     def digitized_read_law(self) -> DigitizedReadLaw:
-        """Refused on a real camera: without a calibration there is no measured law to account with (a
-        profile's keys are not a measurement); with one, lightonml 1.4.3 gives no anchor-only raw reads."""
-        label = self._profile.label
-        if self._calibration is None:
-            raise DeviceUnavailable(
-                f"profile {label!r} (lighton): digitized privacy noise on a real camera is accounted from its "
-                "measured law only; pass --calibration FILE (Python: calibration=FILE), a calibration of this "
-                "camera: `opu-hal calibrate --frames-dir DIR` on frames recorded with lightonml "
-                "(docs/calibration.md, 'Calibrate your own camera')"
-            )
-        raise DeviceUnavailable(
-            f"profile {label!r} (lighton): lightonml 1.4.3 exposes no anchor-only raw reads to draw digitized "
-            "privacy noise from; use --noise-source software"
-        )
+        """Refused (:func:`.lighton_noise.no_privacy_reads`): a profile's keys are not a measurement, and
+        lightonml gives no anchor-only reads; a recorded calibration is planned without the device."""
+        raise no_privacy_reads(self._profile, self._calibration is not None)
+
+    def draw_privacy_counts(self, n_values: int, poisson_mean: float) -> PrivacyCounts:
+        """Refused, naming why (:func:`.lighton_noise.no_privacy_reads`)."""
+        raise no_privacy_reads(self._profile, self._calibration is not None)
 
     @property
     def temperature_c(self) -> float | None:

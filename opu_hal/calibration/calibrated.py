@@ -88,12 +88,14 @@ class CalibratedNoise:
         exposure_us: float,
         laser_power_uw: float,
         anchor_power_uw: float,
+        *,
+        signal: bool = True,  # False: anchor reads only (a digitized plan), no quantum efficiency needed
     ) -> None:
         self.calibration, self.path, self.mode = calibration, path, mode
         self.exposure_us, self.laser_power_uw, self.anchor_power_uw = exposure_us, laser_power_uw, anchor_power_uw
         #: The anchor map last read, keyed on the operating point and the file's mtime and size.
         self._anchor_map: tuple[tuple[float, float, int, int], AnchorBoundMap] | None = None
-        if calibration.quantum_efficiency is None or calibration.photons_per_pixel_per_uw is None:
+        if signal and (calibration.quantum_efficiency is None or calibration.photons_per_pixel_per_uw is None):
             raise CalibrationError(
                 f"{path}: key 'quantum_efficiency' is missing: the signal electrons of a "
                 "projection cannot be derived from this calibration"

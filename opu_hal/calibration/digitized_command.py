@@ -14,6 +14,7 @@ import argparse
 import math
 
 from ..contract.errors import CalibrationError, DeviceUnavailable
+from ..contract.noise import DigitizedReadLaw
 from ..privacy.digitized_lattice import DigitizedLattice, fewest_box_reads
 from ..privacy.digitized_plan import CameraFacts, DigitizedPlanRefused, plan
 from ..privacy.digitized_plan import RunShape as PlanShape
@@ -31,23 +32,15 @@ def _lattice(shape: RunShape) -> tuple[int, float]:
     return shape.dimension, float(shape.lattice_resolution)
 
 
-def run_digitized_plan(args: argparse.Namespace, profile, calibration_path, shape: RunShape) -> int:
-    """Print the operating point of ``profile``'s digitized reads for ``shape``, or why none (exit 1)."""
-    from ..profiles.registry import get_backend
-    from .calibrated import load_calibrated_noise
-
-    device = get_backend(profile.backend).create(profile)  # as opu_hal.load_device builds it
-    if calibration_path is not None:
-        device.check_calibratable()
-        device.attach_calibration(load_calibrated_noise(calibration_path, profile))
-    try:
-        law = device.digitized_read_law()
-    except DeviceUnavailable as exc:
-        print(
-            f"{profile.label}: refused: {exc}"
-            + (f" (--plot {args.plot} not written: no read law to draw)" if getattr(args, "plot", None) else "")
-        )
-        return 1
+def run_digitized_plan(
+    args: argparse.Namespace, profile, calibration_path, shape: RunShape, law: DigitizedReadLaw | None = None
+) -> int:
+    """Print the operating point of ``profile``'s digitized reads for ``shape``, or why none (exit 1);
+    ``law``: one read's law already known (a LightOn profile's, from its calibration alone)."""
+    if law is None:
+        law = _device_law(args, profile, calibration_path)
+        if law is None:
+            return 1
     dimension, k = _lattice(shape)
     lattice = DigitizedLattice(
         SkellamLattice(dimension, 1.0, float(k), "per-coordinate"), law, max_reads=args.max_reads
@@ -101,6 +94,25 @@ def run_digitized_plan(args: argparse.Namespace, profile, calibration_path, shap
     else:
         _print_result(result, shape, args)
     return 0 if found is not None else 1
+
+
+def _device_law(args: argparse.Namespace, profile, calibration_path) -> DigitizedReadLaw | None:
+    """The read law of ``profile``'s device (with its calibration), or None after printing why not."""
+    from ..profiles.registry import get_backend
+    from .calibrated import load_calibrated_noise
+
+    device = get_backend(profile.backend).create(profile)  # as opu_hal.load_device builds it
+    if calibration_path is not None:
+        device.check_calibratable()
+        device.attach_calibration(load_calibrated_noise(calibration_path, profile))
+    try:
+        return device.digitized_read_law()
+    except DeviceUnavailable as exc:
+        print(
+            f"{profile.label}: refused: {exc}"
+            + (f" (--plot {args.plot} not written: no read law to draw)" if getattr(args, "plot", None) else "")
+        )
+        return None
 
 
 def _print_result(result: dict, shape: RunShape, args: argparse.Namespace) -> None:

@@ -47,12 +47,15 @@ def export_frames(
     out.mkdir(parents=True, exist_ok=True)
     profile = device.profile
     t_ref, e_ref = float(temperatures[0]), float(exposures[0])
-    anchor_power = device.raw_frames("anchor", 1, exposure_us=e_ref).power_uw
+    probe = device.raw_frames("anchor", 1, exposure_us=e_ref)
+    anchor_power = probe.power_uw
+    # the ADC's bits: the profile's camera model, else the ADC top the frames report (a LightOn camera's 255: 8)
+    bits = getattr(profile, "adc_bits", None) or (probe.max_dn or int(probe.dn.max())).bit_length()
     device.set_options(temperature_c=t_ref)
     dark = series(device, "dark", frames, e_ref)
     search = _saturation_search(device, dark, e_ref, anchor_power * PTC_START_FRACTION, lambda what: None)
     top = saturation_power(search, float(dark.mean.mean())) * PTC_TOP
-    text = [f'camera = "{profile.label}"', f"bit_depth = {profile.adc_bits}", ""]
+    text = [f'camera = "{profile.label}"', f"bit_depth = {bits}", ""]
     for i in range(1, levels + 1):
         power = top * i / levels
         raw = device.raw_frames("anchor", frames, exposure_us=e_ref, anchor_power_uw=power)

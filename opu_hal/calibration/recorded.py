@@ -149,14 +149,27 @@ def calibrate_frames_dir(
         dark_exposures,
     )
     return calibration.model_copy(
-        update={"notes": [*calibration.notes, f"measured from recorded frames in {path} ({acq.frames_total} frames)"]}
+        update={
+            "adc_bits": manifest.bit_depth,
+            "notes": [
+                *calibration.notes,
+                f"measured from recorded frames in {path} ({acq.frames_total} frames)",
+                *([f"camera serial {manifest.serial} (the manifest's)"] if manifest.serial and profile else []),
+            ],
+        }
     )
 
 
 def _identity(manifest: Manifest, pixels: int, profile) -> DeviceIdentity:
     """The profile's identity when one is given, else the recorded camera's (backend 'recorded')."""
     if profile is not None:
-        return profile_identity(profile, getattr(profile, "mode", "intensity"), manifest.serial)
+        if profile.out_features != pixels:
+            raise CalibrationError(
+                f"profile {profile.label!r}: key 'out_features' = {profile.out_features}, but the recorded frames "
+                f"have {pixels} pixels: record the camera region the device reads (lightonml: n_components = "
+                "out_features), so that every pixel read is calibrated"
+            )
+        return profile_identity(profile, getattr(profile, "mode", "intensity"))  # a device reads no serial back
     return DeviceIdentity(
         backend="recorded",
         profile=manifest.camera,

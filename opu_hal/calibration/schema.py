@@ -170,6 +170,9 @@ class Calibration(_Model):
     frames_per_series: int = Field(ge=2)
     frames_total: int = Field(ge=2)
     pixels: int = Field(ge=1)
+    adc_bits: int | None = Field(
+        None, ge=6, le=16, description="the ADC's bit depth of recorded frames (their manifest's bit_depth)"
+    )
     temperatures_c: list[float] = Field(min_length=1)
     exposures_us: list[float] = Field(min_length=1)
     dark_exposures_us: list[float] = Field(default_factory=list)
