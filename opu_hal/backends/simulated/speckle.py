@@ -78,14 +78,22 @@ class SpeckleAnchor:
         )
         self.dark_multiplier = np.ones(pixels) if dark is None else dark.double().numpy()
         self.power_factor = 1.0  # the anchor laser's power over its nominal value (drift)
+        self._means: tuple[tuple[float, float, float], np.ndarray] | None = None  # means_e's last result
 
     @property
     def pixels(self) -> int:
         return int(self.relative_light.size)
 
     def means_e(self, anchor_e: float, sensor: Sensor) -> np.ndarray:
-        """``lambda_j``: mean electrons of one anchor read at every pixel of the sensor."""
-        return self.power_factor * anchor_e * self.relative_light + sensor.dark_e * self.dark_multiplier
+        """``lambda_j``: mean electrons of one anchor read at every pixel of the sensor (read-only). The
+        same array while the anchor's power, ``anchor_e`` and the dark signal stay the same, so that a
+        draw does not recompute the whole sensor (a per-draw cost of milliseconds at 2.2 M pixels)."""
+        key = (self.power_factor, anchor_e, sensor.dark_e)
+        if self._means is None or self._means[0] != key:
+            means = self.power_factor * anchor_e * self.relative_light + sensor.dark_e * self.dark_multiplier
+            means.flags.writeable = False
+            self._means = (key, means)
+        return self._means[1]
 
     def frames_dn(
         self, means_e: np.ndarray, sensor: Sensor, n_frames: int, generator: torch.Generator
@@ -125,4 +133,5 @@ def speckle_anchor(profile: SimulatedProfile) -> SpeckleAnchor:
         _CACHE[key] = SpeckleAnchor(profile)
     anchor = copy.copy(_CACHE[key])
     anchor.power_factor = 1.0
+    anchor._means = None
     return anchor
