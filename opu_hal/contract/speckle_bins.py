@@ -19,6 +19,7 @@ import numpy as np
 from .anchor_map import AnchorBoundMap, Index
 
 MAX_PASSES = 64  # passes over the kept pixels per draw tried by best_threshold
+NEAR_BEST = 0.95  # best_threshold: thresholds per pass within 5 % of the best count as ties
 BIN_RATIO = 1.5  # edges of the mean bins: t, 1.5 t, 2.25 t, ... (measured in docs/calibration.md)
 
 
@@ -56,7 +57,8 @@ def best_threshold(bounds: AnchorBoundMap, ceiling_e: float, values: int | None 
     bound ``t`` that maximizes ``t K(t)``. For draws of ``values`` values: for ``m = 1, 2, ...`` passes over the
     kept pixels, ``t_m`` the largest threshold keeping ``ceil(values / m)`` pixels, and the ``t_m`` that
     maximizes ``t_m / m`` (frames ``2 reads m`` with ``reads`` about ``mu / t_m`` for a needed count mean
-    ``mu``; the fewest passes on a tie)."""
+    ``mu``); of the ``t_m`` within :data:`NEAR_BEST` of that, the largest (reads are whole: fewer of them on
+    brighter pixels cost the same frames with less applied noise over the accounted)."""
     lower = np.sort(bounds.lower_e[eligible_pixels(bounds, ceiling_e)])[::-1]
     if lower.size == 0:
         raise ValueError(
@@ -70,7 +72,8 @@ def best_threshold(bounds: AnchorBoundMap, ceiling_e: float, values: int | None 
     if passes.size == 0:
         passes = np.array([-(-values // lower.size)])
     thresholds = lower[-(-values // passes) - 1]
-    return float(thresholds[int(np.argmax(thresholds / passes))])
+    score = thresholds / passes
+    return float(thresholds[score >= NEAR_BEST * score.max()].max())
 
 
 def select_binned(
