@@ -260,7 +260,6 @@ class SimulatedHardware(Device[SimulatedProfile]):
     def _draw_speckle_counts(self, n_values: int, poisson_mean: float) -> PrivacyCounts:
         """Counts at each kept pixel's own mean, planned with the calibration's per-pixel bound map; a
         calibration must prove unity gain (else the digitized speckle route, :meth:`draw_digitized_counts`)."""
-        check_privacy_source(self.sensor, self.anchor_e, self._profile.label)
         if self._calibration is not None:
             check_unity_gain = getattr(self._calibration, "check_unity_gain", None)
             if not callable(check_unity_gain):
@@ -269,6 +268,7 @@ class SimulatedHardware(Device[SimulatedProfile]):
                     "the speckle Skellam source reads electrons as DN one to one and needs it"
                 )
             check_unity_gain()
+        check_privacy_source(self.sensor, self.anchor_e, self._profile.label)  # the simulation's truth
         bounds, ceiling = self._speckle_bounds()
         frame_s = max(self._profile.frame_period_us, self._exposure_us) * 1e-6
         return self.speckle.draw(
