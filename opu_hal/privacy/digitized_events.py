@@ -27,7 +27,7 @@ from .rounding import MAX_ORDER
 from .subsampling import check_fixed_batch, subsampled_without_replacement_rdp
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=1024)  # a speckle law's bins: up to a few hundred grid cameras per reads count
 def digitized_coefficients(camera: CameraRead, reads: int, max_shift: int) -> tuple[np.ndarray, float]:
     """``kappa_alpha`` (``alpha = 0 .. MAX_ORDER``) and ``tau`` of ``K`` for ``reads`` reads per count."""
     return pmf_coefficients(difference_pmf(camera, reads), max_shift)

@@ -30,7 +30,7 @@ from .events import PrivacyParameterError
 from .skellam import SkellamLattice
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=1024)
 def read_variance_dn2(camera: CameraRead) -> float:
     """Exact variance of one digitized read (clipping and rounding included), in DN^2."""
     pmf = read_pmf(camera)
