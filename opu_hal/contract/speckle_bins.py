@@ -20,7 +20,7 @@ from .anchor_map import AnchorBoundMap, Index
 
 MAX_PASSES = 64  # passes over the kept pixels per draw tried by best_threshold
 NEAR_BEST = 0.95  # best_threshold: thresholds per pass within 5 % of the best count as ties
-BIN_RATIO = 1.5  # edges of the mean bins: t, 1.5 t, 2.25 t, ... (measured in docs/calibration.md)
+BIN_RATIO = 1.5  # edges of the mean bins: t, 1.5 t, 2.25 t, ... (benchmarks/speckle_bin_ratio.py; docs/speckle.md)
 
 
 @dataclass(frozen=True)
