@@ -121,29 +121,26 @@ def test_the_charged_curve_is_the_pointwise_maximum_of_the_bins_curves():
 
 
 def test_exact_divergences_inside_every_bins_box_never_exceed_the_charged_curve():
-    """An attack: cameras at random interior points of each bin's box (mean, read noise, gain, black level),
-    and their exact Renyi divergences at integer shifts, against the charged curve."""
-    event = event_of(eight_bit_law(BINS), k=2.0)
+    """An attack: cameras at kept pixels' true means and at random interior points of each bin's box (mean,
+    read noise, gain, black level), and their exact Renyi divergences at integer shifts, against the charge."""
+    bounds, truth = binned_map()
+    selection = select_binned(bounds, 200.0, threshold_e=60.0)
+    event = event_of(eight_bit_law(selection.bins), k=2.0)
     charged = event.base_rdp(ORDERS) / event.l2_sensitivity**2  # kappa_alpha charged
-    _, tau = digitized_coefficients(event.cameras[0], 1, 2)
     rng = np.random.default_rng(3)
-    for mean_low, mean_high in BINS:
-        for _ in range(3):
-            camera = CameraRead(
-                float(rng.uniform(mean_low, mean_high)),
-                float(rng.uniform(2.0, 2.4)),
-                float(rng.uniform(3.9, 4.1)),
-                8,
-                float(rng.uniform(9.8, 10.2)),
-                900.0,
-            )
-            kappa, _ = digitized_coefficients(camera, 1, 2)
-            assert np.all(kappa[2:33] <= charged * (1 + 1e-9))
-            model = AccountedPMF(difference_pmf(camera, 1), 2)
-            for shift in (1, 2):
-                divergence = model.shift_log_moments(ORDERS, shift) / (ORDERS - 1)
-                assert np.all(divergence <= shift**2 * charged * (1 + 1e-9))
-    assert tau < 1e-30
+    pixels = rng.choice(selection.kept, 3, replace=False)
+    points = [(float(truth[p]), 2.2, 4.0, 10.0) for p in pixels]  # the kept pixels' truth, a camera inside the box
+    for mean_low, mean_high in selection.bins:
+        draws = rng.uniform((mean_low, 2.0, 3.9, 9.8), (mean_high, 2.4, 4.1, 10.2), (2, 4))
+        points += [tuple(float(x) for x in row) for row in draws]
+    for mean, noise, gain, black in points:
+        camera = CameraRead(mean, noise, gain, 8, black, 900.0)
+        kappa, tau = digitized_coefficients(camera, 1, 2)
+        assert np.all(kappa[2:33] <= charged * (1 + 1e-9)) and tau < 1e-30
+        model = AccountedPMF(difference_pmf(camera, 1), 2)
+        for shift in (1, 2):
+            divergence = model.shift_log_moments(ORDERS, shift) / (ORDERS - 1)
+            assert np.all(divergence <= shift**2 * charged * (1 + 1e-9))
 
 
 def test_an_event_with_bins_survives_the_ledger():
