@@ -478,6 +478,9 @@ def test_training_with_calibration_plans_its_privacy_counts_with_it_and_says_so(
 
     device = opu_hal.load_device("opu-sim-dp")
     calibration = calibrate_device(device, [25.0], [400.0], [100_000.0], frames=8, bootstrap=50)
+    full = calibration.saturation_e.upper  # a gain interval that proves unity: the Skellam route, seconds to plan
+    gain = calibration.gain_e_per_dn.model_copy(update={"value": 1.0, "lower": 1 - 0.4 / full, "upper": 1 + 0.4 / full})
+    calibration = calibration.model_copy(update={"gain_e_per_dn": gain})
     write_calibration(calibration, tmp_path / "c.json")
     calibrate_anchor_map(device, calibration, tmp_path / "c.json", frames=8)  # the speckle anchor, every pixel
     config = TrainConfig.for_method(

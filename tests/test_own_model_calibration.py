@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+import shutil
 
 import pytest
 import torch
 from torch import nn
 
-from opu_hal.calibration.schema import read_calibration
+from opu_hal.calibration.anchor_map import anchor_map_path
+from opu_hal.calibration.schema import read_calibration, write_calibration
+from opu_hal.contract.errors import CalibrationError
 from opu_hal.privacy.run_shape import RunShape
 from opu_hal.privacy.skellam import required_poisson_mean
 from tests.training_helpers import private_dfa_on_device, train_own_model
@@ -23,6 +26,14 @@ def calibration_file(tmp_path_factory):
     return path, calibration
 
 
+def proving_unity(calibration):
+    """The calibration with a gain interval narrow enough to prove unity (the Skellam route's rule; a speckle
+    calibration that does not prove it takes the digitized route, tests/test_speckle_digitized.py)."""
+    full = calibration.saturation_e.upper
+    gain = calibration.gain_e_per_dn.model_copy(update={"value": 1.0, "lower": 1 - 0.4 / full, "upper": 1 + 0.4 / full})
+    return calibration.model_copy(update={"gain_e_per_dn": gain})
+
+
 def test_calibrate_writes_the_file_it_returns(calibration_file):
     path, calibration = calibration_file
     assert read_calibration(path) == calibration
@@ -32,7 +43,11 @@ def test_calibrate_writes_the_file_it_returns(calibration_file):
 def test_plan_counts_steps_from_epochs_and_the_dimension_from_the_model(calibration_file):
     path, calibration = calibration_file
     model = nn.Sequential(nn.Linear(20, 16), nn.Sigmoid(), nn.Linear(16, 10))
-    points = plan(path, "opu-sim-dp", 3.0, 1e-5, dataset_size=600, batch_size=32, epochs=2.5, model=model)
+    with pytest.raises(CalibrationError, match="does not prove unity gain"):  # the Skellam plan's rule
+        plan(path, "opu-sim-dp", 3.0, 1e-5, dataset_size=600, batch_size=32, epochs=2.5, model=model)
+    points = plan(
+        proving_unity(calibration), "opu-sim-dp", 3.0, 1e-5, dataset_size=600, batch_size=32, epochs=2.5, model=model
+    )
     steps = math.ceil(2.5 * 600 / 32)
     assert points[0].frames_total == points[0].frames_per_step * steps
     shape = RunShape(
@@ -52,8 +67,11 @@ def test_plan_counts_steps_from_epochs_and_the_dimension_from_the_model(calibrat
 
 
 def test_a_calibrated_device_serves_dp_dfa_device_noise(calibration_file):
-    path, _ = calibration_file
-    device = calibrated_device("opu-sim-dp", path)
+    path, calibration = calibration_file
+    unity = path.with_name("unity.json")  # the Skellam route, which is seconds to plan (the digitized: minutes)
+    write_calibration(proving_unity(calibration), unity)
+    shutil.copy(anchor_map_path(path), anchor_map_path(unity))
+    device = calibrated_device("opu-sim-dp", unity)
     assert device.noise_report().source == "calibrated"
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(20, 16), nn.Sigmoid(), nn.Linear(16, 10))

@@ -194,7 +194,7 @@ def test_dp_dfa_device_noise_refuses_a_device_that_cannot_serve_privacy_noise():
 
 def test_dp_dfa_device_noise_on_a_digitized_camera_takes_the_digitized_route():
     # the default camera (not 1 e-/DN, with read noise) with a flat reference beam: the digitized route
-    # accounts a flat anchor (a speckle anchor is refused there)
+    # accounts a flat anchor (a speckle anchor: per bin of its kept pixels, tests/test_speckle_digitized.py)
     device = simulated_device(out_features=64, privacy_anchor="reference-beam")
     assert device.capabilities.digitized_noise and not device.capabilities.privacy_noise
     config = cfg("dp-dfa", noise_source="device", noise_multiplier=1.0, epochs=1, alignment=False)

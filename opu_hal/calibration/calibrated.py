@@ -176,18 +176,6 @@ class CalibratedNoise:
                 "use the digitized mechanism (any gain, accounted over the calibration's intervals)"
             )
 
-    def check_unity_gain_contained(self) -> None:
-        """The weaker check the speckle anchor's Skellam source still applies: refuse only an interval that
-        excludes 1 e-/DN by more than ``0.5 / saturation``. Known gap (docs/calibration.md, "Unity gain"): a
-        camera at 1.004 e-/DN passes it; the digitized route has no speckle accounting yet to send it to."""
-        gain, tol = self.calibration.gain_e_per_dn, 0.5 / max(self.calibration.saturation_e.upper, 1.0)
-        if not gain.lower - tol <= 1.0 <= gain.upper + tol:
-            raise CalibrationError(
-                f"{self.path}: the measured gain's {gain.level:.0%} interval [{gain.lower:.5g}, {gain.upper:.5g}] e-/DN "
-                f"(estimate {gain.value:.5g}) excludes 1 e-/DN by more than the {tol:.3g} the Skellam privacy source "
-                "tolerates; calibrate a camera mode at unity gain"
-            )
-
     def neighbours(self, temperature_c: float) -> tuple[OperatingPointCalibration, OperatingPointCalibration]:
         """The calibrated points at this exposure just below and just above ``temperature_c`` (the same
         point twice at a calibrated temperature); refused outside the calibrated range."""

@@ -11,8 +11,9 @@ camera-seconds; or the refusal, with the anchor level or the nearest camera that
 from __future__ import annotations
 
 import argparse
-import math
+import time
 
+from ..contract.anchor_map import drift_check_frames
 from ..contract.errors import CalibrationError, DeviceUnavailable
 from ..contract.noise import DigitizedReadLaw
 from ..privacy.digitized_lattice import DigitizedLattice, fewest_box_reads
@@ -37,11 +38,12 @@ def run_digitized_plan(
 ) -> int:
     """Print the operating point of ``profile``'s digitized reads for ``shape``, or why none (exit 1);
     ``law``: one read's law already known (a LightOn profile's, from its calibration alone)."""
+    dimension, k = _lattice(shape)
     if law is None:
-        law = _device_law(args, profile, calibration_path)
+        law = _device_law(args, profile, calibration_path, dimension)
         if law is None:
             return 1
-    dimension, k = _lattice(shape)
+    started = time.perf_counter()
     lattice = DigitizedLattice(
         SkellamLattice(dimension, 1.0, float(k), "per-coordinate"), law, max_reads=args.max_reads
     )
@@ -77,42 +79,29 @@ def run_digitized_plan(
         "lattice_resolution": k,
         "camera": box,
     }
+    if law.kept_pixels is not None:
+        result.update(kept_pixels=law.kept_pixels, mean_bins=[list(b) for b in law.mean_bins])
     if found is not None:
         reads, epsilon = found
-        frames = math.ceil(2 * reads * dimension / law.pixels_per_frame)
+        frames = law.frames(dimension, reads)
+        checks = speckle_check_frames(profile, law, shape.steps)
         result.update(
             reads_per_count=reads,
             epsilon=epsilon,
             frames_per_step=frames,
+            anchor_check_frames=checks,
+            frames_total=frames * shape.steps + checks,
             camera_seconds_per_step=frames * law.frame_time_s,
-            camera_seconds=frames * law.frame_time_s * shape.steps,
+            camera_seconds=(frames * shape.steps + checks) * law.frame_time_s,
         )
     else:
         result["refused"] = _what_would(law, shape, args)
+    result["plan_wall_s"] = time.perf_counter() - started
     if args.json:
         print_json(result)
     else:
         _print_result(result, shape, args)
     return 0 if found is not None else 1
-
-
-def _device_law(args: argparse.Namespace, profile, calibration_path) -> DigitizedReadLaw | None:
-    """The read law of ``profile``'s device (with its calibration), or None after printing why not."""
-    from ..profiles.registry import get_backend
-    from .calibrated import load_calibrated_noise
-
-    device = get_backend(profile.backend).create(profile)  # as opu_hal.load_device builds it
-    if calibration_path is not None:
-        device.check_calibratable()
-        device.attach_calibration(load_calibrated_noise(calibration_path, profile))
-    try:
-        return device.digitized_read_law()
-    except DeviceUnavailable as exc:
-        print(
-            f"{profile.label}: refused: {exc}"
-            + (f" (--plot {args.plot} not written: no read law to draw)" if getattr(args, "plot", None) else "")
-        )
-        return None
 
 
 def _print_result(result: dict, shape: RunShape, args: argparse.Namespace) -> None:
@@ -129,8 +118,15 @@ def _print_result(result: dict, shape: RunShape, args: argparse.Namespace) -> No
         print(
             f"  {result['reads_per_count']} reads per count: epsilon {result['epsilon']:.4g}; "
             f"{result['frames_per_step']} anchor-only frame(s) per step, {result['camera_seconds_per_step']:.4g} s "
-            f"per step, {result['camera_seconds']:.4g} s for the run"
+            f"per step; {result['frames_total']} frames ({result['anchor_check_frames']} drift checks), "
+            f"{result['camera_seconds']:.4g} s for the run"
         )
+    if "kept_pixels" in result:
+        print(
+            f"  speckle: {result['kept_pixels']} kept pixels, one per value, in {len(result['mean_bins'])} mean bin(s) "
+            f"[e-]: {', '.join(f'{lo:.4g}..{hi:.4g}' for lo, hi in result['mean_bins'])}"
+        )
+    print(f"  planned in {result['plan_wall_s']:.1f} s")
     if getattr(args, "plot", None):
         print(f"wrote {args.plot}")
 
@@ -151,6 +147,35 @@ def _what_would(law, shape: RunShape, args: argparse.Namespace) -> str:
         f"{head}; an anchor read of {top:.4g} e- ({other.reads} reads per count, epsilon {other.epsilon:.4g}) "
         "would qualify: change anchor_power_uw or exposure_us"
     )
+
+
+def _device_law(args: argparse.Namespace, profile, calibration_path, dimension: int) -> DigitizedReadLaw | None:
+    """The read law of ``profile``'s device (with its calibration; a speckle anchor's pixels kept for
+    draws of ``dimension`` values), or None after printing why not."""
+    from ..profiles.registry import get_backend
+    from .calibrated import load_calibrated_noise
+
+    device = get_backend(profile.backend).create(profile)  # as opu_hal.load_device builds it
+    if calibration_path is not None:
+        device.check_calibratable()
+        device.attach_calibration(load_calibrated_noise(calibration_path, profile))
+    if "speckle_values_per_draw" in device.capabilities.settable:  # speckle: kept pixels for draws of d values
+        device.set_options(speckle_values_per_draw=dimension)
+    try:
+        return device.digitized_read_law()
+    except DeviceUnavailable as exc:
+        print(
+            f"{profile.label}: refused: {exc}"
+            + (f" (--plot {args.plot} not written: no read law to draw)" if getattr(args, "plot", None) else "")
+        )
+        return None
+
+
+def speckle_check_frames(profile, law, steps: int) -> int:
+    """Drift-check frames of a speckle anchor's run (one draw per step; 0 for a flat anchor)."""
+    if law.kept_pixels is None:
+        return 0
+    return drift_check_frames(steps, profile.anchor_check_every)
 
 
 def _span(low: float, high: float | None) -> str:

@@ -122,10 +122,7 @@ def plan_skellam(
     plans = []
     for exposure in calibration.exposures_us:
         model = _model(calibration, profile, exposure)
-        if getattr(profile, "privacy_anchor", None) != "speckle":
-            model.check_unity_gain()
-        else:  # speckle: the contained check only (no digitized speckle accounting to send it to yet)
-            model.check_unity_gain_contained()
+        model.check_unity_gain()  # unproven unity (flat beam or speckle): the digitized mechanism
         phi_up = model._electrons("signal")[1]
         a2_up = model._electrons("anchor")[1]
         electrons_per_unit = 2 * math.sqrt(a2_up) * math.sqrt(phi_up / 2) if profile.mode == "linear" else phi_up

@@ -47,6 +47,7 @@ class NoiseDistribution:
     kept_pixels: int | None = None  # speckle anchor: the pixels the counts read (per-pixel bounds)
     anchor_checks: int | None = None  # drift watch: anchor re-reads so far, all passed
     anchor_check_every: int | None = None  # drift watch: draws between two re-reads
+    mean_bins: int | None = None  # digitized speckle: the bins of kept pixels' means accounted (a grid check each)
 
     def __post_init__(self) -> None:
         if (
@@ -121,7 +122,10 @@ class DigitizedReadLaw:
     ``gain_e_per_dn``, ``black_level_dn`` and ``full_well_e`` are low ends whose ``*_high`` close the
     calibrated box (None: the declared point).
     ``source`` says where the intervals came from; ``pixels_per_frame`` and ``frame_time_s`` price the
-    reads (one read per pixel of an anchor-only frame)."""
+    reads (one read per pixel of an anchor-only frame). A speckle anchor's law (``kept_pixels`` set) has one
+    mean interval per bin of kept pixels, ``mean_bins`` (``mean_e`` their hull): each value reads ONE kept
+    pixel ``2 reads`` times, in ``2 reads`` frames per pass over the kept pixels
+    (:mod:`opu_hal.privacy.digitized_bins`)."""
 
     mean_e: tuple[float, float]
     read_noise_e: tuple[float, float]
@@ -135,8 +139,22 @@ class DigitizedReadLaw:
     gain_e_per_dn_high: float | None = None
     black_level_dn_high: float | None = None
     full_well_e_high: float | None = None
+    mean_bins: tuple[tuple[float, float], ...] = ()
+    kept_pixels: int | None = None
 
     def __post_init__(self) -> None:
+        for low, high in self.mean_bins:
+            if not (math.isfinite(low) and math.isfinite(high) and self.mean_e[0] <= low <= high <= self.mean_e[1]):
+                raise ParameterError(
+                    f"DigitizedReadLaw.mean_bins must be intervals inside mean_e {self.mean_e}, got {(low, high)}"
+                )
+        if (self.kept_pixels is None) != (not self.mean_bins) or (
+            self.kept_pixels is not None and self.kept_pixels < 1
+        ):
+            raise ParameterError(
+                "DigitizedReadLaw.kept_pixels (>= 1) and mean_bins go together (a speckle anchor's kept pixels), "
+                f"got {self.kept_pixels!r} with {len(self.mean_bins)} bin(s)"
+            )
         for name in ("mean_e", "read_noise_e"):
             low, high = getattr(self, name)
             if not (math.isfinite(low) and math.isfinite(high) and 0 < low <= high):
@@ -151,6 +169,14 @@ class DigitizedReadLaw:
         the law declares a point: the profile's camera)."""
         value = getattr(self, f"{name}_high")
         return float(getattr(self, name) if value is None else value)
+
+    def frames(self, n_values: int, reads: int) -> int:
+        """Anchor-only frames of ``n_values`` noise values at ``reads`` reads per count: ``2 reads
+        ceil(n / kept)`` for a speckle anchor (each value's counts read one pixel in ``2 reads`` frames),
+        ``ceil(2 reads n / pixels_per_frame)`` for a flat one (any pixel serves any count)."""
+        if self.kept_pixels is not None:
+            return 2 * reads * -(-n_values // self.kept_pixels)
+        return -(-2 * reads * n_values // self.pixels_per_frame)
 
 
 @dataclass(frozen=True)

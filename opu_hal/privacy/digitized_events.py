@@ -19,6 +19,7 @@ from typing import ClassVar
 import numpy as np
 
 from .digitized import MAX_READS, CameraRead, difference_pmf
+from .digitized_bins import binned_cameras
 from .digitized_box import BOX_POINTS, box_cameras
 from .events import Event, Neighboring, PrivacyParameterError, _positive, is_count, register_event
 from .pmf_rdp import pmf_coefficients
@@ -26,7 +27,7 @@ from .rounding import MAX_ORDER
 from .subsampling import check_fixed_batch, subsampled_without_replacement_rdp
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=1024)  # a speckle law's bins: up to a few hundred grid cameras per reads count
 def digitized_coefficients(camera: CameraRead, reads: int, max_shift: int) -> tuple[np.ndarray, float]:
     """``kappa_alpha`` (``alpha = 0 .. MAX_ORDER``) and ``tau`` of ``K`` for ``reads`` reads per count."""
     return pmf_coefficients(difference_pmf(camera, reads), max_shift)
@@ -57,7 +58,9 @@ class DigitizedNoiseEvent(Event):
     ``l2_sensitivity`` is ``gamma Delta`` in DN under the accountant's relation. ``mean_e_high`` and
     ``read_noise_e_high`` (default: equal to the low ends) close a calibrated box, checked on a grid of
     ``box_points`` per axis (:mod:`.digitized_box`); ``gain_e_per_dn_high``, ``black_level_dn_high`` and
-    ``full_well_e_high`` close it on the calibrated gain, black level and full well."""
+    ``full_well_e_high`` close it on the calibrated gain, black level and full well. ``mean_bins`` (a
+    speckle anchor's kept pixels, :mod:`.digitized_bins`): one mean interval per bin, each boxed on its own
+    grid and the largest curve over all of them charged."""
 
     mean_e: float
     read_noise_e: float
@@ -74,10 +77,13 @@ class DigitizedNoiseEvent(Event):
     gain_e_per_dn_high: float | None = None
     black_level_dn_high: float | None = None
     full_well_e_high: float | None = None
+    mean_bins: tuple[tuple[float, float], ...] = ()
     kind: ClassVar[str] = "digitized_noise"
     relations: ClassVar[tuple[str, ...]] = ("add_remove", "replace_one")
 
     def __post_init__(self) -> None:
+        # a ledger restores the bins as lists: back to the hashable tuples the curve caches key on
+        object.__setattr__(self, "mean_bins", tuple((float(lo), float(hi)) for lo, hi in self.mean_bins))
         _ = self.camera  # validates the camera fields
         if not (is_count(self.reads) and 1 <= self.reads <= MAX_READS):
             raise PrivacyParameterError(f"reads must be an integer in [1, {MAX_READS}], got {self.reads!r}")
@@ -97,6 +103,16 @@ class DigitizedNoiseEvent(Event):
         """The grid of the calibrated box (one camera when the box is a point)."""
         high_mean = self.mean_e if self.mean_e_high is None else self.mean_e_high
         high_noise = self.read_noise_e if self.read_noise_e_high is None else self.read_noise_e_high
+        if self.mean_bins:
+            return binned_cameras(
+                self.camera,
+                self.mean_bins,
+                high_noise,
+                self.box_points,
+                gain_e_per_dn_high=self.gain_e_per_dn_high,
+                black_level_dn_high=self.black_level_dn_high,
+                full_well_e_high=self.full_well_e_high,
+            )
         return box_cameras(
             self.camera,
             high_mean,

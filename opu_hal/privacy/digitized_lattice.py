@@ -23,13 +23,14 @@ import numpy as np
 
 from ..contract.noise import DigitizedReadLaw
 from .digitized import MAX_READS, CameraRead, read_pmf
+from .digitized_bins import binned_cameras
 from .digitized_box import BOX_POINTS, box_cameras
 from .digitized_events import FixedSizeDigitizedNoiseEvent
 from .events import PrivacyParameterError
 from .skellam import SkellamLattice
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=1024)
 def read_variance_dn2(camera: CameraRead) -> float:
     """Exact variance of one digitized read (clipping and rounding included), in DN^2."""
     pmf = read_pmf(camera)
@@ -71,6 +72,16 @@ class DigitizedLattice:
     @property
     def cameras(self) -> tuple[CameraRead, ...]:
         law = self.law
+        if law.mean_bins:  # a speckle anchor's kept pixels: every bin's box (opu_hal.privacy.digitized_bins)
+            return binned_cameras(
+                low_camera(law),
+                law.mean_bins,
+                law.read_noise_e[1],
+                self.box_points,
+                gain_e_per_dn_high=law.gain_e_per_dn_high,
+                black_level_dn_high=law.black_level_dn_high,
+                full_well_e_high=law.full_well_e_high,
+            )
         return box_cameras(
             low_camera(law),
             law.mean_e[1],
@@ -111,6 +122,7 @@ class DigitizedLattice:
             gain_e_per_dn_high=self.law.gain_e_per_dn_high,
             black_level_dn_high=self.law.black_level_dn_high,
             full_well_e_high=self.law.full_well_e_high,
+            mean_bins=self.law.mean_bins,
             dataset_size=dataset_size,
             batch_size=batch_size,
         )

@@ -147,6 +147,11 @@ class DigitizedRelease:
         return as_release(noised, gamma, u)
 
     def _counts(self, n_values: int) -> PrivacyCounts:
+        if self.device.digitized_read_law() != self.lattice.law:  # e.g. another speckle selection since the plan
+            raise DeviceUnavailable(
+                f"profile {self.device.profile.label!r}: the camera's read law changed since the noise was planned; "
+                "plan again"
+            )
         draw = self.device.draw_digitized_counts(n_values, self.reads)
         if draw.distribution.reads_per_value != self.reads or draw.counts.numel() != n_values:
             raise DeviceUnavailable(

@@ -46,6 +46,8 @@ def device_lattice(
             "coordinate: drop --rounding-analysis worst-case"
         )
     try:
+        if "speckle_values_per_draw" in device.capabilities.settable:  # type: ignore[union-attr]
+            device.set_options(speckle_values_per_draw=dimension)  # type: ignore[union-attr]
         return DigitizedLattice(lattice, device.digitized_read_law())  # type: ignore[union-attr]
     except (DeviceUnavailable, PrivacyParameterError) as exc:
         raise TrainingConfigError(f"--noise-source device: {exc}") from None

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 import torch
@@ -18,7 +17,7 @@ from ...camera.pixel_maps import dark_signal_map, light_response_map
 from ...contract.anchor_map import AnchorBoundMap
 from ...contract.capabilities import Capabilities
 from ...contract.device import Device
-from ...contract.errors import CalibrationError, DeviceUnavailable, ProfileError
+from ...contract.errors import CalibrationError, ProfileError
 from ...contract.frames import RawFrames
 from ...contract.noise import PrivacyCounts
 from ...contract.profile_base import CAMERA_PIXELS, DMD_MIRRORS
@@ -40,7 +39,8 @@ from .privacy_noise import (
 from .profile import SimulatedProfile
 from .raw_frames import raw_frames
 from .speckle import speckle_anchor
-from .speckle_privacy import SpecklePrivacy
+from .speckle_digitized import calibrated_bounds, draw_speckle_digitized, speckle_law
+from .speckle_privacy import SpecklePrivacy, sensor_ceiling_e
 
 MIB = 1 << 20
 MIN_DITHER_DN = 0.5  # a frame's random noise, in ADC steps, below which rounding is not dithered
@@ -110,6 +110,8 @@ class SimulatedHardware(Device[SimulatedProfile]):
         if "temperature_c" in options and self._calibration is not None:
             self._calibration.check_operating_point(options["temperature_c"], self._exposure_us)
         self._temperature_c = options.get("temperature_c", self._temperature_c)
+        if "speckle_values_per_draw" in options:  # picks the digitized speckle threshold (speckle_bins)
+            self.speckle.values_per_draw = int(options["speckle_values_per_draw"])
 
     @property
     def sensor(self) -> Sensor:
@@ -148,7 +150,8 @@ class SimulatedHardware(Device[SimulatedProfile]):
             max_in_features=DMD_MIRRORS,
             max_out_features=CAMERA_PIXELS,
             # bounds: the profile's temperature_min_c / temperature_max_c
-            settable={"temperature_c": self._temperature_range()},
+            settable={"temperature_c": self._temperature_range()}
+            | ({"speckle_values_per_draw": (1, 1e9, "values")} if self._profile.privacy_anchor == "speckle" else {}),
             compute_device=self.compute.type,
             privacy_noise=self._privacy_source_ok(),
             raw_frames=True,
@@ -204,14 +207,13 @@ class SimulatedHardware(Device[SimulatedProfile]):
 
     def _privacy_source_ok(self) -> bool:
         sensor = self.sensor
+        proves_unity = getattr(self._calibration, "proves_unity_gain", None)  # the calibration decides, not the profile
+        unity_not_refuted = abs(sensor.gain_e_per_dn - 1.0) <= 1e-12 and (not callable(proves_unity) or proves_unity())
         if self._profile.privacy_anchor == "speckle":
             mean = self.anchor_e + sensor.dark_e
-            return abs(sensor.gain_e_per_dn - 1.0) <= 1e-12 and clip_probability(mean, sensor) <= CLIP_LIMIT
-        proves_unity = getattr(self._calibration, "proves_unity_gain", None)  # the calibration decides, not the profile
-        unity_not_refuted = not callable(proves_unity) or bool(proves_unity())
+            return unity_not_refuted and clip_probability(mean, sensor) <= CLIP_LIMIT
         return (
-            abs(sensor.gain_e_per_dn - 1.0) <= 1e-12
-            and unity_not_refuted
+            unity_not_refuted
             and self.anchor_read_e > 0
             and clip_probability(self.brightest_anchor_read_e, sensor) <= CLIP_LIMIT
         )
@@ -249,34 +251,31 @@ class SimulatedHardware(Device[SimulatedProfile]):
             brightest_read_e=self.brightest_anchor_read_e,
         )
 
+    def _speckle_bounds(self) -> tuple[AnchorBoundMap, float | None]:
+        """The calibration's per-pixel bound map and clip ceiling, or the model's own means (no calibration)."""
+        if self._calibration is None:
+            return self.speckle.uncalibrated_bounds(self.anchor_means_e()), None
+        return calibrated_bounds(self._calibration, self._profile.label, self._temperature_c, self._exposure_us)
+
     def _draw_speckle_counts(self, n_values: int, poisson_mean: float) -> PrivacyCounts:
-        """Counts at each kept pixel's own mean, planned with the calibration's per-pixel bound map."""
-        check_privacy_source(self.sensor, self.anchor_e, self._profile.label)
-        means = self.anchor_means_e()
-        bounds: AnchorBoundMap | None = self.speckle.uncalibrated_bounds(means)
-        ceiling = None
-        calibration: Any = self._calibration
-        if calibration is not None:
-            if not all(callable(getattr(calibration, n, None)) for n in ("check_unity_gain_contained", "anchor_map")):
+        """Counts at each kept pixel's own mean, planned with the calibration's per-pixel bound map; a
+        calibration must prove unity gain (else the digitized speckle route, :meth:`draw_digitized_counts`)."""
+        if self._calibration is not None:
+            check_unity_gain = getattr(self._calibration, "check_unity_gain", None)
+            if not callable(check_unity_gain):
                 raise CalibrationError(
-                    f"this calibration ({type(calibration).__name__}) has no unity-gain check or anchor map: "
-                    "the speckle privacy source needs both"
+                    f"this calibration ({type(self._calibration).__name__}) has no unity-gain check: "
+                    "the speckle Skellam source reads electrons as DN one to one and needs it"
                 )
-            calibration.check_unity_gain_contained()  # the strict rule has no speckle digitized route yet
-            ceiling = calibration.clip_ceiling_e()
-            bounds = calibration.anchor_map(self._temperature_c, self._exposure_us)
-            if bounds is None:
-                raise CalibrationError(
-                    f"profile {self._profile.label!r}: the calibration has no per-pixel map of the speckle "
-                    "anchor; re-run `opu-hal calibrate` (it measures one for a speckle profile)"
-                )
-        assert bounds is not None
+            check_unity_gain()
+        check_privacy_source(self.sensor, self.anchor_e, self._profile.label)  # the simulation's truth
+        bounds, ceiling = self._speckle_bounds()
         frame_s = max(self._profile.frame_period_us, self._exposure_us) * 1e-6
         return self.speckle.draw(
             self._privacy_generator,
             self.sensor,
             bounds,
-            means,
+            self.anchor_means_e(),
             n_values,
             poisson_mean,
             frame_s,
@@ -290,37 +289,35 @@ class SimulatedHardware(Device[SimulatedProfile]):
 
     def _digitized_source_ok(self) -> bool:
         sensor = self.sensor
-        return (
-            self._profile.privacy_anchor == "reference-beam"
-            and self.anchor_read_e > 0
-            and 6 <= sensor.adc_bits <= 16
-            and sensor.read_noise_e > 0
-        )
+        return self.anchor_read_e > 0 and 6 <= sensor.adc_bits <= 16 and sensor.read_noise_e > 0
 
     def digitized_read_law(self):
-        """One anchor-only read's law: the profile's camera, or the calibration's box at this temperature."""
+        """One anchor-only read's law: the profile's camera, or the calibration's box at this temperature;
+        for a speckle anchor, per bin of the kept pixels' bounds (:mod:`.speckle_digitized`)."""
         profile = self._profile
-        if profile.privacy_anchor == "speckle":
-            raise DeviceUnavailable(
-                f"profile {profile.label!r}: digitized privacy noise is accounted for a flat anchor; this "
-                "profile's anchor is speckle (key 'privacy_anchor'): use the Skellam source at unity gain"
-            )
         box = None if self._calibration is None else self._calibration.digitized_read_box(self._temperature_c)
-        return digitized_law(
-            self.sensor,
-            self.anchor_read_e,
-            profile.label,
-            profile.sensor_pixels,
-            max(profile.frame_period_us, self._exposure_us) * 1e-6,
-            box,
-        )
+        frame_s = max(profile.frame_period_us, self._exposure_us) * 1e-6
+        if profile.privacy_anchor == "speckle":
+            bounds, ceiling = self._speckle_bounds()
+            selection = self.speckle.binned_selection(
+                bounds, sensor_ceiling_e(self.sensor) if ceiling is None else ceiling
+            )
+            return speckle_law(self.sensor, selection, box, profile.label, bounds.source, frame_s)
+        return digitized_law(self.sensor, self.anchor_read_e, profile.label, profile.sensor_pixels, frame_s, box)
 
     def draw_digitized_counts(self, n_values: int, reads: int) -> PrivacyCounts:
-        """Sums of ``reads`` digitized anchor-only reads (any gain), from the secure generator."""
+        """Sums of ``reads`` digitized anchor-only reads (any gain), from the secure generator; for a speckle
+        anchor, each value's reads of one kept pixel at its true mean."""
         self.open()
-        return draw_digitized(
-            self._privacy_generator, self.sensor, self.anchor_read_e, self.digitized_read_law(), n_values, reads
-        )
+        law = self.digitized_read_law()
+        if self._profile.privacy_anchor == "speckle":
+            bounds, ceiling = self._speckle_bounds()
+            selection = self.speckle.binned_selection(
+                bounds, sensor_ceiling_e(self.sensor) if ceiling is None else ceiling
+            )
+            args = (self._privacy_generator, self.sensor, bounds, selection, law, self.anchor_means_e())
+            return draw_speckle_digitized(self.speckle, *args, n_values, reads, self._camera_generator)
+        return draw_digitized(self._privacy_generator, self.sensor, self.anchor_read_e, law, n_values, reads)
 
     # -- raw camera frames (calibration) -------------------------------------------------------
     def raw_frames(

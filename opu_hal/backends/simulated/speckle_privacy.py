@@ -31,6 +31,7 @@ from ...contract.anchor_map import (
 )
 from ...contract.errors import AnchorDrift, DeviceUnavailable
 from ...contract.noise import NoiseDistribution, PrivacyCounts
+from ...contract.speckle_bins import BinnedSelection, select_binned
 from ...randomness.secure_random import SecureGenerator
 from .camera import Sensor
 from .privacy_noise import CLIP_LIMIT, clip_probability
@@ -60,6 +61,8 @@ class SpecklePrivacy:
         self.checks: list[DriftCheck] = []
         self._selection: tuple[AnchorBoundMap, float, float, PixelSelection] | None = None
         self._model: tuple[np.ndarray, AnchorBoundMap] | None = None
+        self._binned: tuple[AnchorBoundMap, float, int | None, BinnedSelection] | None = None
+        self.values_per_draw: int | None = None  # digitized counts: the threshold is chosen for draws of this size
 
     def uncalibrated_bounds(self, means_e: np.ndarray) -> AnchorBoundMap:
         """:func:`model_bounds` of ``means_e``, the same object while the means stay the same, so that
@@ -76,6 +79,17 @@ class SpecklePrivacy:
             except ValueError as exc:
                 raise DeviceUnavailable(f"profile {self.label!r}: {exc}") from None
             self._selection = last = (bounds, poisson_mean, ceiling_e, chosen)
+        return last[3]
+
+    def binned_selection(self, bounds: AnchorBoundMap, ceiling_e: float) -> BinnedSelection:
+        """The kept pixels and mean bins of digitized speckle counts (:func:`select_binned`), per bound map."""
+        last, values = self._binned, self.values_per_draw
+        if last is None or last[0] is not bounds or last[1:3] != (ceiling_e, values):
+            try:
+                chosen = select_binned(bounds, ceiling_e, values=values)
+            except ValueError as exc:
+                raise DeviceUnavailable(f"profile {self.label!r}: {exc}") from None
+            self._binned = last = (bounds, ceiling_e, values, chosen)
         return last[3]
 
     def watch(self, means_e: np.ndarray, bounds: AnchorBoundMap, kept: np.ndarray, sensor: Sensor, camera) -> None:
