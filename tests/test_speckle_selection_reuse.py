@@ -18,3 +18,22 @@ def test_repeated_draws_reuse_the_pixel_selection_until_the_anchor_means_change(
     device.set_options(temperature_c=device.temperature_c + 10.0)  # more dark current: new means
     device.draw_privacy_counts(1000, 3e5)
     assert plans == [3e5, 3e5]
+
+
+def test_repeated_draws_reuse_the_count_means_until_the_anchor_means_change(monkeypatch):
+    from opu_hal.contract.anchor_map import PixelSelection
+
+    computed = []
+    real = PixelSelection.count_means
+    monkeypatch.setattr(PixelSelection, "count_means", lambda self, m, n: computed.append(n) or real(self, m, n))
+    device = opu_hal.load_device("opu-sim-dp")
+    device.draw_privacy_counts(1000, 3e5)
+    device.draw_privacy_counts(1000, 3e5)
+    assert computed == [1000]  # the same selection, means and size: computed once
+    means = device.anchor_means_e()
+    assert means is device.anchor_means_e() and not means.flags.writeable  # one read-only array
+    device.draw_privacy_counts(500, 3e5)
+    assert computed == [1000, 500]
+    device.set_options(temperature_c=device.temperature_c + 10.0)  # more dark current: new means
+    device.draw_privacy_counts(500, 3e5)
+    assert computed == [1000, 500, 500] and device.anchor_means_e() is not means

@@ -61,15 +61,33 @@ class SpecklePrivacy:
         self.checks: list[DriftCheck] = []
         self._selection: tuple[AnchorBoundMap, float, float, PixelSelection] | None = None
         self._model: tuple[np.ndarray, AnchorBoundMap] | None = None
+        self._count_means: tuple[PixelSelection, np.ndarray, int, np.ndarray] | None = None
         self._binned: tuple[AnchorBoundMap, float, int | None, BinnedSelection] | None = None
         self.values_per_draw: int | None = None  # digitized counts: the threshold is chosen for draws of this size
 
     def uncalibrated_bounds(self, means_e: np.ndarray) -> AnchorBoundMap:
         """:func:`model_bounds` of ``means_e``, the same object while the means stay the same, so that
         the pixel selection planned on it is reused from draw to draw (it costs seconds per plan)."""
-        if self._model is None or not np.array_equal(self._model[0], means_e):
-            self._model = (means_e.copy(), model_bounds(means_e))
-        return self._model[1]
+        last = self._model  # the anchor's means are one read-only array while they stay the same
+        if last is None or (last[0] is not means_e and not np.array_equal(last[0], means_e)):
+            self._model = last = (means_e if not means_e.flags.writeable else means_e.copy(), model_bounds(means_e))
+        return last[1]
+
+    def count_means(self, chosen: PixelSelection, means_e: np.ndarray, n_values: int) -> np.ndarray:
+        """:meth:`PixelSelection.count_means`, kept while the selection, the (read-only) means and the
+        draw size stay the same: a draw of a million values would otherwise recompute them (milliseconds)."""
+        last = self._count_means
+        if (
+            last is None
+            or last[0] is not chosen
+            or last[1] is not means_e
+            or last[2] != n_values
+            or means_e.flags.writeable
+        ):
+            lam = chosen.count_means(means_e, n_values)
+            lam.flags.writeable = False
+            self._count_means = last = (chosen, means_e, n_values, lam)
+        return last[3]
 
     def selection(self, bounds: AnchorBoundMap, poisson_mean: float, ceiling_e: float) -> PixelSelection:
         last = self._selection  # keyed on the map object itself (held), not its id: an id can be reused
@@ -138,7 +156,7 @@ class SpecklePrivacy:
                 f"profile {self.label!r}: a kept pixel's true anchor mean lies below its bound or above the clip "
                 f"ceiling {sensor_ceiling_e(sensor):.4g} e- ({bounds.source}); re-run `opu-hal calibrate`"
             )
-        lam = chosen.count_means(means_e, n_values)
+        lam = self.count_means(chosen, means_e, n_values)
         counts = generator.poisson_at(lam) - generator.poisson_at(lam)
         reads = chosen.reads_per_count
         if sensor.read_noise_e > 0:
