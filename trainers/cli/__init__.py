@@ -213,7 +213,7 @@ def privacy_summary(privacy: dict, profile: dict | None) -> str:
     if device_noise and device_noise.get("kind") == "digitized-reads":
         parts.append(
             f"device {profile['name'] if profile else '?'}: {device_noise.get('reads_per_value')} digitized "
-            f"anchor reads per count at {device_noise.get('gain_e_per_dn')} e-/DN, read mean >= "
+            f"anchor reads per count at gain >= {device_noise.get('gain_e_per_dn'):.5g} e-/DN, read mean >= "
             f"{device_noise['poisson_mean_lower']:.4g} e- (accounted exactly from the read's law)"
         )
     elif device_noise:

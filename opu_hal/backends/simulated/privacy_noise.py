@@ -248,8 +248,8 @@ def draw_digitized(
         poisson_mean=read_mean_e,
         poisson_mean_lower=min(law.mean_e[0], read_mean_e),
         reads_per_value=reads,
-        read_noise_e=sensor.read_noise_e,
-        gain_e_per_dn=sensor.gain_e_per_dn,
+        read_noise_e=law.read_noise_e[0],  # the accounted (calibrated) low ends, not the simulator's truth
+        gain_e_per_dn=law.gain_e_per_dn,
         lattice_step=1.0,
         clip_probability=clip_probability(read_mean_e, sensor),
         mean_source=law.source,

@@ -136,8 +136,8 @@ def draw_speckle_digitized(
         poisson_mean=float(lam.mean()),
         poisson_mean_lower=min(law.mean_e[0], float(lam.min())),
         reads_per_value=reads,
-        read_noise_e=sensor.read_noise_e,
-        gain_e_per_dn=sensor.gain_e_per_dn,
+        read_noise_e=law.read_noise_e[0],  # the accounted (calibrated) low ends, not the simulator's truth
+        gain_e_per_dn=law.gain_e_per_dn,
         lattice_step=1.0,
         clip_probability=clip_probability(float(truth.max()), sensor),
         mean_source=law.source,
