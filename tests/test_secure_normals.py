@@ -38,6 +38,25 @@ def _uniform53(hi: int, lo: int) -> float:
     return ((hi >> 5) * 67108864.0 + (lo >> 6)) / 2.0**53
 
 
+def _substream(key: bytes, counter: int, nonce: int, i: int, reserved: int):
+    """Normal ``i``'s substream as a function returning its next 64-bit pair: pair ``k % 8`` of block
+    ``counter + i`` at nonce ``(nonce, 1 + k // 8)``, inside the call's ``reserved`` blocks."""
+    pairs, substream = iter([]), 0
+
+    def next_pair():
+        nonlocal pairs, substream
+        try:
+            return next(pairs)
+        except StopIteration:
+            substream += 1
+            block = chacha20_block(key, counter + i, nonce | (substream << 32))
+            assert counter <= counter + i < counter + reserved  # within the reservation
+            pairs = iter([(block[2 * p], block[2 * p + 1]) for p in range(8)])
+            return next(pairs)
+
+    return next_pair
+
+
 def _reference_normals(key: bytes, counter: int, nonce: int, n: int) -> tuple[np.ndarray, dict[str, int]]:
     """The module's layout in plain Python on :func:`chacha20_block`: numpy's ziggurat
     (``random_standard_normal``), first proposals from the shared blocks, the rest from each
@@ -48,22 +67,9 @@ def _reference_normals(key: bytes, counter: int, nonce: int, n: int) -> tuple[np
     )
     out, seen = np.empty(n), {"wedge": 0, "tail": 0, "rejected": 0}
     for i in range(n):
-        pairs = iter([(int(words[i // 8, 2 * (i % 8)]), int(words[i // 8, 2 * (i % 8) + 1]))])
-        substream = 0
-
-        def next_pair(i: int = i):
-            nonlocal pairs, substream
-            try:
-                return next(pairs)
-            except StopIteration:
-                substream += 1
-                block = chacha20_block(key, counter + i, nonce | (substream << 32))
-                assert counter <= counter + i < counter + chacha_normal.blocks_for(n)  # within the reservation
-                pairs = iter([(block[2 * p], block[2 * p + 1]) for p in range(8)])
-                return next(pairs)
-
+        next_pair = _substream(key, counter, nonce, i, chacha_normal.blocks_for(n))
+        hi, lo = int(words[i // 8, 2 * (i % 8)]), int(words[i // 8, 2 * (i % 8) + 1])  # the first proposal
         while True:
-            hi, lo = next_pair()
             bits = (hi << 32) | lo
             layer, negative, rabs = bits & 0xFF, (bits >> 8) & 1, (bits >> 9) & 0x000FFFFFFFFFFFFF
             x = rabs * float(ZIGGURAT_W[layer])
@@ -84,6 +90,7 @@ def _reference_normals(key: bytes, counter: int, nonce: int, n: int) -> tuple[np
             ):
                 break
             seen["rejected"] += 1
+            hi, lo = next_pair()  # a new proposal
         out[i] = -x if negative else x
     return out, seen
 
@@ -108,19 +115,7 @@ def _reference_normals32(key: bytes, counter: int, nonce: int, n: int) -> tuple[
     )
     out, seen = np.empty(n), {"wedge": 0, "tail": 0, "rejected": 0}
     for i in range(n):
-        pairs, substream = iter([]), 0
-
-        def next_pair(i: int = i):
-            nonlocal pairs, substream
-            try:
-                return next(pairs)
-            except StopIteration:
-                substream += 1
-                block = chacha20_block(key, counter + i, nonce | (substream << 32))
-                assert counter <= counter + i < counter + chacha_normal32.blocks_for(n)  # within the reservation
-                pairs = iter([(block[2 * p], block[2 * p + 1]) for p in range(8)])
-                return next(pairs)
-
+        next_pair = _substream(key, counter, nonce, i, chacha_normal32.blocks_for(n))
         word = int(words[i // 16, i % 16])
         first_layer, first_rabs = word & 0xFF, (word >> 9) & 0x7FFFFF
         if first_rabs < int(k32[first_layer]):  # inside its rectangle: float32 arithmetic

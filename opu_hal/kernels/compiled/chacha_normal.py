@@ -78,6 +78,27 @@ def _next_pair(key, block, nonce, substream_block, words, pair):
     return words[2 * pair], words[2 * pair + 1], pair + 1, substream_block
 
 
+@njit(inline="always", cache=True)
+def beyond_rectangle(key, block, nonce, substream_block, words, pair, layer, x):
+    """After a proposal ``x`` outside layer ``layer``'s rectangle, on the normal's substream: the wedge's
+    test, or a draw from the tail beyond r (Marsaglia 1964, two uniforms a try). Returns ``(accepted,
+    |value|, pair, substream_block)``; a rejected wedge point asks for a new proposal."""
+    hi, lo, pair, substream_block = _next_pair(key, block, nonce, substream_block, words, pair)
+    u = uniform53(hi, lo)
+    if layer == 0:
+        while True:
+            hi, lo, pair, substream_block = _next_pair(key, block, nonce, substream_block, words, pair)
+            v = uniform53(hi, lo)
+            xx = -math.log1p(-u) / ZIGGURAT_R
+            yy = -math.log1p(-v)
+            if yy + yy > xx * xx:
+                return True, ZIGGURAT_R + xx, pair, substream_block
+            hi, lo, pair, substream_block = _next_pair(key, block, nonce, substream_block, words, pair)
+            u = uniform53(hi, lo)
+    accepted = (ZIGGURAT_F[layer - 1] - ZIGGURAT_F[layer]) * u + ZIGGURAT_F[layer] < math.exp(-0.5 * x * x)
+    return accepted, x, pair, substream_block
+
+
 @njit(cache=True)
 def _settle(key, counter, nonce, index, first_hi, first_lo, words):
     """Normal ``index`` after a first proposal outside its rectangle, reading its substream
@@ -91,23 +112,9 @@ def _settle(key, counter, nonce, index, first_hi, first_lo, words):
         x = rabs * ZIGGURAT_W[layer]
         if rabs < RECTANGLE_K[layer]:
             return -x if negative else x
-        # the next value of the substream: the wedge's uniform, or the tail's first uniform
-        hi, lo, pair, substream_block = _next_pair(key, block, nonce, substream_block, words, pair)
-        u = uniform53(hi, lo)
-        if layer == 0:  # the tail beyond r (Marsaglia 1964): two uniforms a try
-            while True:
-                hi, lo, pair, substream_block = _next_pair(key, block, nonce, substream_block, words, pair)
-                v = uniform53(hi, lo)
-                xx = -math.log1p(-u) / ZIGGURAT_R
-                yy = -math.log1p(-v)
-                if yy + yy > xx * xx:
-                    x = ZIGGURAT_R + xx
-                    return -x if negative else x
-                hi, lo, pair, substream_block = _next_pair(key, block, nonce, substream_block, words, pair)
-                u = uniform53(hi, lo)
-        if (ZIGGURAT_F[layer - 1] - ZIGGURAT_F[layer]) * u + ZIGGURAT_F[layer] < math.exp(-0.5 * x * x):
+        accepted, x, pair, substream_block = beyond_rectangle(key, block, nonce, substream_block, words, pair, layer, x)
+        if accepted:
             return -x if negative else x
-        # rejected: a new proposal
         hi, lo, pair, substream_block = _next_pair(key, block, nonce, substream_block, words, pair)
 
 

@@ -22,19 +22,16 @@ share a (block, nonce) pair, and a call's output is a function of the key and it
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit, prange
 
 from .chacha import LANES, _rounds
-from .chacha_normal import _lane_blocks, _next_pair
-from .normal import ZIGGURAT_R, ziggurat_tables
-from .philox import uniform53
+from .chacha_normal import _lane_blocks, _next_pair, beyond_rectangle
+from .normal import ziggurat_tables
 
 WORDS_PER_BLOCK = 16  # first proposals per block
 TASK_CHUNKS = 32  # chunks of 16 blocks (8192 normals) per parallel task
-_K, W32, F32 = ziggurat_tables(bits=23)
+_K, W32, F32 = ziggurat_tables(bits=23)  # F32: the curve's values, the 64-bit tables' (bits scale k and w)
 K32 = _K.astype(np.int64)  # the 23-bit thresholds
 W32F = W32.astype(np.float32)  # the layer widths in float32: a first proposal is float32(rabs) * width
 
@@ -59,23 +56,10 @@ def _settle(key, counter, nonce, index, first, words):
         x = rabs * W32[layer]
         if rabs < K32[layer]:
             return -x if negative else x
-        hi, lo, pair, substream_block = _next_pair(key, block, nonce, substream_block, words, pair)
-        u = uniform53(hi, lo)
-        if layer == 0:  # the tail beyond r: two uniforms a try
-            while True:
-                hi, lo, pair, substream_block = _next_pair(key, block, nonce, substream_block, words, pair)
-                v = uniform53(hi, lo)
-                xx = -math.log1p(-u) / ZIGGURAT_R
-                yy = -math.log1p(-v)
-                if yy + yy > xx * xx:
-                    x = ZIGGURAT_R + xx
-                    return -x if negative else x
-                hi, lo, pair, substream_block = _next_pair(key, block, nonce, substream_block, words, pair)
-                u = uniform53(hi, lo)
-        if (F32[layer - 1] - F32[layer]) * u + F32[layer] < math.exp(-0.5 * x * x):
+        accepted, x, pair, substream_block = beyond_rectangle(key, block, nonce, substream_block, words, pair, layer, x)
+        if accepted:
             return -x if negative else x
-        hi, lo, pair, substream_block = _next_pair(key, block, nonce, substream_block, words, pair)
-        word = hi  # a new proposal: the pair's first word
+        word, _lo, pair, substream_block = _next_pair(key, block, nonce, substream_block, words, pair)  # a new proposal
 
 
 @njit(parallel=True, cache=True)
