@@ -11,7 +11,8 @@
 # The PDFA private row ("photonic"): photonic DP-DFA on the simulated OPU (opu-sim), its noise the
 # device's own at its operating point (25 C: std 0.0997, std_lower 0.0708 in output units, the
 # appendix's sigma = 0.1 column; `opu-hal noise opu-sim`), ternarized error, hidden neurons clipped.
-# ROWS (default "pdfa private photonic nonprivate") picks the groups to run.
+# ROWS (default "pdfa private photonic nonprivate") picks the groups to run; PRIVATE_ROWS (default
+# "dfa tdfa") the private group's rows.
 # QUICK=1: one epoch on 2,000 training examples, one sigma (a plumbing check).
 # OUT_DIR (default results/paper000-mnist).
 set -euo pipefail
@@ -30,7 +31,7 @@ if [[ $ROWS == *" pdfa "* ]]; then
 fi
 if [[ $ROWS == *" private "* ]]; then
   for sigma in $SIGMAS; do
-    for row in dfa tdfa; do
+    for row in ${PRIVATE_ROWS:-dfa tdfa}; do
       ternarize=(); [ "$row" = tdfa ] && ternarize=(--ternarize)
       opu-hal train --method photonic-dp --profile torch-cpu --software-noise-std "$sigma" "${ternarize[@]}" --no-clip-pixels \
         "${COMMON[@]}" --out "$OUT/$row-sigma$sigma.json"
