@@ -5,7 +5,7 @@
 # the DP histograms: sigma_hist 20, 20 bins, one pre-training epoch), 20 epochs (EPOCHS).
 # DP-MAC's noise multiplier comes from mac_noise.py: the smallest sigma whose whole run (three
 # histograms, the pre-training epoch and the training epochs, one ledger) spends the target
-# (--target-epsilon would plan the training steps only and stop early). DP-SGD with the same
+# (`--target-epsilon` plans the same whole run; tests/test_dp_mac_target.py checks the two agree). DP-SGD with the same
 # network, batch and optimizer at the epsilon DP-MAC spent (inverse accounting, Poisson batches).
 # Constant learning rate (the paper decays W's by 0.9), no weight average, pixels.
 # QUICK=1: one epoch on 5,000 training examples at the first epsilon (a plumbing check).

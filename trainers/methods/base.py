@@ -155,6 +155,12 @@ class Method(ABC):
         returns whether it ran (the loop then checkpoints). Default: nothing to prepare."""
         return False
 
+    def preparation_charge(self) -> tuple[int, tuple[Event, ...]]:
+        """What :meth:`prepare` will charge before training: a number of steps of the planned
+        event (whose noise ``plan_noise`` chooses) and fixed events; the planner adds both, so a
+        ``--target-epsilon`` covers the whole run. Default: nothing."""
+        return 0, ()
+
     def after_step(self) -> None:  # noqa: B027 (an optional hook, a no-op by default)
         """Called after the optimizer applied a step (DP-MAC's controller). Default: nothing."""
 

@@ -107,11 +107,6 @@ class DPMAC(Method):
                 "dp-mac samples Poisson batches (moments accountant, paper 003 section 2.3); drop --sampling"
             )
         self.options = parse_options(self.name, config.extra, OPTIONS)
-        if self.options["bounds"] == "histogram" and config.noise_multiplier is None:
-            raise TrainingConfigError(
-                "dp-mac --opt bounds=histogram: give --noise-multiplier (sigma); the pre-training and the "
-                "histograms are charged on top of training, and --target-epsilon then stops at the budget"
-            )
         self.sampling_rate = config.batch_size / context.dataset_size
         initial = self.options["t_b"] or self.options["t_b_max"]
         self.bounds = [initial] * len(model.layers)
@@ -190,13 +185,28 @@ class DPMAC(Method):
         mac.project_columns(self.model, self.options["t_w"])
 
     # -- section 2.4: learned per-layer bounds -----------------------------------------------------
+    def _pretrain_steps(self, n: int) -> int:
+        """Poisson steps of the pre-training: ``pretrain_epochs`` of ``n // batch`` each."""
+        return self.options["pretrain_epochs"] * max(1, n // self.context.config.batch_size)
+
+    def _histogram_event(self) -> ComposedEvent:
+        """The L DP histograms: ``GaussianEvent(sigma_hist)`` each (sensitivity 1, add/remove)."""
+        return ComposedEvent(tuple(GaussianEvent(self.options["sigma_hist"]) for _ in self.model.layers))
+
+    def preparation_charge(self) -> tuple[int, tuple[ComposedEvent, ...]]:
+        """``bounds=histogram``: the pre-training steps (at the planned noise) and the histograms,
+        so that ``--target-epsilon`` plans the whole run of section 2.4, not its training alone."""
+        if self.prepared:
+            return 0, ()
+        return self._pretrain_steps(self.context.dataset_size), (self._histogram_event(),)
+
     def prepare(self, train, accountant: Accountant | None, log: Callable[[str], None]) -> bool:
         """Algorithm 2, steps 1-2; returns whether it ran (it runs once per training run)."""
         if self.prepared:
             return False
         config, o = self.context.config, self.options
         n = len(train)
-        steps = o["pretrain_epochs"] * max(1, n // config.batch_size)
+        steps = self._pretrain_steps(n)
         model = copy.deepcopy(self.model)
         optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
         for step in range(steps):
@@ -218,7 +228,7 @@ class DPMAC(Method):
             histograms.append(counts)
         if accountant is not None:
             accountant.step(self.planned_event(), steps)
-            accountant.step(ComposedEvent(tuple(GaussianEvent(o["sigma_hist"]) for _ in bounds)))
+            accountant.step(self._histogram_event())
         self.bounds, self.histograms, self.prepared = bounds, histograms, True
         log(
             f"dp-mac: {steps} pre-training step(s) and {len(bounds)} DP histogram(s) (sigma_hist "

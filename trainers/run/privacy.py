@@ -35,6 +35,12 @@ def plan_noise(
         return
     if config.target_epsilon is None:  # TrainConfig.validate refuses this for such methods
         raise AssertionError(f"{method.name}: neither --noise-multiplier nor --target-epsilon")
+    extra_steps, fixed = method.preparation_charge()  # DP-MAC's pre-training and histograms
+    if extra_steps or fixed:
+        spent = spent.copy() if spent is not None else Accountant(method.neighboring, conversion=config.accounting)
+        for event in fixed:
+            spent.step(event)
+        steps += extra_steps
     event_for = method.event_for
     claimed = method.claim is not None  # a published claim: the target is on the claimed epsilon
     what = f"claimed epsilon ({method.claim}, not a guarantee)" if claimed else "epsilon"
