@@ -110,7 +110,9 @@ def plan(
     cheapest first), as ``opu-hal plan``.
 
     ``mechanism="skellam"``: dp-dfa's lattice mechanism with device noise; the update's dimension
-    is ``dimension`` or ``model``'s parameter count. ``mechanism="gaussian"``: device noise
+    is ``dimension`` or ``model``'s parameter count (a calibration that does not prove unity gain is
+    refused). ``mechanism="digitized"``: the same lattice with digitized reads accounted from the
+    calibration's intervals (any gain; one plan, at the device's operating point). ``mechanism="gaussian"``: device noise
     accounted as Gaussian, needs ``sensitivity`` (output units). ``steps`` defaults to
     ``ceil(epochs * dataset_size / batch_size)``. The calibration must have been taken on the
     device ``profile`` describes (as ``opu-hal plan --profile`` checks).
@@ -121,11 +123,11 @@ def plan(
     require_camera_profile(loaded, "plan")
     source = Path("<calibration>") if isinstance(calibration, Calibration) else Path(calibration)
     check_profile(cal, loaded, source)
-    if mechanism == "skellam":
+    if mechanism in ("skellam", "digitized"):
         if dimension is None and model is not None:
             dimension = sum(p.numel() for p in model.parameters() if p.requires_grad)
         if dimension is None:
-            raise TrainingConfigError("plan(mechanism='skellam') needs model= or dimension= (the update's size)")
+            raise TrainingConfigError(f"plan(mechanism={mechanism!r}) needs model= or dimension= (the update's size)")
         shape = RunShape(
             sampling=sampling,
             dataset_size=dataset_size,
@@ -136,6 +138,14 @@ def plan(
             lattice_resolution=lattice_resolution,
             rounding_analysis=rounding_analysis,
         )
+        if mechanism == "digitized":
+            if isinstance(calibration, Calibration):
+                raise TrainingConfigError(
+                    "plan(mechanism='digitized') needs the calibration's file (the device reads it)"
+                )
+            from .digitized_plan import plan_digitized
+
+            return [plan_digitized(Path(calibration), loaded, target_epsilon, delta, shape)]
         return plan_skellam(cal, loaded, target_epsilon, delta, shape, required_poisson_mean)
     if mechanism == "gaussian":
         if sensitivity is None or not sensitivity > 0:
@@ -144,4 +154,4 @@ def plan(
             sampling=sampling, dataset_size=dataset_size, batch_size=batch_size, steps=steps, sensitivity=sensitivity
         )
         return plan_gaussian(cal, loaded, target_epsilon, delta, shape, gaussian_noise_multiplier)
-    raise TrainingConfigError(f"mechanism {mechanism!r}: choose 'skellam' or 'gaussian'")
+    raise TrainingConfigError(f"mechanism {mechanism!r}: choose 'skellam', 'digitized' or 'gaussian'")

@@ -202,7 +202,7 @@ def check_plan(args: dict[str, Any]) -> int:
     m = whole("batch_size", args["batch_size"], 1, n)
     epochs = None if args["epochs"] is None else finite_real("epochs", args["epochs"])
     steps = None if args["steps"] is None else whole("steps", args["steps"], 1)
-    one_of("mechanism", args["mechanism"], ("skellam", "gaussian"))
+    one_of("mechanism", args["mechanism"], ("skellam", "digitized", "gaussian"))
     one_of("sampling", args["sampling"], SAMPLINGS)
     one_of("rounding_analysis", args["rounding_analysis"], ROUNDING_ANALYSES)
     real("lattice_resolution", args["lattice_resolution"], 0.5, 1000.0, error=ArgumentError)

@@ -101,7 +101,7 @@ class SpeckleAnchor:
         """``n_frames`` anchor frames in DN, one at a time: Poisson electrons, full well, read noise,
         gain, black level and the ADC's range (the camera stream: calibration and drift reads). Drawn
         on the generator's device (a CUDA camera's stream on a GPU), returned on the host."""
-        rates = torch.from_numpy(means_e).to(generator.device)
+        rates = torch.tensor(means_e, device=generator.device)  # a copy: the means may be read-only
         for _ in range(n_frames):
             electrons = torch.poisson(rates, generator=generator).clamp_(max=sensor.full_well_e)
             noise = torch.randn(rates.shape, generator=generator, dtype=torch.float64, device=rates.device)
