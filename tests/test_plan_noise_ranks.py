@@ -21,6 +21,9 @@ class _Method:
     def set_noise_multiplier(self, z: float) -> None:
         self.z = z
 
+    def preparation_charge(self) -> tuple[int, tuple[()]]:
+        return 0, ()  # no private set-up before training
+
 
 @pytest.mark.parametrize(("rank", "lines"), [("0", 1), ("1", 0)])
 def test_only_rank_0_announces_the_noise_search(monkeypatch, capsys, rank: str, lines: int) -> None:
