@@ -44,13 +44,8 @@ def run_digitized_plan(
         if law is None:
             return 1
     started = time.perf_counter()
-    lattice = DigitizedLattice(
-        SkellamLattice(dimension, 1.0, float(k), "per-coordinate"), law, max_reads=args.max_reads
-    )
     trace: list[tuple[int, float]] = []
-    found = fewest_box_reads(
-        lattice, shape.dataset_size, shape.batch_size, shape.steps, args.target_epsilon, args.delta, trace
-    )
+    lattice, found = fewest_reads(law, shape, args.target_epsilon, args.delta, args.max_reads, trace)
     if getattr(args, "plot", None):
         from .plan_figures import plot_digitized
 
@@ -149,9 +144,9 @@ def _what_would(law, shape: RunShape, args: argparse.Namespace) -> str:
     )
 
 
-def _device_law(args: argparse.Namespace, profile, calibration_path, dimension: int) -> DigitizedReadLaw | None:
-    """The read law of ``profile``'s device (with its calibration; a speckle anchor's pixels kept for
-    draws of ``dimension`` values), or None after printing why not."""
+def device_read_law(profile, calibration_path, dimension: int) -> DigitizedReadLaw:
+    """The read law of ``profile``'s device with ``calibration_path`` attached (a speckle anchor's pixels
+    kept for draws of ``dimension`` values); :class:`DeviceUnavailable` where it has none."""
     from ..profiles.registry import get_backend
     from .calibrated import load_calibrated_noise
 
@@ -161,8 +156,30 @@ def _device_law(args: argparse.Namespace, profile, calibration_path, dimension: 
         device.attach_calibration(load_calibrated_noise(calibration_path, profile))
     if "speckle_values_per_draw" in device.capabilities.settable:  # speckle: kept pixels for draws of d values
         device.set_options(speckle_values_per_draw=dimension)
+    return device.digitized_read_law()
+
+
+def fewest_reads(
+    law: DigitizedReadLaw,
+    shape: RunShape,
+    target_epsilon: float,
+    delta: float,
+    max_reads: int,
+    trace: list,
+    analysis: str = "per-coordinate",
+) -> tuple[DigitizedLattice, tuple[int, float] | None]:
+    """The lattice of ``shape`` on ``law`` (rounding ``analysis``) and its fewest reads per count reaching
+    ``target_epsilon`` (with that epsilon), or None; ``trace`` receives every (reads, epsilon) tried."""
+    dimension, k = _lattice(shape)
+    lattice = DigitizedLattice(SkellamLattice(dimension, 1.0, k, analysis), law, max_reads=max_reads)
+    found = fewest_box_reads(lattice, shape.dataset_size, shape.batch_size, shape.steps, target_epsilon, delta, trace)
+    return lattice, found
+
+
+def _device_law(args: argparse.Namespace, profile, calibration_path, dimension: int) -> DigitizedReadLaw | None:
+    """:func:`device_read_law`, or None after printing why not."""
     try:
-        return device.digitized_read_law()
+        return device_read_law(profile, calibration_path, dimension)
     except DeviceUnavailable as exc:
         print(
             f"{profile.label}: refused: {exc}"

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from opu_hal import load_device
-from opu_hal.calibration.digitized_command import speckle_check_frames
+from opu_hal.calibration.digitized_command import device_read_law, fewest_reads, speckle_check_frames
 from opu_hal.calibration.plan import OperatingPlan
 from opu_hal.contract.profile_base import BaseProfile
-from opu_hal.privacy.digitized_lattice import DigitizedLattice, fewest_box_reads
+from opu_hal.privacy.digitized import MAX_READS
 from opu_hal.privacy.run_shape import RunShape
-from opu_hal.privacy.skellam import SkellamLattice
 
 from ..core.errors import TrainingConfigError
 
@@ -23,26 +21,20 @@ def plan_digitized(
     """The fewest digitized reads per count that reach ``target_epsilon`` on ``profile``'s device with the
     ``calibration`` file attached (a speckle anchor keeps its pixels for draws of ``shape.dimension``
     values), or :class:`TrainingConfigError` naming the reads tried."""
-    device = load_device(profile.model_copy(update={"calibration": str(calibration.resolve())}))
-    dimension = int(shape.dimension or 0)
-    if "speckle_values_per_draw" in device.capabilities.settable:
-        device.set_options(speckle_values_per_draw=dimension)
-    k, analysis = shape.lattice_resolution, shape.rounding_analysis
-    if k is None or analysis is None:
-        raise TrainingConfigError("a digitized plan needs the run's lattice resolution and rounding analysis")
-    law = device.digitized_read_law()
-    lattice = DigitizedLattice(SkellamLattice(dimension, 1.0, float(k), analysis), law)
-    found = fewest_box_reads(lattice, shape.dataset_size, shape.batch_size, shape.steps, target_epsilon, delta, [])
+    if shape.rounding_analysis is None:
+        raise TrainingConfigError("a digitized plan needs the run's rounding analysis")
+    law = device_read_law(profile, calibration, int(shape.dimension or 0))
+    lattice, found = fewest_reads(law, shape, target_epsilon, delta, MAX_READS, [], shape.rounding_analysis)
     if found is None:
         raise TrainingConfigError(
             f"{profile.label}: no number of digitized reads up to {lattice.max_reads} reaches epsilon "
-            f"{target_epsilon} at delta {delta} for this run (d = {dimension}, {shape.steps} steps)"
+            f"{target_epsilon} at delta {delta} for this run (d = {shape.dimension}, {shape.steps} steps)"
         )
     reads, epsilon = found
-    frames = law.frames(dimension, reads)
+    frames = law.frames(int(shape.dimension or 0), reads)
     checks = speckle_check_frames(profile, law, shape.steps)
     return OperatingPlan(
-        temperature_c=float(getattr(device, "temperature_c", getattr(profile, "temperature_c", 25.0))),
+        temperature_c=float(getattr(profile, "temperature_c", 25.0)),
         exposure_us=float(getattr(profile, "exposure_us", 0.0)),
         laser_power_uw=float(getattr(profile, "laser_power_uw", 0.0)),
         anchor_power_uw=float(getattr(profile, "anchor_power_uw", 0.0) or 0.0),
