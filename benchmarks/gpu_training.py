@@ -92,6 +92,9 @@ def main() -> None:
             f"  simulated linear projection {PROJECTION} on {compute}: {linear.seconds * 1e3:.2f} ms against a matmul "
             f"{matmul.seconds * 1e3:.3f} ms = {linear} (goal <= {PROJECTION_GOAL}x on an H100: {verdict})"
         )
+        three = projection.get("simulated linear, three reads")
+        if three is not None:
+            print(f"  the same as three separate fused reads: {three.seconds * 1e3:.2f} ms = {three}")
 
 
 if __name__ == "__main__":

@@ -17,12 +17,14 @@ import json
 import resource
 import subprocess
 import sys
+from functools import partialmethod
 
 import torch
 
 import opu_hal
 from benchmarks.interleave import Timed
 from benchmarks.timing import median_seconds
+from opu_hal.backends.simulated.camera import Sensor
 
 SHAPES = [(256, 10, 1024), (64, 4096, 16384), (256, 784, 16384)]
 LARGE = (8, 10_000, 100_000)
@@ -69,10 +71,26 @@ def projection_rows(batch: int, in_features: int, out_features: int, compute: st
     generator = torch.Generator().manual_seed(0)
     x = (torch.rand(batch, in_features, generator=generator) < 0.5).float().to(where)
     weights = torch.randn(in_features, out_features, generator=generator).to(where)
-    return {
+    rows = {
         "matmul": lambda: median_seconds(lambda: x @ weights, repeats=21, warmup=5),
         "simulated linear": lambda: median_seconds(lambda: linear.project(x), repeats=5, warmup=1),
     }
+    if where.type == "cuda":  # the one-kernel linear read against the three fused reads it replaced
+        rows["simulated linear, three reads"] = lambda: median_seconds(
+            lambda: three_reads(linear, x), repeats=5, warmup=1
+        )
+    return rows
+
+
+def three_reads(device: opu_hal.Device, x: torch.Tensor) -> None:
+    """``device.project(x)`` with the camera's linear read as three separate reads (the path before
+    :mod:`opu_hal.kernels.triton_linear`)."""
+    one_kernel = Sensor.read_linear
+    Sensor.read_linear = partialmethod(one_kernel, separate=True)  # type: ignore[method-assign]
+    try:
+        device.project(x)
+    finally:
+        Sensor.read_linear = one_kernel  # type: ignore[method-assign]
 
 
 def high_water_rss_bytes() -> int:

@@ -3,7 +3,7 @@
 # installs opu-hal without dependencies over that torch (wheels of the missing pure dependencies
 # from .whl/ when present), then runs the CUDA tests, the two GPU benchmarks and paper 000's
 # Table 1 on the GPU. Logs go to $OUT (default results/gpu). FashionMNIST from $OPU_HAL_DATA_DIR.
-#   STAGES="tests suite bench profile table1" bash scripts/gpu_check.sh
+#   STAGES="tests suite bench device syncs profile table1" bash scripts/gpu_check.sh
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -36,6 +36,12 @@ for s in $STAGES; do
       timeout 200 python3 -m benchmarks.simulated_projection --compute cuda --skip-memory 2>&1 | tee "$OUT/projection.log"
       stage "training epochs"
       timeout 420 python3 -m benchmarks.gpu_training --rounds 3 ${BENCH_ONLY:+--only "$BENCH_ONLY"} 2>&1 | tee "$OUT/training.log" ;;
+    device)
+      stage "device-noise dp-dfa against bp (8192 examples: its counts are drawn on the CPU)"
+      timeout 240 python3 -m benchmarks.gpu_training --rounds 2 --train 8192 --only "bp,dp-dfa (device)" --skip-projection 2>&1 | tee "$OUT/training-device.log" ;;
+    syncs)
+      stage "host synchronizations per training step, by call site"
+      timeout 150 python3 -m benchmarks.gpu_syncs --out "$OUT" 2>&1 | grep -v USDT | tee "$OUT/syncs.log" ;;
     profile)
       stage "profiles of training steps"
       timeout 200 python3 -m benchmarks.gpu_profile --out "$OUT" --projection --only "${PROFILE_RUNS-bp,dp-sgd,dp-dfa}" 2>&1 | grep -v USDT ;;

@@ -180,3 +180,37 @@ def test_the_same_camera_seed_replays_the_same_frame():
     rates = torch.linspace(0, 300, 5000, device=DEVICE)
     assert torch.equal(_read(rates, (5000,), seed=4)[0], _read(rates, (5000,), seed=4)[0])
     assert not torch.equal(_read(rates, (5000,), seed=4)[0], _read(rates, (5000,), seed=5)[0])
+
+
+# -- the linear read in one kernel ---------------------------------------------------------------
+@pytest.mark.parametrize("dark", ["map", "scalar"])
+def test_the_one_kernel_linear_read_gives_the_three_separate_reads(dark):
+    """Same keys, counters and digitization as three :func:`camera_read` calls: the same difference,
+    clipped count and mean (bit for bit in the interpreter; on a GPU the compiler may fuse the
+    intensities' multiply-adds, moving a mean by a float32 bit and, rarely, a count)."""
+    from opu_hal.kernels import triton_camera, triton_linear
+
+    rows, columns, anchor_e = 40, 96, 900.0
+    fields = torch.Generator().manual_seed(3)
+    real, imag = (20 * torch.randn(rows, columns, generator=fields) for _ in range(2))
+    theta = 2 * torch.pi * torch.rand(columns, generator=fields)
+    real, imag, cos, sin = (t.to(DEVICE) for t in (real, imag, theta.cos(), theta.sin()))
+    dark_e = torch.linspace(0.1, 6.0, columns, device=DEVICE) if dark == "map" else 2.5
+    adc = dict(full_well_e=2500.0, read_noise_e=3.0, gain_e_per_dn=1.5, black_level_dn=8, max_dn=2047)
+    fused, fused_clipped, fused_mean = triton_linear.linear_frames(
+        real, imag, cos, sin, anchor_e, dark_e, torch.Generator(DEVICE).manual_seed(9), **adc
+    )
+    generator = torch.Generator(DEVICE).manual_seed(9)
+    amplitude = anchor_e**0.5
+    signal = real**2 + imag**2
+    with_anchor = (real + amplitude * cos) ** 2 + (imag + amplitude * sin) ** 2
+    frames = [
+        triton_camera.camera_read(rate, (rows, columns), dark_e, generator, DEVICE, **adc)
+        for rate in (signal, with_anchor, anchor_e)
+    ]
+    (e2, c2), (e1, c1), (e3, c3) = frames
+    separate = (e1 - e2 - e3).cpu()
+    differing = (fused.cpu() != separate).float().mean().item()
+    assert differing <= (0.0 if INTERPRETED else 2e-3)
+    assert fused_clipped == int(c1 + c2 + c3) > 0  # the full well clips some bright anchor reads
+    assert fused_mean == pytest.approx(float(with_anchor.double().mean() + signal.double().mean()), rel=1e-6)

@@ -85,6 +85,38 @@ def inversion_counts(rate, small, key, pixel, zero, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def poisson_counts(rate, key, pixel, zero, BLOCK: tl.constexpr):
+    """Exact Poisson counts (float64) of the float64 means ``rate`` (0 on lanes to skip): PTRS on the
+    Philox counters ``(pixel, round)`` for means >= 10, :func:`inversion_counts` below."""
+    large = rate >= 10.0
+    lam = tl.where(large, rate, 10.0)  # constants at a harmless 10 on the other lanes
+    b = 0.931 + 2.53 * tl.sqrt(lam)
+    a = -0.059 + 0.02483 * b
+    log_inv_alpha = tl.log(1.1239 + 1.1328 / (b - 3.4))
+    vr = 0.9277 - 3.6224 / (b - 2.0)
+    loglam = tl.log(lam)
+    counts = tl.zeros([BLOCK], dtype=tl.float64)
+    pending = large
+    round_ = zero
+    while tl.max(pending.to(tl.int32), axis=0) > 0:
+        r0, r1, r2, r3 = tl.philox(key, pixel, round_, zero, zero)
+        u = uniform53(r0, r1) - 0.5
+        v = uniform53(r2, r3)
+        us = 0.5 - tl.abs(u)
+        k = tl.floor((2.0 * a / us + b) * u + lam + 0.43)
+        squeeze = (us >= 0.07) & (v <= vr)
+        possible = (k >= 0.0) & ((us >= 0.013) | (v <= us))
+        log_target = k * loglam - lam - loggam(tl.maximum(k, 0.0) + 1.0)
+        exact = tl.log(v) + log_inv_alpha - tl.log(a / (us * us) + b) <= log_target
+        accept = pending & (squeeze | (possible & exact))
+        counts = tl.where(accept, k, counts)
+        pending = pending & ~accept
+        round_ = round_ + 1
+    small = (rate > 0.0) & ~large
+    return tl.where(small, inversion_counts(rate, small, key, pixel, zero, BLOCK), counts)
+
+
+@triton.jit
 def digitize(counts, dark, key, pixel, zero, full_well, read_noise, gain, black, max_dn, BLOCK: tl.constexpr):
     """``Sensor._digitize``: full well, read noise (Box-Muller on the Philox counter ``(pixel,
     0xFFFFFFFE)``), ADC rounding (half to even) and range; returns the dark-subtracted electrons
@@ -141,33 +173,7 @@ def camera_read_kernel(
     key = tl.load(key_ptr)
     pixel = offsets.to(tl.uint32)
     zero = tl.zeros([BLOCK], dtype=tl.uint32)
-    # PTRS for rate >= 10 (constants at a harmless 10 on the other lanes)
-    large = rate >= 10.0
-    lam = tl.where(large, rate, 10.0)
-    b = 0.931 + 2.53 * tl.sqrt(lam)
-    a = -0.059 + 0.02483 * b
-    log_inv_alpha = tl.log(1.1239 + 1.1328 / (b - 3.4))
-    vr = 0.9277 - 3.6224 / (b - 2.0)
-    loglam = tl.log(lam)
-    counts = tl.zeros([BLOCK], dtype=tl.float64)
-    pending = large
-    round_ = zero
-    while tl.max(pending.to(tl.int32), axis=0) > 0:
-        r0, r1, r2, r3 = tl.philox(key, pixel, round_, zero, zero)
-        u = uniform53(r0, r1) - 0.5
-        v = uniform53(r2, r3)
-        us = 0.5 - tl.abs(u)
-        k = tl.floor((2.0 * a / us + b) * u + lam + 0.43)
-        squeeze = (us >= 0.07) & (v <= vr)
-        possible = (k >= 0.0) & ((us >= 0.013) | (v <= us))
-        log_target = k * loglam - lam - loggam(tl.maximum(k, 0.0) + 1.0)
-        exact = tl.log(v) + log_inv_alpha - tl.log(a / (us * us) + b) <= log_target
-        accept = pending & (squeeze | (possible & exact))
-        counts = tl.where(accept, k, counts)
-        pending = pending & ~accept
-        round_ = round_ + 1
-    small = (rate > 0.0) & ~large
-    counts = tl.where(small, inversion_counts(rate, small, key, pixel, zero, BLOCK), counts)
+    counts = poisson_counts(rate, key, pixel, zero, BLOCK)
     result, clipped = digitize(counts, dark, key, pixel, zero, full_well, read_noise, gain, black, max_dn, BLOCK)
     tl.store(out_ptr + offsets, result, mask=mask)
     tl.atomic_add(clipped_ptr, tl.sum((clipped & mask).to(tl.int32), axis=0))

@@ -86,8 +86,13 @@ class Sensor(SensorPhysics):
         """The three frames of a linear-mode read, ``e_2`` of ``|z|^2``, ``e_1`` of ``|z + a|^2`` and
         ``e_3`` of the anchor alone (``a = sqrt(anchor_e) e^{i theta}``, ``z = real + i imag``):
         ``(e_1 - e_2 - e_3, clipped reads, mean of |z + a|^2 + |z|^2)``. On the CPU the three are
-        fused (:mod:`opu_hal.kernels.compiled.linear`, the same values as three reads) unless
-        ``separate`` asks for three separate reads (any device)."""
+        fused (:mod:`opu_hal.kernels.compiled.linear`, the same values as three reads), on a GPU in
+        one kernel (:mod:`opu_hal.kernels.triton_linear`), unless ``separate`` asks for three
+        separate reads (any device)."""
+        if triton_ready(real.device) and not separate:
+            from ...kernels.triton_linear import linear_frames as fused_frames
+
+            return fused_frames(real, imag, anchor_cos, anchor_sin, anchor_e, self.pixel_dark_e, generator, **self._adc)
         if compiled_ready(real.device) and not separate:
             from ...kernels.compiled.linear import linear_frames
 
