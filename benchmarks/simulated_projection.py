@@ -75,7 +75,7 @@ def projection_rows(batch: int, in_features: int, out_features: int, compute: st
         "matmul": lambda: median_seconds(lambda: x @ weights, repeats=21, warmup=5),
         "simulated linear": lambda: median_seconds(lambda: linear.project(x), repeats=5, warmup=1),
     }
-    if where.type == "cuda":  # the one-kernel linear read against the three fused reads it replaced
+    if torch.device(where).type == "cuda":  # the one-kernel linear read against the three fused reads it replaced
         rows["simulated linear, three reads"] = lambda: median_seconds(
             lambda: three_reads(linear, x), repeats=5, warmup=1
         )

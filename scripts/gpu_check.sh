@@ -3,7 +3,7 @@
 # installs opu-hal without dependencies over that torch (wheels of the missing pure dependencies
 # from .whl/ when present), then runs the CUDA tests, the two GPU benchmarks and paper 000's
 # Table 1 on the GPU. Logs go to $OUT (default results/gpu). FashionMNIST from $OPU_HAL_DATA_DIR.
-#   STAGES="tests suite bench device syncs profile table1" bash scripts/gpu_check.sh
+#   STAGES="tests suite bench pdfa device syncs profile paper002 table1" bash scripts/gpu_check.sh
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -36,6 +36,14 @@ for s in $STAGES; do
       timeout 200 python3 -m benchmarks.simulated_projection --compute cuda --skip-memory 2>&1 | tee "$OUT/projection.log"
       stage "training epochs"
       timeout 420 python3 -m benchmarks.gpu_training --rounds 3 ${BENCH_ONLY:+--only "$BENCH_ONLY"} 2>&1 | tee "$OUT/training.log" ;;
+    pdfa)
+      stage "pdfa against dfa and the linear projection against a matmul (the one-kernel read against three reads)"
+      timeout 200 python3 -m benchmarks.gpu_training --rounds 3 --only bp,dfa,pdfa 2>&1 | tee "$OUT/training-pdfa.log" ;;
+    paper002)
+      stage "paper 002's convolutional comparison, ${P002_EPOCHS:-50} epochs, every (method, lr) at once"
+      OPU_HAL_PYTHON=python3 COMPUTE=cuda PARALLEL=1 EPOCHS="${P002_EPOCHS:-50}" LRS="${P002_LRS:-1e-3 3e-3 1e-2}" \
+        OUT_DIR="$OUT/paper002-conv" timeout "${P002_LIMIT_S:-420}" bash scripts/reproduce/paper002_conv.sh 2>&1 |
+        grep -E "^\||rror" | tee "$OUT/paper002-conv.log" ;;
     device)
       stage "device-noise dp-dfa against bp (8192 examples: its counts are drawn on the CPU)"
       timeout 240 python3 -m benchmarks.gpu_training --rounds 2 --train 8192 --only "bp,dp-dfa (device)" --skip-projection 2>&1 | tee "$OUT/training-device.log" ;;

@@ -15,9 +15,16 @@
 # LRS="1e-3 3e-3 1e-2", best run per method picked on the validation split.
 # TRAIN_LIMIT (default all 54,000) trains on the first N training examples.
 # QUICK=1: one epoch on 1,024 examples, 8,8 channels (a plumbing check). OUT_DIR (default
-# results/paper002-conv).
+# results/paper002-conv). COMPUTE=cuda trains on a GPU, PARALLEL=1 runs every (method, lr) at once
+# (a GPU holds them all). OPU_HAL_PYTHON=/path/to/python skips the venv set-up (a GPU machine).
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/../setup.sh"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if [ -n "${OPU_HAL_PYTHON:-}" ]; then
+  ROOT="$(cd "$HERE/../.." && pwd)"; VENV=""; opu-hal() { "$OPU_HAL_PYTHON" -m trainers.cli "$@"; }
+else
+  source "$HERE/../setup.sh"
+fi
+PY="${OPU_HAL_PYTHON:-$VENV/bin/python}"
 cd "$ROOT"
 OUT="${OUT_DIR:-results/paper002-conv}"
 mkdir -p "$OUT"
@@ -29,15 +36,17 @@ LIMIT=()
 [ -n "${TRAIN_LIMIT:-}" ] && LIMIT=(--train-limit "$TRAIN_LIMIT")
 if [ "${QUICK:-0}" = 1 ]; then E=1; CHANNELS=8,8; HEAD=16,16; LIMIT=(--train-limit 1024); EPSILON=8; fi
 C=3
-TAU_H="$("$VENV/bin/python" -c "import math; print(round(math.sqrt(($C / math.sqrt(5) / (0.9 * 0.1)) ** 2 - 1), 4))")"
+TAU_H="$("$PY" -c "import math; print(round(math.sqrt(($C / math.sqrt(5) / (0.9 * 0.1)) ** 2 - 1), 4))")"
 COMMON=(--dataset fashion-mnist --features pixels --inputs unit --model cnn --hidden "$CHANNELS" --head-hidden "$HEAD"
   --batch-size 512 --optimizer adam --lr-schedule constant --weight-average 0 --sampling fixed
-  --target-epsilon "$EPSILON" --epochs "$E" --quiet "${LIMIT[@]}")
+  --target-epsilon "$EPSILON" --epochs "$E" --compute "${COMPUTE:-auto}" --quiet "${LIMIT[@]}")
+run() { if [ "${PARALLEL:-0}" = 1 ]; then "$@" & else "$@"; fi; }
 for lr in ${LRS:-1e-3}; do
-  opu-hal train --method dp-sgd "${COMMON[@]}" --activation relu --clip-norm "$C" --lr "$lr" \
+  run opu-hal train --method dp-sgd "${COMMON[@]}" --activation relu --clip-norm "$C" --lr "$lr" \
     --out "$OUT/dp-sgd-relu-lr$lr.json"
-  opu-hal train --method dp-dfa "${COMMON[@]}" --activation tanh --beta 0.9 --tau-e 0.1 --tau-h "$TAU_H" --lr "$lr" \
+  run opu-hal train --method dp-dfa "${COMMON[@]}" --activation tanh --beta 0.9 --tau-e 0.1 --tau-h "$TAU_H" --lr "$lr" \
     --out "$OUT/dp-dfa-hybrid-tanh-lr$lr.json"
 done
+wait
 opu-hal table "$OUT"/*.json
-"$VENV/bin/python" -m trainers.cli.best_by_validation "$OUT"/*.json
+"$PY" -m trainers.cli.best_by_validation "$OUT"/*.json
