@@ -105,6 +105,7 @@ def test_the_record_publishes_neither_k_nor_the_other_candidates():
     record = tune(base(), parse_space(["lr=0.1,0.3"]), LAW, fake_record, generator=FixedUniforms(0.99))
     assert set(record["tuning"]) == {
         "procedure",
+        "release",
         "distribution",
         "eta",
         "gamma",

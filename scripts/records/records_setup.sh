@@ -3,14 +3,15 @@
 # the cache), and defines sweep_rows, which the sweep calls after setting COMMON (options shared by
 # every run) and candidates (a function: epsilon -> "name|options" lines). For each dataset of
 # $DATASETS and epsilon of $EPSILONS, sweep_rows trains the candidates ($PARALLEL at a time, one
-# thread each), picks one on the validation split, runs it again, and trains it twice on all 60 000
-# images. Records in $RECORDS_OUT (default results/records/$1)/<dataset>/eps<e>/<name>.json.
+# thread each), picks one on the validation split, runs it again, and trains it $FINAL_RUNS times (1
+# or 2, default 2) on all 60 000 images. Records in $RECORDS_OUT (default results/records/$1)/<dataset>/eps<e>/<name>.json.
 source "$(dirname "${BASH_SOURCE[0]}")/../setup.sh"
 cd "$ROOT"
 METHOD_DIR="${RECORDS_OUT:-results/records/$1}"
 DATASETS="${DATASETS:-fashion-mnist mnist}"
 EPSILONS="${EPSILONS:-1 2 3 8}"
 PARALLEL="${PARALLEL:-2}"
+FINAL_RUNS="${FINAL_RUNS:-2}"  # runs of the pick on all 60 000 images (1 or 2)
 for dataset in $DATASETS; do  # features once per dataset, outside the parallel runs
   opu-hal train --method dp-sgd --dataset "$dataset" --features scatter --hidden "" --noise-multiplier 1 \
     --epochs 1 --train-limit 2048 --quiet >/dev/null
@@ -42,7 +43,7 @@ sweep_rows() {
         run_record "$out" "$pick-repeat" "${options[@]}" &
         run_record "$out" "$pick-final-60k" "${options[@]}" --validation-fraction 0 &
         wait
-        run_record "$out" "$pick-final-60k-second" "${options[@]}" --validation-fraction 0
+        [ "$FINAL_RUNS" -ge 2 ] && run_record "$out" "$pick-final-60k-second" "${options[@]}" --validation-fraction 0
       done < <(candidates "$epsilon")
     done
   done

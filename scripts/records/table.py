@@ -46,7 +46,7 @@ def row(folder: Path) -> str | None:
 def table(root: Path) -> str:
     lines = [
         "| method | dataset | epsilon (largest spent) | candidates | pick | pick val / test (%) | run again | "
-        "60 000 images, two runs (%) | their mean |",
+        "60 000 images (%) | their mean |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     folders = sorted(root.glob("*/*/eps*"), key=lambda f: (f.parent.parent.name, f.parent.name, float(f.name[3:])))

@@ -164,12 +164,13 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         space, law = parse_space(args.space), runs_law(args.k_distribution, args.mean_runs, args.eta)
         if args.total_epsilon is not None:
             print(
-                f"tune: planning each run's noise so that the tuning and the final run spend at most epsilon "
+                f"tune: planning each run's noise so that the tuning{' and the final run' * (args.release == 'final-run')} "
+                "spend at most epsilon "
                 f"{args.total_epsilon} at delta {config.delta}...",
                 file=sys.stderr,
                 flush=True,
             )
-            config = noise_for_total(config, law, args.total_epsilon)
+            config = noise_for_total(config, law, args.total_epsilon, final_run=args.release == "final-run")
         which = (
             f"all {law.mean:g} may be selected (K public)"
             if args.k_distribution == "fixed"
@@ -177,12 +178,18 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         )
         print(
             f"tune: training a fixed number of candidate slots ({which}), silently (a line or a progress bar per "
-            "candidate would publish K), then the final run",
+            "candidate would publish K), then "
+            + ("the final run" if args.release == "final-run" else "releasing the selected candidate's run"),
             file=sys.stderr,
             flush=True,
         )
         record = tune(
-            config, space, law, lambda c: train(c, progress=False, log=lambda message: None), slots=args.slots
+            config,
+            space,
+            law,
+            lambda c: train(c, progress=False, log=lambda message: None),
+            slots=args.slots,
+            release=args.release,
         )
         if args.total_epsilon is not None:
             record["tuning"]["total_epsilon_target"] = args.total_epsilon
@@ -194,7 +201,9 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         print_json(record)
         return 0
     print(summary(record))
-    print("final run: ", end="")
+    if record["final_run"] is None:  # K = 0 under --release best-candidate: nothing was selected
+        return 0
+    print("final run: " if args.release == "final-run" else "the selected candidate's run: ", end="")
     report_run(record["final_run"])
     frames = record["final_run"]["final"].get("camera_frames")
     if frames and "runs" in record["tuning"]:

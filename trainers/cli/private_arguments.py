@@ -158,6 +158,10 @@ def add_checkpoint_arguments(p: argparse.ArgumentParser) -> None:
     ck.add_argument("--resume", action="store_true", default=None, help="continue from --checkpoint")
 
 
+#: What ``opu-hal tune`` publishes (``--release``).
+RELEASES = ("final-run", "best-candidate")
+
+
 def add_tune_arguments(p: argparse.ArgumentParser) -> None:
     """``opu-hal tune``'s own options (the search space and the distribution of the number of runs)."""
     group = p.add_argument_group("tuning (Papernot-Steinke 2022)")
@@ -187,8 +191,17 @@ def add_tune_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         metavar="EPSILON",
-        help="plan each run's noise so that the tuning and the final run together spend at most "
-        "this epsilon at --delta (instead of --target-epsilon per run)",
+        help="plan each run's noise so that the tuning and the final run together (the tuning "
+        "alone with --release best-candidate) spend at most this epsilon at --delta (instead of "
+        "--target-epsilon per run)",
+    )
+    group.add_argument(
+        "--release",
+        choices=RELEASES,
+        default="final-run",
+        help="what the tuning publishes: a final run retrained with the selected settings "
+        "(final-run, default), or the selected candidate's own run, Algorithm 1's output "
+        "(best-candidate: no final run; the total is the tuning's epsilon alone)",
     )
     group.add_argument(
         "--slots",

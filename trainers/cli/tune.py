@@ -178,6 +178,7 @@ class Slots:
         self.base, self.space, self.generator, self.train = base, space, generator, train
         self.ledger: dict[str, Any] | None = None
         self.results: list[tuple[float, dict[str, Any]]] = []
+        self.records: list[dict[str, Any]] = []  # secret: only the selected one may be published
 
     def run_one(self) -> None:
         settings = candidate(self.base, self.space, self.generator.uniform(len(self.space)))
@@ -191,21 +192,50 @@ class Slots:
             )
         self.ledger = entries
         self.results.append((float(record["final"]["validation_accuracy"]), settings))
+        self.records.append(record)
 
-    def best(self, runs: int) -> tuple[float, dict[str, Any]] | None:
+    def best_index(self, runs: int) -> int | None:
         """The best of the first ``runs`` slots (ties keep the earlier); the others are discarded."""
-        best: tuple[float, dict[str, Any]] | None = None
-        for score, settings in self.results[:runs]:
-            if best is None or score > best[0]:
-                best = (score, settings)
+        best: int | None = None
+        for index, (score, _settings) in enumerate(self.results[:runs]):
+            if best is None or score > self.results[best][0]:
+                best = index
         return best
 
+    def best(self, runs: int) -> tuple[float, dict[str, Any]] | None:
+        """The score and settings of :meth:`best_index`'s slot."""
+        index = self.best_index(runs)
+        return None if index is None else self.results[index]
 
-def tuned_epsilon(per_run: Accountant, final: Accountant, law: RunsLaw, delta: float) -> tuple[np.ndarray, float]:
+
+def tuned_epsilon(
+    per_run: Accountant, final: Accountant | None, law: RunsLaw, delta: float
+) -> tuple[np.ndarray, float]:
     """The tuning's RDP curve (``law``'s theorem on ``per_run``) and the epsilon at ``delta`` of it
-    composed with ``final``'s ledger."""
+    composed with ``final``'s ledger (``None``: no final run, the tuning alone)."""
     tuning_rdp = law.tuning_rdp(per_run.orders, per_run.rdp)
-    return tuning_rdp, tuning_epsilon(per_run.orders, tuning_rdp + final.rdp, delta)[0]
+    return tuning_rdp, tuning_epsilon(per_run.orders, tuning_rdp + (0.0 if final is None else final.rdp), delta)[0]
+
+
+def final_run(
+    base: TrainConfig,
+    work: Slots,
+    runs: int,
+    release: str,
+    train: Callable[[TrainConfig], dict[str, Any]],
+) -> tuple[dict[str, Any] | None, Accountant | None]:
+    """What the tuning publishes as its run, with the ledger it adds to the tuning's: a final run
+    trained with the selected settings (``final-run``; with ``K = 0``, under Poisson, the command
+    line's, fixed before any data was seen), or the selected candidate's own record and nothing more
+    (``best-candidate``: Algorithm 1's output; ``None`` when ``K = 0`` selects nothing)."""
+    index = work.best_index(runs)
+    if release == "best-candidate":
+        return (None if index is None else work.records[index]), None
+    record = train(configure(base, {} if index is None else work.results[index][1]))
+    final = run_ledger(record)
+    if final.to_dict() != work.ledger:
+        raise TrainingConfigError("tune: the final run charged another ledger than the candidates")
+    return record, final
 
 
 def tune(
@@ -215,9 +245,10 @@ def tune(
     train: Callable[[TrainConfig], dict[str, Any]],
     generator: SecureGenerator | None = None,
     slots: int | None = None,
+    release: str = "final-run",
 ) -> dict[str, Any]:
-    """Algorithm 1 with ``K ~ law`` conditioned on ``K <= slots``, then the final run; returns the
-    public tuning record. All ``slots`` candidates train whatever ``K`` is; only the first ``K`` may
+    """Algorithm 1 with ``K ~ law`` conditioned on ``K <= slots``, then the final run (``release``:
+    :func:`final_run`); returns the public tuning record. All ``slots`` candidates train whatever ``K`` is; only the first ``K`` may
     be selected. ``slots=None``: the fewest whose truncation fits ``base.delta``
     (:func:`~opu_hal.privacy.tuning.slots_for`), fixed by the first slot's ledger (public)."""
     check_tunable(base)
@@ -240,11 +271,7 @@ def tune(
     while len(work.results) < slots:
         work.run_one()
     best = work.best(runs)
-    # K = 0 (Poisson only): Algorithm 1 outputs nothing; the final run takes the command line's settings.
-    final_record = train(configure(base, best[1] if best is not None else {}))
-    final = run_ledger(final_record)
-    if final.to_dict() != work.ledger:
-        raise TrainingConfigError("tune: the final run charged another ledger than the candidates")
+    final_record, final = final_run(base, work, runs, release, train)
     tuning_rdp, total = tuned_epsilon(per_run, final, law, delta_conversion)
     total_delta = truncation_delta(law, slots, total, delta_conversion)
     theorem = "Theorem 6" if isinstance(law, PoissonRuns) else "Theorem 2"
@@ -252,7 +279,10 @@ def tune(
         "method": base.method,
         "tuning": {
             "procedure": f"Papernot and Steinke 2022, Algorithm 1: best of K runs, K conditioned on K <= slots; RDP "
-            f"by {theorem}, composed with the final run's ledger; the truncation paid in delta",
+            f"by {theorem}, "
+            + ("composed with the final run's ledger" if final is not None else "the selected candidate's run released")
+            + "; the truncation paid in delta",
+            "release": release,
             **law.describe(),
             "mean_runs": law.mean,
             "slots": slots,
@@ -263,7 +293,7 @@ def tune(
             "score": "validation accuracy (held-out split, not part of the private dataset)",
             "per_run_epsilon": per_run.get_epsilon(delta),
             "tuning_epsilon": tuning_epsilon(per_run.orders, tuning_rdp, delta_conversion)[0],
-            "final_run_epsilon": final.get_epsilon(delta),
+            "final_run_epsilon": None if final is None else final.get_epsilon(delta),
             "total_epsilon": total,
             "delta": total_delta,
             "delta_conversion": delta_conversion,
@@ -272,17 +302,19 @@ def tune(
                 if isinstance(law, FixedRuns)
                 else "K, the other candidates and their scores"
             ),
-            "timing": f"public: {slots} candidate runs and the final run, whatever K is",
+            "timing": f"public: {slots} candidate runs"
+            + (" and the final run" if final is not None else "")
+            + ", whatever K is",
         },
-        "final_run": public_record(final_record),
+        "final_run": None if final_record is None else public_record(final_record),
     }
 
 
 def summary(record: dict[str, Any]) -> str:
     t = record["tuning"]
-    final = record["final_run"]["final"]
+    released = t.get("release", "final-run") == "best-candidate"
     selected = (
-        "nothing (K = 0: the final run used the command line's settings)"
+        f"nothing (K = 0: {'no run is released' if released else 'the final run used the command line settings'})"
         if t["selected"] is None
         else f"{t['selected']} (validation accuracy {t['selected_validation_accuracy']:.4f})"
     )
@@ -295,9 +327,14 @@ def summary(record: dict[str, Any]) -> str:
             else f"truncated negative binomial, eta {t['eta']:g}, mean {t['mean_runs']:.4g}"
         )
         runs = f"K ~ {law}, conditioned on K <= {t['slots']}: {t['slots']} candidate runs trained whatever K is"
+    run = "the selected candidate's run" if released else "final run"
+    accuracy = (
+        f"{run} test accuracy {record['final_run']['final']['test_accuracy']:.4f}; "
+        if record["final_run"] is not None
+        else ""
+    )
+    total = "total, the tuning alone" if released else "total with the final run"
     return (
-        f"tune {record['method']}: selected {selected}; "
-        f"final run test accuracy {final['test_accuracy']:.4f}; epsilon per run {t['per_run_epsilon']:.4g}, "
-        f"tuning {t['tuning_epsilon']:.4g}, total with the final run {t['total_epsilon']:.4g} at delta {t['delta']:g} "
-        f"({runs})"
+        f"tune {record['method']}: selected {selected}; {accuracy}epsilon per run {t['per_run_epsilon']:.4g}, "
+        f"tuning {t['tuning_epsilon']:.4g}, {total} {t['total_epsilon']:.4g} at delta {t['delta']:g} ({runs})"
     )

@@ -28,19 +28,30 @@ def total_epsilon_at(
     z: float,
     delta: float,
     spent: Accountant | None = None,
+    final_run: bool = True,
 ) -> float:
-    """The epsilon of the tuning (``law``'s theorem) plus the final run, each run the events of
-    ``spent`` (charged before its steps: a released feature mean) and ``steps`` events
-    ``event_for(z)``: what the tuning record's ``total_epsilon`` will say for runs at ``z``."""
+    """The epsilon of the tuning (``law``'s theorem) plus the final run (without it when
+    ``final_run`` is false: ``--release best-candidate``), each run the events of ``spent`` (charged
+    before its steps: a released feature mean) and ``steps`` events ``event_for(z)``: what the tuning
+    record's ``total_epsilon`` will say for runs at ``z``."""
     per_run = spent.copy() if spent is not None else Accountant(neighboring)  # type: ignore[arg-type]
     per_run.step(event_for(z), steps)
     rdp = per_run.rdp
-    return tuning_epsilon(per_run.orders, law.tuning_rdp(per_run.orders, rdp) + rdp, delta)[0]
+    total = law.tuning_rdp(per_run.orders, rdp) + (rdp if final_run else 0.0)
+    return tuning_epsilon(per_run.orders, total, delta)[0]
 
 
-def noise_for_total(base: TrainConfig, law: RunsLaw, total: float, rtol: float = 1e-4, data: Any = None) -> TrainConfig:
-    """``base`` with the smallest noise multiplier (to ``rtol``) whose tuning and final run spend at
-    most ``total`` at ``base.delta`` (``--total-epsilon``; the conversion gets :func:`conversion_delta`): the run's event and step count come from a
+def noise_for_total(
+    base: TrainConfig,
+    law: RunsLaw,
+    total: float,
+    rtol: float = 1e-4,
+    data: Any = None,
+    final_run: bool = True,
+) -> TrainConfig:
+    """``base`` with the smallest noise multiplier (to ``rtol``) whose tuning and final run (the tuning
+    alone when ``final_run`` is false) spend at most ``total`` at ``base.delta`` (``--total-epsilon``;
+    the conversion gets :func:`conversion_delta`): the run's event and step count come from a
     trainer planned at ``total`` (a lower bound on the noise), then bisection on ``log z``."""
     from ..run.loop import Trainer  # torch-heavy: only when planning
 
@@ -54,7 +65,9 @@ def noise_for_total(base: TrainConfig, law: RunsLaw, total: float, rtol: float =
 
     def fits(z: float) -> bool:
         return (
-            total_epsilon_at(event_for, steps, method.neighboring, law, z, conversion_delta(law, base.delta), spent)
+            total_epsilon_at(
+                event_for, steps, method.neighboring, law, z, conversion_delta(law, base.delta), spent, final_run
+            )
             <= total
         )
 
