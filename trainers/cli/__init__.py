@@ -164,8 +164,9 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         space, law = parse_space(args.space), runs_law(args.k_distribution, args.mean_runs, args.eta)
         if args.total_epsilon is not None:
             print(
-                f"tune: planning each run's noise so that the tuning{' and the final run' * (args.release == 'final-run')} "
-                "spend at most epsilon "
+                "tune: planning each run's noise so that "
+                + ("the tuning and the final run spend" if args.release == "final-run" else "the tuning spends")
+                + " at most epsilon "
                 f"{args.total_epsilon} at delta {config.delta}...",
                 file=sys.stderr,
                 flush=True,
