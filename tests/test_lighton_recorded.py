@@ -120,11 +120,15 @@ def test_a_real_lighton_profile_without_a_calibration_is_refused_naming_the_file
     assert f"{profile}: key 'calibration' is unset" in capsys.readouterr().err
 
 
-def test_a_lighton_profile_without_a_reference_beam_is_refused_for_digitized_noise(lab):
+def test_a_speckle_plan_on_a_calibration_without_the_anchor_map_is_refused_naming_the_missing_map(lab):
+    """Frames calibrated for a reference-beam profile hold only pooled anchor figures: a profile without a
+    reference beam (a speckle anchor) needs each pixel's bounds (tests/test_recorded_speckle.py plans one)."""
     _, path = lab
     profile = opu_hal.load_profile(path)
     speckle = profile.model_copy(update={"anchor_power_uw": None})
-    with pytest.raises(CalibrationError, match="speckle"):
+    with pytest.raises(CalibrationError, match=r"no per-pixel map of the speckle anchor \(.*cal\.anchor-map\.npz"):
+        recorded_read_law(speckle, recorded_noise(profile, None), 1000)
+    with pytest.raises(CalibrationError, match="give --dimension D"):
         recorded_read_law(speckle, recorded_noise(profile, None))
 
 

@@ -13,7 +13,7 @@ from ..profiles.catalogue import load_profile
 from ..profiles.registry import get_backend
 from ..runtime.output import print_json
 from ..runtime.paths import plot_format_reason, same_file
-from .anchor_map import calibrate_anchor_map
+from .anchor_map import anchor_map_path, calibrate_anchor_map
 from .command_args import camera_exposure_us, check_distinct, check_output, require_camera_profile, shape_from_args
 from .figures import plot_calibration
 from .frames import check_frames_fit
@@ -118,20 +118,39 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _calibrate_recorded(args: argparse.Namespace) -> int:
-    """``calibrate --frames-dir DIR``: the calibration of recorded frames (:mod:`.recorded`); no plot."""
+    """``calibrate --frames-dir DIR``: the calibration of recorded frames (:mod:`.recorded`) and, for a profile
+    with a speckle anchor, its per-pixel anchor map beside it (:mod:`.recorded_anchor_map`); no plot."""
+    from .anchor_map import save_anchor_map
     from .recorded import calibrate_frames_dir
+    from .recorded_anchor_map import map_note, measure_recorded_anchor_map
 
     check_output(args.out, "--out")
     profile = load_profile(args.profile) if args.profile else None
     start = time.perf_counter()
     calibration = calibrate_frames_dir(args.frames_dir, profile=profile, temperature_c=args.temperature)
+    measured = measure_recorded_anchor_map(args.frames_dir, calibration, profile, args.temperature)
+    if measured is not None:  # measured before anything is written: a refusal leaves no calibration behind
+        calibration = calibration.model_copy(update={"notes": [*calibration.notes, map_note(args.out, *measured)]})
     elapsed = time.perf_counter() - start
     out = write_calibration(calibration, args.out)
+    written, beside = None, anchor_map_path(out)
+    if measured is not None:
+        bounds, celsius, exposure = measured
+        written = save_anchor_map(bounds, beside, celsius, exposure)
+    elif beside.exists():  # a map of an earlier calibration at this path: measured with other intervals
+        beside.unlink()
     if args.json:
-        print_json({"calibration": str(out), "elapsed_s": elapsed, "summary": calibration.model_dump(mode="json")})
+        print_json(
+            {
+                "calibration": str(out),
+                **({"anchor_map": str(written)} if written else {}),
+                "elapsed_s": elapsed,
+                "summary": calibration.model_dump(mode="json"),
+            }
+        )
     elif not args.quiet:
         print(summary(calibration, elapsed))
-        print(f"wrote {out}")
+        print(f"wrote {out}" + (f" and {written} ({calibration.notes[-1]})" if written else ""))
     return 0
 
 

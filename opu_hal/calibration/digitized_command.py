@@ -16,6 +16,7 @@ import time
 from ..contract.anchor_map import drift_check_frames
 from ..contract.errors import CalibrationError, DeviceUnavailable
 from ..contract.noise import DigitizedReadLaw
+from ..contract.profile_base import DEFAULT_CHECK_EVERY
 from ..privacy.digitized_lattice import DigitizedLattice, fewest_box_reads
 from ..privacy.digitized_plan import CameraFacts, DigitizedPlanRefused, plan
 from ..privacy.digitized_plan import RunShape as PlanShape
@@ -76,6 +77,8 @@ def run_digitized_plan(
     }
     if law.kept_pixels is not None:
         result.update(kept_pixels=law.kept_pixels, mean_bins=[list(b) for b in law.mean_bins])
+        if law.map_pixels is not None:
+            result["map_pixels"] = law.map_pixels
     if found is not None:
         reads, epsilon = found
         frames = law.frames(dimension, reads)
@@ -118,7 +121,9 @@ def _print_result(result: dict, shape: RunShape, args: argparse.Namespace) -> No
         )
     if "kept_pixels" in result:
         print(
-            f"  speckle: {result['kept_pixels']} kept pixels, one per value, in {len(result['mean_bins'])} mean bin(s) "
+            f"  speckle: {result['kept_pixels']}"
+            + (f" of {result['map_pixels']}" if "map_pixels" in result else "")
+            + f" kept pixels, one per value, in {len(result['mean_bins'])} mean bin(s) "
             f"[e-]: {', '.join(f'{lo:.4g}..{hi:.4g}' for lo, hi in result['mean_bins'])}"
         )
     print(f"  planned in {result['plan_wall_s']:.1f} s")
@@ -189,10 +194,11 @@ def _device_law(args: argparse.Namespace, profile, calibration_path, dimension: 
 
 
 def speckle_check_frames(profile, law, steps: int) -> int:
-    """Drift-check frames of a speckle anchor's run (one draw per step; 0 for a flat anchor)."""
+    """Drift-check frames of a speckle anchor's run (one draw per step; 0 for a flat anchor), at the profile's
+    ``anchor_check_every`` (a LightOn profile, which has no such key: :data:`DEFAULT_CHECK_EVERY`)."""
     if law.kept_pixels is None:
         return 0
-    return drift_check_frames(steps, profile.anchor_check_every)
+    return drift_check_frames(steps, getattr(profile, "anchor_check_every", DEFAULT_CHECK_EVERY))
 
 
 def _span(low: float, high: float | None) -> str:

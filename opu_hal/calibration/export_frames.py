@@ -5,7 +5,10 @@ camera whose parameters are hidden from the calibration.
 The series are the ones the docs ask a lab to record (docs/calibration.md, "Calibrate your own camera"):
 darks at every temperature and exposure, a photon-transfer sweep of flat frames at the first temperature
 and exposure (``levels`` illuminations up to :data:`.frames.PTC_TOP` times the saturation power, found by
-:func:`.frames.saturation_power`), and anchor frames at every temperature and operating exposure.
+:func:`.frames.saturation_power`), and anchor frames at every temperature and operating exposure: the flat
+reference beam, or with ``speckle_anchor`` the speckle anchor's pattern as a LightOn OPU without a reference
+beam records it (each pixel at its own mean; a profile with ``privacy_anchor = "speckle"`` whose sensor is
+the region read, ``sensor_pixels = out_features``, at the profile's exposure).
 """
 
 from __future__ import annotations
@@ -41,8 +44,11 @@ def export_frames(
     dark_exposures: Sequence[float],
     frames: int = 8,
     levels: int = 60,
+    anchor_frames: int | None = None,
+    speckle_anchor: bool = False,
 ) -> Path:
-    """Record ``device``'s frames into ``folder``; returns the manifest's path."""
+    """Record ``device``'s frames into ``folder`` (``anchor_frames`` per anchor series, default ``frames``; the
+    speckle anchor's with ``speckle_anchor``, else the reference beam's); returns the manifest's path."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     profile = device.profile
@@ -71,9 +77,27 @@ def export_frames(
             )
             text.append(_entry("dark", exposure, float(celsius), files))
         for exposure in map(float, exposures):
-            raw = device.raw_frames("anchor", frames, exposure_us=exposure, anchor_power_uw=anchor_power)
-            files = _write(out, f"anchor_{celsius:g}C_{exposure:g}us", raw.dn.numpy())
+            dn = _anchor_dn(device, anchor_frames or frames, exposure, anchor_power, speckle_anchor)
+            files = _write(out, f"anchor_{celsius:g}C_{exposure:g}us", dn)
             text.append(_entry("anchor", exposure, float(celsius), files, power=anchor_power))
     manifest = out / "manifest.toml"
     manifest.write_text("\n".join(text), encoding="utf-8")
     return manifest
+
+
+def _anchor_dn(device, frames: int, exposure_us: float, power: float, speckle: bool) -> np.ndarray:
+    """``frames`` anchor frames (frames, pixels) in DN: the reference beam, or the speckle anchor's pattern."""
+    profile = device.profile
+    if not speckle:
+        return device.raw_frames("anchor", frames, exposure_us=exposure_us, anchor_power_uw=power).dn.numpy()
+    if (
+        getattr(profile, "privacy_anchor", None) != "speckle"
+        or profile.sensor_pixels != profile.out_features
+        or exposure_us != profile.exposure_us
+    ):
+        raise ValueError(
+            f"profile {profile.label!r}: a speckle anchor is exported from privacy_anchor = 'speckle' over the "
+            f"region read (sensor_pixels = out_features, got {profile.sensor_pixels} and {profile.out_features}) at "
+            f"the profile's exposure ({profile.exposure_us:g} us, asked {exposure_us:g} us)"
+        )
+    return np.stack(list(device.anchor_frames(frames)))

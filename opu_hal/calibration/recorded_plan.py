@@ -9,11 +9,18 @@ only the operating point (``temperature_c``, ``exposure_us``: lightonml reads no
 whether the OPU has a reference beam (``anchor_power_uw``). The camera time is priced at the cited
 datasheet's frame period at the recorded bit depth (:mod:`opu_hal.camera.datasheet`).
 
-- ``--mechanism digitized``: the exact accounting of :mod:`.digitized_command` over the calibration's box;
-  refused for a speckle anchor (a LightOn OPU without a reference beam), which that accounting does not
-  cover (docs/calibration.md, "Unity gain").
+- ``--mechanism digitized`` with a reference beam (``anchor_power_uw`` set): the exact accounting of
+  :mod:`.digitized_command` over the calibration's box, every pixel sharing one law.
+- ``--mechanism digitized`` without one (a LightOn OPU's anchor is a DMD pattern read as speckle): digitized
+  speckle counts (:mod:`.recorded_speckle`): the pixels kept by their per-pixel bounds in the anchor map
+  that ``calibrate`` measured from the recorded anchor series (:mod:`.recorded_anchor_map`), accounted per
+  bin of kept means, ``2 reads ceil(n / K)`` frames per draw of ``n`` values; a calibration without the
+  map (written before it, or without a speckle profile) is refused, naming the file.
 - ``--mechanism skellam``: refused unless the calibration proves unity gain
   (:meth:`.calibrated.CalibratedNoise.check_unity_gain`), which no recorded 8-bit camera does.
+
+Only the plan: training on a real LightOn OPU draws no anchor-only read (lightonml 1.4.3 shows no anchor
+pattern alone), so no plan made here can yet be run.
 """
 
 from __future__ import annotations
@@ -77,21 +84,24 @@ def frame_time_s(profile, adc_bits: int) -> float:
     return max(CMV2000.frame_time_us(adc_bits), profile.exposure_us or 0.0, profile.frametime_us or 0.0) * 1e-6
 
 
-def recorded_read_law(profile, noise: CalibratedNoise) -> DigitizedReadLaw:
-    """One anchor-only read's law from the calibration alone, at the profile's declared temperature."""
+def recorded_read_law(profile, noise: CalibratedNoise, dimension: int | None = None) -> DigitizedReadLaw:
+    """One anchor-only read's law from the calibration alone, at the profile's declared temperature; without a
+    reference beam (no ``anchor_power_uw``), the kept speckle pixels' law for draws of ``dimension`` values."""
     cal = noise.calibration
-    if profile.anchor_power_uw is None:
-        raise CalibrationError(
-            f"profile {profile.label!r}: no 'anchor_power_uw', so its anchor is a DMD pattern read as speckle (a "
-            "LightOn OPU has no reference beam): the digitized accounting covers reads that share one law, and "
-            "speckle pixels each have their own mean; planning needs a flat anchor (an OPU with a reference beam, "
-            "declared by anchor_power_uw)"
-        )
     if cal.adc_bits is None:
         raise CalibrationError(
             f"{noise.path}: key 'adc_bits' is missing (a calibration not written from recorded frames): re-run "
             "`opu-hal calibrate PROFILE --frames-dir DIR` (the manifest's bit_depth)"
         )
+    if profile.anchor_power_uw is None:
+        from .recorded_speckle import recorded_speckle_law
+
+        if dimension is None:
+            raise CalibrationError(
+                f"profile {profile.label!r}: a speckle anchor (no 'anchor_power_uw') keeps its pixels for draws of "
+                "a known size: give --dimension D"
+            )
+        return recorded_speckle_law(profile, noise, dimension, frame_time_s(profile, cal.adc_bits))
     box = noise.digitized_read_box(profile.declared("temperature_c"))
     return DigitizedReadLaw(
         mean_e=box.mean_e,
@@ -123,7 +133,8 @@ def run_recorded_plan(args: argparse.Namespace, profile) -> int:
     if args.mechanism == "skellam":
         noise.check_unity_gain()  # refuses every camera a sweep measures: no affordable sweep proves unity
         raise CalibrationError(
-            f"{noise.path}: unity gain is proven, but a LightOn OPU's Skellam counts would read its speckle anchor, "
-            "which needs a per-pixel anchor map that recorded frames do not give yet: use --mechanism digitized"
+            f"{noise.path}: unity gain is proven, but Skellam counts are not planned from a recorded calibration: "
+            "use --mechanism digitized (exact at any gain, unity included)"
         )
-    return run_digitized_plan(args, profile, noise.path, shape, law=recorded_read_law(profile, noise))
+    law = recorded_read_law(profile, noise, shape.dimension)
+    return run_digitized_plan(args, profile, noise.path, shape, law=law)

@@ -141,6 +141,7 @@ class DigitizedReadLaw:
     full_well_e_high: float | None = None
     mean_bins: tuple[tuple[float, float], ...] = ()
     kept_pixels: int | None = None
+    map_pixels: int | None = None  # speckle: the pixels of the anchor map the kept ones were chosen from
 
     def __post_init__(self) -> None:
         for low, high in self.mean_bins:

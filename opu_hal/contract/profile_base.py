@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 # LightOn OPU geometry, shared by the backends that model or drive one (simulated, lighton).
 DMD_MIRRORS = 912 * 1140
 CAMERA_PIXELS = 2040 * 1088
+DEFAULT_CHECK_EVERY = 25  # privacy draws between two re-reads of a speckle anchor (anchor_check_every)
 
 
 class BaseProfile(BaseModel):

@@ -302,7 +302,7 @@ class SimulatedHardware(Device[SimulatedProfile]):
             selection = self.speckle.binned_selection(
                 bounds, sensor_ceiling_e(self.sensor) if ceiling is None else ceiling
             )
-            return speckle_law(self.sensor, selection, box, profile.label, bounds.source, frame_s)
+            return speckle_law(self.sensor, selection, box, profile.label, bounds.source, frame_s, bounds.pixels)
         return digitized_law(self.sensor, self.anchor_read_e, profile.label, profile.sensor_pixels, frame_s, box)
 
     def draw_digitized_counts(self, n_values: int, reads: int) -> PrivacyCounts:

@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from ...camera.datasheet import CMV2000
 from ...contract.backend_spec import BackendSpec
-from ...contract.profile_base import CAMERA_PIXELS, DMD_MIRRORS, BaseProfile
+from ...contract.profile_base import CAMERA_PIXELS, DEFAULT_CHECK_EVERY, DMD_MIRRORS, BaseProfile
 
 
 class SimulatedProfile(BaseProfile):
@@ -58,7 +58,10 @@ class SimulatedProfile(BaseProfile):
         description="speckle anchor: largest planned count mean over the accounted one (pixel selection)",
     )
     anchor_check_every: int = Field(
-        25, ge=1, le=10**6, description="privacy draws between two re-reads of the speckle anchor (drift watch)"
+        DEFAULT_CHECK_EVERY,
+        ge=1,
+        le=10**6,
+        description="privacy draws between two re-reads of the speckle anchor (drift watch)",
     )
     # 0.043 nA/cm^2 = 125 e-/s at 25 C for a 7.4 um pixel, the dark current CMOSIS gives for its
     # 8T global-shutter pixel (CMV300 datasheet v2.10, http://dtsheet.com/model/4255221, the family

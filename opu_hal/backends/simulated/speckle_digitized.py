@@ -42,7 +42,13 @@ def calibrated_bounds(
 
 
 def speckle_law(
-    sensor: Sensor, selection: BinnedSelection, box: ReadBox | None, label: str, source: str, frame_time_s: float
+    sensor: Sensor,
+    selection: BinnedSelection,
+    box: ReadBox | None,
+    label: str,
+    source: str,
+    frame_time_s: float,
+    map_pixels: int | None = None,
 ) -> DigitizedReadLaw:
     """The law of the kept pixels' reads: mean bins from the bound map, the rest of the camera from the
     calibration's ``box`` (its read noise, gain, black level and full well intervals), or the profile's camera
@@ -82,6 +88,7 @@ def speckle_law(
         full_well_e_high=full_well[1],
         mean_bins=bins,
         kept_pixels=selection.kept_pixels,
+        map_pixels=map_pixels,
     )
 
 
