@@ -187,3 +187,15 @@ def test_calibrate_refuses_a_speckle_profile_without_an_anchor_series_at_its_ope
     assert main([*args, "--quiet"]) == 2
     assert "0 anchor series (kind 'anchor') at 30 C, 400 us" in capsys.readouterr().err
     assert not (tmp_path / "cal.json").exists()  # refused before anything is written
+
+
+def test_a_calibration_written_without_a_map_removes_an_earlier_map_beside_it(lab, tmp_path):
+    """A map measured with another calibration's black-level and gain intervals must not pair with this one."""
+    folder, _, _ = lab
+    beam = tmp_path / "beam.toml"
+    beam.write_text(LIGHTON + "anchor_power_uw = 1e-4\n")  # a reference beam: no map is measured
+    stale = anchor_map_path(tmp_path / "cal.json")
+    stale.write_bytes(b"an earlier calibration's map")
+    args = ["calibrate", str(beam), "--frames-dir", str(folder / "frames"), "--out", str(tmp_path / "cal.json")]
+    assert main([*args, "--quiet"]) == 0
+    assert (tmp_path / "cal.json").is_file() and not stale.exists()

@@ -25,13 +25,10 @@ from .schema import Calibration
 
 
 def has_speckle_anchor(profile) -> bool:
-    """Whether ``profile``'s privacy anchor is a DMD pattern read as speckle: a LightOn OPU without a reference
-    beam (no ``anchor_power_uw``), or a simulated OPU with ``privacy_anchor = "speckle"``."""
-    if profile is None:
-        return False
-    if profile.backend == "lighton":
-        return getattr(profile, "anchor_power_uw", None) is None
-    return getattr(profile, "privacy_anchor", None) == "speckle"
+    """Whether ``profile`` is a LightOn OPU whose privacy anchor is a DMD pattern read as speckle (no reference
+    beam: no ``anchor_power_uw``). A simulated profile's speckle spans ``sensor_pixels``, not the recorded
+    region: its map comes from its own sweep (:func:`.anchor_map.calibrate_anchor_map`)."""
+    return profile is not None and profile.backend == "lighton" and getattr(profile, "anchor_power_uw", None) is None
 
 
 def operating_point(profile) -> tuple[float, float]:
