@@ -90,6 +90,10 @@ def test_the_plan_counts_the_smallest_read_noise_bound_over_the_kept_pixels(lab)
     assert bounds.read_noise_lower_e is not None and floor is not None
     assert law.read_noise_e[0] == pytest.approx(bounds.read_noise_lower_e[selection.kept].min())
     assert floor <= law.read_noise_e[0] <= HIDDEN["read_noise_e"] <= law.read_noise_e[1]
+    quiet_elsewhere = bounds.read_noise_lower_e.copy()  # a pixel left out is quieter than any kept one
+    quiet_elsewhere[np.setdiff1d(np.arange(PIXELS), selection.kept)[0]] = 0.5
+    kept_low, _ = kept_read_noise_e(replace(bounds, read_noise_lower_e=quiet_elsewhere), selection.kept, (0.01, 7.0))
+    assert kept_low == law.read_noise_e[0] > 0.5
     assert (
         law.black_level_dn <= offset[selection.kept].min() <= offset[selection.kept].max() <= law.high("black_level_dn")
     )

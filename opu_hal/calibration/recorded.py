@@ -129,9 +129,10 @@ def calibrate_frames_dir(
     """Calibrate the camera whose frames ``folder`` holds (module docstring). ``profile`` (optional): the
     device the calibration is for (its identity is written, so a device of that profile accepts it);
     ``temperature_c``: the temperature of an EMVA 1288 descriptor's series (it states none)."""
-    return calibrate_with_pixels(folder, profile=profile, temperature_c=temperature_c, bootstrap=bootstrap, seed=seed)[
-        0
-    ]
+    calibration, _ = calibrate_with_pixels(
+        folder, profile=profile, temperature_c=temperature_c, bootstrap=bootstrap, seed=seed
+    )
+    return calibration
 
 
 def calibrate_with_pixels(
