@@ -101,7 +101,8 @@ def recorded_speckle_law(profile, noise: CalibratedNoise, dimension: int, frame_
     bins, kept = selection.bins, selection.kept
     read = kept_read_noise_e(bounds, kept, box.read_noise_e)
     black = kept_black_level_dn(bounds, kept, box.black_level_dn)
-    own = bounds.read_noise_lower_e is not None
+    quietest = "kept" if bounds.read_noise_lower_e is not None else "any"
+    offsets = "the kept pixels' own offsets" if bounds.offset_low_dn is not None else "its calibrated interval"
     return DigitizedReadLaw(
         mean_e=(min(lo for lo, _ in bins), max(hi for _, hi in bins)),
         read_noise_e=read,
@@ -111,9 +112,8 @@ def recorded_speckle_law(profile, noise: CalibratedNoise, dimension: int, frame_
         full_well_e=box.full_well_e[0],
         source=f"{bounds.source}; {selection.kept_pixels} of {bounds.pixels} pixels kept in {len(bins)} mean bin(s) "
         f"of ratio {selection.ratio:g} from {selection.threshold_e:.4g} e-; calibration {noise.path}: read noise from "
-        f"the quietest {'kept' if own else 'any'} pixel's lower bound, black level over the "
-        f"{'kept pixels own offsets' if bounds.offset_low_dn is not None else 'calibrated interval'}, gain and full "
-        "well over their calibrated intervals",
+        f"the quietest {quietest} pixel's lower bound, black level over {offsets}, gain and full well over their "
+        "calibrated intervals",
         pixels_per_frame=selection.kept_pixels,
         frame_time_s=frame_time_s,
         gain_e_per_dn_high=box.gain_e_per_dn[1],
