@@ -8,11 +8,12 @@ std ``s_j`` give, with the photon-transfer calibration's black level ``[B_lo, B_
     b_j = g_lo max(0, m_j - t s_j / sqrt(F) - B_hi),     u_j = g_hi (m_j + t s_j / sqrt(F) - B_lo),
 
 with ``t`` Student's quantile of ``F - 1`` degrees of freedom at ``alpha / (2 P)`` over the ``P``
-pixels of the sensor: by the union bound (Bonferroni), ``b_j <= lambda_j <= u_j`` holds at every
-pixel simultaneously with probability at least ``1 - alpha`` (less the black-level and gain
-intervals' own error rates, stated by the calibration). A pixel that clipped in any frame gets an
-infinite upper bound (never kept). The map is written next to the calibration file
-(``<calibration>.anchor-map.npz``) with the operating point it holds at.
+pixels of the sensor (``s_j^2`` at least 1/12 DN^2, :mod:`.pixel_offset`): by the union bound (Bonferroni),
+``b_j <= lambda_j <= u_j`` holds at every pixel simultaneously with probability at least ``1 - alpha``
+(less the black-level and gain intervals' own error rates, stated by the calibration). A recorded map
+(:mod:`.recorded_anchor_map`) takes each pixel's own offset interval in place of ``[B_lo, B_hi]``. A
+pixel that clipped in any frame gets an infinite upper bound (never kept). The map is written next to
+the calibration file (``<calibration>.anchor-map.npz``) with the operating point it holds at.
 """
 
 from __future__ import annotations
@@ -20,14 +21,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from ..contract.anchor_map import AnchorBoundMap
 from ..contract.errors import CalibrationError
+from .pixel_offset import frame_moments
 from .schema import Calibration
 
 DEFAULT_ANCHOR_FRAMES = 64
 DEFAULT_ALPHA = 0.01
+OPTIONAL_ARRAYS = ("read_noise_lower_e", "offset_low_dn", "offset_high_dn")  # maps written before them lack them
 
 
 def anchor_map_path(calibration_path: str | Path) -> Path:
@@ -37,31 +39,27 @@ def anchor_map_path(calibration_path: str | Path) -> Path:
 
 
 def bounds_from_frames(
-    frames_dn, max_dn: float, black_dn: tuple[float, float], gain: tuple[float, float], alpha: float, source: str
+    frames_dn,
+    max_dn: float,
+    black_dn: tuple[float, float] | tuple[np.ndarray, np.ndarray],
+    gain: tuple[float, float],
+    alpha: float,
+    source: str,
+    **extra: np.ndarray,
 ) -> AnchorBoundMap:
-    """The map from an iterable of frames ``(P,)`` in DN (module docstring)."""
-    frames = iter(frames_dn)
-    first = next(frames, None)
-    if first is None:
-        raise CalibrationError("anchor map: need at least 2 frames, got 0")
-    total = np.array(first, dtype=np.float64)
-    squares, clipped, count = total * total, (total >= max_dn) | (total <= 0), 1
-    for frame in frames:
-        frame = np.asarray(frame, dtype=np.float64)
-        total += frame
-        squares += frame * frame
-        clipped |= (frame >= max_dn) | (frame <= 0)
-        count += 1
-    if count < 2:
-        raise CalibrationError(f"anchor map: need at least 2 frames, got {count}")
-    mean = total / count
-    std = np.sqrt(np.maximum(squares / count - mean * mean, 0.0) * count / (count - 1))
-    t = float(stats.t.isf(alpha / (2 * mean.size), count - 1))
-    margin = t * std / np.sqrt(count)
-    lower = gain[0] * np.maximum(mean - margin - black_dn[1], 0.0)
-    upper = np.where(clipped, np.inf, gain[1] * (mean + margin - black_dn[0]))
-    estimate = (mean - 0.5 * (black_dn[0] + black_dn[1])) * 0.5 * (gain[0] + gain[1])
-    return AnchorBoundMap(lower, upper, estimate, confidence=1 - alpha, frames=count, source=source)
+    """The map from an iterable of frames ``(P,)`` in DN (module docstring). ``black_dn``: one interval for
+    every pixel, or each pixel's own offset interval (arrays, :mod:`.pixel_offset`; ``-inf`` / ``+inf`` for
+    an unknown offset: never kept); ``extra``: the map's per-pixel arrays measured elsewhere."""
+    moments = frame_moments(frames_dn, max_dn, "anchor map")
+    mean, count = moments.mean, moments.frames
+    margin = moments.margin(alpha / (2 * mean.size))
+    black_lo, black_hi = (np.broadcast_to(np.asarray(b, dtype=np.float64), mean.shape) for b in black_dn)
+    lower = gain[0] * np.maximum(mean - margin - black_hi, 0.0)
+    upper = np.where(moments.clipped, np.inf, gain[1] * (mean + margin - black_lo))
+    with np.errstate(invalid="ignore"):  # an unknown offset (-inf, +inf) has no midpoint: its estimate is 0
+        black = 0.5 * (black_lo + black_hi)
+        estimate = np.where(np.isfinite(black), (mean - black) * 0.5 * (gain[0] + gain[1]), 0.0)
+    return AnchorBoundMap(lower, upper, estimate, confidence=1 - alpha, frames=count, source=source, **extra)
 
 
 def measure_anchor_map(
@@ -86,7 +84,8 @@ def measure_anchor_map(
 
 
 def save_anchor_map(bounds: AnchorBoundMap, path: Path, temperature_c: float, exposure_us: float) -> Path:
-    """Write ``bounds`` and the operating point it holds at (npz, float64)."""
+    """Write ``bounds`` and the operating point it holds at (npz, float64), with the per-pixel read-noise and
+    offset bounds where the map has them (:data:`OPTIONAL_ARRAYS`: a map without them stays readable)."""
     with open(path, "wb") as handle:
         np.savez(
             handle,
@@ -95,6 +94,7 @@ def save_anchor_map(bounds: AnchorBoundMap, path: Path, temperature_c: float, ex
             estimate_e=bounds.estimate_e,
             meta=np.array([bounds.confidence, bounds.frames, temperature_c, exposure_us]),
             source=np.array(bounds.source),
+            **{key: getattr(bounds, key) for key in OPTIONAL_ARRAYS if getattr(bounds, key) is not None},
         )
     return path
 
@@ -112,6 +112,7 @@ def load_anchor_map(path: Path, temperature_c: float, exposure_us: float) -> Anc
                 confidence,
                 int(frames),
                 f"{data['source']} {path}",
+                **{key: data[key] for key in OPTIONAL_ARRAYS if key in data.files},  # absent from older maps
             )
     except (OSError, KeyError, ValueError) as exc:
         raise CalibrationError(f"{path}: not an anchor map ({exc}); re-run `opu-hal calibrate`") from None

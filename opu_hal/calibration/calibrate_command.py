@@ -121,14 +121,14 @@ def _calibrate_recorded(args: argparse.Namespace) -> int:
     """``calibrate --frames-dir DIR``: the calibration of recorded frames (:mod:`.recorded`) and, for a profile
     with a speckle anchor, its per-pixel anchor map beside it (:mod:`.recorded_anchor_map`); no plot."""
     from .anchor_map import save_anchor_map
-    from .recorded import calibrate_frames_dir
+    from .recorded import calibrate_with_pixels
     from .recorded_anchor_map import map_note, measure_recorded_anchor_map
 
     check_output(args.out, "--out")
     profile = load_profile(args.profile) if args.profile else None
     start = time.perf_counter()
-    calibration = calibrate_frames_dir(args.frames_dir, profile=profile, temperature_c=args.temperature)
-    measured = measure_recorded_anchor_map(args.frames_dir, calibration, profile, args.temperature)
+    calibration, read_noise = calibrate_with_pixels(args.frames_dir, profile=profile, temperature_c=args.temperature)
+    measured = measure_recorded_anchor_map(args.frames_dir, calibration, profile, args.temperature, read_noise)
     if measured is not None:  # measured before anything is written: a refusal leaves no calibration behind
         calibration = calibration.model_copy(update={"notes": [*calibration.notes, map_note(args.out, *measured)]})
     elapsed = time.perf_counter() - start

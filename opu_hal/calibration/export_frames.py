@@ -22,7 +22,7 @@ import numpy as np
 from .frames import PTC_START_FRACTION, PTC_TOP, _saturation_search, saturation_power, series
 
 
-def _write(folder: Path, name: str, frames: np.ndarray) -> str:
+def _write_frames(folder: Path, name: str, frames: np.ndarray) -> str:
     """``frames`` (n, pixels) as ``name/0000.npy`` ...; the glob that lists them."""
     (folder / name).mkdir(parents=True, exist_ok=True)
     for i, frame in enumerate(frames):
@@ -46,9 +46,17 @@ def export_frames(
     levels: int = 60,
     anchor_frames: int | None = None,
     speckle_anchor: bool = False,
+    pixel_offset_dn: np.ndarray | None = None,
 ) -> Path:
     """Record ``device``'s frames into ``folder`` (``anchor_frames`` per anchor series, default ``frames``; the
-    speckle anchor's with ``speckle_anchor``, else the reference beam's); returns the manifest's path."""
+    speckle anchor's with ``speckle_anchor``, else the reference beam's); returns the manifest's path.
+    ``pixel_offset_dn``: non-negative integer DN added to each pixel of every frame written, a fixed-pattern
+    dark offset (DSNU's offset part) on top of the device's one black level, clipped at the ADC's top (a read
+    the device clipped there stays clipped: exact unless the device clipped a read at 0); None: none."""
+    if pixel_offset_dn is not None and not (
+        np.issubdtype(np.asarray(pixel_offset_dn).dtype, np.integer) and np.min(pixel_offset_dn) >= 0
+    ):
+        raise ValueError("pixel_offset_dn must be non-negative integers (added after the device's ADC clipped)")
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     profile = device.profile
@@ -62,6 +70,12 @@ def export_frames(
     search = _saturation_search(device, dark, e_ref, anchor_power * PTC_START_FRACTION, lambda what: None)
     top = saturation_power(search, float(dark.mean.mean())) * PTC_TOP
     text = [f'camera = "{profile.label}"', f"bit_depth = {bits}", ""]
+
+    def _write(folder: Path, name: str, frames: np.ndarray) -> str:
+        if pixel_offset_dn is not None:
+            frames = np.clip(frames + np.asarray(pixel_offset_dn, dtype=np.int64), 0, (1 << bits) - 1)
+        return _write_frames(folder, name, frames)
+
     for i in range(1, levels + 1):
         power = top * i / levels
         raw = device.raw_frames("anchor", frames, exposure_us=e_ref, anchor_power_uw=power)

@@ -70,6 +70,7 @@ class PhotonTransfer:
     levels: int = 0
     curve: list[PhotonTransferPoint] = field(default_factory=list)
     read_noise_min_pixel_lower: float | None = None  # e-, simultaneous over pixels (:mod:`.pixel_read_noise`)
+    read_noise_pixel_lower: np.ndarray | None = None  # e-, each pixel's (its minimum is the one above)
 
 
 def _read_noise(
@@ -179,6 +180,7 @@ def estimate(acq: Acquisition, *, alpha: float = 1 - LEVEL, bootstrap: int = 400
         levels=len(acq.ptc),
         curve=sweep_points(acq, x, fit),
         read_noise_min_pixel_lower=float(pixel_floor.min()),
+        read_noise_pixel_lower=pixel_floor,
     )
 
 

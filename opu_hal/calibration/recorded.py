@@ -17,6 +17,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from ..contract.errors import CalibrationError
 from .frames import Acquisition, SeriesStats
 from .photon_transfer import estimate
@@ -127,6 +129,22 @@ def calibrate_frames_dir(
     """Calibrate the camera whose frames ``folder`` holds (module docstring). ``profile`` (optional): the
     device the calibration is for (its identity is written, so a device of that profile accepts it);
     ``temperature_c``: the temperature of an EMVA 1288 descriptor's series (it states none)."""
+    calibration, _ = calibrate_with_pixels(
+        folder, profile=profile, temperature_c=temperature_c, bootstrap=bootstrap, seed=seed
+    )
+    return calibration
+
+
+def calibrate_with_pixels(
+    folder: str | os.PathLike[str],
+    *,
+    profile=None,
+    temperature_c: float | None = None,
+    bootstrap: int = DEFAULT_BOOTSTRAP,
+    seed: int = 0,
+) -> tuple[Calibration, np.ndarray | None]:
+    """:func:`calibrate_frames_dir` and each pixel's read-noise lower bound (e-, simultaneous over the pixels;
+    its minimum is the calibration's ``read_noise_e_min_pixel_lower``), which the anchor map stores."""
     path = Path(folder).expanduser()
     manifest, series = read_recorded(path, temperature_c)
     acq, temperatures, exposures, dark_exposures = acquisition_of(series)
@@ -148,16 +166,12 @@ def calibrate_frames_dir(
         exposures,
         dark_exposures,
     )
-    return calibration.model_copy(
-        update={
-            "adc_bits": manifest.bit_depth,
-            "notes": [
-                *calibration.notes,
-                f"measured from recorded frames in {path} ({acq.frames_total} frames)",
-                *([f"camera serial {manifest.serial} (the manifest's)"] if manifest.serial and profile else []),
-            ],
-        }
-    )
+    notes = [
+        *calibration.notes,
+        f"measured from recorded frames in {path} ({acq.frames_total} frames)",
+        *([f"camera serial {manifest.serial} (the manifest's)"] if manifest.serial and profile else []),
+    ]
+    return calibration.model_copy(update={"adc_bits": manifest.bit_depth, "notes": notes}), pt.read_noise_pixel_lower
 
 
 def _identity(manifest: Manifest, pixels: int, profile) -> DeviceIdentity:

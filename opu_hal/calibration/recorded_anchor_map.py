@@ -1,24 +1,33 @@
 """The per-pixel anchor map of a speckle anchor from recorded frames (``opu-hal calibrate PROFILE --frames-dir
 DIR``): the recorded anchor series at the profile's operating point, streamed frame by frame through
-:func:`.anchor_map.bounds_from_frames` with the calibration's black-level and gain intervals, so that
+:func:`.anchor_map.bounds_from_frames` with each pixel's own dark offset interval ``[O_lo_j, O_hi_j]``
+(:mod:`.pixel_offset`, from the recorded darks at the operating point, never the pooled black level: a pixel
+whose offset sits above it would read as more anchor electrons than it has) and the gain interval, so that
 
-    b_j = g_lo max(0, m_j - t s_j / sqrt(F) - B_hi) <= lambda_j <= g_hi (m_j + t s_j / sqrt(F) - B_lo) = u_j
+    b_j = g_lo max(0, m_j - t s_j / sqrt(F) - O_hi_j) <= lambda_j <= g_hi (m_j + t s_j / sqrt(F) - O_lo_j) = u_j
 
-at every pixel at once (Bonferroni over the ``P`` pixels, Student's ``t`` at ``alpha / (2 P)`` with ``F - 1``
-degrees of freedom), exactly as a simulated device's own map (:mod:`.anchor_map`). The map is written beside
-the calibration file (``<calibration>.anchor-map.npz``, where :meth:`.calibrated.CalibratedNoise.anchor_map`
-reads it) with the operating point it holds at; the calibration file names it in its notes.
+at every pixel at once with probability at least ``1 - alpha`` (less the gain interval's own error rate):
+the anchor frames take ``alpha / 2`` (Student's ``t`` at ``alpha / (4 P)`` on each side, ``F - 1`` degrees
+of freedom, Bonferroni over the ``P`` pixels) and the offsets the other ``alpha / 2``. The map stores the
+offsets and the calibration's per-pixel read-noise lower bounds (:mod:`.pixel_read_noise`) beside the
+bounds. It is written beside the calibration file (``<calibration>.anchor-map.npz``, where
+:meth:`.calibrated.CalibratedNoise.anchor_map` reads it) with the operating point it holds at; the
+calibration file names it in its notes.
 """
 
 from __future__ import annotations
 
 import math
 import os
+from dataclasses import replace
 from pathlib import Path
+
+import numpy as np
 
 from ..contract.anchor_map import AnchorBoundMap
 from ..contract.errors import CalibrationError
 from .anchor_map import DEFAULT_ALPHA, anchor_map_path, bounds_from_frames
+from .pixel_offset import FrameMoments, frame_moments, offset_bounds
 from .recorded_images import read_frame
 from .recorded_manifest import SeriesFiles, manifest_series, read_manifest
 from .schema import Calibration
@@ -45,20 +54,20 @@ def operating_point(profile) -> tuple[float, float]:
     return point[0], point[1]
 
 
+def recorded_series(folder: Path, manifest_temperature_c: float | None = None) -> tuple[list[SeriesFiles], Path]:
+    """Every series the folder's manifest lists, and the manifest's path."""
+    manifest, where = read_manifest(folder)
+    if manifest_temperature_c is not None:
+        manifest = manifest.model_copy(update={"temperature_c": float(manifest_temperature_c)})
+    return manifest_series(manifest, folder, where), where
+
+
 def anchor_series(
     folder: Path, temperature_c: float, exposure_us: float, manifest_temperature_c: float | None = None
 ) -> SeriesFiles:
     """The recorded anchor series at ``temperature_c`` and ``exposure_us`` (the only one there), or why not."""
-    manifest, where = read_manifest(folder)
-    if manifest_temperature_c is not None:
-        manifest = manifest.model_copy(update={"temperature_c": float(manifest_temperature_c)})
-    found = [
-        s
-        for s in manifest_series(manifest, folder, where)
-        if s.kind == "anchor"
-        and math.isclose(s.temperature_c, temperature_c, abs_tol=1e-9)
-        and math.isclose(s.exposure_us, exposure_us, rel_tol=1e-9)
-    ]
+    listed, where = recorded_series(folder, manifest_temperature_c)
+    found = [s for s in listed if s.kind == "anchor" and _at(s, temperature_c) and _same(s.exposure_us, exposure_us)]
     if len(found) != 1:
         raise CalibrationError(
             f"{where}: {len(found)} anchor series (kind 'anchor') at {temperature_c:g} C, {exposure_us:g} us, the "
@@ -68,39 +77,100 @@ def anchor_series(
     return found[0]
 
 
+def dark_series(
+    folder: Path, temperature_c: float, exposure_us: float, manifest_temperature_c: float | None = None
+) -> tuple[SeriesFiles, SeriesFiles, SeriesFiles]:
+    """The dark series at the operating point and the two shortest dark exposures at its temperature (each
+    pixel's offset interval, :mod:`.pixel_offset`), or a refusal naming the manifest and what is missing."""
+    listed, where = recorded_series(folder, manifest_temperature_c)
+    darks = sorted((s for s in listed if s.kind == "dark" and _at(s, temperature_c)), key=lambda s: s.exposure_us)
+    at_operating = [s for s in darks if _same(s.exposure_us, exposure_us)]
+    exposures = sorted({s.exposure_us for s in darks})
+    if len(at_operating) != 1 or len(exposures) < 2:
+        raise CalibrationError(
+            f"{where}: {len(at_operating)} dark series (kind 'dark') at {temperature_c:g} C, {exposure_us:g} us and "
+            f"dark exposures {[f'{e:g}' for e in exposures]} us at {temperature_c:g} C: a speckle anchor's per-pixel "
+            "map subtracts each pixel's own dark offset, which needs exactly one dark series at the operating point "
+            "and darks at two exposures at least at its temperature (32 frames or more; docs/own-camera.md)"
+        )
+    first = next(s for s in darks if s.exposure_us == exposures[0])
+    second = next(s for s in darks if s.exposure_us == exposures[1])
+    return at_operating[0], first, second
+
+
+def _at(series: SeriesFiles, temperature_c: float) -> bool:
+    return math.isclose(series.temperature_c, temperature_c, abs_tol=1e-9)
+
+
+def _same(exposure_us: float, other_us: float) -> bool:
+    return math.isclose(exposure_us, other_us, rel_tol=1e-9)
+
+
+def _moments(series: SeriesFiles, bits: int) -> FrameMoments:
+    frames = (read_frame(path, bits).ravel() for path in series.files)
+    return frame_moments(frames, float((1 << bits) - 1), str(series.files[0].parent))
+
+
 def recorded_anchor_map(
-    series: SeriesFiles, calibration: Calibration, bits: int, alpha: float = DEFAULT_ALPHA
+    series: SeriesFiles,
+    darks: tuple[SeriesFiles, SeriesFiles, SeriesFiles],
+    calibration: Calibration,
+    bits: int,
+    alpha: float = DEFAULT_ALPHA,
+    read_noise_lower_e: np.ndarray | None = None,
 ) -> AnchorBoundMap:
-    """The map of the anchor ``series`` (module docstring): its frames streamed, one at a time."""
-    black, gain = calibration.black_level_dn, calibration.gain_e_per_dn
+    """The map of the anchor ``series`` (module docstring) at ``1 - alpha``: ``alpha / 2`` for the anchor
+    frames, ``alpha / 2`` for each pixel's offset from ``darks`` (at the operating point, the two shortest);
+    frames streamed one at a time. ``read_noise_lower_e``: the calibration's per-pixel read-noise bounds."""
+    gain = calibration.gain_e_per_dn
+    at_operating, first, second = (_moments(s, bits) for s in darks)
+    low, high = offset_bounds(at_operating, (darks[1].exposure_us, first), (darks[2].exposure_us, second), alpha / 2)
     source = (
         f"recorded anchor map ({len(series.files)} frames of {series.files[0].parent}, per-pixel bounds "
-        f"simultaneous over every pixel at {1 - alpha:.0%}, Bonferroni; black level and gain at their "
-        f"{gain.level:.0%} intervals)"
+        f"simultaneous over every pixel at {1 - alpha:.0%}, Bonferroni; each pixel's own dark offset from "
+        f"{at_operating.frames} dark frames at the operating point; gain at its {gain.level:.0%} interval)"
     )
+    extra = {"offset_low_dn": low, "offset_high_dn": high}
+    if read_noise_lower_e is not None:
+        extra["read_noise_lower_e"] = np.asarray(read_noise_lower_e, dtype=np.float64)
     frames = (read_frame(path, bits).ravel() for path in series.files)
-    bounds = bounds_from_frames(
-        frames, float((1 << bits) - 1), (black.lower, black.upper), (gain.lower, gain.upper), alpha, source
-    )
-    if bounds.pixels != calibration.pixels:
-        raise CalibrationError(
-            f"{series.files[0]}: {bounds.pixels} pixels a frame, the calibrated frames have {calibration.pixels}"
+    try:
+        bounds = bounds_from_frames(
+            frames, float((1 << bits) - 1), (low, high), (gain.lower, gain.upper), alpha / 2, source, **extra
         )
-    return bounds
+    except ValueError:  # arrays of two shapes: the anchor frames hold another number of pixels
+        bounds = None
+    if bounds is None or bounds.pixels != calibration.pixels:
+        raise CalibrationError(
+            f"{series.files[0]}: {'another number of' if bounds is None else bounds.pixels} pixels a frame, the "
+            f"calibrated frames have {calibration.pixels}"
+        )
+    return replace(bounds, confidence=1 - alpha)
 
 
 def measure_recorded_anchor_map(
-    folder: str | os.PathLike[str], calibration: Calibration, profile, temperature_c: float | None = None
+    folder: str | os.PathLike[str],
+    calibration: Calibration,
+    profile,
+    temperature_c: float | None = None,
+    read_noise_lower_e: np.ndarray | None = None,
 ) -> tuple[AnchorBoundMap, float, float] | None:
     """For a ``profile`` with a speckle anchor (:func:`has_speckle_anchor`), its map at the profile's operating
-    point and that point; None for any other profile. ``temperature_c``: an EMVA descriptor's temperature."""
+    point and that point; None for any other profile. ``temperature_c``: an EMVA descriptor's temperature;
+    ``read_noise_lower_e``: the calibration's per-pixel read-noise bounds, stored with the map."""
     if not has_speckle_anchor(profile):
         return None
     if calibration.adc_bits is None:
         raise CalibrationError("anchor map: the calibration states no adc_bits (not written from recorded frames)")
     celsius, exposure = operating_point(profile)
-    series = anchor_series(Path(folder).expanduser(), celsius, exposure, temperature_c)
-    return recorded_anchor_map(series, calibration, calibration.adc_bits), celsius, exposure
+    where = Path(folder).expanduser()
+    series = anchor_series(where, celsius, exposure, temperature_c)
+    darks = dark_series(where, celsius, exposure, temperature_c)
+    return (
+        recorded_anchor_map(series, darks, calibration, calibration.adc_bits, read_noise_lower_e=read_noise_lower_e),
+        celsius,
+        exposure,
+    )
 
 
 def map_note(out: str | os.PathLike[str], bounds: AnchorBoundMap, temperature_c: float, exposure_us: float) -> str:

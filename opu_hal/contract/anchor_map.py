@@ -39,9 +39,15 @@ class AnchorBoundMap:
     confidence: float
     frames: int
     source: str
+    read_noise_lower_e: Array | None = None  # per-pixel read-noise lower bounds (None: a map without them)
+    offset_low_dn: Array | None = None  # each pixel's dark offset interval (None: one black level for all)
+    offset_high_dn: Array | None = None
 
     def __post_init__(self) -> None:
-        shapes = {self.lower_e.shape, self.upper_e.shape, self.estimate_e.shape}
+        extra = (self.read_noise_lower_e, self.offset_low_dn, self.offset_high_dn)
+        shapes = {self.lower_e.shape, self.upper_e.shape, self.estimate_e.shape} | {
+            a.shape for a in extra if a is not None
+        }
         if len(shapes) != 1 or self.lower_e.ndim != 1:
             raise ValueError(f"anchor map arrays must be 1-d and of one shape, got {sorted(shapes)}")
         if not 0 < self.confidence < 1:
