@@ -38,21 +38,33 @@ HIDDEN_PROFILE = dict(
     privacy_anchor="reference-beam",
     **HIDDEN,
 )
-LIGHTON = f"""schema = 1
+
+
+def lighton_profile(pixels: int, reference_beam: bool) -> str:
+    """A real LightOn profile's text (``simulated = false``), with a reference beam or not."""
+    beam = "anchor_power_uw = 3.0\n" if reference_beam else ""  # none: the anchor is speckle
+    return f"""schema = 1
 backend = "lighton"
 in_features = 10
-out_features = {PIXELS}
+out_features = {pixels}
 simulated = false
 mode = "linear"
 exposure_us = 400.0
 temperature_c = 25.0
 laser_power_uw = 0.05
-anchor_power_uw = 3.0
-"""
-PLAN = [
-    "--sampling", "fixed", "--dataset-size", "1000", "--batch-size", "100", "--steps", "10",
-    "--target-epsilon", "8", "--dimension", "1000", "--lattice-resolution", "4",
-]  # fmt: skip
+{beam}"""
+
+
+def plan_arguments(dimension: int) -> list[str]:
+    """``opu-hal plan``'s run shape for the recorded-calibration tests (fixed-size batches)."""
+    return [
+        "--sampling", "fixed", "--dataset-size", "1000", "--batch-size", "100", "--steps", "10",
+        "--target-epsilon", "8", "--dimension", str(dimension), "--lattice-resolution", "4",
+    ]  # fmt: skip
+
+
+LIGHTON = lighton_profile(PIXELS, reference_beam=True)
+PLAN = plan_arguments(1000)
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ from opu_hal.contract.errors import CalibrationError
 from opu_hal.privacy.digitized import CameraRead, difference_pmf
 from opu_hal.privacy.digitized_events import DigitizedNoiseEvent, digitized_coefficients
 from opu_hal.privacy.pmf_rdp import AccountedPMF
+from tests.test_lighton_recorded import lighton_profile, plan_arguments
 
 # The camera's hidden truth: the calibration never reads it.
 HIDDEN = dict(read_noise_e=6.0, gain_e_per_dn=7.0, adc_bits=8, black_level_dn=10, full_well_e=10000.0)
@@ -42,21 +43,9 @@ HIDDEN_PROFILE = dict(
     dim_pixel_fraction=0.05,
     **HIDDEN,
 )
-LIGHTON = f"""schema = 1
-backend = "lighton"
-in_features = 10
-out_features = {PIXELS}
-simulated = false
-mode = "linear"
-exposure_us = 400.0
-temperature_c = 25.0
-laser_power_uw = 0.05
-"""  # no anchor_power_uw: no reference beam
+LIGHTON = lighton_profile(PIXELS, reference_beam=False)  # no anchor_power_uw: no reference beam
 DIMENSION = 1000
-PLAN = [
-    "--sampling", "fixed", "--dataset-size", "1000", "--batch-size", "100", "--steps", "10",
-    "--target-epsilon", "8", "--dimension", str(DIMENSION), "--lattice-resolution", "4",
-]  # fmt: skip
+PLAN = plan_arguments(DIMENSION)
 ORDERS = np.arange(2, 17, dtype=np.float64)
 
 
