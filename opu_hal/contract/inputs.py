@@ -66,10 +66,7 @@ def _check_values(batch: torch.Tensor, kind: str) -> None:
     if batch.is_floating_point():
         flags.append((~torch.isfinite(batch)).any())
     if allowed is not None:
-        ok = torch.zeros_like(batch, dtype=torch.bool)
-        for value in allowed:
-            ok |= batch == value
-        flags.append((~ok).any())
+        flags.append((~_allowed(batch, allowed)).any())
     if not flags or not any(torch.stack(flags).tolist()):
         return
     if batch.is_floating_point():
@@ -85,12 +82,17 @@ def _check_values(batch: torch.Tensor, kind: str) -> None:
 
 def _refuse_kind(batch: torch.Tensor, kind: str, allowed: tuple[float, ...]) -> None:
     """Name the first value outside ``allowed`` (the batch is known to hold one)."""
-    ok = torch.zeros_like(batch, dtype=torch.bool)
-    for value in allowed:
-        ok |= batch == value
-    where = tuple(int(i) for i in (~ok).nonzero()[0])
+    where = tuple(int(i) for i in (~_allowed(batch, allowed)).nonzero()[0])
     hint = "; project ternary errors with opu_hal.project_ternary" if kind == "binary" else ""
     raise InputError(
         f"{kind}-input device accepts only values in {{{', '.join(f'{v:g}' for v in allowed)}}}, "
         f"got {batch[where].item()} at index {where}{hint}"
     )
+
+
+def _allowed(batch: torch.Tensor, allowed: tuple[float, ...]) -> torch.Tensor:
+    """Which entries of ``batch`` are one of ``allowed``."""
+    ok = torch.zeros_like(batch, dtype=torch.bool)
+    for value in allowed:
+        ok |= batch == value
+    return ok

@@ -202,11 +202,6 @@ class Slots:
                 best = index
         return best
 
-    def best(self, runs: int) -> tuple[float, dict[str, Any]] | None:
-        """The score and settings of :meth:`best_index`'s slot."""
-        index = self.best_index(runs)
-        return None if index is None else self.results[index]
-
 
 def tuned_epsilon(
     per_run: Accountant, final: Accountant | None, law: RunsLaw, delta: float
@@ -220,15 +215,15 @@ def tuned_epsilon(
 def final_run(
     base: TrainConfig,
     work: Slots,
-    runs: int,
+    index: int | None,
     release: str,
     train: Callable[[TrainConfig], dict[str, Any]],
 ) -> tuple[dict[str, Any] | None, Accountant | None]:
     """What the tuning publishes as its run, with the ledger it adds to the tuning's: a final run
     trained with the selected settings (``final-run``; with ``K = 0``, under Poisson, the command
     line's, fixed before any data was seen), or the selected candidate's own record and nothing more
-    (``best-candidate``: Algorithm 1's output; ``None`` when ``K = 0`` selects nothing)."""
-    index = work.best_index(runs)
+    (``best-candidate``: Algorithm 1's output; ``None`` when ``K = 0`` selects nothing). ``index``:
+    the selected slot (:meth:`Slots.best_index`)."""
     if release == "best-candidate":
         return (None if index is None else work.records[index]), None
     record = train(configure(base, {} if index is None else work.results[index][1]))
@@ -270,8 +265,9 @@ def tune(
     runs = sample_within(law, slots, uniform)
     while len(work.results) < slots:
         work.run_one()
-    best = work.best(runs)
-    final_record, final = final_run(base, work, runs, release, train)
+    index = work.best_index(runs)
+    best = None if index is None else work.results[index]
+    final_record, final = final_run(base, work, index, release, train)
     tuning_rdp, total = tuned_epsilon(per_run, final, law, delta_conversion)
     total_delta = truncation_delta(law, slots, total, delta_conversion)
     theorem = "Theorem 6" if isinstance(law, PoissonRuns) else "Theorem 2"
