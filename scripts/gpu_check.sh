@@ -3,7 +3,7 @@
 # installs opu-hal without dependencies over that torch (wheels of the missing pure dependencies
 # from .whl/ when present), then runs the CUDA tests, the two GPU benchmarks and paper 000's
 # Table 1 on the GPU. Logs go to $OUT (default results/gpu). FashionMNIST from $OPU_HAL_DATA_DIR.
-#   STAGES="tests suite bench pdfa device syncs profile paper002 table1" bash scripts/gpu_check.sh
+#   STAGES="tests suite bench pdfa device syncs profile paper002 papers table1" bash scripts/gpu_check.sh
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -19,6 +19,27 @@ python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/n
 nvidia-smi -L
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name())'
 stage() { echo "== $1 ($(date +%T))"; }
+papers_stage() {  # MNIST from .gpudata/mnist; each job's log in one file; records packed into one archive
+  local mnist="$ROOT/.gpudata/mnist" fmnist="$OPU_HAL_DATA_DIR" limit="${PAPERS_LIMIT_S:-480}" d e
+  local -A dirs=([fashion-mnist]="$fmnist" [mnist]="$mnist")
+  mkdir -p "$OUT/papers"
+  for e in ${P003_EPSILONS-0.5 1 2}; do
+    OPU_HAL_DATA_DIR="$mnist" OPU_HAL_PYTHON=python3 EPSILONS="$e" PARALLEL=1 OUT_DIR=results/paper003-mnist \
+      timeout "$limit" bash scripts/reproduce/paper003_mnist.sh >"$OUT/papers/paper003-eps$e.log" 2>&1 &
+  done
+  [ -n "${P000_ROWS-pdfa nonprivate}" ] && OPU_HAL_DATA_DIR="$mnist" OPU_HAL_PYTHON=python3 ROWS="${P000_ROWS-pdfa nonprivate}" \
+    COMPUTE=cuda timeout "$limit" bash scripts/reproduce/paper000_mnist.sh >"$OUT/papers/paper000.log" 2>&1 &
+  for d in ${RECORD_DATASETS-fashion-mnist mnist}; do
+    OPU_HAL_DATA_DIR="${dirs[$d]}" OPU_HAL_PYTHON=python3 DATASETS="$d" FEATURES=only \
+      timeout 200 bash scripts/records/dp_dfa_rows.sh >"$OUT/papers/features-$d.log" 2>&1 || true  # the features, once
+    for e in ${RECORD_EPSILONS-1 2 3 8}; do
+      OPU_HAL_DATA_DIR="${dirs[$d]}" OPU_HAL_PYTHON=python3 DATASETS="$d" EPSILONS="$e" FEATURES=0 FINAL_RUNS=1 \
+        timeout "$limit" bash scripts/records/dp_dfa_rows.sh >"$OUT/papers/dp-dfa-$d-eps$e.log" 2>&1 &
+    done
+  done
+  wait
+  tar czf "$OUT/papers/records.tgz" results/paper003-mnist results/paper000-mnist results/records/dp-dfa 2>/dev/null
+}
 for s in $STAGES; do
   case "$s" in
     tests)
@@ -44,6 +65,9 @@ for s in $STAGES; do
       OPU_HAL_PYTHON=python3 COMPUTE=cuda PARALLEL=1 EPOCHS="${P002_EPOCHS:-50}" LRS="${P002_LRS:-1e-3 3e-3 1e-2}" \
         OUT_DIR="$OUT/paper002-conv" timeout "${P002_LIMIT_S:-420}" bash scripts/reproduce/paper002_conv.sh 2>&1 |
         grep -E "^\||rror" | tee "$OUT/paper002-conv.log" ;;
+    papers)
+      stage "MNIST rows of papers 003 and 000 and the DP-DFA records, every run at once (${PAPERS_LIMIT_S:-480} s)"
+      papers_stage ;;
     device)
       stage "device-noise dp-dfa against bp (8192 examples: its counts are drawn on the CPU)"
       timeout 240 python3 -m benchmarks.gpu_training --rounds 2 --train 8192 --only "bp,dp-dfa (device)" --skip-projection 2>&1 | tee "$OUT/training-device.log" ;;

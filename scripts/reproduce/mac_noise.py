@@ -1,10 +1,10 @@
 """The DP-MAC noise multiplier that spends a target epsilon over a whole run with learned bounds
 (paper 003, section 2.4): the pre-training epochs and the per-layer DP histograms are charged to the
 same ledger as training, so ``--target-epsilon`` (which plans the training steps only, then stops
-at the target) would end the run early. Prints the noise multiplier; the run's own record states
-the epsilon it spent, from the accountant.
+at the target) would end the run early. Prints the noise multiplier (with ``--spent``, also the epsilon
+the whole run spends at it, which the run's own record states from its accountant).
 
-Usage: ``python scripts/reproduce/mac_noise.py EPSILON --train N --batch 50 --epochs 20``.
+Usage: ``python scripts/reproduce/mac_noise.py EPSILON --train N --batch 50 --epochs 20 [--spent]``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,30 @@ def mac_steps(train: int, batch: int, epochs: int, pretrain_epochs: int) -> int:
     return (pretrain_epochs + epochs) * per_epoch
 
 
+def _histograms(layers: int, sigma_hist: float) -> Accountant:
+    """A ledger holding the ``layers`` DP histograms that learn the bounds."""
+    spent = Accountant("add_remove")
+    spent.step(ComposedEvent(tuple(GaussianEvent(sigma_hist) for _ in range(layers))))
+    return spent
+
+
+def mac_run_epsilon(
+    z: float,
+    delta: float,
+    train: int,
+    batch: int,
+    epochs: int,
+    pretrain_epochs: int = 1,
+    layers: int = 3,
+    sigma_hist: float = 20.0,
+) -> float:
+    """The epsilon a whole DP-MAC run at noise multiplier ``z`` spends (the histograms, the
+    pre-training epochs and the training epochs on one ledger), as its record will state it."""
+    ledger = _histograms(layers, sigma_hist)
+    ledger.step(PoissonGaussianEvent(batch / train, z), mac_steps(train, batch, epochs, pretrain_epochs))
+    return ledger.get_epsilon(delta)
+
+
 def mac_noise_multiplier(
     target_epsilon: float,
     delta: float,
@@ -35,8 +59,7 @@ def mac_noise_multiplier(
     every Poisson step at rate ``batch / train``) spends at most ``target_epsilon`` at ``delta``."""
     if not 0 < batch <= train:
         raise ValueError(f"--batch {batch}: must be in [1, --train {train}]")
-    spent = Accountant("add_remove")
-    spent.step(ComposedEvent(tuple(GaussianEvent(sigma_hist) for _ in range(layers))))
+    spent = _histograms(layers, sigma_hist)
     rate = batch / train
     steps = mac_steps(train, batch, epochs, pretrain_epochs)
     return smallest_noise_multiplier(
@@ -54,6 +77,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pretrain-epochs", type=int, default=1)
     parser.add_argument("--layers", type=int, default=3, help="weight layers (one histogram each)")
     parser.add_argument("--sigma-hist", type=float, default=20.0)
+    parser.add_argument(
+        "--spent", action="store_true", help="also print the epsilon the whole run spends at that sigma"
+    )
     args = parser.parse_args(argv)
     if args.epsilon <= 0:
         parser.error(f"epsilon {args.epsilon}: must be > 0")
@@ -67,7 +93,14 @@ def main(argv: list[str] | None = None) -> None:
         args.layers,
         args.sigma_hist,
     )
-    print(f"{z:.6g}")
+    if not args.spent:
+        print(f"{z:.6g}")
+        return
+    z = float(f"{z:.6g}")  # the sigma the run is given, as printed
+    spent = mac_run_epsilon(
+        z, args.delta, args.train, args.batch, args.epochs, args.pretrain_epochs, args.layers, args.sigma_hist
+    )
+    print(f"{z:.6g} {spent!r}")
 
 
 if __name__ == "__main__":

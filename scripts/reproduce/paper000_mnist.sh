@@ -14,9 +14,14 @@
 # ROWS (default "pdfa private photonic nonprivate") picks the groups to run; PRIVATE_ROWS (default
 # "dfa tdfa") the private group's rows.
 # QUICK=1: one epoch on 2,000 training examples, one sigma (a plumbing check).
-# OUT_DIR (default results/paper000-mnist).
+# OUT_DIR (default results/paper000-mnist). OPU_HAL_PYTHON=/path/to/python skips the venv set-up
+# (a GPU machine); COMPUTE (default auto) picks the device the runs train on.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/../setup.sh"
+if [ -n "${OPU_HAL_PYTHON:-}" ]; then
+  ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"; opu-hal() { "$OPU_HAL_PYTHON" -m trainers.cli "$@"; }
+else
+  source "$(dirname "${BASH_SOURCE[0]}")/../setup.sh"
+fi
 cd "$ROOT"
 OUT="${OUT_DIR:-results/paper000-mnist}"
 mkdir -p "$OUT"
@@ -24,7 +29,7 @@ E="${EPOCHS:-15}"
 SIGMAS="${SIGMAS:-0.01 0.05 0.1}"
 LIMIT=()
 if [ "${QUICK:-0}" = 1 ]; then E=1; LIMIT=(--train-limit 2000); SIGMAS="${SIGMAS%% *}"; fi
-COMMON=(--dataset mnist --inputs standardized --epochs "$E" --quiet --no-alignment "${LIMIT[@]}")
+COMMON=(--dataset mnist --inputs standardized --epochs "$E" --compute "${COMPUTE:-auto}" --quiet --no-alignment "${LIMIT[@]}")
 ROWS=" ${ROWS:-pdfa private photonic nonprivate} "
 if [[ $ROWS == *" pdfa "* ]]; then
   opu-hal train --method pdfa "${COMMON[@]}" --out "$OUT/nonprivate-pdfa.json"

@@ -9,7 +9,8 @@
 # network, batch and optimizer at the epsilon DP-MAC spent (inverse accounting, Poisson batches).
 # Constant learning rate (the paper decays W's by 0.9), no weight average, pixels.
 # QUICK=1: one epoch on 5,000 training examples at the first epsilon (a plumbing check).
-# OUT_DIR (default results/paper003-mnist); SEED (default 0).
+# OUT_DIR (default results/paper003-mnist); SEED (default 0). PARALLEL=1 runs each epsilon's two
+# runs at once, DP-SGD at the epsilon DP-MAC's whole run spends at its sigma (mac_noise.py --spent).
 # OPU_HAL_PYTHON=/path/to/python skips the venv set-up and runs `python -m trainers.cli`.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -30,11 +31,18 @@ SEED="${SEED:-0}"
 PAPER=(--dataset mnist --features pixels --hidden 300,100 --activation softplus --lr-schedule constant
   --weight-average 0 --batch-size 50 --epochs "$E" --seed "$SEED" --quiet "${LIMIT[@]}")
 for eps in $EPSILONS; do
-  z="$("$PY" "$HERE/mac_noise.py" "$eps" --train "$TRAIN" --batch 50 --epochs "$E")"
+  read -r z planned < <("$PY" "$HERE/mac_noise.py" "$eps" --train "$TRAIN" --batch 50 --epochs "$E" --spent)
   mac="$OUT/dp-mac-eps$eps-seed$SEED.json"
-  opu-hal train --method dp-mac "${PAPER[@]}" --noise-multiplier "$z" --opt bounds=histogram --out "$mac"
-  spent="$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['final']['epsilon'])" "$mac")"
-  opu-hal train --method dp-sgd "${PAPER[@]}" --optimizer adam --lr 0.003 --sampling poisson \
-    --target-epsilon "$spent" --out "$OUT/dp-sgd-eps$eps-seed$SEED.json"
+  sgd=(opu-hal train --method dp-sgd "${PAPER[@]}" --optimizer adam --lr 0.003 --sampling poisson
+    --out "$OUT/dp-sgd-eps$eps-seed$SEED.json")
+  if [ "${PARALLEL:-0}" = 1 ]; then  # both at once: DP-SGD at the epsilon DP-MAC's whole run will spend
+    "${sgd[@]}" --target-epsilon "$planned" &
+    opu-hal train --method dp-mac "${PAPER[@]}" --noise-multiplier "$z" --opt bounds=histogram --out "$mac"
+    wait
+  else
+    opu-hal train --method dp-mac "${PAPER[@]}" --noise-multiplier "$z" --opt bounds=histogram --out "$mac"
+    spent="$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['final']['epsilon'])" "$mac")"
+    "${sgd[@]}" --target-epsilon "$spent"
+  fi
 done
 opu-hal table "$OUT"/*.json
