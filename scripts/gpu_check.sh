@@ -22,6 +22,9 @@ stage() { echo "== $1 ($(date +%T))"; }
 papers_stage() {  # MNIST from .gpudata/mnist; each job's log in one file; records packed into one archive
   local mnist="$ROOT/.gpudata/mnist" fmnist="$OPU_HAL_DATA_DIR" limit="${PAPERS_LIMIT_S:-480}" d e
   local -A dirs=([fashion-mnist]="$fmnist" [mnist]="$mnist")
+  # One CPU thread a job: on 16 cores, 15 jobs of 16 threads each spent the first try's 470 s
+  # oversubscribed (2026-11-27: 3 of 32 DP-DFA records in that time, each 4 s of training).
+  export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
   mkdir -p "$OUT/papers"
   for e in ${P003_EPSILONS-0.5 1 2}; do
     OPU_HAL_DATA_DIR="$mnist" OPU_HAL_PYTHON=python3 EPSILONS="$e" PARALLEL=1 OUT_DIR=results/paper003-mnist \
@@ -38,7 +41,9 @@ papers_stage() {  # MNIST from .gpudata/mnist; each job's log in one file; recor
     done
   done
   wait
-  tar czf "$OUT/papers/records.tgz" results/paper003-mnist results/paper000-mnist results/records/dp-dfa 2>/dev/null
+  # one archive: the device machine sends back only a few files
+  tar czf "$OUT/papers.tgz" "$OUT/papers" results/paper003-mnist results/paper000-mnist results/records/dp-dfa 2>/dev/null
+  rm -rf "$OUT/papers"
 }
 for s in $STAGES; do
   case "$s" in
@@ -64,7 +69,7 @@ for s in $STAGES; do
       stage "paper 002's convolutional comparison, ${P002_EPOCHS:-50} epochs, every (method, lr) at once"
       OPU_HAL_PYTHON=python3 COMPUTE=cuda PARALLEL=1 EPOCHS="${P002_EPOCHS:-50}" LRS="${P002_LRS:-1e-3 3e-3 1e-2}" \
         OUT_DIR="$OUT/paper002-conv" timeout "${P002_LIMIT_S:-420}" bash scripts/reproduce/paper002_conv.sh 2>&1 |
-        grep -E "^\||rror" | tee "$OUT/paper002-conv.log" ;;
+        tee "$OUT/paper002-conv.log" | grep -E "^\||rror" ;;
     papers)
       stage "MNIST rows of papers 003 and 000 and the DP-DFA records, every run at once (${PAPERS_LIMIT_S:-480} s)"
       papers_stage ;;

@@ -4,11 +4,12 @@
 # The paper: 2 conv layers (5x5, 64 channels, 2x2 max pool) and 2 linear layers of 384, batch 512,
 # Adam 1e-3, per-iteration sensitivity 3 for both, ReLU for DP-BP, tanh convs and sigmoid linear
 # layers for DP-DFA (beta 0.9, tau_e 0.1, tau_h set for equal sensitivity), 50-300 epochs.
-# Here (trainers/core/cnn.py): CHANNELS (default 64,64) 3x3 convs with 2x2 average pools, HEAD
-# (default 384,384), one activation per network (ReLU for DP-SGD, tanh for DP-DFA), batch 512,
-# fixed-size batches (replace-one) for both. Sensitivity parity: DP-SGD clips each example's
-# gradient to C = 3 (Delta = 2C/m); DP-DFA's five layers each get C / sqrt(5), i.e.
-# gamma beta tau_e sqrt(1 + tau_h^2) = 3 / sqrt(5) with tanh's gamma = 1 (Delta = 2C/m too).
+# Here (trainers/core/cnn.py): CHANNELS (default 64,64) KERNEL x KERNEL convs (default 5) with 2x2
+# POOL pools (default max), HEAD (default 384,384); ReLU for DP-SGD; for DP-DFA tanh convs and a
+# HEAD_ACTIVATION head (default sigmoid). KERNEL=3 POOL=avg HEAD_ACTIVATION=tanh is the network the
+# earlier rows used. Batch 512, fixed-size batches (replace-one) for both. Sensitivity parity: DP-SGD
+# clips each example's gradient to C = 3 (Delta = 2C/m); DP-DFA's five layers each get C / sqrt(5),
+# i.e. gamma beta tau_e sqrt(1 + tau_h^2) = 3 / sqrt(5) with the head's gamma (sigmoid 1/4, tanh 1).
 # EPSILON (default 1.28: the paper's sigma = 0.03 after 50 epochs), noise from inverse accounting
 # for EPOCHS (default 2; the paper's 50-300 do not fit 30 min on 2 cores). LRS (default 1e-3, the
 # paper's) is the learning-rate grid each method gets: equal tuning effort is
@@ -36,16 +37,19 @@ LIMIT=()
 [ -n "${TRAIN_LIMIT:-}" ] && LIMIT=(--train-limit "$TRAIN_LIMIT")
 if [ "${QUICK:-0}" = 1 ]; then E=1; CHANNELS=8,8; HEAD=16,16; LIMIT=(--train-limit 1024); EPSILON=8; fi
 C=3
-TAU_H="$("$PY" -c "import math; print(round(math.sqrt(($C / math.sqrt(5) / (0.9 * 0.1)) ** 2 - 1), 4))")"
+HEAD_ACTIVATION="${HEAD_ACTIVATION:-sigmoid}"
+GAMMA="$("$PY" -c "from trainers.core.model import get_activation as g; print(g('$HEAD_ACTIVATION').gamma_max)")"
+TAU_H="$("$PY" -c "import math; print(round(math.sqrt(($C / math.sqrt(5) / ($GAMMA * 0.9 * 0.1)) ** 2 - 1), 4))")"
 COMMON=(--dataset fashion-mnist --features pixels --inputs unit --model cnn --hidden "$CHANNELS" --head-hidden "$HEAD"
+  --conv-kernel "${KERNEL:-5}" --conv-pool "${POOL:-max}"
   --batch-size 512 --optimizer adam --lr-schedule constant --weight-average 0 --sampling fixed
   --target-epsilon "$EPSILON" --epochs "$E" --compute "${COMPUTE:-auto}" --quiet "${LIMIT[@]}")
 run() { if [ "${PARALLEL:-0}" = 1 ]; then "$@" & else "$@"; fi; }
 for lr in ${LRS:-1e-3}; do
   run opu-hal train --method dp-sgd "${COMMON[@]}" --activation relu --clip-norm "$C" --lr "$lr" \
     --out "$OUT/dp-sgd-relu-lr$lr.json"
-  run opu-hal train --method dp-dfa "${COMMON[@]}" --activation tanh --beta 0.9 --tau-e 0.1 --tau-h "$TAU_H" --lr "$lr" \
-    --out "$OUT/dp-dfa-hybrid-tanh-lr$lr.json"
+  run opu-hal train --method dp-dfa "${COMMON[@]}" --activation tanh --head-activation "$HEAD_ACTIVATION" --beta 0.9 --tau-e 0.1 --tau-h "$TAU_H" --lr "$lr" \
+    --out "$OUT/dp-dfa-hybrid-tanh-$HEAD_ACTIVATION-lr$lr.json"
 done
 wait
 opu-hal table "$OUT"/*.json

@@ -182,6 +182,16 @@ def _add_model_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="--model cnn: hidden widths of the linear head, e.g. 32 (default none)",
     )
+    model.add_argument(
+        "--conv-kernel", type=int, choices=(3, 5), default=None, help="--model cnn: conv kernel side (3)"
+    )
+    model.add_argument("--conv-pool", choices=("avg", "max"), default=None, help="--model cnn: the 2x2 pool (avg)")
+    model.add_argument(
+        "--head-activation",
+        choices=("tanh", "sigmoid", "relu", "gelu", "softplus"),
+        default=None,
+        help="--model cnn: the linear head's activation (default --activation)",
+    )
 
 
 def _add_device_arguments(p: argparse.ArgumentParser) -> None:

@@ -1,10 +1,13 @@
 """A small convolutional network for image inputs given flat: pixels ``(1, 28, 28)`` or ScatterNet
 features ``(81, 7, 7)`` (Tramer and Boneh 2021 train such a CNN on ScatterNet features with DP-SGD).
 
-Each entry of ``channels`` is one block: a 3x3 convolution (padding 1), the activation, and a 2x2
-average pool while the side is at least 4; a linear layer reads the flattened result. With
-``strides`` each block is instead a 3x3 convolution of that stride (padding 1) and the activation,
-no pooling; ``head`` puts hidden linear layers (each followed by the activation) before the last.
+Each entry of ``channels`` is one block: a ``kernel`` x ``kernel`` convolution (3 or 5, padding
+``kernel // 2``), the activation, and a 2x2 pool (``pool``: average or max) while the side is at least
+4; a linear layer reads the flattened result. With ``strides`` each block is instead a convolution of
+that stride and the activation, no pooling; ``head`` puts hidden linear layers (each followed by
+``head_activation``, default the convs' activation) before the last. Paper 002's section 5.1 network
+is ``channels (64, 64)``, ``kernel 5``, ``pool "max"``, ``head (384, 384)``, tanh convs and a sigmoid
+head for its hybrid.
 Tramer and Boneh's ScatterNet CNN for (Fashion-)MNIST is ``channels (16, 32)``, ``strides (2, 1)``,
 ``head (32,)``. Methods with ``Method.trains_cnn`` train it: ``bp`` and ``dp-sgd`` by the true
 gradient, ``dp-dfa`` as paper 002's hybrid BP/DFA network.
@@ -55,8 +58,11 @@ class CNNTrace:
         return self.head_outputs[-1]
 
 
+KERNELS, POOLS = (3, 5), ("avg", "max")
+
+
 class CNN(nn.Module):
-    """``channels``: output channels of each 3x3 conv block; ``strides``: their strides (no pooling;
+    """``channels``: output channels of each conv block; ``strides``: their strides (no pooling;
     empty: stride 1 and 2x2 pooling); ``head``: hidden widths of the linear head before ``n_classes``."""
 
     def __init__(
@@ -69,8 +75,13 @@ class CNN(nn.Module):
         features: str = "pixels",
         strides: Sequence[int] = (),
         head: Sequence[int] = (),
+        kernel: int = 3,
+        pool: str = "avg",
+        head_activation: str | None = None,
     ) -> None:
         super().__init__()
+        if kernel not in KERNELS or pool not in POOLS:
+            raise TrainingConfigError(f"--conv-kernel {kernel}, --conv-pool {pool!r}: allowed {KERNELS} and {POOLS}")
         if not channels:
             raise TrainingConfigError("--model cnn needs at least one conv block: --hidden 32 (channels)")
         if strides and len(strides) != len(channels):
@@ -79,13 +90,15 @@ class CNN(nn.Module):
             )
         self.shape = image_shape(n_features, features)
         self.activation = get_activation(activation)
+        self.head_activation = get_activation(head_activation or activation)
+        self.pool = nn.functional.max_pool2d if pool == "max" else nn.functional.avg_pool2d
         self.hidden = [int(c) for c in channels]
         self.strides = [int(s) for s in strides] or [1] * len(self.hidden)
         generator = torch.Generator().manual_seed(seed)
         convs, pools = [], []
         width, side = self.shape[0], self.shape[1]
         for out, stride in zip(self.hidden, self.strides):
-            convs.append(nn.Conv2d(width, out, kernel_size=3, padding=1, stride=stride))
+            convs.append(nn.Conv2d(width, out, kernel_size=kernel, padding=kernel // 2, stride=stride))
             pools.append(not strides and side >= 4)
             side = (side - 1) // stride + 1
             side = side // 2 if pools[-1] else side
@@ -121,11 +134,11 @@ class CNN(nn.Module):
             preacts.append(conv(h))
             h = self.activation.fn(preacts[-1])
             if pool:
-                h = nn.functional.avg_pool2d(h, 2)
+                h = self.pool(h, 2)
         head_inputs, head_outputs = [h.flatten(1)], []
         for fc in self.fcs:
             head_outputs.append(fc(head_inputs[-1]))
-            head_inputs.append(self.activation.fn(head_outputs[-1]))
+            head_inputs.append(self.head_activation.fn(head_outputs[-1]))
         head_outputs.append(self.head(head_inputs[-1]))
         return CNNTrace(inputs, preacts, head_inputs, head_outputs)
 

@@ -10,6 +10,7 @@ and the clipped sum is ``(c * G)^T A`` ("ghost clipping"). Convolution: ``G_i = 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -58,8 +59,9 @@ def linear_clipped_sum_into(
 
 
 def conv_patches(h: torch.Tensor, conv: nn.Conv2d) -> torch.Tensor:
-    """The conv's input patches ``U``, ``(n, C_in 9, P)`` (3x3, padding 1, the conv's stride)."""
-    return F.unfold(h.detach(), kernel_size=3, padding=1, stride=conv.stride)
+    """The conv's input patches ``U``, ``(n, C_in k^2, P)`` (the conv's kernel, padding and stride)."""
+    padding = cast("tuple[int, int]", conv.padding)  # an int pair: CNN never builds a string padding
+    return F.unfold(h.detach(), kernel_size=conv.kernel_size, padding=padding, stride=conv.stride)
 
 
 def conv_squared_norms(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
@@ -77,7 +79,7 @@ def conv_squared_norms(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
 
 def conv_clipped_sum(g: torch.Tensor, u: torch.Tensor, scale: torch.Tensor) -> list[torch.Tensor]:
     """A conv layer's clipped weight and bias sums ``sum_i c_i g_i U_i^T`` and ``sum_i c_i sum_p g_i``,
-    flat (weight in ``(C_out, C_in, 3, 3)`` order)."""
+    flat (weight in ``(C_out, C_in, k, k)`` order)."""
     weighted = g * scale[:, None, None]
     return [torch.einsum("nop,nkp->ok", weighted, u).flatten(), weighted.sum((0, 2))]
 

@@ -127,8 +127,9 @@ class DPDFA(GaussianNoiseMethod):
         dfa_widths = [fc.out_features for fc in model.fcs] if isinstance(model, CNN) else model.hidden_widths
         self.feedback = [spectral_feedback(width, context.n_classes, config.beta, generator) for width in dfa_widths]
         convs = len(model.convs) if isinstance(model, CNN) else 0
+        dfa_activation = model.head_activation if isinstance(model, CNN) else model.activation
         bounds = DFASensitivity(
-            model.activation.gamma_max,
+            dfa_activation.gamma_max,
             config.beta,
             config.tau_e,
             config.tau_h,
@@ -262,7 +263,8 @@ class DPDFA(GaussianNoiseMethod):
         """Each linear layer's DFA signal (Algorithm 1): with ``e`` the error clipped to ``tau_e``,
         ``(B^{l+1} e) * phi'(z^l)`` for the hidden layers ``preacts`` and ``gamma beta e`` at the output."""
         e = clip_norm(error, self.context.config.tau_e)
-        derivative = self.model.activation.derivative
+        model = self.model
+        derivative = (model.head_activation if isinstance(model, CNN) else model.activation).derivative
         deltas = [(e @ b.T) * derivative(z.detach()) for b, z in zip(self.feedback, preacts)]
         return [*deltas, self.output_scale * e]
 

@@ -72,6 +72,9 @@ class TrainConfig:
     # --model cnn: one stride per conv block (empty: stride 1 and 2x2 pooling), the head's hidden widths
     conv_strides: tuple[int, ...] = ()
     head_hidden: tuple[int, ...] = ()
+    conv_kernel: int = 3  # --model cnn: 3 or 5 (padding kernel // 2)
+    conv_pool: str = "avg"  # --model cnn: the 2x2 pool, avg or max
+    head_activation: str | None = None  # --model cnn: the head's activation (default --activation)
     train_limit: int | None = None
     # the model's output width, public: None takes the dataset's declared count (trainers.core.data
     # DECLARED_CLASSES), never the private training labels' largest value
@@ -208,6 +211,10 @@ class TrainConfig:
         _need(
             self.model == "cnn" or not (self.conv_strides or self.head_hidden),
             "--conv-strides and --head-hidden apply to --model cnn only",
+        )
+        _need(
+            self.model == "cnn" or (self.conv_kernel, self.conv_pool, self.head_activation) == (3, "avg", None),
+            "--conv-kernel, --conv-pool and --head-activation apply to --model cnn only",
         )
         _need(
             not self.conv_strides

@@ -58,6 +58,9 @@ def build_network(config: TrainConfig, data: Dataset, compute: torch.device) -> 
             features=config.features,
             strides=config.conv_strides,
             head=config.head_hidden,
+            kernel=config.conv_kernel,
+            pool=config.conv_pool,
+            head_activation=config.head_activation,
         )
     else:
         network = MLP([data.n_features, *config.hidden, data.n_classes], config.activation, seed=config.seed)
