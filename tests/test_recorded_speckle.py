@@ -79,6 +79,8 @@ def test_calibrate_writes_the_anchor_map_beside_the_calibration_and_names_it(lab
     bounds = load_anchor_map(anchor_map_path(folder / "cal.json"), 25.0, 400.0)
     assert bounds.pixels == PIXELS and bounds.frames == 32
     assert np.all(bounds.lower_e <= bounds.upper_e) and np.count_nonzero(bounds.lower_e > 0) > PIXELS // 2
+    wells = bounds.full_well_lower_e  # each pixel's own, from the brightest flat: below the hidden well
+    assert wells is not None and np.all(wells <= HIDDEN["full_well_e"]) and np.median(wells) > 1000
     notes = read_calibration(folder / "cal.json").notes
     assert any("speckle anchor map" in n and "cal.anchor-map.npz" in n for n in notes)
 
@@ -118,6 +120,7 @@ def test_no_kept_pixels_true_mean_lies_outside_its_bounds_or_below_the_threshold
     assert np.all(truth[kept] >= selection.threshold_e)  # only pixels truly at or above the bound used
     assert truth[kept].min() > np.median(truth)  # dead, dim and dark pixels are left out
     assert truth.max() > noise.clip_ceiling_e() and truth[kept].max() <= noise.clip_ceiling_e()
+    assert np.all(bounds.upper_e[kept] < bounds.full_well_lower_e[kept])  # no kept read reaches its own well
 
 
 def test_the_charged_curve_bounds_the_exact_divergence_at_kept_pixels_true_means(lab):

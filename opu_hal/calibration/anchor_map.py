@@ -29,7 +29,12 @@ from .schema import Calibration
 
 DEFAULT_ANCHOR_FRAMES = 64
 DEFAULT_ALPHA = 0.01
-OPTIONAL_ARRAYS = ("read_noise_lower_e", "offset_low_dn", "offset_high_dn")  # maps written before them lack them
+OPTIONAL_ARRAYS = (
+    "read_noise_lower_e",
+    "offset_low_dn",
+    "offset_high_dn",
+    "full_well_lower_e",
+)  # maps written before them lack them
 
 
 def anchor_map_path(calibration_path: str | Path) -> Path:

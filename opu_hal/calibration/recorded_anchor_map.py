@@ -8,7 +8,8 @@ whose offset sits above it would read as more anchor electrons than it has) and 
 
 at every pixel at once with probability at least ``1 - alpha`` (less the gain interval's own error rate):
 the anchor frames take ``alpha / 2`` (Student's ``t`` at ``alpha / (4 P)`` on each side, ``F - 1`` degrees
-of freedom, Bonferroni over the ``P`` pixels) and the offsets the other ``alpha / 2``. The map stores the
+of freedom, Bonferroni over the ``P`` pixels) and the offsets the other ``alpha / 2``; with each pixel's full
+well bounded too (:mod:`.pixel_full_well`), the anchor frames take ``3 alpha / 8`` and the wells ``alpha / 8``. The map stores the
 offsets and the calibration's per-pixel read-noise lower bounds (:mod:`.pixel_read_noise`) beside the
 bounds. It is written beside the calibration file (``<calibration>.anchor-map.npz``, where
 :meth:`.calibrated.CalibratedNoise.anchor_map` reads it) with the operating point it holds at; the
@@ -27,6 +28,7 @@ import numpy as np
 from ..contract.anchor_map import AnchorBoundMap
 from ..contract.errors import CalibrationError
 from .anchor_map import DEFAULT_ALPHA, anchor_map_path, bounds_from_frames
+from .pixel_full_well import full_well_lower_e
 from .pixel_offset import FrameMoments, frame_moments, offset_bounds
 from .recorded_images import read_frame
 from .recorded_manifest import SeriesFiles, manifest_series, read_manifest
@@ -98,6 +100,20 @@ def dark_series(
     return at_operating[0], first, second
 
 
+def brightest_flat(folder: Path, manifest_temperature_c: float | None = None) -> SeriesFiles | None:
+    """The flat series with the most light (photons per pixel where the manifest gives them, else the
+    exposure times the relative power): where each pixel's full well is bounded (:mod:`.pixel_full_well`)."""
+    listed, _ = recorded_series(folder, manifest_temperature_c)
+    flats = [s for s in listed if s.kind == "flat"]
+    if flats and all(s.photons > 0 for s in flats):
+        return max(flats, key=lambda s: s.photons)
+    return max(flats, key=_exposure_power, default=None)
+
+
+def _exposure_power(series: SeriesFiles) -> float:
+    return series.exposure_us * (series.power if series.power is not None else 1.0)
+
+
 def _at(series: SeriesFiles, temperature_c: float) -> bool:
     return math.isclose(series.temperature_c, temperature_c, abs_tol=1e-9)
 
@@ -118,12 +134,16 @@ def recorded_anchor_map(
     bits: int,
     alpha: float = DEFAULT_ALPHA,
     read_noise_lower_e: np.ndarray | None = None,
+    brightest: SeriesFiles | None = None,
 ) -> AnchorBoundMap:
     """The map of the anchor ``series`` (module docstring) at ``1 - alpha``: ``alpha / 2`` for the anchor
-    frames, ``alpha / 2`` for each pixel's offset from ``darks`` (at the operating point, the two shortest);
-    frames streamed one at a time. ``read_noise_lower_e``: the calibration's per-pixel read-noise bounds."""
+    frames (``3 alpha / 8`` where the ``brightest`` flat series is given, ``alpha / 8`` then bounding each
+    pixel's full well, :mod:`.pixel_full_well`), ``alpha / 2`` for each pixel's offset from ``darks`` (at the
+    operating point, the two shortest); frames streamed one at a time.
+    ``read_noise_lower_e``: the calibration's per-pixel read-noise bounds."""
     gain = calibration.gain_e_per_dn
     at_operating, first, second = (_moments(s, bits) for s in darks)
+    anchor_alpha = alpha / 2 if brightest is None else 3 * alpha / 8
     low, high = offset_bounds(at_operating, (darks[1].exposure_us, first), (darks[2].exposure_us, second), alpha / 2)
     source = (
         f"recorded anchor map ({len(series.files)} frames of {series.files[0].parent}, per-pixel bounds "
@@ -133,10 +153,13 @@ def recorded_anchor_map(
     extra = {"offset_low_dn": low, "offset_high_dn": high}
     if read_noise_lower_e is not None:
         extra["read_noise_lower_e"] = np.asarray(read_noise_lower_e, dtype=np.float64)
+    if brightest is not None and (flat := _moments(brightest, bits)).mean.shape == high.shape:
+        extra["full_well_lower_e"] = full_well_lower_e(flat, high, gain.lower, alpha / 8)
+        source = source[:-1] + f"; each pixel's full well from {flat.frames} frames of the brightest flat)"
     frames = (read_frame(path, bits).ravel() for path in series.files)
     try:
         bounds = bounds_from_frames(
-            frames, float((1 << bits) - 1), (low, high), (gain.lower, gain.upper), alpha / 2, source, **extra
+            frames, float((1 << bits) - 1), (low, high), (gain.lower, gain.upper), anchor_alpha, source, **extra
         )
     except ValueError:  # arrays of two shapes: the anchor frames hold another number of pixels
         bounds = None
@@ -167,7 +190,14 @@ def measure_recorded_anchor_map(
     series = anchor_series(where, celsius, exposure, temperature_c)
     darks = dark_series(where, celsius, exposure, temperature_c)
     return (
-        recorded_anchor_map(series, darks, calibration, calibration.adc_bits, read_noise_lower_e=read_noise_lower_e),
+        recorded_anchor_map(
+            series,
+            darks,
+            calibration,
+            calibration.adc_bits,
+            read_noise_lower_e=read_noise_lower_e,
+            brightest=brightest_flat(where, temperature_c),
+        ),
         celsius,
         exposure,
     )

@@ -9,13 +9,17 @@ law is the calibration's box (:mod:`.read_box`) narrowed to the kept pixels wher
 figures: read noise from the smallest of the kept pixels' own lower bounds (each a bound on its pixel at the
 calibration's level, simultaneous over the pixels; at least the floor over every pixel), black level the hull
 of the kept pixels' own offset intervals (:mod:`.pixel_offset`) and the clip ceiling with the ADC top at the
-highest offset; gain and full well over their intervals; none from the profile's keys. A map written before
+highest offset; a pixel kept only where its upper bound sits below its own full well's lower bound by the
+pooled ceiling's room (:mod:`.pixel_full_well`), the full well from the smallest kept bound; gain over its
+interval; none from the profile's keys. A map written before
 these arrays falls back to the floor over every pixel and the pooled black level. A value reads one kept
 pixel ``2 reads`` times, so a draw of ``n`` values costs ``2 reads ceil(n / K)`` frames for ``K`` kept pixels,
 at the datasheet's frame period (:func:`.recorded_plan.frame_time_s`).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -48,8 +52,10 @@ def speckle_selection(profile, noise: CalibratedNoise, dimension: int) -> tuple[
             f"{anchor_map_path(noise.path)}: {bounds.pixels} pixels, the calibration {noise.calibration.pixels}: "
             "re-run `opu-hal calibrate` (the map and the calibration are written together)"
         )
+    ceiling = pixel_clip_ceiling_e(noise, bounds)
+    bounds = within_own_wells(bounds, noise.calibration.saturation_e.lower - ceiling)
     try:
-        return bounds, select_binned(bounds, pixel_clip_ceiling_e(noise, bounds), values=dimension)
+        return bounds, select_binned(bounds, ceiling, values=dimension)
     except ValueError as exc:
         raise CalibrationError(f"{noise.path}: {exc}") from None
 
@@ -68,6 +74,26 @@ def pixel_clip_ceiling_e(noise: CalibratedNoise, bounds: AnchorBoundMap) -> floa
     top = min(cal.saturation_e.lower, ((1 << cal.adc_bits) - 1 - float(bounds.offset_high_dn[candidates].max())) * gain)
     bottom = -max(float(bounds.offset_low_dn[candidates].min()), 0.0) * gain
     return clip_ceiling_e(top, bottom, cal.read_noise_e.upper)
+
+
+def within_own_wells(bounds: AnchorBoundMap, margin_e: float) -> AnchorBoundMap:
+    """``bounds`` with every pixel whose upper bound lies within ``margin_e`` of its own full well's lower bound
+    (:mod:`.pixel_full_well`) made ineligible (lower bound 0): the pooled ceiling's room below the pooled clip
+    level, ``margin_e``, is at least what a read of a smaller mean needs below a lower well. Unchanged for a map
+    without per-pixel wells."""
+    if bounds.full_well_lower_e is None:
+        return bounds
+    fits = bounds.upper_e + max(margin_e, 0.0) <= bounds.full_well_lower_e
+    return replace(bounds, lower_e=np.where(fits, bounds.lower_e, 0.0))
+
+
+def kept_full_well_e(bounds: AnchorBoundMap, kept: np.ndarray, box: tuple[float, float]) -> tuple[float, float]:
+    """The full-well interval of the ``kept`` pixels: from the smaller of the box's lower end and their own
+    lower bounds to the box's upper end (the box's where the map holds no per-pixel wells)."""
+    if bounds.full_well_lower_e is None:
+        return box
+    low = min(box[0], float(bounds.full_well_lower_e[kept].min()))
+    return low, max(box[1], low)
 
 
 def kept_read_noise_e(bounds: AnchorBoundMap, kept: np.ndarray, box: tuple[float, float]) -> tuple[float, float]:
@@ -101,24 +127,26 @@ def recorded_speckle_law(profile, noise: CalibratedNoise, dimension: int, frame_
     bins, kept = selection.bins, selection.kept
     read = kept_read_noise_e(bounds, kept, box.read_noise_e)
     black = kept_black_level_dn(bounds, kept, box.black_level_dn)
+    full_well = kept_full_well_e(bounds, kept, box.full_well_e)
     quietest = "kept" if bounds.read_noise_lower_e is not None else "any"
     offsets = "the kept pixels' own offsets" if bounds.offset_low_dn is not None else "its calibrated interval"
+    wells = "the kept pixels' own lower bounds" if bounds.full_well_lower_e is not None else "its calibrated interval"
     return DigitizedReadLaw(
         mean_e=(min(lo for lo, _ in bins), max(hi for _, hi in bins)),
         read_noise_e=read,
         gain_e_per_dn=box.gain_e_per_dn[0],
         adc_bits=cal.adc_bits,
         black_level_dn=black[0],
-        full_well_e=box.full_well_e[0],
+        full_well_e=full_well[0],
         source=f"{bounds.source}; {selection.kept_pixels} of {bounds.pixels} pixels kept in {len(bins)} mean bin(s) "
         f"of ratio {selection.ratio:g} from {selection.threshold_e:.4g} e-; calibration {noise.path}: read noise from "
-        f"the quietest {quietest} pixel's lower bound, black level over {offsets}, gain and full well over their "
-        "calibrated intervals",
+        f"the quietest {quietest} pixel's lower bound, black level over {offsets}, gain over its calibrated interval, "
+        f"full well over {wells}",
         pixels_per_frame=selection.kept_pixels,
         frame_time_s=frame_time_s,
         gain_e_per_dn_high=box.gain_e_per_dn[1],
         black_level_dn_high=black[1],
-        full_well_e_high=box.full_well_e[1],
+        full_well_e_high=full_well[1],
         mean_bins=bins,
         kept_pixels=selection.kept_pixels,
         map_pixels=bounds.pixels,

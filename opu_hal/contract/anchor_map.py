@@ -42,9 +42,10 @@ class AnchorBoundMap:
     read_noise_lower_e: Array | None = None  # per-pixel read-noise lower bounds (None: a map without them)
     offset_low_dn: Array | None = None  # each pixel's dark offset interval (None: one black level for all)
     offset_high_dn: Array | None = None
+    full_well_lower_e: Array | None = None  # each pixel's full-well lower bound (None: the pooled clip level)
 
     def __post_init__(self) -> None:
-        extra = (self.read_noise_lower_e, self.offset_low_dn, self.offset_high_dn)
+        extra = (self.read_noise_lower_e, self.offset_low_dn, self.offset_high_dn, self.full_well_lower_e)
         shapes = {self.lower_e.shape, self.upper_e.shape, self.estimate_e.shape} | {
             a.shape for a in extra if a is not None
         }
