@@ -57,6 +57,7 @@ NOT_PHYSICS = frozenset(
         "retries",
         "timeout_s",
         "backoff_s",
+        "speckle_band",  # which calibrated pixels the digitized counts keep: a choice, not the camera
     }
 )
 

@@ -197,7 +197,11 @@ class SimulatedHardware(Device[SimulatedProfile]):
         if self._speckle is None:
             profile = self._profile
             self._speckle = SpecklePrivacy(
-                speckle_anchor(profile), profile.label, profile.anchor_check_every, profile.speckle_max_overshoot
+                speckle_anchor(profile),
+                profile.label,
+                profile.anchor_check_every,
+                profile.speckle_max_overshoot,
+                profile.speckle_band,
             )
         return self._speckle
 

@@ -57,6 +57,14 @@ class SimulatedProfile(BaseProfile):
         le=10.0,
         description="speckle anchor: largest planned count mean over the accounted one (pixel selection)",
     )
+    speckle_band: float | None = Field(
+        None,
+        gt=1.0,
+        le=100.0,
+        description="speckle anchor, digitized counts: keep only the pixels whose bounds fit one band [t, band t] "
+        "(the applied noise at most band times the accounted; more frames a draw); None: every pixel up to the "
+        "clip ceiling, in bins",
+    )
     anchor_check_every: int = Field(
         DEFAULT_CHECK_EVERY,
         ge=1,

@@ -31,7 +31,7 @@ from ...contract.anchor_map import (
 )
 from ...contract.errors import AnchorDrift, DeviceUnavailable
 from ...contract.noise import NoiseDistribution, PrivacyCounts
-from ...contract.speckle_bins import BinnedSelection, select_binned
+from ...contract.speckle_bins import BinnedSelection, select_band, select_binned
 from ...randomness.secure_random import SecureGenerator
 from .camera import Sensor
 from .privacy_noise import CLIP_LIMIT, clip_probability
@@ -55,8 +55,11 @@ def model_bounds(means_e: np.ndarray) -> AnchorBoundMap:
 class SpecklePrivacy:
     """The speckle anchor's privacy draws and drift checks of one device."""
 
-    def __init__(self, anchor: SpeckleAnchor, label: str, check_every: int, max_overshoot: float) -> None:
+    def __init__(
+        self, anchor: SpeckleAnchor, label: str, check_every: int, max_overshoot: float, band: float | None = None
+    ) -> None:
         self.anchor, self.label, self.check_every, self.max_overshoot = anchor, label, check_every, max_overshoot
+        self.band = band  # digitized counts: one band of pixels [t, band t] (select_band), or bins (None)
         self.draws = 0
         self.checks: list[DriftCheck] = []
         self._selection: tuple[AnchorBoundMap, float, float, PixelSelection] | None = None
@@ -100,11 +103,15 @@ class SpecklePrivacy:
         return last[3]
 
     def binned_selection(self, bounds: AnchorBoundMap, ceiling_e: float) -> BinnedSelection:
-        """The kept pixels and mean bins of digitized speckle counts (:func:`select_binned`), per bound map."""
+        """The kept pixels and mean bins of digitized speckle counts (:func:`select_binned`; one band,
+        :func:`select_band`, where the profile sets ``speckle_band`` and the draw size is known), per bound map."""
         last, values = self._binned, self.values_per_draw
         if last is None or last[0] is not bounds or last[1:3] != (ceiling_e, values):
             try:
-                chosen = select_binned(bounds, ceiling_e, values=values)
+                if self.band is not None and values is not None:
+                    chosen = select_band(bounds, ceiling_e, self.band, values)
+                else:
+                    chosen = select_binned(bounds, ceiling_e, values=values)
             except ValueError as exc:
                 raise DeviceUnavailable(f"profile {self.label!r}: {exc}") from None
             self._binned = last = (bounds, ceiling_e, values, chosen)
