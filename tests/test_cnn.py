@@ -56,11 +56,16 @@ def test_dp_sgd_clips_each_examples_whole_cnn_gradient(features, n_features, cha
     method.release_update = lambda u: u  # the clipped sum itself (noise is tested elsewhere)
     method.compute_gradients(x, y)
     got = torch.cat([p.grad.flatten() for p in model.parameters()])
+    assert torch.allclose(got, func_clipped_mean(model, x, y, 0.5), atol=1e-6)
+
+
+def func_clipped_mean(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, clip: float) -> torch.Tensor:
+    """torch.func's per-example gradients of the cross-entropy, each clipped to ``clip``, averaged."""
     params = {k: v.detach() for k, v in model.named_parameters()}
     loss = lambda p, xi, yi: F.cross_entropy(functional_call(model, p, (xi[None],)), yi[None])  # noqa: E731
     per_example = torch.cat([g.flatten(1) for g in vmap(grad(loss), in_dims=(None, 0, 0))(params, x, y).values()], 1)
-    scale = torch.clamp(0.5 / per_example.norm(dim=1), max=1.0)
-    assert torch.allclose(got, (per_example * scale[:, None]).sum(0) / 37, atol=1e-6)
+    scale = torch.clamp(clip / per_example.norm(dim=1), max=1.0)
+    return (per_example * scale[:, None]).sum(0) / x.shape[0]
 
 
 def test_dp_sgd_trains_a_cnn_end_to_end_within_budget():
@@ -168,18 +173,25 @@ def _first_linear(model, params, xi):
     return F.linear(h.flatten(1), params[f"{first}.weight"], params[f"{first}.bias"])
 
 
-def test_dp_dfa_hybrid_replacing_one_example_moves_each_layer_by_at_most_its_term():
-    model, method = _hybrid()
+def worst_replace_one_moves(update, seeds: int) -> list[float]:
+    """Each layer's largest update change when one of 12 examples is replaced by a large one of another
+    class (one replacement per seed)."""
     x, y = 3 * torch.randn(12, 784), torch.randint(0, 10, (12,))
-    base = _update(model, method, x, y)
+    base = update(x, y)
     worst = [0.0] * len(base)
-    for seed in range(10):
+    for seed in range(seeds):
         g = torch.Generator().manual_seed(seed)
         x2, y2 = x.clone(), y.clone()
         x2[seed] = 20 * torch.randn(784, generator=g)
         y2[seed] = (y[seed] + 1 + seed) % 10
-        for index, (a, b) in enumerate(zip(_update(model, method, x2, y2), base)):
+        for index, (a, b) in enumerate(zip(update(x2, y2), base)):
             worst[index] = max(worst[index], float((a - b).norm()))
+    return worst
+
+
+def test_dp_dfa_hybrid_replacing_one_example_moves_each_layer_by_at_most_its_term():
+    model, method = _hybrid()
+    worst = worst_replace_one_moves(lambda x, y: _update(model, method, x, y), seeds=10)
     terms = method.layer_sensitivities
     assert len(terms) == 4 and all(0 < w <= t * (1 + 1e-5) for w, t in zip(worst, terms))
     assert method.sensitivity == pytest.approx(2 * method.conv_clip / 12 * 4**0.5)  # tanh: gamma beta = 0.9

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch.nn.functional as F
-from torch.func import functional_call, grad, vmap
 
+from tests.test_cnn import func_clipped_mean, worst_replace_one_moves
 from trainers.core.cnn import CNN
 from trainers.core.errors import TrainingConfigError
 from trainers.methods.base import MethodContext
@@ -41,11 +40,7 @@ def test_dp_sgd_clips_each_examples_gradient_with_5x5_convs_and_max_pooling(kern
     method.release_update = lambda u: u  # the clipped sum itself
     method.compute_gradients(x, y)
     got = torch.cat([p.grad.flatten() for p in model.parameters()])
-    params = {k: v.detach() for k, v in model.named_parameters()}
-    loss = lambda p, xi, yi: F.cross_entropy(functional_call(model, p, (xi[None],)), yi[None])  # noqa: E731
-    per_example = torch.cat([g.flatten(1) for g in vmap(grad(loss), in_dims=(None, 0, 0))(params, x, y).values()], 1)
-    scale = torch.clamp(0.5 / per_example.norm(dim=1), max=1.0)
-    assert torch.allclose(got, (per_example * scale[:, None]).sum(0) / 9, atol=1e-6)
+    assert torch.allclose(got, func_clipped_mean(model, x, y, 0.5), atol=1e-6)
 
 
 def _sigmoid_hybrid(batch: int = 12) -> tuple[CNN, DPDFA]:
@@ -91,16 +86,7 @@ def test_a_sigmoid_head_takes_sigmoids_derivative_and_its_bound():
 
 def test_the_sigmoid_hybrid_moves_each_layer_by_at_most_its_term_when_one_example_is_replaced():
     _, method = _sigmoid_hybrid()
-    x, y = 3 * torch.randn(12, 784), torch.randint(0, 10, (12,))
-    base = _update(method, x, y)
-    worst = [0.0] * len(base)
-    for seed in range(8):
-        g = torch.Generator().manual_seed(seed)
-        x2, y2 = x.clone(), y.clone()
-        x2[seed] = 20 * torch.randn(784, generator=g)
-        y2[seed] = (y[seed] + 1 + seed) % 10
-        for index, (a, b) in enumerate(zip(_update(method, x2, y2), base)):
-            worst[index] = max(worst[index], float((a - b).norm()))
+    worst = worst_replace_one_moves(lambda x, y: _update(method, x, y), seeds=8)
     terms = method.layer_sensitivities
     assert len(terms) == 4 and all(0 < w <= t * (1 + 1e-5) for w, t in zip(worst, terms))
 

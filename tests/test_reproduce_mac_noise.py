@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from opu_hal.privacy import Accountant, ComposedEvent, GaussianEvent, PoissonGaussianEvent
-from scripts.reproduce.mac_noise import mac_noise_multiplier, mac_run_epsilon, mac_steps, main
+from scripts.reproduce.mac_noise import MacRun, mac_noise_multiplier, mac_run_epsilon, mac_steps, main
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -55,5 +55,5 @@ def test_spent_prints_the_epsilon_of_the_run_at_the_printed_sigma(capsys: pytest
     z_text, spent_text = capsys.readouterr().out.split()
     z = float(z_text)
     assert float(spent_text) == pytest.approx(_run_epsilon(z, 2000, 50, 2, 1e-5), rel=1e-9)
-    assert float(spent_text) == mac_run_epsilon(z, 1e-5, 2000, 50, 2)
+    assert float(spent_text) == mac_run_epsilon(z, 1e-5, MacRun(2000, 50, 2))
     assert float(spent_text) <= 1.0 + 1e-4  # z rounded to 6 digits: within a hair of the target

@@ -10,6 +10,7 @@ Usage: ``python scripts/reproduce/mac_noise.py EPSILON --train N --batch 50 --ep
 from __future__ import annotations
 
 import argparse
+from dataclasses import astuple, dataclass
 
 from opu_hal.privacy import Accountant, ComposedEvent, GaussianEvent, PoissonGaussianEvent, smallest_noise_multiplier
 
@@ -21,27 +22,34 @@ def mac_steps(train: int, batch: int, epochs: int, pretrain_epochs: int) -> int:
     return (pretrain_epochs + epochs) * per_epoch
 
 
-def _histograms(layers: int, sigma_hist: float) -> Accountant:
-    """A ledger holding the ``layers`` DP histograms that learn the bounds."""
-    spent = Accountant("add_remove")
-    spent.step(ComposedEvent(tuple(GaussianEvent(sigma_hist) for _ in range(layers))))
-    return spent
+@dataclass(frozen=True)
+class MacRun:
+    """The shape of a DP-MAC run with learned bounds: ``layers`` histograms of ``GaussianEvent(sigma_hist)``,
+    then every Poisson step at rate ``batch / train`` of the pre-training and training epochs."""
+
+    train: int
+    batch: int
+    epochs: int
+    pretrain_epochs: int = 1
+    layers: int = 3
+    sigma_hist: float = 20.0
+
+    def histograms(self) -> Accountant:
+        """A ledger holding the histograms that learn the bounds."""
+        spent = Accountant("add_remove")
+        spent.step(ComposedEvent(tuple(GaussianEvent(self.sigma_hist) for _ in range(self.layers))))
+        return spent
+
+    @property
+    def steps(self) -> int:
+        return mac_steps(self.train, self.batch, self.epochs, self.pretrain_epochs)
 
 
-def mac_run_epsilon(
-    z: float,
-    delta: float,
-    train: int,
-    batch: int,
-    epochs: int,
-    pretrain_epochs: int = 1,
-    layers: int = 3,
-    sigma_hist: float = 20.0,
-) -> float:
-    """The epsilon a whole DP-MAC run at noise multiplier ``z`` spends (the histograms, the
+def mac_run_epsilon(z: float, delta: float, run: MacRun) -> float:
+    """The epsilon a whole DP-MAC ``run`` at noise multiplier ``z`` spends (the histograms, the
     pre-training epochs and the training epochs on one ledger), as its record will state it."""
-    ledger = _histograms(layers, sigma_hist)
-    ledger.step(PoissonGaussianEvent(batch / train, z), mac_steps(train, batch, epochs, pretrain_epochs))
+    ledger = run.histograms()
+    ledger.step(PoissonGaussianEvent(run.batch / run.train, z), run.steps)
     return ledger.get_epsilon(delta)
 
 
@@ -55,15 +63,13 @@ def mac_noise_multiplier(
     layers: int = 3,
     sigma_hist: float = 20.0,
 ) -> float:
-    """The smallest sigma whose run (``layers`` histograms of ``GaussianEvent(sigma_hist)``, then
-    every Poisson step at rate ``batch / train``) spends at most ``target_epsilon`` at ``delta``."""
+    """The smallest sigma whose run (:class:`MacRun`) spends at most ``target_epsilon`` at ``delta``."""
     if not 0 < batch <= train:
         raise ValueError(f"--batch {batch}: must be in [1, --train {train}]")
-    spent = _histograms(layers, sigma_hist)
+    run = MacRun(train, batch, epochs, pretrain_epochs, layers, sigma_hist)
     rate = batch / train
-    steps = mac_steps(train, batch, epochs, pretrain_epochs)
     return smallest_noise_multiplier(
-        lambda z: PoissonGaussianEvent(rate, z), steps, target_epsilon, delta, "add_remove", spent=spent
+        lambda z: PoissonGaussianEvent(rate, z), run.steps, target_epsilon, delta, "add_remove", spent=run.histograms()
     )
 
 
@@ -83,23 +89,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.epsilon <= 0:
         parser.error(f"epsilon {args.epsilon}: must be > 0")
-    z = mac_noise_multiplier(
-        args.epsilon,
-        args.delta,
-        args.train,
-        args.batch,
-        args.epochs,
-        args.pretrain_epochs,
-        args.layers,
-        args.sigma_hist,
-    )
+    run = MacRun(args.train, args.batch, args.epochs, args.pretrain_epochs, args.layers, args.sigma_hist)
+    z = mac_noise_multiplier(args.epsilon, args.delta, *astuple(run))
     if not args.spent:
         print(f"{z:.6g}")
         return
     z = float(f"{z:.6g}")  # the sigma the run is given, as printed
-    spent = mac_run_epsilon(
-        z, args.delta, args.train, args.batch, args.epochs, args.pretrain_epochs, args.layers, args.sigma_hist
-    )
+    spent = mac_run_epsilon(z, args.delta, run)
     print(f"{z:.6g} {spent!r}")
 
 
