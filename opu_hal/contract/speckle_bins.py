@@ -82,10 +82,14 @@ def best_threshold(bounds: AnchorBoundMap, ceiling_e: float, values: int | None 
 
 
 def band_counts(bounds: AnchorBoundMap, ceiling_e: float, band: float, thresholds: np.ndarray) -> np.ndarray:
-    """``K(t)``: the eligible pixels with ``t <= L_j`` and ``U_j <= band t``, at each threshold ``t``. A
-    pixel counts for ``t`` in ``[U_j / band, L_j]``, so ``K`` is a difference of two sorted counts."""
+    """``K(t)``: the eligible pixels with ``t <= L_j`` and ``U_j <= band t``, at each threshold ``t``."""
     eligible = eligible_pixels(bounds, ceiling_e)
-    lower, upper = bounds.lower_e[eligible], bounds.upper_e[eligible]
+    return _band_counts(bounds.lower_e[eligible], bounds.upper_e[eligible], band, thresholds)
+
+
+def _band_counts(lower: np.ndarray, upper: np.ndarray, band: float, thresholds: np.ndarray) -> np.ndarray:
+    """:func:`band_counts` of pixels already found eligible. A pixel counts for ``t`` in ``[U_j / band, L_j]``,
+    so ``K`` is a difference of two sorted counts."""
     usable = upper <= band * lower
     starts, ends = np.sort(upper[usable] / band), np.sort(lower[usable])
     counts: np.ndarray = np.searchsorted(starts, thresholds, side="right") - np.searchsorted(ends, thresholds)
@@ -99,18 +103,19 @@ def select_band(bounds: AnchorBoundMap, ceiling_e: float, band: float, values: i
         raise ValueError(f"speckle band must be finite and > 1, got {band}")
     if not (isinstance(values, int) and values >= 1):
         raise ValueError(f"values per draw must be an integer >= 1, got {values!r}")
-    candidates = np.unique(bounds.lower_e[eligible_pixels(bounds, ceiling_e)])
-    counts = band_counts(bounds, ceiling_e, band, candidates)
+    eligible = eligible_pixels(bounds, ceiling_e)
+    lower, upper = bounds.lower_e[eligible], bounds.upper_e[eligible]
+    candidates = np.unique(lower)
+    counts = _band_counts(lower, upper, band, candidates)
     some = counts > 0
     if not some.any():
         raise ValueError(f"no pixel's bounds fit a band of ratio {band:g} below the clip ceiling {ceiling_e:.4g} e-")
     passes = -(-values // counts[some])
     score = candidates[some] / passes
     threshold = float(candidates[some][score >= NEAR_BEST * score.max()].max())
-    eligible = eligible_pixels(bounds, ceiling_e)
-    lower, upper = bounds.lower_e[eligible], bounds.upper_e[eligible]
-    kept = eligible[(lower >= threshold) & (upper <= band * threshold)]
-    bins = ((float(bounds.lower_e[kept].min()), float(bounds.upper_e[kept].max())),)
+    inside = (lower >= threshold) & (upper <= band * threshold)
+    kept = eligible[inside]
+    bins = ((float(lower[inside].min()), float(upper[inside].max())),)
     return BinnedSelection(kept=kept, bins=bins, threshold_e=threshold, ceiling_e=ceiling_e, ratio=band)
 
 
