@@ -104,6 +104,15 @@ def save_anchor_map(bounds: AnchorBoundMap, path: Path, temperature_c: float, ex
     return path
 
 
+def anchor_map_point(path: Path) -> tuple[float, float]:
+    """The temperature (C) and exposure (us) the map at ``path`` was measured at."""
+    try:
+        with np.load(path) as data:
+            return float(data["meta"][2]), float(data["meta"][3])
+    except (OSError, KeyError, ValueError, IndexError) as exc:
+        raise CalibrationError(f"{path}: not an anchor map ({exc}); re-run `opu-hal calibrate`") from None
+
+
 def load_anchor_map(path: Path, temperature_c: float, exposure_us: float) -> AnchorBoundMap:
     """The map at ``path``, refused unless measured at ``temperature_c`` and ``exposure_us`` (a cooler
     sensor or a shorter exposure gives less dark signal and light than was measured)."""

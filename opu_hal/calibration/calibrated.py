@@ -19,14 +19,14 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from ..camera.physics import least_frames_e, output_variance, typical_frames_e
+from ..camera.physics import least_frames_e, output_variance, speckle_output_variance, typical_frames_e
 from ..contract.anchor_map import AnchorBoundMap, clip_ceiling_e
 from ..contract.calibration import ReadBox
 from ..contract.errors import CalibrationError
 from ..contract.noise import NoiseReport
-from .anchor_map import anchor_map_path, load_anchor_map
-from .run import device_identity, profile_identity
-from .schema import Calibration, DeviceIdentity, OperatingPointCalibration, read_calibration
+from .anchor_map import anchor_map_path, anchor_map_point, load_anchor_map
+from .identity import check_identity, check_profile
+from .schema import Calibration, OperatingPointCalibration, read_calibration
 from .temperature import law_rate
 
 
@@ -36,45 +36,6 @@ def calibration_path(profile) -> Path:
     if not path.is_absolute() and profile.source is not None:
         path = Path(profile.source).parent / path
     return path
-
-
-def check_identity(calibration: Calibration, device, path: Path) -> None:
-    """Refuse a calibration taken on another device than ``device`` (see :func:`check_matches`)."""
-    check_matches(calibration, device_identity(device), device.profile.label, path)
-
-
-def check_profile(calibration: Calibration, profile, path: Path) -> None:
-    """Refuse a calibration taken on another device than ``profile`` describes: the same check as
-    :func:`check_identity`, so ``plan`` and ``train`` accept and refuse the same files."""
-    check_matches(calibration, profile_identity(profile, profile.mode), profile.label, path)
-
-
-def check_matches(calibration: Calibration, mine: DeviceIdentity, label: str, path: Path) -> None:
-    """Refuse a calibration whose identity differs from ``mine`` (backend, seed, sizes, mode, serial
-    and every physics key), naming the first key that differs."""
-    theirs = calibration.device
-    if theirs.physics is None:
-        raise CalibrationError(
-            f"{path}: key 'device.physics' is missing: the file does not say which camera "
-            "it measured (written before issue 32); re-run `opu-hal calibrate`"
-        )
-    differences = [
-        (f"device.{key}", value, getattr(mine, key))
-        for key, value in theirs.model_dump().items()
-        if key not in ("profile", "physics") and getattr(mine, key) != value
-    ]
-    physics = mine.physics or {}
-    differences += [
-        (f"device.physics.{key}", theirs.physics.get(key), physics.get(key))
-        for key in sorted(set(theirs.physics) | set(physics))
-        if theirs.physics.get(key) != physics.get(key)
-    ]
-    if differences:
-        key, value, own = differences[0]
-        raise CalibrationError(
-            f"{path}: key '{key}' is {value!r} but this device ({label!r}) has {own!r}: the calibration was "
-            f"taken on another device ({len(differences)} key(s) differ); re-run `opu-hal calibrate`"
-        )
 
 
 class CalibratedNoise:
@@ -93,6 +54,10 @@ class CalibratedNoise:
     ) -> None:
         self.calibration, self.path, self.mode = calibration, path, mode
         self.exposure_us, self.laser_power_uw, self.anchor_power_uw = exposure_us, laser_power_uw, anchor_power_uw
+        #: The linear mode's reference: "speckle" (a simulated OPU's default) or "flat" (a reference beam).
+        self.reference = (calibration.device.physics or {}).get("reference_field", "flat")
+        #: ``mean_j 1 / s_j`` of a speckle reference, set by the device that divides by it (None: not known).
+        self.reference_mean_inverse: float | None = None
         #: The anchor map last read, keyed on the operating point and the file's mtime and size.
         self._anchor_map: tuple[tuple[float, float, int, int], AnchorBoundMap] | None = None
         if signal and (calibration.quantum_efficiency is None or calibration.photons_per_pixel_per_uw is None):
@@ -240,8 +205,28 @@ class CalibratedNoise:
 
     def _lower(self, point: OperatingPointCalibration, phi_up: float, a2_up: float) -> float:
         """``std_lower`` with the floor measured at one calibrated ``point``."""
+        if self.mode == "linear" and self.reference == "speckle":  # the quietest pixel: the brightest reference
+            brightest = self._brightest_reference_e(point)
+            if brightest is None:  # no anchor map: 0.75 / Phi, the limit of any reference intensity
+                return math.sqrt(0.75 / phi_up)
+            a2_up = brightest
         floor_low = self.calibration.read_noise_e.lower**2 + point.dark_e_min_pixel_lower
         return math.sqrt(output_variance(self.mode, least_frames_e(self.mode, a2_up), phi_up, a2_up, floor_low))
+
+    def _brightest_reference_e(self, point: OperatingPointCalibration) -> float | None:
+        """Upper bound on the brightest reference pixel's anchor light among the pixels a projection reads
+        (the anchor map's first ``out_features``, simultaneous over the pixels), at ``point``'s exposure, or
+        None without a map. The map's bounds hold the light and the dark signal of its own temperature: an
+        upper bound of the light at any temperature (scaled up to a longer exposure, kept at a shorter one), and a larger value
+        only lowers the noise bound it enters."""
+        path = anchor_map_path(self.path)
+        if not path.exists():
+            return None
+        celsius, exposure = anchor_map_point(path)
+        bounds = self.anchor_map(celsius, exposure)
+        brightest = float(bounds.upper_e[: self.calibration.device.out_features].max()) if bounds else math.inf
+        scaled = brightest * max(point.exposure_us / exposure, 1.0)
+        return scaled if math.isfinite(scaled) else None  # a pixel unbounded above: no floor share
 
     def anchor_read_box(
         self, temperature_c: float
@@ -284,6 +269,9 @@ class CalibratedNoise:
         dark = max(self.dark_e(temperature_c), 0.0)
         floor = cal.read_noise_e.value**2 + dark + g * g / 12
         std = math.sqrt(output_variance(self.mode, typical_frames_e(self.mode, phi, a2), phi, a2, floor))
+        if self.mode == "linear" and self.reference == "speckle" and self.reference_mean_inverse is not None:
+            inverse = self.reference_mean_inverse  # the pixels' own variances averaged (reference.py)
+            std = math.sqrt(speckle_output_variance(phi * inverse + a2, inverse, phi, a2, floor))
         lower = min(self._lower(below, phi_up, a2_up), self._lower(above, phi_up, a2_up))
         return NoiseReport(
             std=max(std, lower),

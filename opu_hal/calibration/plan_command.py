@@ -64,7 +64,7 @@ def _plan_calibration(args: argparse.Namespace, profile) -> Calibration:
     if args.calibration is None and profile.source is not None and not Path(cal_path).is_absolute():
         cal_path = Path(profile.source).parent / cal_path
     calibration = read_calibration(cal_path)
-    from .calibrated import check_profile
+    from .identity import check_profile
 
     check_profile(calibration, profile, Path(cal_path))
     return calibration

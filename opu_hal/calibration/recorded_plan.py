@@ -32,7 +32,8 @@ from pathlib import Path
 from ..camera.datasheet import CMV2000
 from ..contract.errors import CalibrationError
 from ..contract.noise import DigitizedReadLaw
-from .calibrated import CalibratedNoise, check_profile
+from .calibrated import CalibratedNoise
+from .identity import check_profile
 from .schema import read_calibration
 
 

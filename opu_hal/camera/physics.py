@@ -172,6 +172,14 @@ def output_variance(
     return (frames_signal_e + anchor_e + 3 * floor_e2) / (2 * anchor_e * signal_e)
 
 
+def speckle_output_variance(
+    frames_per_intensity: float, mean_inverse: float, signal_e: float, anchor_e: float, floor_e2: float
+) -> float:
+    """Mean over pixels of ``Var(g_j)`` (:mod:`opu_hal.backends.simulated.reference`), from the batch's mean of
+    ``(|z + a_j|^2 + |z|^2) / s_j`` and ``mean_j 1 / s_j``."""
+    return (frames_per_intensity + anchor_e + 3 * floor_e2 * mean_inverse) / (2 * anchor_e * signal_e)
+
+
 def least_frames_e(mode: Mode, anchor_e: float) -> float:
     """Smallest frame electrons over all inputs: 0 (intensity), ``A^2 / 2`` (linear, z = -a/2)."""
     return 0.0 if mode == "intensity" else 0.5 * anchor_e

@@ -12,7 +12,18 @@ import zlib
 
 import numpy as np
 
-STREAMS = ("matrix", "noise", "camera", "anchor", "dark-map", "prnu", "anchor-pattern", "defects", "anchor-speckle")
+STREAMS = (
+    "matrix",
+    "noise",
+    "camera",
+    "anchor",
+    "dark-map",
+    "prnu",
+    "anchor-pattern",
+    "defects",
+    "anchor-speckle",
+    "reference-mirrors",
+)
 
 
 def derive_seed(seed: int, *path: int | str) -> int:

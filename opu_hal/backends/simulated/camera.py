@@ -82,13 +82,23 @@ class Sensor(SensorPhysics):
         anchor_e: float,
         generator: torch.Generator,
         separate: bool = False,
+        reference_intensity: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, int, float]:
         """The three frames of a linear-mode read, ``e_2`` of ``|z|^2``, ``e_1`` of ``|z + a|^2`` and
-        ``e_3`` of the anchor alone (``a = sqrt(anchor_e) e^{i theta}``, ``z = real + i imag``):
+        ``e_3`` of the anchor alone (``a = sqrt(anchor_e) (anchor_cos + i anchor_sin)``, ``z = real + i imag``):
         ``(e_1 - e_2 - e_3, clipped reads, mean of |z + a|^2 + |z|^2)``. On the CPU the three are
         fused (:mod:`opu_hal.kernels.compiled.linear`, the same values as three reads), on a GPU in
         one kernel (:mod:`opu_hal.kernels.triton_linear`), unless ``separate`` asks for three
-        separate reads (any device)."""
+        separate reads (any device).
+
+        ``reference_intensity`` (``s_j = anchor_cos^2 + anchor_sin^2`` per pixel, a speckle reference,
+        :mod:`.reference`): the anchor frame is read at each pixel's own ``anchor_e s_j`` in three separate
+        reads (the fused kernels take one anchor mean), and the third value is the mean of
+        ``(|z + a|^2 + |z|^2) / s_j``, what the pixels' own noise variances average (:mod:`.reference`)."""
+        if reference_intensity is not None:
+            return self._read_linear_speckle(
+                real, imag, anchor_cos, anchor_sin, anchor_e, generator, reference_intensity
+            )
         if triton_ready(real.device) and not separate:
             from ...kernels.triton_linear import linear_frames as fused_frames
 
@@ -107,6 +117,27 @@ class Sensor(SensorPhysics):
         e3, clipped3 = self.read_flat(anchor_e, tuple(signal.shape), generator, signal.device)
         mean_frames = float(with_anchor.mean() + signal.mean())  # one synchronization
         return e1 - e2 - e3, clipped + clipped1 + clipped3, mean_frames
+
+    def _read_linear_speckle(
+        self,
+        real: torch.Tensor,
+        imag: torch.Tensor,
+        field_cos: torch.Tensor,
+        field_sin: torch.Tensor,
+        anchor_e: float,
+        generator: torch.Generator,
+        intensity: torch.Tensor,
+    ) -> tuple[torch.Tensor, int, float]:
+        """:meth:`read_linear` under a reference of per-pixel intensity ``anchor_e * intensity``."""
+        signal = real**2 + imag**2
+        e2, clipped = self.read(signal, generator)
+        amplitude = math.sqrt(anchor_e)
+        with_anchor = (real + amplitude * field_cos) ** 2 + (imag + amplitude * field_sin) ** 2
+        e1, clipped1 = self.read(with_anchor, generator)
+        anchor = (anchor_e * intensity).to(signal.dtype).expand(signal.shape).contiguous()
+        e3, clipped3 = self.read(anchor, generator)
+        per_intensity = float(((with_anchor + signal) / intensity.to(signal.dtype)).mean())
+        return e1 - e2 - e3, clipped + clipped1 + clipped3, per_intensity
 
     def read_flat(
         self, signal_e: float, shape: tuple[int, ...], generator: torch.Generator, device: torch.device

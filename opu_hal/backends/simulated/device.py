@@ -5,7 +5,10 @@ Notation (per output pixel ``j``; electrons per pixel per exposure unless said o
 - ``Phi = QE * P_signal * t_exp / (h c / lambda) / N_pixels``: mean signal with every mirror on.
 - ``z = sqrt(Phi / n_in) * x T``, ``T_jk ~ CN(0, 1)``: the camera field of a DMD pattern ``x``.
 - ``a_j = A exp(i theta_j)``, ``A^2 = QE * P_anchor * t_exp / (h c / lambda) / N_pixels``: the
-  anchor (reference) field, uniform amplitude, fixed random phase.
+  anchor (reference) field of a flat reference beam (``reference_field = "flat"``), fixed random
+  phase. A LightOn OPU has none: under its speckle reference (the default) ``A^2`` is the mean over
+  pixels, each pixel has its own ``A^2 s_j`` and is divided by its own amplitude, and the formulas
+  below hold per pixel with ``A^2 s_j`` in place of ``A^2`` (:mod:`.reference`).
 
 **Intensity mode** reads one frame ``e_2 = frame(|z|^2)`` and returns ``e_2 / Phi``, whose mean is
 ``|x T|^2 / n_in``; its variance is ``(|z|^2 + F) / Phi^2`` with ``F`` the camera's
@@ -43,7 +46,7 @@ import warnings
 
 import torch
 
-from ...camera.physics import output_variance
+from ...camera.physics import least_frames_e, output_variance, speckle_output_variance
 from ...contract.noise import NoiseDistribution, NoiseReport, Projection
 from ...runtime.compute import compiled_ready, triton_ready
 from .hardware import SimulatedHardware
@@ -76,13 +79,31 @@ class SimulatedDevice(SimulatedHardware):
         sensor = self.sensor
         dark = sensor.dark_e if dark_e is None else dark_e
         floor = dark + sensor.read_noise_e**2 + (0.0 if random_only else sensor.quantization_e2)
+        if self._speckle_reference:  # frames_signal_e: the mean of the frames over s_j (.reference)
+            mean_inverse = self.reference.mean_inverse
+            return speckle_output_variance(float(frames_signal_e), mean_inverse, self.signal_e, self.anchor_e, floor)
         return output_variance(self._profile.mode, frames_signal_e, self.signal_e, self.anchor_e, floor)
+
+    def _use_calibration(self, calibration) -> None:
+        """Under a speckle reference the calibrated ``std`` averages the pixels' own variances over
+        ``mean_j 1 / s_j`` of the amplitudes this device divides by (:mod:`.reference`)."""
+        if self._speckle_reference and hasattr(calibration, "reference_mean_inverse"):
+            calibration.reference_mean_inverse = self.reference.mean_inverse
+
+    @property
+    def _speckle_reference(self) -> bool:
+        return self._profile.mode == "linear" and not self.reference.flat
 
     def _lower_variance(self) -> float:
         """Data-independent, rounding-free lower bound of the output variance (module docstring),
-        at the darkest pixel (DSNU, hot pixels): ``F_r = min_j D_j + sigma_r^2``."""
-        least_frames = 0.0 if self._profile.mode == "intensity" else 0.5 * self.anchor_e
-        return float(self._output_variance(least_frames, random_only=True, dark_e=self.sensor.min_dark_e))
+        at the darkest pixel (DSNU, hot pixels): ``F_r = min_j D_j + sigma_r^2``; under a speckle
+        reference at the brightest reference pixel, whose bound is the lowest (:mod:`.reference`)."""
+        if self._profile.mode == "intensity":
+            return float(self._output_variance(0.0, random_only=True, dark_e=self.sensor.min_dark_e))
+        sensor = self.sensor
+        anchor = self.anchor_e * self.reference.brightest
+        floor = sensor.min_dark_e + sensor.read_noise_e**2
+        return float(output_variance("linear", least_frames_e("linear", anchor), self.signal_e, anchor, floor))
 
     def _report(self, variance: float, frames_e: float | None = None) -> NoiseReport:
         if self._calibration is not None:
@@ -114,10 +135,11 @@ class SimulatedDevice(SimulatedHardware):
         noise (that is :meth:`draw_privacy_counts`, from the secure generator)."""
         sensor = self.sensor
         linear = self._profile.mode == "linear"
-        lower = (1.5 * self.anchor_e + 3 * sensor.dark_e) if linear else sensor.dark_e
+        dimmest, brightest = float(self.reference.intensity.min()), self.reference.brightest
+        lower = (1.5 * self.anchor_e * dimmest + 3 * sensor.dark_e) if linear else sensor.dark_e
         mean = frames_e if frames_e is not None else lower
-        step = sensor.gain_e_per_dn * (
-            math.sqrt(2 / self.signal_e) / (2 * math.sqrt(self.anchor_e)) if linear else 1 / self.signal_e
+        step = sensor.gain_e_per_dn * (  # the finest lattice: the brightest reference pixel's
+            math.sqrt(2 / self.signal_e) / (2 * math.sqrt(self.anchor_e * brightest)) if linear else 1 / self.signal_e
         )
         return NoiseDistribution(
             kind="poisson-counts",
@@ -127,7 +149,7 @@ class SimulatedDevice(SimulatedHardware):
             read_noise_e=sensor.read_noise_e,
             gain_e_per_dn=sensor.gain_e_per_dn,
             lattice_step=step,
-            clip_probability=clip_probability(self.anchor_e + sensor.dark_e, sensor),
+            clip_probability=clip_probability(self.anchor_e * brightest + sensor.dark_e, sensor),
         )
 
     @property
@@ -141,9 +163,10 @@ class SimulatedDevice(SimulatedHardware):
         """Noise for an input with half the mirrors on (``E|z|^2 = Phi / 2``)."""
         half = 0.5 * self.signal_e
         frames = half if self._profile.mode == "intensity" else 2 * half + self.anchor_e
-        return self._report(
-            float(self._output_variance(frames)), frames + (0 if self._profile.mode == "intensity" else self.anchor_e)
+        variance = self._output_variance(
+            self.signal_e * self.reference.mean_inverse + self.anchor_e if self._speckle_reference else frames
         )
+        return self._report(float(variance), frames + (0 if self._profile.mode == "intensity" else self.anchor_e))
 
     # -- projection ----------------------------------------------------------------------------
     def ideal(self, x: torch.Tensor) -> torch.Tensor:
@@ -151,7 +174,7 @@ class SimulatedDevice(SimulatedHardware):
         real, imag = self._optics.field(x.float())
         if self._profile.mode == "intensity":
             return (real**2 + imag**2) / self.in_features
-        return (real * self._anchor_cos + imag * self._anchor_sin) * math.sqrt(2 / self.in_features)
+        return (real * self.reference.cos + imag * self.reference.sin) * math.sqrt(2 / self.in_features)
 
     def _project(self, x: torch.Tensor) -> Projection:
         real, imag = self._optics.field(x.float())
@@ -165,10 +188,20 @@ class SimulatedDevice(SimulatedHardware):
             values = e2 / self.signal_e
             mean_frames = float(signal.mean())
         else:
+            reference = self.reference
+            speckle = None if reference.flat else reference.intensity
             difference, clipped, mean_frames = sensor.read_linear(
-                real, imag, self._anchor_cos, self._anchor_sin, self.anchor_e, self._camera_generator
+                real,
+                imag,
+                reference.field_cos,
+                reference.field_sin,
+                self.anchor_e,
+                self._camera_generator,
+                reference_intensity=speckle,
             )
             values = difference * (math.sqrt(2 / self.signal_e) / (2 * math.sqrt(self.anchor_e)))
+            if not reference.flat:  # each pixel over its own reference amplitude (.reference)
+                values = values / reference.amplitude
         if clipped:
             self.saturated_pixels += clipped
             warnings.warn(
@@ -178,6 +211,7 @@ class SimulatedDevice(SimulatedHardware):
                 SaturationWarning,
                 stacklevel=3,
             )
-        # The variance is linear in the frame signal: its batch mean is the variance at the mean.
+        # The variance is linear in the frame signal: its batch mean is the variance at the mean
+        # (under a speckle reference mean_frames averages the frames over s_j: .reference).
         frames_e = mean_frames + (0.0 if self._profile.mode == "intensity" else self.anchor_e)
         return Projection(values=values, noise=self._report(float(self._output_variance(mean_frames)), frames_e))

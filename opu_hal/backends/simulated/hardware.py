@@ -1,5 +1,5 @@
-"""The simulated OPU's hardware: optics, anchor phases, sensor at its operating point, capabilities,
-raw camera frames and the privacy noise of anchor-only reads (:mod:`.privacy_noise`).
+"""The simulated OPU's hardware: optics, reference field (:mod:`.reference`), sensor at its operating
+point, capabilities, raw camera frames and the privacy noise of anchor-only reads (:mod:`.privacy_noise`).
 
 :class:`SimulatedHardware` is what :class:`.device.SimulatedDevice` projects with; the projection and
 its declared noise model (the derivation in :mod:`.device`'s docstring) are there.
@@ -38,6 +38,7 @@ from .privacy_noise import (
 )
 from .profile import SimulatedProfile
 from .raw_frames import raw_frames
+from .reference import ReferenceField
 from .speckle import speckle_anchor
 from .speckle_digitized import calibrated_bounds, draw_speckle_digitized, speckle_law
 from .speckle_privacy import SpecklePrivacy, sensor_ceiling_e
@@ -63,9 +64,7 @@ class SimulatedHardware(Device[SimulatedProfile]):
             cache_bytes=int(profile.cache_mb * MIB),
             device=self.compute,
         )
-        phase_generator = torch.Generator().manual_seed(stream_seed(profile.seed, "anchor"))
-        theta = 2 * math.pi * torch.rand(profile.out_features, generator=phase_generator)
-        self._anchor_cos, self._anchor_sin = torch.cos(theta).to(self.compute), torch.sin(theta).to(self.compute)
+        self.reference = ReferenceField.of_profile(profile, self.compute)
         # camera frames: training-quality noise from a seeded stream on the compute device
         self._camera_generator = torch.Generator(self.compute).manual_seed(stream_seed(profile.seed, "camera"))
         self._privacy_generator = SecureGenerator()  # never seeded: privacy counts are secret

@@ -48,6 +48,20 @@ class SimulatedProfile(BaseProfile):
         description="privacy anchor light: 'speckle' (a DMD pattern through the medium, as LightOn OPUs have) "
         "or 'reference-beam' (a flat beam, only for hardware that has one)",
     )
+    reference_field: Literal["speckle", "flat"] = Field(
+        "speckle",
+        description="linear mode's reference: 'speckle' (an anchor pattern through the medium, as LightOn OPUs "
+        "have; each pixel divided by its own amplitude) or 'flat' (a uniform reference beam, only for hardware "
+        "that has one)",
+    )
+    reference_band: list[float] | None = Field(
+        None,
+        min_length=2,
+        max_length=2,
+        description="speckle reference: read only pixels whose reference intensity over its mean lies in "
+        "[low, high] (a dim reference is a noisy output, a bright one clips first and sets the noise bound); "
+        "None: every pixel",
+    )
     dead_pixel_fraction: float = Field(0.0, ge=0.0, le=0.5, description="fraction of dead pixels (no response)")
     dim_pixel_fraction: float = Field(0.0, ge=0.0, le=0.5, description="fraction of dim pixels")
     dim_pixel_factor: float = Field(0.3, ge=0.0, le=1.0, description="response of a dim pixel over a typical one")
@@ -120,6 +134,11 @@ class SimulatedProfile(BaseProfile):
                 f"[temperature_min_c, temperature_max_c] = "
                 f"[{self.temperature_min_c}, {self.temperature_max_c}]"
             )
+        band = self.reference_band
+        if band is not None and not (0 <= band[0] < band[1] <= 50 and band[1] >= 0.05):
+            raise ValueError(f"reference_band = {list(band)}: needs 0 <= low < high <= 50 (and high >= 0.05)")
+        if band is not None and self.reference_field != "speckle":
+            raise ValueError("reference_band selects pixels of a speckle reference: set reference_field = 'speckle'")
         if self.black_level_dn >= 2**self.adc_bits - 1:
             raise ValueError(f"black_level_dn must be below 2^adc_bits - 1 = {2**self.adc_bits - 1}")
         if self.frame_time_us is None and self.adc_bits > CMV2000.fps_by_bits[-1][0]:

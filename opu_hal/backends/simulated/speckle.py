@@ -1,11 +1,12 @@
 """The simulated OPU's privacy anchor as LightOn optics give it: a DMD pattern through the scattering
 medium, read as speckle (paper 000, eq. 5: ``z = x T`` with ``T_jk ~ CN(0, 1)``).
 
-The anchor pattern ``x_a`` (half the mirrors, seeded) lights pixel ``j`` of the privacy region with
-``A^2 |x_a T_j|^2 / |x_a|``: exponentially distributed over pixels with mean ``A^2`` (``A^2`` the
-anchor's mean electrons per pixel, :func:`.photons.electrons_per_pixel` of ``anchor_power_uw``). The
-region is the whole sensor (``sensor_pixels``); ``T`` is the projection's own matrix at the pixels it
-reads, and its law beyond them (:func:`speckle_intensity`). Each pixel's
+The anchor pattern (on mirrors outside the input's, :mod:`.reference`) lights pixel ``j`` of the
+privacy region with ``A^2 |u_j|^2``, ``u_j = sum_k T'_jk / sqrt(m) ~ CN(0, 1)``: exponentially
+distributed over pixels with mean ``A^2`` (``A^2`` the anchor's mean electrons per pixel,
+:func:`.photons.electrons_per_pixel` of ``anchor_power_uw``). The region is the whole sensor
+(``sensor_pixels``); at the pixels a projection reads it is the linear mode's own reference, beyond
+them the same law (:func:`speckle_intensity`). Each pixel's
 read mean is ``lambda_j = A^2 s_j w_j d_j + D m_j``: speckle ``s_j``, PRNU ``w_j``, defect factor
 ``d_j`` (0 for a dead pixel, ``dim_pixel_factor`` for a dim one), dark signal ``D`` times the pixel's
 DSNU multiplier ``m_j`` (:mod:`opu_hal.camera.pixel_maps`). It is seeded physics, like the matrix;
@@ -16,7 +17,6 @@ pixel's own ``lambda_j`` (:mod:`.speckle_privacy`).
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -25,18 +25,8 @@ import torch
 from ...camera.pixel_maps import dark_signal_map, light_response_map
 from ...randomness.seeding import stream_seed
 from .camera import Sensor
-from .optics import TransmissionMatrix
 from .profile import SimulatedProfile
-
-BLOCK_BYTES = 64 << 20
-
-
-def anchor_pattern(seed: int, in_features: int) -> torch.Tensor:
-    """The anchor's DMD pattern: ``ceil(in / 2)`` mirrors on, chosen by a seeded permutation."""
-    generator = torch.Generator().manual_seed(stream_seed(seed, "anchor-pattern"))
-    pattern = torch.zeros(in_features)
-    pattern[torch.randperm(in_features, generator=generator)[: math.ceil(in_features / 2)]] = 1.0
-    return pattern
+from .reference import ReferenceField
 
 
 def defect_factors(seed: int, pixels: int, dead: float, dim: float, dim_factor: float) -> np.ndarray:
@@ -46,15 +36,15 @@ def defect_factors(seed: int, pixels: int, dead: float, dim: float, dim_factor: 
     return np.where(u < dead, 0.0, np.where(u < dead + dim, dim_factor, 1.0))
 
 
-def speckle_intensity(profile: SimulatedProfile, pattern: torch.Tensor) -> np.ndarray:
-    """``|x_a T_j|^2 / |x_a|`` at every sensor pixel: through the projection's matrix ``T`` at the pixels it
-    reads, and beyond them (columns no projection uses) from the field's exact law, ``x_a T_j ~ CN(0, |x_a|)``
-    (a sum of ``|x_a|`` i.i.d. ``CN(0, 1)`` entries), drawn from a seeded stream: the same distribution
-    without generating ``in_features x sensor_pixels`` entries."""
+def speckle_intensity(profile: SimulatedProfile) -> np.ndarray:
+    """``s_j`` at every sensor pixel: at the pixels a projection reads, the intensity of the linear mode's
+    speckle reference (:class:`.reference.ReferenceField`: the anchor pattern on mirrors outside the
+    input's, through the medium; the same light whether it serves the projection or privacy), and beyond
+    them (columns no projection uses) the field's exact law, ``CN(0, 1)``, drawn from a seeded stream:
+    the same distribution without generating the medium at every sensor pixel."""
     read = min(profile.out_features, profile.sensor_pixels)
-    optics = TransmissionMatrix(profile.in_features, read, stream_seed(profile.seed, "matrix"), BLOCK_BYTES, 0)
-    real, imag = optics.field(pattern.unsqueeze(0))
-    inside = ((real**2 + imag**2)[0] / pattern.sum()).double().numpy()
+    band = None if profile.reference_band is None else (profile.reference_band[0], profile.reference_band[1])
+    inside = ReferenceField.build("speckle", profile.seed, read, torch.device("cpu"), band).intensity.numpy()
     rest = np.random.default_rng(stream_seed(profile.seed, "anchor-speckle")).standard_normal(
         (2, profile.sensor_pixels - read)
     )
@@ -66,7 +56,7 @@ class SpeckleAnchor:
 
     def __init__(self, profile: SimulatedProfile) -> None:
         pixels = profile.sensor_pixels
-        speckle = speckle_intensity(profile, anchor_pattern(profile.seed, profile.in_features))
+        speckle = speckle_intensity(profile)
         prnu, _ = light_response_map(profile.seed, pixels, profile.prnu_rms, 0.0)
         response = np.ones(pixels) if prnu is None else prnu.double().numpy()
         defects = defect_factors(
@@ -119,6 +109,8 @@ def speckle_anchor(profile: SimulatedProfile) -> SpeckleAnchor:
     key = (
         profile.seed,
         profile.in_features,
+        profile.out_features,
+        str(profile.reference_band),
         profile.sensor_pixels,
         profile.prnu_rms,
         profile.dead_pixel_fraction,
