@@ -25,9 +25,9 @@ from torch import nn
 from opu_hal import Device, load_device
 from opu_hal.calibration.anchor_map import calibrate_anchor_map
 from opu_hal.calibration.calibrate_command import default_temperatures
-from opu_hal.calibration.calibrated import check_profile
 from opu_hal.calibration.command_args import require_camera_profile
 from opu_hal.calibration.frames import check_frames_fit
+from opu_hal.calibration.identity import check_profile
 from opu_hal.calibration.plan import OperatingPlan, plan_gaussian, plan_skellam
 from opu_hal.calibration.plan_command import gaussian_noise_multiplier
 from opu_hal.calibration.run import DEFAULT_BOOTSTRAP, DEFAULT_FRAMES, calibrate_device
