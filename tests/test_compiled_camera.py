@@ -227,6 +227,26 @@ def test_fused_linear_frames_equal_three_separate_reads(read_noise_e, temperatur
     assert (fused_clipped > 0) == (field > 10)  # a bright field saturates some reads
 
 
+@pytest.mark.parametrize("temperature_c", [25.0, 85.0])
+def test_fused_linear_frames_under_a_speckle_reference_equal_three_separate_reads(temperature_c):
+    """Each pixel's anchor frame at its own ``anchor_e s_j``; the mean weighs each pixel by ``1 / s_j``."""
+    from opu_hal.camera.pixel_maps import dark_signal_map
+
+    dark_map = dark_signal_map(0, 300, 0.1, 0.01, 20.0)
+    sensor = _sensor(read_noise_e=6.0, temperature_c=temperature_c, exposure_us=4000.0, dark_map=dark_map)
+    g = torch.Generator().manual_seed(3)
+    real, imag = 9.0 * torch.randn(64, 300, generator=g), 9.0 * torch.randn(64, 300, generator=g)
+    u_re, u_im = torch.randn(300, generator=g) / math.sqrt(2), torch.randn(300, generator=g) / math.sqrt(2)
+    intensity = u_re.double() ** 2 + u_im.double() ** 2
+    args = (real, imag, u_re, u_im, 180.0)
+    fused = sensor.read_linear(*args, torch.Generator().manual_seed(9), reference_intensity=intensity)
+    separate = sensor.read_linear(*args, torch.Generator().manual_seed(9), True, intensity)
+    assert torch.equal(fused[0], separate[0]) and fused[1] == separate[1]
+    assert fused[2] == pytest.approx(separate[2], rel=1e-5)
+    flat = sensor.read_linear(*args, torch.Generator().manual_seed(9))
+    assert not torch.equal(fused[0], flat[0])  # the anchor frame is not one mean
+
+
 def test_exp_neg_is_within_two_ulp_of_libm():
     from opu_hal.kernels.compiled.elementary import EXP_NEG_MAX, exp_neg
 

@@ -92,13 +92,12 @@ class Sensor(SensorPhysics):
         separate reads (any device).
 
         ``reference_intensity`` (``s_j = anchor_cos^2 + anchor_sin^2`` per pixel, a speckle reference,
-        :mod:`.reference`): the anchor frame is read at each pixel's own ``anchor_e s_j`` in three separate
-        reads (the fused kernels take one anchor mean), and the third value is the mean of
+        :mod:`.reference`): the anchor frame is read at each pixel's own ``anchor_e s_j`` (fused on the CPU,
+        three separate reads on a GPU, whose kernel takes one anchor mean), and the third value is the mean of
         ``(|z + a|^2 + |z|^2) / s_j``, what the pixels' own noise variances average (:mod:`.reference`)."""
-        if reference_intensity is not None:
-            return self._read_linear_speckle(
-                real, imag, anchor_cos, anchor_sin, anchor_e, generator, reference_intensity
-            )
+        speckle = reference_intensity
+        if speckle is not None and (separate or not compiled_ready(real.device)):
+            return self._read_linear_speckle(real, imag, anchor_cos, anchor_sin, anchor_e, generator, speckle)
         if triton_ready(real.device) and not separate:
             from ...kernels.triton_linear import linear_frames as fused_frames
 
@@ -107,7 +106,7 @@ class Sensor(SensorPhysics):
             from ...kernels.compiled.linear import linear_frames
 
             return linear_frames(
-                real, imag, anchor_cos, anchor_sin, anchor_e, self.pixel_dark_e, generator, **self._adc
+                real, imag, anchor_cos, anchor_sin, anchor_e, self.pixel_dark_e, generator, speckle, **self._adc
             )
         signal = real**2 + imag**2
         e2, clipped = self.read(signal, generator)

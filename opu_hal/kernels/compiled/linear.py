@@ -24,9 +24,10 @@ from .poisson import flat_frame_counts, poisson_counts
 
 
 @njit(parallel=True, cache=True)
-def _rates(real, imag, cos, sin, amplitude, dark, signal_rates, anchor_rates):
+def _rates(real, imag, cos, sin, amplitude, dark, inverse, signal_rates, anchor_rates):
     """``|z|^2 + D_j`` and ``|z + a|^2 + D_j`` in float32 (as torch computes them), stored as float64;
-    returns the two frames' summed signal (float64) for the noise report."""
+    returns the two frames' summed signal (float64), each pixel's times ``inverse[j]``, for the noise
+    report (``1 / s_j`` under a speckle reference, else ones)."""
     columns = dark.shape[0]
     total = 0.0
     for row in prange(real.shape[0] // columns):
@@ -39,7 +40,7 @@ def _rates(real, imag, cos, sin, amplitude, dark, signal_rates, anchor_rates):
             with_anchor = shifted_re * shifted_re + shifted_im * shifted_im
             signal_rates[i] = signal + dark[column]
             anchor_rates[i] = with_anchor + dark[column]
-            total += np.float64(signal) + np.float64(with_anchor)
+            total += (np.float64(signal) + np.float64(with_anchor)) * inverse[column]
     return total
 
 
@@ -80,6 +81,23 @@ def _digitize_difference(
     return clipped
 
 
+def anchor_frame_counts(
+    anchor_e: float,
+    intensity: torch.Tensor | None,
+    dark_e: torch.Tensor | float,
+    dark: np.ndarray,
+    rows: int,
+    key: tuple[np.uint32, np.uint32],
+    counts: np.ndarray,
+) -> np.ndarray:
+    """The anchor-only frame's counts: one mean for a flat beam, else each pixel's ``anchor_e s_j + D_j``
+    computed as the separate read computes it (float32 light plus the dark map, then float64)."""
+    if intensity is None:
+        return flat_frame_counts(float(anchor_e), dark.astype(np.float64), rows, *key, counts)
+    means = ((anchor_e * intensity).to(torch.float32) + dark_e).to(torch.float64).numpy()
+    return poisson_counts(np.tile(means, rows), *key, counts)
+
+
 def linear_frames(
     real: torch.Tensor,
     imag: torch.Tensor,
@@ -88,11 +106,15 @@ def linear_frames(
     anchor_e: float,
     dark_e: torch.Tensor | float,
     generator: torch.Generator,
+    intensity: torch.Tensor | None = None,
     **adc: float,
 ) -> tuple[torch.Tensor, int, float]:
     """``(e_1 - e_2 - e_3, clipped reads, mean of |z + a|^2 + |z|^2)`` for the camera field ``real``,
     ``imag`` (float32, ``(rows, pixels)``, in sqrt(electrons)) and the anchor of ``anchor_e``
-    electrons with phases ``anchor_cos``, ``anchor_sin`` (one per pixel)."""
+    electrons with phases ``anchor_cos``, ``anchor_sin`` (one per pixel). ``intensity``: a speckle
+    reference's ``s_j`` (``anchor_cos``, ``anchor_sin`` then carry its amplitude): the anchor frame is
+    read at each pixel's ``anchor_e s_j``, as three separate reads would, and the mean is of
+    ``(|z + a|^2 + |z|^2) / s_j``."""
     shape = tuple(real.shape)
     rows, columns = (math.prod(shape[:-1]), shape[-1]) if shape else (1, 1)
     numel = frame_size(shape)
@@ -109,18 +131,20 @@ def linear_frames(
     with compute_threads():
         signal_rates, anchor_rates = buffer("signal_rates"), buffer("anchor_rates")
         # numba's stubs give a @njit dispatcher's __call__ a fixed arity
+        inverse = np.ones(columns) if intensity is None else (1.0 / intensity.double()).numpy()
         total = _rates(
             *fields,
             *phases,
             np.float32(math.sqrt(anchor_e)),
             dark,  # type: ignore[call-arg]
+            inverse,
             signal_rates,
             anchor_rates,
         )
         counts = [
             poisson_counts(signal_rates, *keys[0], buffer("signal_counts")),
             poisson_counts(anchor_rates, *keys[1], buffer("anchor_counts")),
-            flat_frame_counts(float(anchor_e), dark.astype(np.float64), rows, *keys[2], buffer("flat_counts")),
+            anchor_frame_counts(anchor_e, intensity, dark_e, dark, rows, keys[2], buffer("flat_counts")),
         ]
         normals = (
             [standard_normals(numel, *key, buffer(f"normals{j}")) for j, key in enumerate(keys)]
