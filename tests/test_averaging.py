@@ -34,6 +34,18 @@ def test_cosine_schedule_decays_from_the_learning_rate_to_zero_at_the_planned_st
     assert all(a > b for a, b in zip(seen, seen[1:]))
 
 
+def test_decay_schedule_multiplies_the_learning_rate_by_0_9_after_each_epoch():
+    weight = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.SGD([weight], lr=0.4)
+    schedule = make_schedule("decay-0.9", optimizer, total_steps=12, steps_per_epoch=4)
+    seen = []
+    for _ in range(12):
+        seen.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        schedule.step()
+    assert seen == pytest.approx([0.4] * 4 + [0.36] * 4 + [0.324] * 4)
+
+
 def test_weight_average_is_the_warmed_up_exponential_average_and_leaves_the_live_weights_alone():
     model = torch.nn.Linear(3, 2)
     average = WeightAverage(model, decay=0.9)

@@ -206,8 +206,8 @@ def test_ternary_projection_is_two_binary_passes_with_combined_noise():
     assert projection.noise.std_lower == pytest.approx(math.sqrt(2) * single.std_lower)
     expected = device.ideal((e > 0).float()) - device.ideal((e < 0).float())
     values = projection.values.double()
-    standard_error = projection.noise.std / math.sqrt(600)
-    assert (values.mean(dim=0) - expected[0]).abs().max().item() < 5.5 * standard_error
+    standard_error = values.std(dim=0) / math.sqrt(600)  # each pixel's own: a speckle reference's differ
+    assert ((values.mean(dim=0) - expected[0]).abs() / standard_error).max().item() < 5.5
     empirical = values.var(dim=0).mean().sqrt().item()
     assert empirical == pytest.approx(projection.noise.std, rel=0.03)
 

@@ -140,7 +140,9 @@ class Trainer:
             f"--epochs {config.epochs} of {self.sampler.steps_per_epoch} steps",
             error=TrainingConfigError,
         )
-        self.schedule = make_schedule(config.lr_schedule, self.optimizer, self.planned_steps)
+        self.schedule = make_schedule(
+            config.lr_schedule, self.optimizer, self.planned_steps, self.sampler.steps_per_epoch
+        )
         self.average = WeightAverage(self.model, config.weight_average) if config.weight_average else None
         self.noise_log = NoiseLog()
         self.epochs: list[dict[str, Any]] = []
