@@ -119,6 +119,15 @@ def test_the_reported_std_is_the_mean_of_the_pixels_variances():
         report = dev.project(x.expand(ROWS, IN)).noise
         empirical = float(errors.double().var(0).mean())
         assert report.std**2 == pytest.approx(empirical, rel=0.06), reference
+        real, imag = dev.optics.field(x)
+        z2 = (real[0].double() ** 2 + imag[0].double() ** 2) * dev.signal_e / IN
+        ref, amp = dev.reference, math.sqrt(dev.anchor_e)
+        scale = math.sqrt(dev.signal_e / IN)
+        shifted = (real[0].double() * scale + amp * ref.field_cos.double()) ** 2
+        shifted += (imag[0].double() * scale + amp * ref.field_sin.double()) ** 2
+        frames = float((shifted + z2 + dev.anchor_e * ref.intensity).mean())  # the three frames' electrons
+        assert report.distribution is not None
+        assert report.distribution.poisson_mean == pytest.approx(frames, rel=1e-4), reference
 
 
 def test_the_lower_bound_lies_below_every_pixels_least_noise_and_above_the_shot_noise_floor():

@@ -84,6 +84,12 @@ class SimulatedDevice(SimulatedHardware):
             return speckle_output_variance(float(frames_signal_e), mean_inverse, self.signal_e, self.anchor_e, floor)
         return output_variance(self._profile.mode, frames_signal_e, self.signal_e, self.anchor_e, floor)
 
+    def _speckle_frames_e(self, real: torch.Tensor, imag: torch.Tensor) -> float:
+        """Mean electrons of ``|z + a_j|^2 + |z|^2 + |a_j|^2`` over the batch under a speckle reference."""
+        ref, amplitude = self.reference, math.sqrt(self.anchor_e)
+        with_anchor = (real + amplitude * ref.field_cos) ** 2 + (imag + amplitude * ref.field_sin) ** 2
+        return float((with_anchor + real**2 + imag**2).mean()) + self.anchor_e * float(ref.intensity.mean())
+
     def _use_calibration(self, calibration) -> None:
         """Under a speckle reference the calibrated ``std`` averages the pixels' own variances over
         ``mean_j 1 / s_j`` of the amplitudes this device divides by (:mod:`.reference`)."""
@@ -214,4 +220,6 @@ class SimulatedDevice(SimulatedHardware):
         # The variance is linear in the frame signal: its batch mean is the variance at the mean
         # (under a speckle reference mean_frames averages the frames over s_j: .reference).
         frames_e = mean_frames + (0.0 if self._profile.mode == "intensity" else self.anchor_e)
+        if self._speckle_reference:  # the three frames' mean electrons, unweighted (the record's Poisson mean)
+            frames_e = self._speckle_frames_e(real, imag)
         return Projection(values=values, noise=self._report(float(self._output_variance(mean_frames)), frames_e))
