@@ -194,7 +194,7 @@ def test_a_calibrated_anchor_map_bounds_the_brightest_reference_pixel_and_the_no
     cal = tmp_path / "cal.json"
     write_calibration(calibration, cal)
     assert "anchor map" in (calibrate_anchor_map(dev, calibration, cal, frames=16) or "")
-    noise = CalibratedNoise(calibration, cal, "linear", 400.0, dev.profile.laser_power_uw, small["anchor_power_uw"])
+    noise = CalibratedNoise(calibration, cal, "linear", 400.0, dev.profile.laser_power_uw, 0.01)
     report = noise.report(25.0)
     phi_up = noise._electrons("signal")[1]
     truth = dev.anchor_e * dev.reference.intensity  # hidden: each projection pixel's reference electrons
