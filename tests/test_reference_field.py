@@ -6,6 +6,7 @@ photonic DP accounts with lies below every pixel's noise."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -235,3 +236,17 @@ def test_a_bad_reference_band_is_refused_by_name(update, message):
     data = {"backend": "simulated", "in_features": 8, "out_features": 16, **update}
     with pytest.raises(Exception, match=message):
         validate_profile(data, "bad.toml")
+
+
+def test_a_calibration_names_the_reference_band_it_was_measured_with_and_refuses_another():
+    from opu_hal.calibration.identity import check_matches
+    from opu_hal.calibration.run import profile_identity
+    from opu_hal.contract.errors import CalibrationError
+
+    banded = opu_hal.load_profile("opu-sim-privacy")
+    mine = profile_identity(banded, "linear")
+    assert mine.physics is not None and mine.physics["reference_band"] == [0.5, 1.5]
+    other = profile_identity(banded.model_copy(update={"reference_band": [0.5, 2.0]}), "linear")
+    calibration = type("Cal", (), {"device": other})()
+    with pytest.raises(CalibrationError, match="reference_band"):
+        check_matches(calibration, mine, "opu-sim-privacy", Path("cal.json"))

@@ -56,7 +56,7 @@ class DeviceIdentity(_Model):
     in_features: int
     out_features: int
     mode: Literal["linear", "intensity"]
-    physics: dict[str, bool | int | float | str | None] | None = Field(
+    physics: dict[str, bool | int | float | str | list[float] | None] | None = Field(
         None, description="the profile's physics keys at calibration (opu_hal.calibration.run.physics_of)"
     )
 
