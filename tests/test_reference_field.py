@@ -205,6 +205,11 @@ def test_a_calibrated_anchor_map_bounds_the_brightest_reference_pixel_and_the_no
     floor = torch.as_tensor(dev.sensor.pixel_dark_e).double() + dev.sensor.read_noise_e**2
     least = (1.5 * truth + 3 * floor) / (2 * truth * dev.signal_e)
     assert report.std_lower**2 <= float(least.min())
+    from opu_hal.calibration.plan import RunShape, plan_gaussian
+
+    shape = RunShape(sampling="poisson", dataset_size=1000, batch_size=100, steps=10, sensitivity=0.01)
+    plans = plan_gaussian(calibration, dev.profile, 4.0, 1e-5, shape, lambda *args: 1.0, cal)  # plan reads the map
+    assert {p.temperature_c: p.supplied for p in plans}[25.0] == report.std_lower
     hot = noise.report(60.0)  # the map measured at 25 C bounds the light at 60 C too
     assert math.sqrt(0.75 / phi_up) < hot.std_lower and hot.std_lower >= report.std_lower
 

@@ -99,7 +99,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     out = write_calibration(calibration, args.out)
     anchor_line = calibrate_anchor_map(device, calibration, Path(out))
     shape = shape_from_args(args) if args.dataset_size else None
-    plot_calibration(calibration, profile, plot, shape, args.delta)
+    plot_calibration(calibration, profile, plot, shape, args.delta, Path(out))
     if args.json:
         print_json(
             {

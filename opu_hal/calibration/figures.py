@@ -70,9 +70,12 @@ def _epsilon_panel(ax: Any, temps: list[float], eps: list[float], shape: RunShap
     )
 
 
-def plot_calibration(cal: Calibration, profile: Any, path: Path, shape: RunShape | None, delta: float) -> None:
+def plot_calibration(
+    cal: Calibration, profile: Any, path: Path, shape: RunShape | None, delta: float, source: Path | None = None
+) -> None:
     """The photon-transfer curve, the dark-current law, the output noise and (with a described run)
-    epsilon, one panel each (:mod:`.figure_panels` draws the first two)."""
+    epsilon, one panel each (:mod:`.figure_panels` draws the first two); ``source``: the calibration's
+    file (its anchor map bounds a speckle reference's brightest pixel)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -82,7 +85,7 @@ def plot_calibration(cal: Calibration, profile: Any, path: Path, shape: RunShape
     from .figure_panels import draw_dark_current_law, draw_photon_transfer
 
     model = CalibratedNoise(
-        cal, path, profile.mode, cal.exposures_us[0], profile.laser_power_uw, profile.anchor_power_uw
+        cal, source or path, profile.mode, cal.exposures_us[0], profile.laser_power_uw, profile.anchor_power_uw
     )
     temps = cal.temperatures_c
     reports = [model.report(t) for t in temps]

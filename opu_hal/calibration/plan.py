@@ -60,10 +60,12 @@ class OperatingPlan:
         return dataclasses.asdict(self)
 
 
-def _model(calibration: Calibration, profile, exposure_us: float) -> CalibratedNoise:
+def _model(calibration: Calibration, profile, exposure_us: float, path: Path | None = None) -> CalibratedNoise:
+    """The calibrated noise at ``exposure_us``; ``path``: the calibration's file (its anchor map beside it),
+    else the profile's ``calibration`` key."""
     return CalibratedNoise(
         calibration,
-        Path(profile.calibration or "<calibration>"),
+        path if path is not None else Path(profile.calibration or "<calibration>"),
         profile.mode,
         exposure_us,
         profile.laser_power_uw,
@@ -78,14 +80,16 @@ def plan_gaussian(
     delta: float,
     shape: RunShape,
     required_noise_multiplier: RequiredNoiseMultiplier,
+    path: Path | None = None,
 ) -> list[OperatingPlan]:
-    """Every calibrated point, ranked; ``reaches_target`` where ``std_lower >= z * sensitivity``."""
+    """Every calibrated point, ranked; ``reaches_target`` where ``std_lower >= z * sensitivity``. ``path``:
+    the calibration's file, whose anchor map bounds a speckle reference's brightest pixel."""
     z = required_noise_multiplier(target_epsilon, delta, shape)
     needed = z * shape.sensitivity
     frames_per_projection = 3 if profile.mode == "linear" else 1
     plans = []
     for exposure in calibration.exposures_us:
-        model = _model(calibration, profile, exposure)
+        model = _model(calibration, profile, exposure, path)
         for celsius in calibration.temperatures_c:
             report = model.report(celsius)
             per_step = frames_per_projection * shape.passes * shape.batch_size

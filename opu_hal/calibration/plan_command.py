@@ -53,9 +53,8 @@ def _anchor_map(args: argparse.Namespace, profile) -> AnchorBoundMap | None:
     return load_anchor_map(path, profile.temperature_c, profile.exposure_us)
 
 
-def _plan_calibration(args: argparse.Namespace, profile) -> Calibration:
-    """The calibration ``plan --profile`` reads (``--calibration``, else the profile's, relative to it),
-    checked against the profile as train's device checks it."""
+def _plan_calibration_path(args: argparse.Namespace, profile) -> Path:
+    """The calibration file ``plan --profile`` reads: ``--calibration``, else the profile's, relative to it."""
     cal_path = args.calibration or profile.calibration
     if cal_path is None:
         raise CalibrationError(
@@ -63,10 +62,16 @@ def _plan_calibration(args: argparse.Namespace, profile) -> Calibration:
         )
     if args.calibration is None and profile.source is not None and not Path(cal_path).is_absolute():
         cal_path = Path(profile.source).parent / cal_path
+    return Path(cal_path)
+
+
+def _plan_calibration(args: argparse.Namespace, profile) -> Calibration:
+    """The calibration ``plan --profile`` reads, checked against the profile as train's device checks it."""
+    cal_path = _plan_calibration_path(args, profile)
     calibration = read_calibration(cal_path)
     from .identity import check_profile
 
-    check_profile(calibration, profile, Path(cal_path))
+    check_profile(calibration, profile, cal_path)
     return calibration
 
 
@@ -123,7 +128,10 @@ def run_plan(args: argparse.Namespace) -> int:
             _anchor_map(args, profile),
         )
     else:
-        plans = plan_gaussian(calibration, profile, args.target_epsilon, args.delta, shape, gaussian_noise_multiplier)
+        path = _plan_calibration_path(args, profile)
+        plans = plan_gaussian(
+            calibration, profile, args.target_epsilon, args.delta, shape, gaussian_noise_multiplier, path
+        )
     reaching = [p for p in plans if p.reaches_target]
     rows = _plan_figure(args, profile, plans, shape) if getattr(args, "plot", None) else None
     if args.json:

@@ -153,5 +153,6 @@ def plan(
         shape = RunShape(
             sampling=sampling, dataset_size=dataset_size, batch_size=batch_size, steps=steps, sensitivity=sensitivity
         )
-        return plan_gaussian(cal, loaded, target_epsilon, delta, shape, gaussian_noise_multiplier)
+        path = None if isinstance(calibration, Calibration) else Path(calibration)
+        return plan_gaussian(cal, loaded, target_epsilon, delta, shape, gaussian_noise_multiplier, path)
     raise TrainingConfigError(f"mechanism {mechanism!r}: choose 'skellam', 'digitized' or 'gaussian'")
