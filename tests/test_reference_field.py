@@ -197,6 +197,8 @@ def test_a_calibrated_anchor_map_bounds_the_brightest_reference_pixel_and_the_no
     assert "anchor map" in (calibrate_anchor_map(dev, calibration, cal, frames=16) or "")
     noise = CalibratedNoise(calibration, cal, "linear", 400.0, dev.profile.laser_power_uw, 0.01)
     report = noise.report(25.0)
+    # without a device, the std's mean 1 / s_j comes from the map's estimates (3.48 here, truth 3.18)
+    assert noise._mean_inverse() == pytest.approx(dev.reference.mean_inverse, rel=0.2)
     phi_up = noise._electrons("signal")[1]
     truth = dev.anchor_e * dev.reference.intensity  # hidden: each projection pixel's reference electrons
     brightest_up = float(noise.anchor_map(25.0, 400.0).upper_e[:64].max())  # type: ignore[union-attr]

@@ -228,6 +228,21 @@ class CalibratedNoise:
         scaled = brightest * max(point.exposure_us / exposure, 1.0)
         return scaled if math.isfinite(scaled) else None  # a pixel unbounded above: no floor share
 
+    def _mean_inverse(self) -> float | None:
+        """``mean_j 1 / s_j`` of a speckle reference over the pixels a projection reads: the device's (set
+        when attached), else from the anchor map's estimates there (each pixel's light over their mean, the
+        calibrated dark signal at the map's operating point subtracted, at least 1 e-), else None."""
+        if self.reference_mean_inverse is not None or not anchor_map_path(self.path).exists():
+            return self.reference_mean_inverse
+        celsius, exposure = anchor_map_point(anchor_map_path(self.path))
+        bounds = self.anchor_map(celsius, exposure)
+        if bounds is None:
+            return None
+        dark = max(self.dark_e(celsius), 0.0) * exposure / self.exposure_us  # the law's, at the map's point
+        light = bounds.estimate_e[: self.calibration.device.out_features] - dark
+        light = light.clip(min=1.0)
+        return float((light.mean() / light).mean())
+
     def anchor_read_box(
         self, temperature_c: float
     ) -> tuple[tuple[float, float], tuple[float, float], tuple[float, float], str]:
@@ -269,8 +284,8 @@ class CalibratedNoise:
         dark = max(self.dark_e(temperature_c), 0.0)
         floor = cal.read_noise_e.value**2 + dark + g * g / 12
         std = math.sqrt(output_variance(self.mode, typical_frames_e(self.mode, phi, a2), phi, a2, floor))
-        if self.mode == "linear" and self.reference == "speckle" and self.reference_mean_inverse is not None:
-            inverse = self.reference_mean_inverse  # the pixels' own variances averaged (reference.py)
+        inverse = self._mean_inverse() if self.mode == "linear" and self.reference == "speckle" else None
+        if inverse is not None:  # the pixels' own variances averaged (backends/simulated/reference.py)
             std = math.sqrt(speckle_output_variance(phi * inverse + a2, inverse, phi, a2, floor))
         lower = min(self._lower(below, phi_up, a2_up), self._lower(above, phi_up, a2_up))
         return NoiseReport(
