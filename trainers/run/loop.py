@@ -134,15 +134,10 @@ class Trainer:
         broadcast_model(self.ranks, self.model)
         self.optimizer = make_optimizer(config, self.model)
         self.sampler = build_sampler(config, self.method, len(self.train_split), self.ranks)
-        self.planned_steps = config.epochs * self.sampler.steps_per_epoch
-        planned_steps(
-            self.planned_steps,
-            f"--epochs {config.epochs} of {self.sampler.steps_per_epoch} steps",
-            error=TrainingConfigError,
-        )
-        self.schedule = make_schedule(
-            config.lr_schedule, self.optimizer, self.planned_steps, self.sampler.steps_per_epoch
-        )
+        per_epoch = self.sampler.steps_per_epoch
+        self.planned_steps = config.epochs * per_epoch
+        planned_steps(self.planned_steps, f"--epochs {config.epochs} of {per_epoch} steps", error=TrainingConfigError)
+        self.schedule = make_schedule(config.lr_schedule, self.optimizer, self.planned_steps, per_epoch)
         self.average = WeightAverage(self.model, config.weight_average) if config.weight_average else None
         self.noise_log = NoiseLog()
         self.epochs: list[dict[str, Any]] = []
