@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
 import torch
@@ -83,7 +84,7 @@ class ReferenceField:
     def flat(self) -> bool:
         return self.kind == "flat"
 
-    @property
+    @cached_property
     def intensity(self) -> torch.Tensor:
         """``s_j = |u_j|^2`` (mean 1 over pixels for speckle; 1 for a flat beam)."""
         return self.amplitude.double() ** 2
@@ -98,12 +99,12 @@ class ReferenceField:
         """``Im(u_j)``."""
         return self.sin * self.amplitude
 
-    @property
+    @cached_property
     def brightest(self) -> float:
         """``max_j s_j``: the pixel whose noise bound is the lowest."""
         return float(self.intensity.max())
 
-    @property
+    @cached_property
     def mean_inverse(self) -> float:
         """``mean_j 1 / s_j``: how much the dim reference pixels add to the mean noise variance."""
         return float((1.0 / self.intensity).mean())
