@@ -39,7 +39,7 @@ def reference_of(name: str) -> str:
 
 def noise_of_one_input(dev, rows: int = ROWS) -> tuple[torch.Tensor, torch.Tensor]:
     """One binary input repeated ``rows`` times: the projections' errors and the input's field ``z``."""
-    x = torch.zeros(rows, IN)
+    x = torch.zeros(rows, IN, device=dev.compute)
     x[:, : IN // 2] = 1.0
     values = dev.project(x).values
     return values - dev.ideal(x), x[:1]
@@ -111,6 +111,17 @@ def test_each_pixel_has_the_noise_of_its_own_reference_intensity():
     assert float(dithered.min()) > lo * 0.97 and float(dithered.max()) < hi * 1.03
     dim, bright = int(s.argmin()), int(s.argmax())
     assert float(errors[:, dim].var()) > 50 * float(errors[:, bright].var())  # a dim reference is a noisy pixel
+
+
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device: the GPU's three separate reads run on a GPU only"
+)
+def test_on_a_gpu_each_pixel_has_the_noise_of_its_own_reference_intensity():
+    dev = device(compute="cuda")
+    errors, x = noise_of_one_input(dev)
+    ratio = (errors.double().var(0) / predicted_variance(dev, x.to(dev.compute)).to(errors.device)).cpu()
+    dithered = ratio[(dev.anchor_e * dev.reference.intensity >= dev.sensor.gain_e_per_dn).cpu()]
+    assert abs(float(dithered.mean()) - 1) < 0.03
 
 
 def test_the_reported_std_is_the_mean_of_the_pixels_variances():
