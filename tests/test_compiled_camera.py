@@ -215,8 +215,8 @@ def test_fused_linear_frames_equal_three_separate_reads(read_noise_e, temperatur
     real, imag = field * torch.randn(64, 300, generator=g), field * torch.randn(64, 300, generator=g)
     theta = 2 * math.pi * torch.rand(300, generator=g)
     args = (real, imag, torch.cos(theta), torch.sin(theta), 180.0)
-    fused, fused_clipped, fused_mean = sensor.read_linear(*args, torch.Generator().manual_seed(9))
-    separate, separate_clipped, separate_mean = sensor.read_linear(
+    fused, fused_clipped, fused_mean, _ = sensor.read_linear(*args, torch.Generator().manual_seed(9))
+    separate, separate_clipped, separate_mean, _ = sensor.read_linear(
         *args, torch.Generator().manual_seed(9), separate=True
     )
     assert torch.equal(fused, separate)
@@ -242,7 +242,7 @@ def test_fused_linear_frames_under_a_speckle_reference_equal_three_separate_read
     fused = sensor.read_linear(*args, torch.Generator().manual_seed(9), reference_intensity=intensity)
     separate = sensor.read_linear(*args, torch.Generator().manual_seed(9), True, intensity)
     assert torch.equal(fused[0], separate[0]) and fused[1] == separate[1]
-    assert fused[2] == pytest.approx(separate[2], rel=1e-5)
+    assert fused[3] == pytest.approx(separate[3], rel=1e-5)
     flat = sensor.read_linear(*args, torch.Generator().manual_seed(9))
     assert not torch.equal(fused[0], flat[0])  # the anchor frame is not one mean
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ..camera.physics import least_frames_e, output_variance, speckle_output_variance, typical_frames_e
 from ..contract.anchor_map import AnchorBoundMap, clip_ceiling_e
@@ -54,12 +54,13 @@ class CalibratedNoise:
     ) -> None:
         self.calibration, self.path, self.mode = calibration, path, mode
         self.exposure_us, self.laser_power_uw, self.anchor_power_uw = exposure_us, laser_power_uw, anchor_power_uw
-        #: The linear mode's reference: "speckle" (a simulated OPU's default) or "flat" (a reference beam).
-        self.reference = (calibration.device.physics or {}).get("reference_field", "flat")
+        #: Whether the linear mode's reference is speckle (a simulated OPU's default), not a flat beam.
+        self.speckle = mode == "linear" and (calibration.device.physics or {}).get("reference_field") == "speckle"
         #: ``mean_j 1 / s_j`` of a speckle reference, set by the device that divides by it (None: not known).
         self.reference_mean_inverse: float | None = None
-        #: The anchor map last read, keyed on the operating point and the file's mtime and size.
+        #: The anchor map last read, and the point (C, us) it was measured at, keyed on the file's mtime and size.
         self._anchor_map: tuple[tuple[float, float, int, int], AnchorBoundMap] | None = None
+        self._map_point: tuple[tuple[int, int], tuple[float, float]] | None = None
         if signal and (calibration.quantum_efficiency is None or calibration.photons_per_pixel_per_uw is None):
             raise CalibrationError(
                 f"{path}: key 'quantum_efficiency' is missing: the signal electrons of a "
@@ -205,7 +206,7 @@ class CalibratedNoise:
 
     def _lower(self, point: OperatingPointCalibration, phi_up: float, a2_up: float) -> float:
         """``std_lower`` with the floor measured at one calibrated ``point``."""
-        if self.mode == "linear" and self.reference == "speckle":  # the quietest pixel: the brightest reference
+        if self.speckle:  # the quietest pixel: the brightest reference
             brightest = self._brightest_reference_e(point)
             if brightest is None:  # no anchor map: 0.75 / Phi, the limit of any reference intensity
                 return math.sqrt(0.75 / phi_up)
@@ -214,34 +215,42 @@ class CalibratedNoise:
         return math.sqrt(output_variance(self.mode, least_frames_e(self.mode, a2_up), phi_up, a2_up, floor_low))
 
     def _brightest_reference_e(self, point: OperatingPointCalibration) -> float | None:
-        """Upper bound on the brightest reference pixel's anchor light among the pixels a projection reads
-        (the anchor map's first ``out_features``, simultaneous over the pixels), at ``point``'s exposure, or
-        None without a map. The map's bounds hold the light and the dark signal of its own temperature: an
-        upper bound of the light at any temperature (scaled up to a longer exposure, kept at a shorter one), and a larger value
-        only lowers the noise bound it enters."""
-        path = anchor_map_path(self.path)
-        if not path.exists():
+        """Upper bound on the brightest reference pixel's light among the pixels a projection reads at
+        ``point``'s exposure, or None without a map. The map holds light plus its own temperature's dark
+        signal: an upper bound of the light at any temperature (scaled up to a longer exposure), and a
+        larger value only lowers the noise bound it enters."""
+        if (measured := self._reference_map()) is None:
             return None
-        celsius, exposure = anchor_map_point(path)
-        bounds = self.anchor_map(celsius, exposure)
-        brightest = float(bounds.upper_e[: self.calibration.device.out_features].max()) if bounds else math.inf
-        scaled = brightest * max(point.exposure_us / exposure, 1.0)
+        _, exposure, upper, _ = measured
+        scaled = float(upper.max()) * max(point.exposure_us / exposure, 1.0)
         return scaled if math.isfinite(scaled) else None  # a pixel unbounded above: no floor share
 
     def _mean_inverse(self) -> float | None:
         """``mean_j 1 / s_j`` of a speckle reference over the pixels a projection reads: the device's (set
         when attached), else from the anchor map's estimates there (each pixel's light over their mean, the
         calibrated dark signal at the map's operating point subtracted, at least 1 e-), else None."""
-        if self.reference_mean_inverse is not None or not anchor_map_path(self.path).exists():
+        if self.reference_mean_inverse is not None or (measured := self._reference_map()) is None:
             return self.reference_mean_inverse
-        celsius, exposure = anchor_map_point(anchor_map_path(self.path))
-        bounds = self.anchor_map(celsius, exposure)
-        if bounds is None:
-            return None
+        celsius, exposure, _, estimate = measured
         dark = max(self.dark_e(celsius), 0.0) * exposure / self.exposure_us  # the law's, at the map's point
-        light = bounds.estimate_e[: self.calibration.device.out_features] - dark
-        light = light.clip(min=1.0)
+        light = (estimate - dark).clip(min=1.0)
         return float((light.mean() / light).mean())
+
+    def _reference_map(self) -> tuple[float, float, Any, Any] | None:
+        """The anchor map beside the calibration: its own operating point (C, us), and the upper bounds and
+        estimates at the pixels a projection reads (its first ``out_features``); None without a map."""
+        path = anchor_map_path(self.path)
+        if not path.exists():
+            return None
+        stat = path.stat()
+        key = (stat.st_mtime_ns, stat.st_size)
+        if self._map_point is None or self._map_point[0] != key:
+            self._map_point = (key, anchor_map_point(path))
+        celsius, exposure = self._map_point[1]
+        if (bounds := self.anchor_map(celsius, exposure)) is None:
+            return None
+        pixels = self.calibration.device.out_features
+        return celsius, exposure, bounds.upper_e[:pixels], bounds.estimate_e[:pixels]
 
     def anchor_read_box(
         self, temperature_c: float
@@ -284,7 +293,7 @@ class CalibratedNoise:
         dark = max(self.dark_e(temperature_c), 0.0)
         floor = cal.read_noise_e.value**2 + dark + g * g / 12
         std = math.sqrt(output_variance(self.mode, typical_frames_e(self.mode, phi, a2), phi, a2, floor))
-        inverse = self._mean_inverse() if self.mode == "linear" and self.reference == "speckle" else None
+        inverse = self._mean_inverse() if self.speckle else None
         if inverse is not None:  # the pixels' own variances averaged (backends/simulated/reference.py)
             std = math.sqrt(speckle_output_variance(phi * inverse + a2, inverse, phi, a2, floor))
         lower = min(self._lower(below, phi_up, a2_up), self._lower(above, phi_up, a2_up))

@@ -83,25 +83,27 @@ class Sensor(SensorPhysics):
         generator: torch.Generator,
         separate: bool = False,
         reference_intensity: torch.Tensor | None = None,
-    ) -> tuple[torch.Tensor, int, float]:
+    ) -> tuple[torch.Tensor, int, float, float]:
         """The three frames of a linear-mode read, ``e_2`` of ``|z|^2``, ``e_1`` of ``|z + a|^2`` and
         ``e_3`` of the anchor alone (``a = sqrt(anchor_e) (anchor_cos + i anchor_sin)``, ``z = real + i imag``):
-        ``(e_1 - e_2 - e_3, clipped reads, mean of |z + a|^2 + |z|^2)``. On the CPU the three are
+        ``(e_1 - e_2 - e_3, clipped reads, mean of |z + a|^2 + |z|^2, the same over s_j)``. On the CPU the three are
         fused (:mod:`opu_hal.kernels.compiled.linear`, the same values as three reads), on a GPU in
         one kernel (:mod:`opu_hal.kernels.triton_linear`), unless ``separate`` asks for three
         separate reads (any device).
 
         ``reference_intensity`` (``s_j = anchor_cos^2 + anchor_sin^2`` per pixel, a speckle reference,
         :mod:`.reference`): the anchor frame is read at each pixel's own ``anchor_e s_j`` (fused on the CPU,
-        three separate reads on a GPU, whose kernel takes one anchor mean), and the third value is the mean of
-        ``(|z + a|^2 + |z|^2) / s_j``, what the pixels' own noise variances average (:mod:`.reference`)."""
+        three separate reads on a GPU, whose kernel takes one anchor mean), and the last value is the mean of
+        ``(|z + a|^2 + |z|^2) / s_j``, what the pixels' own noise variances average (:mod:`.reference`); for a
+        flat beam it is the mean before it."""
         speckle = reference_intensity
-        if speckle is not None and (separate or not compiled_ready(real.device)):
-            return self._read_linear_speckle(real, imag, anchor_cos, anchor_sin, anchor_e, generator, speckle)
-        if triton_ready(real.device) and not separate:
+        if triton_ready(real.device) and not separate and speckle is None:
             from ...kernels.triton_linear import linear_frames as fused_frames
 
-            return fused_frames(real, imag, anchor_cos, anchor_sin, anchor_e, self.pixel_dark_e, generator, **self._adc)
+            fused = fused_frames(
+                real, imag, anchor_cos, anchor_sin, anchor_e, self.pixel_dark_e, generator, **self._adc
+            )
+            return (*fused, fused[2])
         if compiled_ready(real.device) and not separate:
             from ...kernels.compiled.linear import linear_frames
 
@@ -113,30 +115,13 @@ class Sensor(SensorPhysics):
         amplitude = math.sqrt(anchor_e)
         with_anchor = (real + amplitude * anchor_cos) ** 2 + (imag + amplitude * anchor_sin) ** 2
         e1, clipped1 = self.read(with_anchor, generator)
-        e3, clipped3 = self.read_flat(anchor_e, tuple(signal.shape), generator, signal.device)
+        if speckle is None:
+            e3, clipped3 = self.read_flat(anchor_e, tuple(signal.shape), generator, signal.device)
+        else:  # each pixel's anchor at its own mean
+            e3, clipped3 = self.read((anchor_e * speckle).to(signal.dtype).expand(signal.shape).contiguous(), generator)
         mean_frames = float(with_anchor.mean() + signal.mean())  # one synchronization
-        return e1 - e2 - e3, clipped + clipped1 + clipped3, mean_frames
-
-    def _read_linear_speckle(
-        self,
-        real: torch.Tensor,
-        imag: torch.Tensor,
-        field_cos: torch.Tensor,
-        field_sin: torch.Tensor,
-        anchor_e: float,
-        generator: torch.Generator,
-        intensity: torch.Tensor,
-    ) -> tuple[torch.Tensor, int, float]:
-        """:meth:`read_linear` under a reference of per-pixel intensity ``anchor_e * intensity``."""
-        signal = real**2 + imag**2
-        e2, clipped = self.read(signal, generator)
-        amplitude = math.sqrt(anchor_e)
-        with_anchor = (real + amplitude * field_cos) ** 2 + (imag + amplitude * field_sin) ** 2
-        e1, clipped1 = self.read(with_anchor, generator)
-        anchor = (anchor_e * intensity).to(signal.dtype).expand(signal.shape).contiguous()
-        e3, clipped3 = self.read(anchor, generator)
-        per_intensity = float(((with_anchor + signal) / intensity.to(signal.dtype)).mean())
-        return e1 - e2 - e3, clipped + clipped1 + clipped3, per_intensity
+        weighted = mean_frames if speckle is None else float(((with_anchor + signal) / speckle.to(signal.dtype)).mean())
+        return e1 - e2 - e3, clipped + clipped1 + clipped3, mean_frames, weighted
 
     def read_flat(
         self, signal_e: float, shape: tuple[int, ...], generator: torch.Generator, device: torch.device

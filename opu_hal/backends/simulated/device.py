@@ -84,12 +84,6 @@ class SimulatedDevice(SimulatedHardware):
             return speckle_output_variance(float(frames_signal_e), mean_inverse, self.signal_e, self.anchor_e, floor)
         return output_variance(self._profile.mode, frames_signal_e, self.signal_e, self.anchor_e, floor)
 
-    def _speckle_frames_e(self, real: torch.Tensor, imag: torch.Tensor) -> float:
-        """Mean electrons of ``|z + a_j|^2 + |z|^2 + |a_j|^2`` over the batch under a speckle reference."""
-        ref, amplitude = self.reference, math.sqrt(self.anchor_e)
-        with_anchor = (real + amplitude * ref.field_cos) ** 2 + (imag + amplitude * ref.field_sin) ** 2
-        return float((with_anchor + real**2 + imag**2).mean()) + self.anchor_e * float(ref.intensity.mean())
-
     def _use_calibration(self, calibration) -> None:
         """Under a speckle reference the calibrated ``std`` averages the pixels' own variances over
         ``mean_j 1 / s_j`` of the amplitudes this device divides by (:mod:`.reference`)."""
@@ -141,7 +135,7 @@ class SimulatedDevice(SimulatedHardware):
         noise (that is :meth:`draw_privacy_counts`, from the secure generator)."""
         sensor = self.sensor
         linear = self._profile.mode == "linear"
-        dimmest, brightest = float(self.reference.intensity.min()), self.reference.brightest
+        dimmest, brightest = self.reference.dimmest, self.reference.brightest
         lower = (1.5 * self.anchor_e * dimmest + 3 * sensor.dark_e) if linear else sensor.dark_e
         mean = frames_e if frames_e is not None else lower
         step = sensor.gain_e_per_dn * (  # the finest lattice: the brightest reference pixel's
@@ -192,11 +186,11 @@ class SimulatedDevice(SimulatedHardware):
             signal = real**2 + imag**2
             e2, clipped = sensor.read(signal, self._camera_generator)
             values = e2 / self.signal_e
-            mean_frames = float(signal.mean())
+            mean_frames = per_intensity = float(signal.mean())
         else:
             reference = self.reference
             speckle = None if reference.flat else reference.intensity
-            difference, clipped, mean_frames = sensor.read_linear(
+            difference, clipped, mean_frames, per_intensity = sensor.read_linear(
                 real,
                 imag,
                 reference.field_cos,
@@ -217,9 +211,9 @@ class SimulatedDevice(SimulatedHardware):
                 SaturationWarning,
                 stacklevel=3,
             )
-        # The variance is linear in the frame signal: its batch mean is the variance at the mean
-        # (under a speckle reference mean_frames averages the frames over s_j: .reference).
-        frames_e = mean_frames + (0.0 if self._profile.mode == "intensity" else self.anchor_e)
-        if self._speckle_reference:  # the three frames' mean electrons, unweighted (the record's Poisson mean)
-            frames_e = self._speckle_frames_e(real, imag)
-        return Projection(values=values, noise=self._report(float(self._output_variance(mean_frames)), frames_e))
+        # The variance is linear in the frame signal: its batch mean is the variance at the mean (under a
+        # speckle reference at the frames' mean over s_j, .reference); the record's Poisson mean is the
+        # three frames' plain mean.
+        anchor = 0.0 if self._profile.mode == "intensity" else self.anchor_e * self.reference.mean_intensity
+        variance = float(self._output_variance(per_intensity))
+        return Projection(values=values, noise=self._report(variance, mean_frames + anchor))

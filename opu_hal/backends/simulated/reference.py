@@ -77,8 +77,7 @@ class ReferenceField:
     @classmethod
     def of_profile(cls, profile: SimulatedProfile, device: torch.device) -> ReferenceField:
         """The reference at the pixels ``profile`` reads."""
-        band = None if profile.reference_band is None else (profile.reference_band[0], profile.reference_band[1])
-        return cls.build(profile.reference_field, profile.seed, profile.out_features, device, band)
+        return cls.build(profile.reference_field, profile.seed, profile.out_features, device, profile_band(profile))
 
     @property
     def flat(self) -> bool:
@@ -89,12 +88,12 @@ class ReferenceField:
         """``s_j = |u_j|^2`` (mean 1 over pixels for speckle; 1 for a flat beam)."""
         return self.amplitude.double() ** 2
 
-    @property
+    @cached_property
     def field_cos(self) -> torch.Tensor:
         """``Re(u_j)``: the field the camera adds to the input's (the unit phasor times the amplitude)."""
         return self.cos * self.amplitude
 
-    @property
+    @cached_property
     def field_sin(self) -> torch.Tensor:
         """``Im(u_j)``."""
         return self.sin * self.amplitude
@@ -103,6 +102,16 @@ class ReferenceField:
     def brightest(self) -> float:
         """``max_j s_j``: the pixel whose noise bound is the lowest."""
         return float(self.intensity.max())
+
+    @cached_property
+    def dimmest(self) -> float:
+        """``min_j s_j``."""
+        return float(self.intensity.min())
+
+    @cached_property
+    def mean_intensity(self) -> float:
+        """``mean_j s_j`` (1 for a flat beam; near 1 for speckle read at every pixel)."""
+        return float(self.intensity.mean())
 
     @cached_property
     def mean_inverse(self) -> float:
@@ -129,3 +138,9 @@ def speckle_field(seed: int, pixels: int, band: tuple[float, float] | None) -> t
         if kept.numel() == pixels:
             return real[kept], imag[kept]
         candidates *= 2
+
+
+def profile_band(profile: SimulatedProfile) -> tuple[float, float] | None:
+    """The profile's ``reference_band`` as ``(low, high)``, or None."""
+    band = profile.reference_band
+    return None if band is None else (band[0], band[1])

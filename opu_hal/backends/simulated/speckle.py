@@ -26,7 +26,7 @@ from ...camera.pixel_maps import dark_signal_map, light_response_map
 from ...randomness.seeding import stream_seed
 from .camera import Sensor
 from .profile import SimulatedProfile
-from .reference import ReferenceField
+from .reference import ReferenceField, profile_band
 
 
 def defect_factors(seed: int, pixels: int, dead: float, dim: float, dim_factor: float) -> np.ndarray:
@@ -43,7 +43,7 @@ def speckle_intensity(profile: SimulatedProfile) -> np.ndarray:
     them (columns no projection uses) the field's exact law, ``CN(0, 1)``, drawn from a seeded stream:
     the same distribution without generating the medium at every sensor pixel."""
     read = min(profile.out_features, profile.sensor_pixels)
-    band = None if profile.reference_band is None else (profile.reference_band[0], profile.reference_band[1])
+    band = profile_band(profile)
     inside = ReferenceField.build("speckle", profile.seed, read, torch.device("cpu"), band).intensity.numpy()
     rest = np.random.default_rng(stream_seed(profile.seed, "anchor-speckle")).standard_normal(
         (2, profile.sensor_pixels - read)

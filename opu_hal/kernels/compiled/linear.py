@@ -26,10 +26,11 @@ from .poisson import flat_frame_counts, poisson_counts
 @njit(parallel=True, cache=True)
 def _rates(real, imag, cos, sin, amplitude, dark, inverse, signal_rates, anchor_rates):
     """``|z|^2 + D_j`` and ``|z + a|^2 + D_j`` in float32 (as torch computes them), stored as float64;
-    returns the two frames' summed signal (float64), each pixel's times ``inverse[j]``, for the noise
-    report (``1 / s_j`` under a speckle reference, else ones)."""
+    returns the two frames' summed signal (float64), as it is and each pixel's times ``inverse[j]``,
+    for the noise report (``1 / s_j`` under a speckle reference, else ones)."""
     columns = dark.shape[0]
     total = 0.0
+    weighted = 0.0
     for row in prange(real.shape[0] // columns):
         for column in range(columns):
             i = row * columns + column
@@ -40,8 +41,10 @@ def _rates(real, imag, cos, sin, amplitude, dark, inverse, signal_rates, anchor_
             with_anchor = shifted_re * shifted_re + shifted_im * shifted_im
             signal_rates[i] = signal + dark[column]
             anchor_rates[i] = with_anchor + dark[column]
-            total += (np.float64(signal) + np.float64(with_anchor)) * inverse[column]
-    return total
+            frames = np.float64(signal) + np.float64(with_anchor)
+            total += frames
+            weighted += frames * inverse[column]
+    return total, weighted
 
 
 @njit(parallel=True, cache=True)
@@ -108,13 +111,13 @@ def linear_frames(
     generator: torch.Generator,
     intensity: torch.Tensor | None = None,
     **adc: float,
-) -> tuple[torch.Tensor, int, float]:
-    """``(e_1 - e_2 - e_3, clipped reads, mean of |z + a|^2 + |z|^2)`` for the camera field ``real``,
+) -> tuple[torch.Tensor, int, float, float]:
+    """``(e_1 - e_2 - e_3, clipped reads, mean of |z + a|^2 + |z|^2, the same over s_j)`` for the camera field ``real``,
     ``imag`` (float32, ``(rows, pixels)``, in sqrt(electrons)) and the anchor of ``anchor_e``
     electrons with phases ``anchor_cos``, ``anchor_sin`` (one per pixel). ``intensity``: a speckle
     reference's ``s_j`` (``anchor_cos``, ``anchor_sin`` then carry its amplitude): the anchor frame is
-    read at each pixel's ``anchor_e s_j``, as three separate reads would, and the mean is of
-    ``(|z + a|^2 + |z|^2) / s_j``."""
+    read at each pixel's ``anchor_e s_j``, as three separate reads would, and the last mean is of
+    ``(|z + a|^2 + |z|^2) / s_j`` (the first mean again for a flat beam)."""
     shape = tuple(real.shape)
     rows, columns = (math.prod(shape[:-1]), shape[-1]) if shape else (1, 1)
     numel = frame_size(shape)
@@ -132,7 +135,7 @@ def linear_frames(
         signal_rates, anchor_rates = buffer("signal_rates"), buffer("anchor_rates")
         # numba's stubs give a @njit dispatcher's __call__ a fixed arity
         inverse = np.ones(columns) if intensity is None else (1.0 / intensity.double()).numpy()
-        total = _rates(
+        total, weighted = _rates(
             *fields,
             *phases,
             np.float32(math.sqrt(anchor_e)),
@@ -166,4 +169,4 @@ def linear_frames(
             float(adc["max_dn"]),
             out.numpy(),
         )
-    return out.view(shape), int(clipped), total / max(numel, 1)
+    return out.view(shape), int(clipped), total / max(numel, 1), weighted / max(numel, 1)
