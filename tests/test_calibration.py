@@ -443,8 +443,10 @@ def test_cli_calibrate_writes_the_file_and_the_plot_and_plan_uses_them(tmp_path,
     write_calibration(as_if_unity_measured(read_calibration(out)), out)
     assert main(skellam + ["--sampling", "fixed"]) == 2
     assert "needs --dimension" in capsys.readouterr().err
-    assert main(skellam + ["--dimension", "1000", "--lattice-resolution", "20"]) == 2
-    assert "fixed-size batches" in capsys.readouterr().err
+    assert main(skellam + ["--sampling", "rejection", "--dimension", "1000", "--lattice-resolution", "20"]) == 2
+    assert "got sampling 'rejection'" in capsys.readouterr().err
+    assert main(skellam + ["--sampling", "poisson", "--dimension", "1000", "--lattice-resolution", "20"]) == 0
+    assert "(poisson)" in capsys.readouterr().out
     assert main(skellam + ["--sampling", "fixed", "--dimension", "1000", "--lattice-resolution", "20", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["mechanism"] == "skellam" and len(result["plans"]) == 2

@@ -110,13 +110,25 @@ def test_dp_dfa_poisson_is_accounted_as_the_poisson_subsampled_gaussian_under_ad
     assert record["final"]["epsilon"] == pytest.approx(reference.get_epsilon(1e-5))
 
 
-def test_dp_dfa_poisson_refuses_device_noise_and_unknown_samplings():
-    with pytest.raises(TrainingConfigError, match="software noise"):
-        quiet_train(
-            cfg("dp-dfa", sampling="poisson", noise_source="device", noise_multiplier=1.0, epochs=1),
-            data=clusters(),
-            device=simulated_device(out_features=64),
-        )
+def test_dp_dfa_poisson_with_device_noise_charges_the_poisson_lattice_event_under_add_remove():
+    config = cfg("dp-dfa", sampling="poisson", noise_source="device", noise_multiplier=1.0, epochs=1, alignment=False)
+    record = quiet_train(config, data=clusters(), device=load_device("opu-sim-dp"))
+    privacy = record["privacy"]
+    assert privacy["neighboring"] == "add_remove" and privacy["mechanism"] == "skellam"
+    event = privacy["ledger"]["entries"][0]["event"]
+    assert event["kind"] == "poisson_rounded_skellam" and event["sampling_rate"] == pytest.approx(20 / 600)
+    assert event["poisson_mean"] == privacy["lattice"]["poisson_mean_accounted"]
+    assert privacy["device_noise"]["poisson_mean_lower"] >= event["poisson_mean"]
+    # add/remove: one example's clipped term, half the replace-one sensitivity of the fixed-size run
+    fixed = quiet_train(
+        cfg("dp-dfa", noise_source="device", noise_multiplier=1.0, epochs=1, alignment=False),
+        data=clusters(),
+        device=load_device("opu-sim-dp"),
+    )
+    assert privacy["sensitivity"] == pytest.approx(fixed["privacy"]["sensitivity"] / 2)
+
+
+def test_dp_dfa_refuses_unknown_samplings():
     with pytest.raises(TrainingConfigError, match="choose fixed"):
         quiet_train(cfg("dp-dfa", sampling="rejection", noise_multiplier=1.0, epochs=1), data=clusters())
 

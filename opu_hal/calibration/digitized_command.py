@@ -56,7 +56,7 @@ def run_digitized_plan(
             args.delta,
             found,
             f"{profile.label}: digitized reads, d = {dimension}, k = {k:g}, {shape.steps} steps of "
-            f"{shape.batch_size} of {shape.dataset_size} (fixed)",
+            f"{shape.batch_size} of {shape.dataset_size} ({shape.sampling})",
             args.plot,
         )
     box = (
@@ -106,7 +106,7 @@ def _print_result(result: dict, shape: RunShape, args: argparse.Namespace) -> No
     """The plan's text form: the run, the camera's read law, and the reads per count or the refusal."""
     print(
         f"{result['profile']}: digitized mechanism, target epsilon {args.target_epsilon:g} at delta {args.delta:g}, "
-        f"{shape.steps} steps of {shape.batch_size} of {shape.dataset_size} (fixed), "
+        f"{shape.steps} steps of {shape.batch_size} of {shape.dataset_size} ({shape.sampling}), "
         f"d = {result['dimension']}, k = {result['lattice_resolution']:g}"
     )
     print(f"  camera: {result['camera']}")
@@ -177,7 +177,9 @@ def fewest_reads(
     ``target_epsilon`` (with that epsilon), or None; ``trace`` receives every (reads, epsilon) tried."""
     dimension, k = _lattice(shape)
     lattice = DigitizedLattice(SkellamLattice(dimension, 1.0, k, analysis), law, max_reads=max_reads)
-    found = fewest_box_reads(lattice, shape.dataset_size, shape.batch_size, shape.steps, target_epsilon, delta, trace)
+    found = fewest_box_reads(
+        lattice, shape.dataset_size, shape.batch_size, shape.steps, target_epsilon, delta, trace, shape.sampling
+    )
     return lattice, found
 
 

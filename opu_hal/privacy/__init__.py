@@ -5,7 +5,7 @@ Consumes numbers only (noise multipliers, sampling, steps), never a device.
 
 from .accountant import Accountant, LedgerEntry
 from .budget import PrivacyBudget
-from .digitized_events import DigitizedNoiseEvent, FixedSizeDigitizedNoiseEvent
+from .digitized_events import DigitizedNoiseEvent, FixedSizeDigitizedNoiseEvent, PoissonDigitizedNoiseEvent
 from .events import (
     DEFAULT_ORDERS,
     EVENT_TYPES,
@@ -26,11 +26,11 @@ from .paper_events import (
     SampledWithRejectionGaussianEvent,
     UnboundedEvent,
 )
-from .rounding import FixedSizeRoundedSkellamEvent, RoundedSkellamEvent
+from .rounding import FixedSizeRoundedSkellamEvent, PoissonRoundedSkellamEvent, RoundedSkellamEvent
 
 # Every built-in event module is imported here so that its events register (``register_event``) and
 # any ledger this package wrote restores, whichever modules the restoring process imported.
-from .skellam import FixedSizeSkellamEvent, SkellamEvent
+from .skellam import FixedSizeSkellamEvent, PoissonSkellamEvent, SkellamEvent
 
 __all__ = [
     "Accountant",
@@ -44,6 +44,9 @@ __all__ = [
     "FixedSizeGaussianEvent",
     "FixedSizeSkellamEvent",
     "FixedSizeRoundedSkellamEvent",
+    "PoissonDigitizedNoiseEvent",
+    "PoissonRoundedSkellamEvent",
+    "PoissonSkellamEvent",
     "RoundedSkellamEvent",
     "GaussianEvent",
     "LedgerEntry",

@@ -24,7 +24,12 @@ from .digitized_box import BOX_POINTS, box_cameras
 from .events import Event, Neighboring, PrivacyParameterError, _positive, is_count, register_event
 from .pmf_rdp import pmf_coefficients
 from .rounding import MAX_ORDER
-from .subsampling import check_fixed_batch, subsampled_without_replacement_rdp
+from .subsampling import (
+    check_fixed_batch,
+    check_sampling_rate,
+    poisson_subsampled_rdp,
+    subsampled_without_replacement_rdp,
+)
 
 
 @functools.lru_cache(maxsize=1024)  # a speckle law's bins: up to a few hundred grid cameras per reads count
@@ -153,5 +158,23 @@ class FixedSizeDigitizedNoiseEvent(DigitizedNoiseEvent):
         return subsampled_without_replacement_rdp(self.base_rdp, self.batch_size / self.dataset_size, orders)
 
 
-for _cls in (DigitizedNoiseEvent, FixedSizeDigitizedNoiseEvent):
+@dataclass(frozen=True)
+class PoissonDigitizedNoiseEvent(DigitizedNoiseEvent):
+    """:class:`DigitizedNoiseEvent` on a batch in which every example is included with probability
+    ``sampling_rate`` (add/remove; Zhu and Wang 2019, Theorem 6), as DP-DFA with ``--sampling poisson``
+    uses it. The total variation (5) is charged in full at every step (not amplified)."""
+
+    sampling_rate: float = 1.0
+    kind: ClassVar[str] = "poisson_digitized_noise"
+    relations: ClassVar[tuple[str, ...]] = ("add_remove",)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_sampling_rate(self.sampling_rate)
+
+    def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
+        return poisson_subsampled_rdp(self.base_rdp, self.sampling_rate, orders)
+
+
+for _cls in (DigitizedNoiseEvent, FixedSizeDigitizedNoiseEvent, PoissonDigitizedNoiseEvent):
     register_event(_cls)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -25,9 +26,9 @@ from ..contract.noise import DigitizedReadLaw
 from .digitized import MAX_READS, CameraRead, read_pmf
 from .digitized_bins import binned_cameras
 from .digitized_box import BOX_POINTS, box_cameras
-from .digitized_events import FixedSizeDigitizedNoiseEvent
+from .digitized_events import DigitizedNoiseEvent, FixedSizeDigitizedNoiseEvent, PoissonDigitizedNoiseEvent
 from .events import PrivacyParameterError
-from .skellam import SkellamLattice
+from .skellam import SkellamLattice, lattice_relation
 
 
 @functools.lru_cache(maxsize=1024)
@@ -104,9 +105,13 @@ class DigitizedLattice:
         wanted = (noise_multiplier * self.lattice.l2_sensitivity) ** 2 / (2 * self.read_variance)
         return int(min(self.max_reads, max(1, math.ceil(wanted * (1 - 1e-12)))))
 
-    def event_for_reads(self, dataset_size: int, batch_size: int, reads: int) -> FixedSizeDigitizedNoiseEvent:
-        low = low_camera(self.law)
-        return FixedSizeDigitizedNoiseEvent(
+    def event_for_reads(
+        self, dataset_size: int, batch_size: int, reads: int, sampling: str = "fixed"
+    ) -> DigitizedNoiseEvent:
+        """The event of one release at ``reads`` per count: a fixed-size batch (replace-one), or with
+        ``sampling="poisson"`` each example included with probability ``batch_size / dataset_size``."""
+        low, law = low_camera(self.law), self.law
+        fields = (
             low.mean_e,
             low.read_noise_e,
             low.gain_e_per_dn,
@@ -116,20 +121,26 @@ class DigitizedLattice:
             reads,
             self.lattice.l2_sensitivity,
             self.lattice.dimension,
-            mean_e_high=self.law.mean_e[1],
-            read_noise_e_high=self.law.read_noise_e[1],
-            box_points=self.box_points,
-            gain_e_per_dn_high=self.law.gain_e_per_dn_high,
-            black_level_dn_high=self.law.black_level_dn_high,
-            full_well_e_high=self.law.full_well_e_high,
-            mean_bins=self.law.mean_bins,
-            dataset_size=dataset_size,
-            batch_size=batch_size,
         )
+        box: dict[str, Any] = {
+            "mean_e_high": law.mean_e[1],
+            "read_noise_e_high": law.read_noise_e[1],
+            "box_points": self.box_points,
+            "gain_e_per_dn_high": law.gain_e_per_dn_high,
+            "black_level_dn_high": law.black_level_dn_high,
+            "full_well_e_high": law.full_well_e_high,
+            "mean_bins": law.mean_bins,
+        }
+        if sampling == "poisson":
+            return PoissonDigitizedNoiseEvent(*fields, **box, sampling_rate=batch_size / dataset_size)
+        lattice_relation(sampling)
+        return FixedSizeDigitizedNoiseEvent(*fields, **box, dataset_size=dataset_size, batch_size=batch_size)
 
-    def event(self, dataset_size: int, batch_size: int, noise_multiplier: float) -> FixedSizeDigitizedNoiseEvent:
-        """The fixed-size-batch event of one release at ``reads(noise_multiplier)`` reads per count."""
-        return self.event_for_reads(dataset_size, batch_size, self.reads(noise_multiplier))
+    def event(
+        self, dataset_size: int, batch_size: int, noise_multiplier: float, sampling: str = "fixed"
+    ) -> DigitizedNoiseEvent:
+        """The event of one release at ``reads(noise_multiplier)`` reads per count."""
+        return self.event_for_reads(dataset_size, batch_size, self.reads(noise_multiplier), sampling)
 
     def noise_std(self, reads: int) -> float:
         """Std of ``K`` in update units at the box's least-variance camera, ``sqrt(2 reads v) / gamma``."""
@@ -144,15 +155,17 @@ def fewest_box_reads(
     target_epsilon: float,
     delta: float,
     trace: list[tuple[int, float]] | None = None,
+    sampling: str = "fixed",
 ) -> tuple[int, float] | None:
     """Fewest reads per count whose run of ``steps`` box events reaches ``(target_epsilon, delta)``, and
     its epsilon (doubling from one read, then bisection: epsilon falls with the reads; the answer is
-    re-checked); None if ``lattice.max_reads`` does not. Each (reads, epsilon) evaluated is appended to ``trace``."""
+    re-checked); None if ``lattice.max_reads`` does not. ``sampling``: ``fixed`` (replace-one) or
+    ``poisson`` (add/remove). Each (reads, epsilon) evaluated is appended to ``trace``."""
     from .accountant import Accountant
 
     def epsilon(reads: int) -> float:
-        accountant = Accountant("replace_one")
-        accountant.step(lattice.event_for_reads(dataset_size, batch_size, reads), steps)
+        accountant = Accountant(lattice_relation(sampling))
+        accountant.step(lattice.event_for_reads(dataset_size, batch_size, reads, sampling), steps)
         found = accountant.get_epsilon(delta)
         if trace is not None:
             trace.append((reads, found))

@@ -62,7 +62,12 @@ import numpy as np
 from scipy.special import gammaln, ive
 
 from .events import Event, Neighboring, PrivacyParameterError, _positive, register_event
-from .subsampling import check_fixed_batch, subsampled_without_replacement_rdp
+from .subsampling import (
+    check_fixed_batch,
+    check_sampling_rate,
+    poisson_subsampled_rdp,
+    subsampled_without_replacement_rdp,
+)
 
 MAX_ORDER = 64
 MIN_POISSON_MEAN = 4.0
@@ -261,5 +266,29 @@ class FixedSizeRoundedSkellamEvent(Event):
         return subsampled_without_replacement_rdp(base, self.batch_size / self.dataset_size, orders)
 
 
-for _cls in (RoundedSkellamEvent, FixedSizeRoundedSkellamEvent):
+@dataclass(frozen=True)
+class PoissonRoundedSkellamEvent(Event):
+    """:class:`RoundedSkellamEvent` on a batch in which every example is included with probability
+    ``sampling_rate`` (add/remove; Zhu and Wang 2019, Theorem 6), as DP-DFA with device noise and
+    ``--sampling poisson`` uses it."""
+
+    sampling_rate: float
+    l2_sensitivity: float
+    poisson_mean: float
+    kind: ClassVar[str] = "poisson_rounded_skellam"
+    relations: ClassVar[tuple[str, ...]] = ("add_remove",)
+
+    def __post_init__(self) -> None:
+        check_sampling_rate(self.sampling_rate)
+        _positive("l2_sensitivity", self.l2_sensitivity)
+        _positive("poisson_mean", self.poisson_mean)
+
+    def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
+        def base(alphas: np.ndarray) -> np.ndarray:
+            return rounded_skellam_rdp(alphas, self.l2_sensitivity, self.poisson_mean)
+
+        return poisson_subsampled_rdp(base, self.sampling_rate, orders)
+
+
+for _cls in (RoundedSkellamEvent, FixedSizeRoundedSkellamEvent, PoissonRoundedSkellamEvent):
     register_event(_cls)

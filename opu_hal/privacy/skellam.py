@@ -45,7 +45,11 @@ electrons is ``P`` plus independent noise (post-processing). Other gains are ref
 **Subsampling.** DP-DFA draws fixed-size batches without replacement (replace-one): the amplified
 curve is the general bound of Wang, Balle and Kasiviswanathan 2019 ("Subsampled Renyi Differential
 Privacy and Analytical Moments Accountant", Theorem 9) for a base mechanism whose
-``eps(infinity) = infinity``, capped by the unamplified curve (joint convexity again).
+``eps(infinity) = infinity``, capped by the unamplified curve (joint convexity again). With
+``--sampling poisson`` every example joins each batch with probability ``q = m / N`` (add/remove, so
+the sensitivity is one example's clipped term, not two): the amplified curve is Zhu and Wang's general
+upper bound for any base mechanism ("Poisson Subsampled Renyi Differential Privacy", ICML 2019,
+Theorem 6), capped the same way (:func:`.subsampling.poisson_subsampled_rdp`).
 """
 
 from __future__ import annotations
@@ -58,8 +62,14 @@ import numpy as np
 
 from .events import Event, Neighboring, PrivacyParameterError, _positive, register_event
 from .inverse import smallest_noise_multiplier
-from .rounding import FixedSizeRoundedSkellamEvent
-from .subsampling import check_fixed_batch, integer_orders, subsampled_without_replacement_rdp
+from .rounding import FixedSizeRoundedSkellamEvent, PoissonRoundedSkellamEvent
+from .subsampling import (
+    check_fixed_batch,
+    check_sampling_rate,
+    integer_orders,
+    poisson_subsampled_rdp,
+    subsampled_without_replacement_rdp,
+)
 
 if TYPE_CHECKING:
     from .run_shape import RunShape
@@ -78,6 +88,18 @@ def skellam_rdp(orders: np.ndarray, l2_sensitivity: float, l1_sensitivity: float
 
 
 ANALYSES = ("per-coordinate", "worst-case")
+#: The samplings the lattice events cover, and the neighbouring relation each is accounted under.
+LATTICE_SAMPLINGS: dict[str, Neighboring] = {"fixed": "replace_one", "poisson": "add_remove"}
+
+
+def lattice_relation(sampling: str) -> Neighboring:
+    """The neighbouring relation a lattice event of ``sampling`` is accounted under, or refuse."""
+    if sampling not in LATTICE_SAMPLINGS:
+        raise PrivacyParameterError(
+            "the lattice mechanisms (device noise) are accounted for fixed-size batches (replace-one) or "
+            f"Poisson sampling (add/remove), got sampling {sampling!r}"
+        )
+    return LATTICE_SAMPLINGS[sampling]
 
 
 @dataclass(frozen=True)
@@ -127,9 +149,17 @@ class SkellamLattice:
     def l1_sensitivity(self) -> float:
         return (self.resolution + 1) * self.dimension
 
-    def event(self, dataset_size: int, batch_size: int, noise_multiplier: float) -> Event:
-        """The fixed-size-batch event of one release at ``noise_multiplier`` under this analysis."""
+    def event(self, dataset_size: int, batch_size: int, noise_multiplier: float, sampling: str = "fixed") -> Event:
+        """The event of one release at ``noise_multiplier`` under this analysis: a fixed-size batch
+        (replace-one), or with ``sampling="poisson"`` each example included with probability
+        ``batch_size / dataset_size`` (add/remove)."""
         mean = self.poisson_mean(noise_multiplier)
+        if sampling == "poisson":
+            rate = batch_size / dataset_size
+            if self.per_coordinate:
+                return PoissonRoundedSkellamEvent(rate, self.l2_sensitivity, mean)
+            return PoissonSkellamEvent(rate, self.l2_sensitivity, self.l1_sensitivity, mean)
+        lattice_relation(sampling)
         if self.per_coordinate:
             return FixedSizeRoundedSkellamEvent(dataset_size, batch_size, self.l2_sensitivity, mean)
         return FixedSizeSkellamEvent(dataset_size, batch_size, self.l2_sensitivity, self.l1_sensitivity, mean)
@@ -190,7 +220,32 @@ class FixedSizeSkellamEvent(Event):
         return subsampled_without_replacement_rdp(base, self.batch_size / self.dataset_size, orders)
 
 
-for _cls in (SkellamEvent, FixedSizeSkellamEvent):
+@dataclass(frozen=True)
+class PoissonSkellamEvent(Event):
+    """The lattice Skellam mechanism on a batch in which every example is included with probability
+    ``sampling_rate`` (add/remove; Zhu and Wang 2019, Theorem 6)."""
+
+    sampling_rate: float
+    l2_sensitivity: float
+    l1_sensitivity: float
+    poisson_mean: float
+    kind: ClassVar[str] = "poisson_skellam"
+    relations: ClassVar[tuple[str, ...]] = ("add_remove",)
+
+    def __post_init__(self) -> None:
+        check_sampling_rate(self.sampling_rate)
+        _positive("l2_sensitivity", self.l2_sensitivity)
+        _positive("l1_sensitivity", self.l1_sensitivity)
+        _positive("poisson_mean", self.poisson_mean)
+
+    def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
+        def base(alphas: np.ndarray) -> np.ndarray:
+            return skellam_rdp(alphas, self.l2_sensitivity, self.l1_sensitivity, self.poisson_mean)
+
+        return poisson_subsampled_rdp(base, self.sampling_rate, orders)
+
+
+for _cls in (SkellamEvent, FixedSizeSkellamEvent, PoissonSkellamEvent):
     register_event(_cls)
 
 
@@ -198,13 +253,11 @@ def required_poisson_mean(target_epsilon: float, delta: float, shape: RunShape) 
     """Smallest Poisson mean per count (``lambda``) for which the lattice Skellam mechanism reaches
     ``(target_epsilon, delta)`` over the described run: ``shape`` (a calibration ``RunShape``)
     gives ``dataset_size``, ``batch_size``, ``steps``, ``dimension`` ``d`` and
-    ``lattice_resolution`` ``k``; sampling must be ``fixed`` (the only sampling this event covers,
-    WBK Theorem 9). The lattice makes the answer independent of the update's scale: the
+    ``lattice_resolution`` ``k``; sampling ``fixed`` (replace-one, WBK Theorem 9) or ``poisson``
+    (add/remove, Zhu-Wang Theorem 6). The lattice makes the answer independent of the update's scale: the
     sensitivities are ``(k + 1) sqrt(d)`` and ``(k + 1) d`` lattice units (:class:`SkellamLattice`)."""
-    if getattr(shape, "sampling", "fixed") != "fixed":
-        raise PrivacyParameterError(
-            f"the lattice Skellam mechanism is accounted for fixed-size batches (--sampling fixed), got {shape.sampling!r}"
-        )
+    sampling = getattr(shape, "sampling", "fixed")
+    relation = lattice_relation(sampling)
     dimension, resolution = getattr(shape, "dimension", None), getattr(shape, "lattice_resolution", None)
     if not (isinstance(dimension, int) and dimension >= 1 and resolution is not None and resolution > 0):
         raise PrivacyParameterError(
@@ -215,7 +268,7 @@ def required_poisson_mean(target_epsilon: float, delta: float, shape: RunShape) 
     lattice = SkellamLattice(dimension, 1.0, float(resolution), analysis)
 
     def event_for(z: float) -> Event:
-        return lattice.event(shape.dataset_size, shape.batch_size, z)
+        return lattice.event(shape.dataset_size, shape.batch_size, z, sampling)
 
-    z = smallest_noise_multiplier(event_for, shape.steps, target_epsilon, delta, "replace_one")
+    z = smallest_noise_multiplier(event_for, shape.steps, target_epsilon, delta, relation)
     return lattice.poisson_mean(z)

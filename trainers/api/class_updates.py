@@ -25,7 +25,7 @@ from opu_hal.privacy import Event
 
 from ..core.clipping import clip_norm
 from ..core.sampling import step_generator
-from ..methods.dfa_noise import fixed_size_event
+from ..methods.dfa_noise import step_event
 from ..methods.dfa_sensitivity import DFASensitivity, spectral_feedback
 from .class_hybrid import BackpropRecords, backprop_layers
 from .cut_tap import CutRecord, CutTap, error_and_scale, named_layers
@@ -117,7 +117,7 @@ class NamedDFAClipping:
             return [(e @ b.T.to(e)).reshape(c.shape).to(c.dtype) for b, c in zip(self.feedback, cuts)]
 
     def event(self, z: float, lattice: Lattice = None) -> Event:
-        return fixed_size_event(lattice, self.dataset_size, self.batch_size, z)
+        return step_event(lattice, self.dataset_size, self.batch_size, z)
 
     def clipped(self) -> torch.Tensor:
         """The flattened averaged update ``clip(delta)^T clip(h, tau_h) / m`` per layer (before noise)."""

@@ -23,7 +23,7 @@ from opu_hal.privacy import Event, PoissonGaussianEvent
 from ..core.clipping import clip_norm
 from ..core.per_example import clip_scale
 from ..core.sampling import step_generator
-from ..methods.dfa_noise import fixed_size_event
+from ..methods.dfa_noise import step_event
 from ..methods.dfa_sensitivity import DFASensitivity, spectral_feedback
 from .cut_tap import error_and_scale
 from .layers import LinearChain, UnsupportedModelError, linear_chain
@@ -171,7 +171,7 @@ class DFAClipping:
         return None, [None] * len(self.tap.params)  # no un-noised gradient reaches .grad
 
     def event(self, z: float, lattice: Lattice = None) -> Event:
-        return fixed_size_event(lattice, self.dataset_size, self.batch_size, z)
+        return step_event(lattice, self.dataset_size, self.batch_size, z)
 
     def deltas(self, error: torch.Tensor, preacts: list[torch.Tensor]) -> list[torch.Tensor]:
         """``(B^{l+1} e) * phi'(z^l)`` per hidden layer and ``gamma beta e`` at the output, ``e`` clipped to ``tau_e``."""

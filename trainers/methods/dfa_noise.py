@@ -1,13 +1,13 @@
 """How DP-DFA's averaged update is released and accounted (issues 12 and 36; the module docstring of
 :mod:`trainers.methods.dp_dfa`): software Gaussian noise, or the device's Skellam counts or digitized
-reads on a lattice, and the matching fixed-size accounting event. The loop's
+reads on a lattice, and the matching accounting event (fixed-size or Poisson sampling). The loop's
 :class:`~trainers.methods.dp_dfa.DPDFA` and ``trainers.api``'s dp-dfa share these."""
 
 from __future__ import annotations
 
 from opu_hal import Device, DeviceUnavailable
 from opu_hal.contract.errors import CalibrationError
-from opu_hal.privacy import Event, FixedSizeGaussianEvent, PrivacyParameterError
+from opu_hal.privacy import Event, FixedSizeGaussianEvent, PoissonGaussianEvent, PrivacyParameterError
 from opu_hal.privacy.digitized_lattice import DigitizedLattice
 from opu_hal.privacy.mechanisms import DigitizedRelease, GaussianRelease, SkellamRelease
 from opu_hal.privacy.skellam import SkellamLattice
@@ -69,10 +69,17 @@ def dp_dfa_release(
     return SkellamRelease(device, lattice, lattice.poisson_mean(z), generator)  # type: ignore[arg-type]
 
 
-def fixed_size_event(
-    lattice: SkellamLattice | DigitizedLattice | None, dataset_size: int, batch_size: int, z: float
+def step_event(
+    lattice: SkellamLattice | DigitizedLattice | None,
+    dataset_size: int,
+    batch_size: int,
+    z: float,
+    sampling: str = "fixed",
 ) -> Event:
-    """One step's accounting event: fixed-size sampled Gaussian, or the lattice's discrete event."""
+    """One step's accounting event: the sampled Gaussian (fixed-size or Poisson), or the lattice's
+    discrete event under the same sampling."""
     if lattice is None:
+        if sampling == "poisson":
+            return PoissonGaussianEvent(batch_size / dataset_size, z)
         return FixedSizeGaussianEvent(dataset_size, batch_size, z)
-    return lattice.event(dataset_size, batch_size, z)
+    return lattice.event(dataset_size, batch_size, z, sampling)

@@ -18,6 +18,8 @@ example adds or removes its own clipped term, so the factor 2 of replace-one goe
 the Poisson subsampled Gaussian (``PoissonGaussianEvent``). At equal epsilon this carries 2.9 to 4
 times less absolute noise than the paper's fixed-size batches accounted under replace-one
 (``python -m scripts.analysis.dfa_sampling_noise``), the same relation and accounting as DP-SGD.
+With device noise each step is the lattice event under Poisson sampling (Zhu and Wang 2019,
+Theorem 6: ``PoissonRoundedSkellamEvent``, ``PoissonSkellamEvent``, ``PoissonDigitizedNoiseEvent``).
 
 Hybrid BP/DFA for a CNN (section 4, "Handling convolutional layers"; :mod:`trainers.core.cnn`): the
 linear layers of the head get the DP-DFA updates above, and the conv layers ``1..l`` the gradient of
@@ -45,7 +47,7 @@ from typing import Any
 
 import torch
 
-from opu_hal.privacy import Event, PoissonGaussianEvent
+from opu_hal.privacy import Event
 from opu_hal.privacy.digitized_lattice import DigitizedLattice
 from opu_hal.privacy.events import Neighboring
 from opu_hal.privacy.mechanisms import DigitizedRelease, GaussianRelease, SkellamRelease
@@ -74,7 +76,7 @@ from .base import (
     output_error,
     set_linear_grads,
 )
-from .dfa_noise import device_lattice, dp_dfa_release, fixed_size_event
+from .dfa_noise import device_lattice, dp_dfa_release, step_event
 from .dfa_sensitivity import DFASensitivity, spectral_feedback
 from .private_defaults import DP_DFA_DEFAULTS
 
@@ -117,12 +119,6 @@ class DPDFA(GaussianNoiseMethod):
                 "replace-one) or poisson (add/remove)"
             )
         self.neighboring = self.neighboring_for(config)
-        if self.sampling == "poisson" and config.noise_source == "device":
-            raise TrainingConfigError(
-                "dp-dfa: --sampling poisson takes software noise; device noise is accounted "
-                "for fixed-size batches only (WBK Theorem 9): drop --sampling or "
-                "--noise-source device"
-            )
         generator = step_generator(config.seed, "feedback", 0)
         dfa_widths = [fc.out_features for fc in model.fcs] if isinstance(model, CNN) else model.hidden_widths
         self.feedback = [spectral_feedback(width, context.n_classes, config.beta, generator) for width in dfa_widths]
@@ -159,9 +155,7 @@ class DPDFA(GaussianNoiseMethod):
     # -- accounting ----------------------------------------------------------------------------
     def event_for(self, z: float) -> Event:
         size, batch = self.context.dataset_size, self.context.config.batch_size
-        if self.sampling == "poisson":
-            return PoissonGaussianEvent(batch / size, z)
-        return fixed_size_event(self.lattice, size, batch, z)
+        return step_event(self.lattice, size, batch, z, self.sampling)
 
     def set_noise_multiplier(self, z: float) -> None:
         self.noise_multiplier = float(z)
