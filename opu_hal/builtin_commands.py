@@ -181,7 +181,7 @@ def _register_privacy_commands(sub: argparse._SubParsersAction) -> None:
         choices=("gaussian", "skellam", "digitized"),
         default="gaussian",
         help="how device noise is accounted (default gaussian; skellam: the lattice mechanism of "
-        "dp-dfa --noise-source device, with --sampling fixed; digitized: the same lattice with "
+        "dp-dfa --noise-source device, with --sampling fixed or poisson; digitized: the same lattice with "
         "digitized reads at any gain, calibration optional)",
     )
     device.add_argument(

@@ -209,10 +209,13 @@ def test_dp_dfa_device_noise_on_a_digitized_camera_takes_the_digitized_route():
     # accounts a flat anchor (a speckle anchor: per bin of its kept pixels, tests/test_speckle_digitized.py)
     device = simulated_device(out_features=64, privacy_anchor="reference-beam")
     assert device.capabilities.digitized_noise and not device.capabilities.privacy_noise
-    config = cfg("dp-dfa", noise_source="device", noise_multiplier=1.0, epochs=1, alignment=False)
-    record = quiet_train(config, data=clusters(), device=device)
-    kinds = {entry["event"]["kind"] for entry in record["privacy"]["ledger"]["entries"]}
-    assert kinds == {"fixed_size_digitized_noise"}
+    for sampling, kind in (("fixed", "fixed_size_digitized_noise"), ("poisson", "poisson_digitized_noise")):
+        config = cfg(
+            "dp-dfa", noise_source="device", noise_multiplier=1.0, epochs=1, alignment=False, sampling=sampling
+        )
+        record = quiet_train(config, data=clusters(), device=device)
+        kinds = {entry["event"]["kind"] for entry in record["privacy"]["ledger"]["entries"]}
+        assert kinds == {kind}
 
 
 def test_dp_dfa_with_device_noise_charges_the_skellam_event_at_the_delivered_poisson_mean():

@@ -43,7 +43,7 @@ def add_privacy_arguments(p: argparse.ArgumentParser) -> None:
         choices=("poisson", "fixed", "rejection"),
         default=None,
         help="minibatch sampling: dp-sgd poisson or fixed, dp-dfa fixed (paper 002) or poisson "
-        "(add/remove, software noise), dp-ulr rejection (paper 004) "
+        "(add/remove, software or device noise), dp-ulr rejection (paper 004) "
         "({per_method})",
     )
     priv.add_argument(
