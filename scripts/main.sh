@@ -11,7 +11,10 @@
 # calibration and the generator, and writes results/main.json. First it calibrates the device (photon transfer, a few seconds): the privacy
 # counts are then planned with the calibration's lower bound on an anchor read, never the model's
 # own value. The network reads ScatterNet features (a fixed wavelet transform, no privacy cost;
-# computed once, about a minute, then cached). Extra arguments go to `opu-hal tune` (e.g. --epochs 15).
+# computed once, about a minute, then cached). Batches are Poisson-sampled (each example joins a batch
+# with probability 2048 / 54000; add/remove neighbours, the FashionMNIST training split's size public),
+# and the lattice resolution 36 makes one anchor read per count spend each run's share of the budget.
+# Extra arguments go to `opu-hal tune` (e.g. --epochs 15).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 cd "$ROOT"
@@ -20,6 +23,7 @@ CALIBRATION="results/calibration/main-$(basename "$PROFILE" .toml).json"
 opu-hal calibrate "$PROFILE" --temperatures 25 --exposures 400 --out "$CALIBRATION" | tail -n 3
 exec opu-hal tune --method dp-dfa --noise-source device --profile "$PROFILE" --calibration "$CALIBRATION" \
   --features scatter --hidden 256 --total-epsilon 8 --delta 1e-5 --epochs 30 --batch-size 2048 \
-  --optimizer adam --activation tanh --tau-h 5 --tau-e 0.05 --lattice-resolution 23 \
+  --optimizer adam --activation tanh --tau-h 5 --tau-e 0.05 --sampling poisson --public-dataset-size 54000 \
+  --lattice-resolution 36 \
   --space lr=1.5e-3,3e-3 --space lr_schedule=constant,cosine --k-distribution fixed --mean-runs 2 \
   --release best-candidate --out results/main.json "$@"

@@ -23,9 +23,10 @@ IN, OUT, ROWS = 8, 512, 600
 
 
 def device(reference: str = "speckle", **update) -> SimulatedDevice:
-    profile = opu_hal.load_profile("opu-sim").model_copy(
-        update={"in_features": IN, "out_features": OUT, "reference_field": reference, **update}
-    )
+    """``opu-sim`` reading every speckle pixel (no band), at a gain whose ADC step the read noise still
+    dithers at the dimmest reference pixel (``opu-sim``'s 20 e-/DN does not: it declares a band)."""
+    base = {"in_features": IN, "out_features": OUT, "reference_field": reference, "reference_band": None}
+    profile = opu_hal.load_profile("opu-sim").model_copy(update={**base, "gain_e_per_dn": 10.0, **update})
     dev = opu_hal.load_device(profile)
     assert isinstance(dev, SimulatedDevice)
     return dev
@@ -263,8 +264,44 @@ def test_a_calibration_names_the_reference_band_it_was_measured_with_and_refuses
 
     banded = opu_hal.load_profile("opu-sim-privacy")
     mine = profile_identity(banded, "linear")
-    assert mine.physics is not None and mine.physics["reference_band"] == [0.5, 1.5]
-    other = profile_identity(banded.model_copy(update={"reference_band": [0.5, 2.0]}), "linear")
+    assert mine.physics is not None and mine.physics["reference_band"] == [0.9, 1.4]
+    other = profile_identity(banded.model_copy(update={"reference_band": [0.9, 2.0]}), "linear")
     calibration = type("Cal", (), {"device": other})()
     with pytest.raises(CalibrationError, match="reference_band"):
         check_matches(calibration, mine, "opu-sim-privacy", Path("cal.json"))
+
+
+def test_rounding_must_be_dithered_at_the_dimmest_reference_pixel_at_the_coldest_allowed_temperature():
+    """The quietest frame of a linear projection is the anchor-only frame at the dimmest reference pixel
+    read: ``opu-sim``'s 20 e-/DN reading every speckle pixel (dimmest ~5e-4 of the mean, 6 e- of read
+    noise: 0.3 DN) is refused; its shipped band passes. ``opu-sim-privacy``'s band passes at 0 C, the
+    coldest it allows, and a lower end that passes only where the dark signal helps is refused."""
+    from opu_hal.contract.errors import ProfileError
+
+    sim = opu_hal.load_profile("opu-sim")
+    with pytest.raises(ProfileError, match=r"gain_e_per_dn.*dimmest reference pixel.*reference_band"):
+        opu_hal.load_device(sim.model_copy(update={"reference_band": [0.0, 50.0]}))
+    assert opu_hal.load_device(sim).reference.dimmest >= 0.35
+    private = opu_hal.load_profile("opu-sim-privacy")
+    opu_hal.load_device(private)
+    with pytest.raises(ProfileError, match=r"at 0 C \(temperature_min_c\)"):
+        opu_hal.load_device(private.model_copy(update={"reference_band": [0.75, 1.4]}))
+    opu_hal.load_device(private.model_copy(update={"reference_band": [0.75, 1.4], "temperature_min_c": 25.0}))
+
+
+def test_without_a_band_a_projection_reads_only_the_pixels_its_camera_dithers():
+    """No ``reference_band``: the pixels whose anchor-only frame has at least half a DN of random noise
+    (:mod:`opu_hal.backends.simulated.dither`); every pixel at 1 e-/DN; refused when too few pass."""
+    from opu_hal.backends.simulated.dither import MIN_DITHER_DN, dithered_low, frame_noise_e, profile_band
+    from opu_hal.contract.errors import ProfileError
+
+    profile = opu_hal.load_profile("opu-sim").model_copy(update={"reference_band": None})
+    low = dithered_low(profile)
+    assert 0.2 < low < 0.5 and profile_band(profile) == (low, 50.0)
+    dev = opu_hal.load_device(profile)
+    assert dev.reference.dimmest >= low
+    noise = frame_noise_e(profile, dev.anchor_e * dev.reference.dimmest)
+    assert noise >= MIN_DITHER_DN * profile.gain_e_per_dn * (1 - 1e-9)
+    assert profile_band(opu_hal.load_profile("opu-sim-dp")) is None  # 1 e-/DN: every pixel is dithered
+    with pytest.raises(ProfileError, match="an anchor-only frame at 9 x the mean reference"):
+        opu_hal.load_device(profile.model_copy(update={"gain_e_per_dn": 200.0}))

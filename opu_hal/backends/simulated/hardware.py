@@ -7,7 +7,6 @@ its declared noise model (the derivation in :mod:`.device`'s docstring) are ther
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -17,7 +16,7 @@ from ...camera.pixel_maps import dark_signal_map, light_response_map
 from ...contract.anchor_map import AnchorBoundMap
 from ...contract.capabilities import Capabilities
 from ...contract.device import Device
-from ...contract.errors import CalibrationError, ProfileError
+from ...contract.errors import CalibrationError
 from ...contract.frames import RawFrames
 from ...contract.noise import PrivacyCounts
 from ...contract.profile_base import CAMERA_PIXELS, DMD_MIRRORS
@@ -26,6 +25,7 @@ from ...randomness.seeding import stream_seed
 from ...runtime.compute import resolve_torch_device
 from ...runtime.memory import check_rows_fit
 from .camera import Sensor
+from .dither import check_dithered
 from .optics import TransmissionMatrix
 from .photons import electrons_per_pixel
 from .privacy_noise import (
@@ -44,7 +44,6 @@ from .speckle_digitized import calibrated_bounds, draw_speckle_digitized, speckl
 from .speckle_privacy import SpecklePrivacy, sensor_ceiling_e
 
 MIB = 1 << 20
-MIN_DITHER_DN = 0.5  # a frame's random noise, in ADC steps, below which rounding is not dithered
 PEAK_FACTOR = 12  # float32 copies of a row's input and output at the projection's peak
 
 
@@ -64,6 +63,7 @@ class SimulatedHardware(Device[SimulatedProfile]):
             cache_bytes=int(profile.cache_mb * MIB),
             device=self.compute,
         )
+        self._check_rounding_is_dithered()
         self.reference = ReferenceField.of_profile(profile, self.compute)
         # camera frames: training-quality noise from a seeded stream on the compute device
         self._camera_generator = torch.Generator(self.compute).manual_seed(stream_seed(profile.seed, "camera"))
@@ -77,23 +77,10 @@ class SimulatedHardware(Device[SimulatedProfile]):
         )
         self.saturated_pixels = 0
         self._speckle: SpecklePrivacy | None = None  # built on first use (the whole sensor's speckle)
-        self._check_rounding_is_dithered()
 
     def _check_rounding_is_dithered(self) -> None:
-        """Refuse a gain whose ADC step dwarfs a frame's random noise: rounding is then deterministic,
-        every value may be the same constant, and the Gaussian noise report (which counts rounding as
-        uniform noise) would be false. The quietest frame of a projection (the anchor-only frame in
-        linear mode, a half-lit frame in intensity mode) needs a random std of at least half a DN."""
-        sensor, p = self.sensor, self._profile
-        frame_e = self.anchor_e if p.mode == "linear" else self.signal_e / 2
-        std_e = math.sqrt(frame_e + sensor.dark_e + sensor.read_noise_e**2)
-        if std_e < MIN_DITHER_DN * p.gain_e_per_dn:
-            raise ProfileError(
-                f"profile {p.label!r}: key 'gain_e_per_dn' = {p.gain_e_per_dn:g} quantizes the signal away: "
-                f"{'an anchor-only' if p.mode == 'linear' else 'a half-lit'} frame's random noise is {std_e:.3g} e- = "
-                f"{std_e / p.gain_e_per_dn:.3g} DN, below {MIN_DITHER_DN:g} DN; use gain_e_per_dn <= "
-                f"{std_e / MIN_DITHER_DN:.4g} (or more light: anchor_power_uw, laser_power_uw, exposure_us)"
-            )
+        """:func:`.dither.check_dithered` at this profile's anchor and signal electrons."""
+        check_dithered(self._profile, self.anchor_e, self.signal_e)
 
     # -- operating point ---------------------------------------------------------------------
     @property

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Literal
 import torch
 
 from ...randomness.seeding import stream_seed
+from .dither import profile_band
 from .optics import TransmissionMatrix
 
 if TYPE_CHECKING:
@@ -138,9 +139,3 @@ def speckle_field(seed: int, pixels: int, band: tuple[float, float] | None) -> t
         if kept.numel() == pixels:
             return real[kept], imag[kept]
         candidates *= 2
-
-
-def profile_band(profile: SimulatedProfile) -> tuple[float, float] | None:
-    """The profile's ``reference_band`` as ``(low, high)``, or None."""
-    band = profile.reference_band
-    return None if band is None else (band[0], band[1])

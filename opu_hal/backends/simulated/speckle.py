@@ -25,8 +25,9 @@ import torch
 from ...camera.pixel_maps import dark_signal_map, light_response_map
 from ...randomness.seeding import stream_seed
 from .camera import Sensor
+from .dither import profile_band
 from .profile import SimulatedProfile
-from .reference import ReferenceField, profile_band
+from .reference import ReferenceField
 
 
 def defect_factors(seed: int, pixels: int, dead: float, dim: float, dim_factor: float) -> np.ndarray:
