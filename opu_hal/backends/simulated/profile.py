@@ -60,7 +60,7 @@ class SimulatedProfile(BaseProfile):
         max_length=2,
         description="speckle reference: read only pixels whose reference intensity over its mean lies in "
         "[low, high] (a dim reference is a noisy output, a bright one clips first and sets the noise bound); "
-        "None: every pixel",
+        "None: the pixels whose anchor-only frame dithers the ADC (every pixel at low gain; dither.py)",
     )
     dead_pixel_fraction: float = Field(0.0, ge=0.0, le=0.5, description="fraction of dead pixels (no response)")
     dim_pixel_fraction: float = Field(0.0, ge=0.0, le=0.5, description="fraction of dim pixels")
