@@ -69,7 +69,7 @@ def test_rounded_skellam_bound_holds_against_exact_subsampled_mixtures(poisson_m
     randomly rounded plus Skellam counts; the Poisson mixture's exact divergence in both directions is
     below the charged curve at every order."""
     c = 1.5
-    event = PoissonRoundedSkellamEvent(rate, c, poisson_mean)
+    event = PoissonRoundedSkellamEvent(c, poisson_mean, sampling_rate=rate)
     charged = event.rdp(INTEGER_ORDERS[:6], "add_remove")
     half = int(60 * math.sqrt(2 * poisson_mean) + 200)
     n = np.arange(-half, half + 1, dtype=np.float64)
@@ -137,7 +137,7 @@ def test_a_likelihood_ratio_attack_on_a_1d_instance_stays_within_the_charged_eps
     without, with_ = ([score[int(v)] for v in release(w)] for w in (False, True))
     found = empirical_epsilon(np.asarray(without), np.asarray(with_), 1e-5)
     accountant = Accountant("add_remove")
-    accountant.step(PoissonRoundedSkellamEvent(rate, c, mean), 1)
+    accountant.step(PoissonRoundedSkellamEvent(c, mean, sampling_rate=rate), 1)
     charged = accountant.get_epsilon(1e-5)
     assert 0.2 < found <= charged  # the attack finds a real effect, never more than the charge
 

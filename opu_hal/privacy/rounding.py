@@ -267,21 +267,18 @@ class FixedSizeRoundedSkellamEvent(Event):
 
 
 @dataclass(frozen=True)
-class PoissonRoundedSkellamEvent(Event):
+class PoissonRoundedSkellamEvent(RoundedSkellamEvent):
     """:class:`RoundedSkellamEvent` on a batch in which every example is included with probability
     ``sampling_rate`` (add/remove; Zhu and Wang 2019, Theorem 6), as DP-DFA with device noise and
     ``--sampling poisson`` uses it."""
 
-    sampling_rate: float
-    l2_sensitivity: float
-    poisson_mean: float
+    sampling_rate: float = 1.0
     kind: ClassVar[str] = "poisson_rounded_skellam"
     relations: ClassVar[tuple[str, ...]] = ("add_remove",)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         check_sampling_rate(self.sampling_rate)
-        _positive("l2_sensitivity", self.l2_sensitivity)
-        _positive("poisson_mean", self.poisson_mean)
 
     def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
         def base(alphas: np.ndarray) -> np.ndarray:

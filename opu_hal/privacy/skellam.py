@@ -157,8 +157,8 @@ class SkellamLattice:
         if sampling == "poisson":
             rate = batch_size / dataset_size
             if self.per_coordinate:
-                return PoissonRoundedSkellamEvent(rate, self.l2_sensitivity, mean)
-            return PoissonSkellamEvent(rate, self.l2_sensitivity, self.l1_sensitivity, mean)
+                return PoissonRoundedSkellamEvent(self.l2_sensitivity, mean, sampling_rate=rate)
+            return PoissonSkellamEvent(self.l2_sensitivity, self.l1_sensitivity, mean, sampling_rate=rate)
         lattice_relation(sampling)
         if self.per_coordinate:
             return FixedSizeRoundedSkellamEvent(dataset_size, batch_size, self.l2_sensitivity, mean)
@@ -221,22 +221,17 @@ class FixedSizeSkellamEvent(Event):
 
 
 @dataclass(frozen=True)
-class PoissonSkellamEvent(Event):
-    """The lattice Skellam mechanism on a batch in which every example is included with probability
+class PoissonSkellamEvent(SkellamEvent):
+    """:class:`SkellamEvent` on a batch in which every example is included with probability
     ``sampling_rate`` (add/remove; Zhu and Wang 2019, Theorem 6)."""
 
-    sampling_rate: float
-    l2_sensitivity: float
-    l1_sensitivity: float
-    poisson_mean: float
+    sampling_rate: float = 1.0
     kind: ClassVar[str] = "poisson_skellam"
     relations: ClassVar[tuple[str, ...]] = ("add_remove",)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         check_sampling_rate(self.sampling_rate)
-        _positive("l2_sensitivity", self.l2_sensitivity)
-        _positive("l1_sensitivity", self.l1_sensitivity)
-        _positive("poisson_mean", self.poisson_mean)
 
     def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
         def base(alphas: np.ndarray) -> np.ndarray:

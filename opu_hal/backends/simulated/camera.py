@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import torch
 
 from ...camera.physics import SensorPhysics
 from ...kernels.poisson import poisson, poisson_constant
 from ...runtime.compute import compiled_ready, triton_ready
+
+if TYPE_CHECKING:
+    from .profile import SimulatedProfile
 
 
 def shot_noise(mean_e: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -158,3 +161,22 @@ class Sensor(SensorPhysics):
         clipped |= (dn < 0) | (dn > self.max_dn)
         dn = dn.clamp_(0, self.max_dn)
         return (dn - self.black_level_dn) * self.gain_e_per_dn - dark, int(clipped.sum())
+
+
+def profile_sensor(
+    profile: SimulatedProfile, temperature_c: float, exposure_us: float, dark_map: torch.Tensor | None = None
+) -> Sensor:
+    """The camera of a simulated ``profile`` at an operating point (``dark_map``: its per-pixel DSNU)."""
+    return Sensor(
+        temperature_c=temperature_c,
+        exposure_us=exposure_us,
+        pixel_pitch_um=profile.pixel_pitch_um,
+        dark_fom_na_per_cm2=profile.dark_fom_na_per_cm2,
+        read_noise_e=profile.read_noise_e,
+        gain_e_per_dn=profile.gain_e_per_dn,
+        adc_bits=profile.adc_bits,
+        black_level_dn=profile.black_level_dn,
+        full_well_e=profile.full_well_e,
+        dark_map=dark_map,
+        dark_activation_ev=profile.dark_activation_ev,
+    )

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from ...camera.physics import SensorPhysics
 from ...contract.errors import ProfileError
+from .camera import profile_sensor
 from .photons import electrons_per_pixel
 
 if TYPE_CHECKING:
@@ -32,18 +33,7 @@ MAX_DITHERED_LOW = 9.0  # P(s_j >= 9) = 1.2e-4: a band starting higher keeps too
 
 def coldest_sensor(profile: SimulatedProfile) -> SensorPhysics:
     """The profile's camera at ``temperature_min_c`` (the least dark signal) and its own exposure."""
-    return SensorPhysics(
-        temperature_c=profile.temperature_min_c,
-        exposure_us=profile.exposure_us,
-        pixel_pitch_um=profile.pixel_pitch_um,
-        dark_fom_na_per_cm2=profile.dark_fom_na_per_cm2,
-        read_noise_e=profile.read_noise_e,
-        gain_e_per_dn=profile.gain_e_per_dn,
-        adc_bits=profile.adc_bits,
-        black_level_dn=profile.black_level_dn,
-        full_well_e=profile.full_well_e,
-        dark_activation_ev=profile.dark_activation_ev,
-    )
+    return profile_sensor(profile, profile.temperature_min_c, profile.exposure_us)
 
 
 def frame_noise_e(profile: SimulatedProfile, light_e: float) -> float:

@@ -24,7 +24,7 @@ from ...randomness.secure_random import SecureGenerator
 from ...randomness.seeding import stream_seed
 from ...runtime.compute import resolve_torch_device
 from ...runtime.memory import check_rows_fit
-from .camera import Sensor
+from .camera import Sensor, profile_sensor
 from .dither import check_dithered
 from .optics import TransmissionMatrix
 from .photons import electrons_per_pixel
@@ -101,20 +101,7 @@ class SimulatedHardware(Device[SimulatedProfile]):
 
     @property
     def sensor(self) -> Sensor:
-        p = self._profile
-        return Sensor(
-            temperature_c=self._temperature_c,
-            exposure_us=self._exposure_us,
-            pixel_pitch_um=p.pixel_pitch_um,
-            dark_fom_na_per_cm2=p.dark_fom_na_per_cm2,
-            read_noise_e=p.read_noise_e,
-            gain_e_per_dn=p.gain_e_per_dn,
-            adc_bits=p.adc_bits,
-            black_level_dn=p.black_level_dn,
-            full_well_e=p.full_well_e,
-            dark_map=self._dark_map,
-            dark_activation_ev=p.dark_activation_ev,
-        )
+        return profile_sensor(self._profile, self._temperature_c, self._exposure_us, self._dark_map)
 
     @property
     def signal_e(self) -> float:
