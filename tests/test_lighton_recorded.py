@@ -102,6 +102,20 @@ def test_a_lighton_profile_plans_digitized_noise_from_its_recorded_calibration_a
     assert law.frame_time_s == pytest.approx(1 / 340)  # CMV2000 datasheet, 10-bit mode for 8-bit reads
 
 
+def test_the_digitized_plan_follows_the_runs_sampling(lab, capsys):
+    """``--sampling poisson`` accounts the Poisson event (add/remove, Zhu-Wang Theorem 6), which needs no more
+    reads than fixed-size batches at the same target; ``rejection`` is refused by name."""
+    _, profile = lab
+    reads = {}
+    for sampling in ("fixed", "poisson"):
+        arguments = [*PLAN[:1], sampling, *PLAN[2:]]
+        assert main(["plan", "--profile", str(profile), "--mechanism", "digitized", *arguments, "--json"]) == 0
+        reads[sampling] = json.loads(capsys.readouterr().out)["reads_per_count"]
+    assert 1 <= reads["poisson"] <= reads["fixed"]
+    assert main(["plan", "--profile", str(profile), "--mechanism", "digitized", *PLAN[:1], "rejection", *PLAN[2:]]) == 2
+    assert "sampling 'rejection'" in capsys.readouterr().err
+
+
 def test_frames_recorded_at_a_relative_illumination_under_a_camera_serial_plan_too(lab, tmp_path):
     folder, path = lab
     shutil.copytree(folder / "frames", tmp_path / "frames")
