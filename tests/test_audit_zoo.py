@@ -235,6 +235,7 @@ SOUND = [
     ("dp-dfa", {"noise_source": "device"}),
     ("dp-dfa", {"noise_source": "device", "profile": "opu-sim-8bit"}),
     ("dp-dfa", {"sampling": "poisson", "batch_size": 50}),
+    ("dp-dfa", {"noise_source": "device", "sampling": "poisson", "batch_size": 50}),
     ("dp-dfa", {"batch_size": 50}),
     ("dp-sgd", {}),
     ("dp-sgd", {"batch_size": 50}),
@@ -245,7 +246,12 @@ SOUND = [
 
 @pytest.mark.parametrize("method, changes", SOUND, ids=[f"{m}-{c}" for m, c in SOUND])
 def test_a_sound_run_is_never_flagged(method, changes):
+    """The noise comes from OS entropy, so a sound run's report is flagged by chance with probability
+    at most the inspector's alpha (1e-3): one flag is inspected again with fresh noise, and a sound run
+    fails only when flagged twice (at most 1e-6); a broken mechanism is flagged every time."""
     report = _inspect(method, **changes)
+    if report.flagged:
+        report = _inspect(method, **changes)
     assert not report.flagged, report.table()
     assert len(report.rows) >= 5
 
