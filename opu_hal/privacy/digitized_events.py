@@ -25,9 +25,8 @@ from .events import Event, Neighboring, PrivacyParameterError, _positive, is_cou
 from .pmf_rdp import pmf_coefficients
 from .rounding import MAX_ORDER
 from .subsampling import (
+    PoissonSampled,
     check_fixed_batch,
-    check_sampling_rate,
-    poisson_subsampled_rdp,
     subsampled_without_replacement_rdp,
 )
 
@@ -159,21 +158,12 @@ class FixedSizeDigitizedNoiseEvent(DigitizedNoiseEvent):
 
 
 @dataclass(frozen=True)
-class PoissonDigitizedNoiseEvent(DigitizedNoiseEvent):
+class PoissonDigitizedNoiseEvent(PoissonSampled, DigitizedNoiseEvent):
     """:class:`DigitizedNoiseEvent` on a batch in which every example is included with probability
     ``sampling_rate`` (add/remove; Zhu and Wang 2019, Theorem 6), as DP-DFA with ``--sampling poisson``
     uses it. The total variation (5) is charged in full at every step (not amplified)."""
 
-    sampling_rate: float = 1.0
     kind: ClassVar[str] = "poisson_digitized_noise"
-    relations: ClassVar[tuple[str, ...]] = ("add_remove",)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_sampling_rate(self.sampling_rate)
-
-    def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
-        return poisson_subsampled_rdp(self.base_rdp, self.sampling_rate, orders)
 
 
 for _cls in (DigitizedNoiseEvent, FixedSizeDigitizedNoiseEvent, PoissonDigitizedNoiseEvent):

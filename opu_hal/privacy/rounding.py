@@ -63,9 +63,8 @@ from scipy.special import gammaln, ive
 
 from .events import Event, Neighboring, PrivacyParameterError, _positive, register_event
 from .subsampling import (
+    PoissonSampled,
     check_fixed_batch,
-    check_sampling_rate,
-    poisson_subsampled_rdp,
     subsampled_without_replacement_rdp,
 )
 
@@ -267,24 +266,12 @@ class FixedSizeRoundedSkellamEvent(Event):
 
 
 @dataclass(frozen=True)
-class PoissonRoundedSkellamEvent(RoundedSkellamEvent):
+class PoissonRoundedSkellamEvent(PoissonSampled, RoundedSkellamEvent):
     """:class:`RoundedSkellamEvent` on a batch in which every example is included with probability
     ``sampling_rate`` (add/remove; Zhu and Wang 2019, Theorem 6), as DP-DFA with device noise and
     ``--sampling poisson`` uses it."""
 
-    sampling_rate: float = 1.0
     kind: ClassVar[str] = "poisson_rounded_skellam"
-    relations: ClassVar[tuple[str, ...]] = ("add_remove",)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_sampling_rate(self.sampling_rate)
-
-    def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
-        def base(alphas: np.ndarray) -> np.ndarray:
-            return rounded_skellam_rdp(alphas, self.l2_sensitivity, self.poisson_mean)
-
-        return poisson_subsampled_rdp(base, self.sampling_rate, orders)
 
 
 for _cls in (RoundedSkellamEvent, FixedSizeRoundedSkellamEvent, PoissonRoundedSkellamEvent):

@@ -64,10 +64,9 @@ from .events import Event, Neighboring, PrivacyParameterError, _positive, regist
 from .inverse import smallest_noise_multiplier
 from .rounding import FixedSizeRoundedSkellamEvent, PoissonRoundedSkellamEvent
 from .subsampling import (
+    PoissonSampled,
     check_fixed_batch,
-    check_sampling_rate,
     integer_orders,
-    poisson_subsampled_rdp,
     subsampled_without_replacement_rdp,
 )
 
@@ -221,23 +220,11 @@ class FixedSizeSkellamEvent(Event):
 
 
 @dataclass(frozen=True)
-class PoissonSkellamEvent(SkellamEvent):
+class PoissonSkellamEvent(PoissonSampled, SkellamEvent):
     """:class:`SkellamEvent` on a batch in which every example is included with probability
     ``sampling_rate`` (add/remove; Zhu and Wang 2019, Theorem 6)."""
 
-    sampling_rate: float = 1.0
     kind: ClassVar[str] = "poisson_skellam"
-    relations: ClassVar[tuple[str, ...]] = ("add_remove",)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_sampling_rate(self.sampling_rate)
-
-    def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
-        def base(alphas: np.ndarray) -> np.ndarray:
-            return skellam_rdp(alphas, self.l2_sensitivity, self.l1_sensitivity, self.poisson_mean)
-
-        return poisson_subsampled_rdp(base, self.sampling_rate, orders)
 
 
 for _cls in (SkellamEvent, FixedSizeSkellamEvent, PoissonSkellamEvent):

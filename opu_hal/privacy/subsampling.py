@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 from scipy.special import gammaln
 
-from .events import PrivacyParameterError, _rate
+from .events import Event, Neighboring, PrivacyParameterError, _rate
 
 
 def check_fixed_batch(dataset_size: int, batch_size: int) -> None:
@@ -106,3 +108,23 @@ def poisson_subsampled_rdp(
             bound = float(np.logaddexp.reduce(np.concatenate(([first], terms)))) / (a - 1)
         out[index] = min(bound, float(cap))
     return out
+
+
+@dataclass(frozen=True)
+class PoissonSampled(Event):
+    """Mixin for an event of one release on a Poisson-sampled batch (each example included with
+    probability ``sampling_rate``; add/remove): the next class in the MRO gives the release's own curve,
+    amplified by :func:`poisson_subsampled_rdp`. Use as ``class E(PoissonSampled, BaseEvent)``."""
+
+    sampling_rate: float = 1.0
+    relations: ClassVar[tuple[str, ...]] = ("add_remove",)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_sampling_rate(self.sampling_rate)
+
+    def rdp(self, orders: np.ndarray, neighboring: Neighboring) -> np.ndarray:
+        def base(alphas: np.ndarray) -> np.ndarray:
+            return super(PoissonSampled, self).rdp(alphas, neighboring)  # type: ignore[safe-super]  # the concrete event after the mixin
+
+        return poisson_subsampled_rdp(base, self.sampling_rate, orders)
