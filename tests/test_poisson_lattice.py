@@ -6,6 +6,7 @@ and attacked with a likelihood-ratio test on a 1-D instance."""
 from __future__ import annotations
 
 import math
+from dataclasses import astuple
 
 import numpy as np
 import pytest
@@ -86,18 +87,7 @@ def test_digitized_bound_holds_against_exact_subsampled_mixtures(rate):
     """The same on the digitized reads of an 8-bit camera at 4 e-/DN (one read per count)."""
     camera = CameraRead(60.0, 3.0, 4.0, 8, 10.0, 10000.0)
     c = 2.0
-    event = PoissonDigitizedNoiseEvent(
-        camera.mean_e,
-        camera.read_noise_e,
-        camera.gain_e_per_dn,
-        camera.adc_bits,
-        camera.black_level_dn,
-        camera.full_well_e,
-        1,
-        c,
-        1,
-        sampling_rate=rate,
-    )
+    event = PoissonDigitizedNoiseEvent(*astuple(camera), 1, c, 1, sampling_rate=rate)  # the camera's six fields first
     charged = event.rdp(INTEGER_ORDERS[:5], "add_remove")
     noise = difference_pmf(camera, 1)
     support = noise.support
