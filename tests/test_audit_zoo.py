@@ -265,6 +265,8 @@ def test_a_run_charged_an_unbounded_event_says_what_was_not_inspected():
 def test_a_sound_centred_run_is_not_flagged_and_its_centring_is_inspected(monkeypatch, tmp_path):
     monkeypatch.setenv("OPU_HAL_CACHE", str(tmp_path))
     report = inspect(_centring_config(), data=tiny_images_dataset())
+    if report.flagged:  # by chance at most alpha = 1e-3 (fresh OS-entropy noise): inspected once more
+        report = inspect(_centring_config(), data=tiny_images_dataset())
     assert not report.flagged, report.table()
     assert any(row.mechanism.startswith("centring") for row in report.rows)
 
