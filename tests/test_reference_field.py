@@ -305,3 +305,16 @@ def test_without_a_band_a_projection_reads_only_the_pixels_its_camera_dithers():
     assert profile_band(opu_hal.load_profile("opu-sim-dp")) is None  # 1 e-/DN: every pixel is dithered
     with pytest.raises(ProfileError, match="an anchor-only frame at 9 x the mean reference"):
         opu_hal.load_device(profile.model_copy(update={"gain_e_per_dn": 200.0}))
+
+
+def test_the_privacy_anchor_is_cached_per_band_read_even_when_the_camera_derives_it():
+    """Two profiles that differ only in gain derive different bands (no ``reference_band``): each one's
+    privacy anchor at the projection's pixels is its own reference, not the other's cached speckle."""
+    from opu_hal.backends.simulated.speckle import speckle_anchor
+
+    small = {"in_features": IN, "out_features": OUT, "reference_band": None, "sensor_pixels": 4096}
+    profiles = [opu_hal.load_profile("opu-sim").model_copy(update={**small, "gain_e_per_dn": g}) for g in (20.0, 1.0)]
+    for profile in profiles * 2:
+        light = speckle_anchor(profile).relative_light[:OUT]
+        reference = ReferenceField.of_profile(profile, torch.device("cpu")).intensity.numpy()
+        assert np.allclose(light / reference, light[0] / reference[0])  # PRNU-free profile: proportional

@@ -111,7 +111,7 @@ def speckle_anchor(profile: SimulatedProfile) -> SpeckleAnchor:
         profile.seed,
         profile.in_features,
         profile.out_features,
-        str(profile.reference_band),
+        profile_band(profile),  # the pixels read (derived from the camera without a declared band)
         profile.sensor_pixels,
         profile.prnu_rms,
         profile.dead_pixel_fraction,
