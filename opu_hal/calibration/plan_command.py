@@ -38,13 +38,11 @@ def _check_plan_plot(path: str | None) -> None:
         raise CalibrationError(f"--plot {path}: {reason}")
 
 
-def _anchor_map(args: argparse.Namespace, profile) -> AnchorBoundMap | None:
-    """The speckle anchor's per-pixel map next to the calibration (refused when a speckle profile has none)."""
+def _anchor_map(args: argparse.Namespace, profile, cal_path: Path) -> AnchorBoundMap | None:
+    """The speckle anchor's per-pixel map next to the calibration ``cal_path`` (refused when a speckle
+    profile has none)."""
     if getattr(profile, "privacy_anchor", None) != "speckle" or args.mechanism != "skellam":
         return None
-    cal_path = Path(args.calibration or profile.calibration)
-    if args.calibration is None and profile.source is not None and not cal_path.is_absolute():
-        cal_path = Path(profile.source).parent / cal_path
     path = anchor_map_path(cal_path)
     if not path.exists():
         raise CalibrationError(
@@ -53,26 +51,29 @@ def _anchor_map(args: argparse.Namespace, profile) -> AnchorBoundMap | None:
     return load_anchor_map(path, profile.temperature_c, profile.exposure_us)
 
 
-def _plan_calibration_path(args: argparse.Namespace, profile) -> Path:
-    """The calibration file ``plan --profile`` reads: ``--calibration``, else the profile's, relative to it."""
+def _calibration_file(args: argparse.Namespace, profile) -> Path | None:
+    """The calibration file ``plan --profile`` reads: ``--calibration``, else the profile's, relative to it;
+    None when neither names one."""
     cal_path = args.calibration or profile.calibration
+    if cal_path is None:
+        return None
+    if args.calibration is None and profile.source is not None and not Path(cal_path).is_absolute():
+        return Path(profile.source).parent / cal_path
+    return Path(cal_path)
+
+
+def _plan_calibration(cal_path: Path | None, profile) -> tuple[Path, Calibration]:
+    """The calibration at ``cal_path`` (refused when there is none), checked against the profile as
+    train's device checks it."""
     if cal_path is None:
         raise CalibrationError(
             f"profile {profile.label!r} names no calibration: pass --calibration CAL (written by `opu-hal calibrate`)"
         )
-    if args.calibration is None and profile.source is not None and not Path(cal_path).is_absolute():
-        cal_path = Path(profile.source).parent / cal_path
-    return Path(cal_path)
-
-
-def _plan_calibration(args: argparse.Namespace, profile) -> Calibration:
-    """The calibration ``plan --profile`` reads, checked against the profile as train's device checks it."""
-    cal_path = _plan_calibration_path(args, profile)
     calibration = read_calibration(cal_path)
     from .identity import check_profile
 
     check_profile(calibration, profile, cal_path)
-    return calibration
+    return cal_path, calibration
 
 
 def _plan_figure(
@@ -103,19 +104,12 @@ def run_plan(args: argparse.Namespace) -> int:
     _check_plan_plot(getattr(args, "plot", None))
     profile = load_profile(args.profile)
     require_camera_profile(profile, "plan --profile")
+    cal_path = _calibration_file(args, profile)
     if args.mechanism == "digitized":
         from .digitized_command import run_digitized_plan
 
-        cal_path = args.calibration or profile.calibration
-        if (
-            cal_path is not None
-            and args.calibration is None
-            and profile.source is not None
-            and not Path(cal_path).is_absolute()
-        ):
-            cal_path = Path(profile.source).parent / cal_path
         return run_digitized_plan(args, profile, cal_path, shape_from_args(args))
-    calibration = _plan_calibration(args, profile)
+    cal_file, calibration = _plan_calibration(cal_path, profile)
     shape = shape_from_args(args)
     if args.mechanism == "skellam":
         plans = plan_skellam(
@@ -125,12 +119,11 @@ def run_plan(args: argparse.Namespace) -> int:
             args.delta,
             shape,
             required_poisson_mean,
-            _anchor_map(args, profile),
+            _anchor_map(args, profile, cal_file),
         )
     else:
-        path = _plan_calibration_path(args, profile)
         plans = plan_gaussian(
-            calibration, profile, args.target_epsilon, args.delta, shape, gaussian_noise_multiplier, path
+            calibration, profile, args.target_epsilon, args.delta, shape, gaussian_noise_multiplier, cal_file
         )
     reaching = [p for p in plans if p.reaches_target]
     rows = _plan_figure(args, profile, plans, shape) if getattr(args, "plot", None) else None
