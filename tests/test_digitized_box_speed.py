@@ -3,6 +3,8 @@ moment at once, and the fewest reads found by doubling then bisection."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -10,7 +12,8 @@ from opu_hal.contract.noise import DigitizedReadLaw
 from opu_hal.privacy import Accountant
 from opu_hal.privacy.digitized import CameraRead, difference_pmf
 from opu_hal.privacy.digitized_lattice import DigitizedLattice, fewest_box_reads
-from opu_hal.privacy.pmf_rdp import AccountedPMF
+from opu_hal.privacy.far_bound import THETA_CELLS, far_bounds
+from opu_hal.privacy.pmf_rdp import AccountedPMF, _far, pmf_coefficients
 from opu_hal.privacy.rounding import MAX_ORDER
 from opu_hal.privacy.skellam import SkellamLattice
 from tests.test_digitized_calibrated import LAW
@@ -84,3 +87,46 @@ def test_the_box_epsilon_is_never_below_the_epsilon_at_random_interior_points_of
             source="point",
         )
         assert epsilon(point) <= reported * (1 + 1e-12)
+
+
+def _full_grid_far(alpha: float, row: np.ndarray) -> float:
+    """The far bound on every theta cell, each cell at the larger end of its numerator."""
+    shifts = np.arange(1, len(row) - 1, dtype=np.float64)[:, None]
+    edges = np.linspace(0.0, 1.0, THETA_CELLS + 1)[None, :]
+    with np.errstate(divide="ignore"):
+        n = np.logaddexp(np.log1p(-edges) + (alpha - 1) * row[1:-1, None], np.log(edges) + (alpha - 1) * row[2:, None])
+    return float(np.max(np.maximum(n[:, :-1], n[:, 1:]) / ((alpha - 1) * (shifts + edges[:, :-1]) ** 2)))
+
+
+@pytest.mark.parametrize("monotone", [True, False])
+def test_the_coarse_to_fine_far_bound_equals_the_full_grid_of_theta_cells(monotone: bool) -> None:
+    rng = np.random.default_rng(7)
+    alphas = np.arange(2, MAX_ORDER + 1, dtype=np.float64)
+    shifts = np.arange(40, dtype=np.float64)
+    rows = 0.05 * shifts**2 * rng.uniform(0.7, 1.3, (len(alphas), 1)) * (1 + 0.01 * alphas[:, None])
+    if not monotone:  # E(s + 1) < E(s) somewhere: a cell's worst end is then its low end
+        rows *= rng.uniform(0.5, 1.5, rows.shape)
+    rows[:, 0] = 0.0
+    fast = far_bounds(alphas, rows)
+    assert np.array_equal(fast, [_full_grid_far(a, row) for a, row in zip(alphas, rows)])
+    per_order = [_far(int(a), row) for a, row in zip(alphas, rows)]  # high end only: never above the full grid
+    assert np.all(fast >= np.asarray(per_order) * (1 - 1e-15))
+
+
+@pytest.mark.parametrize("camera", CAMERAS)
+def test_a_symmetric_law_is_accounted_on_one_side_and_no_lower_than_on_both(camera: CameraRead) -> None:
+    noise = difference_pmf(camera, 2)
+    assert noise.symmetric and noise.support[0] == -noise.support[-1]
+    one_sided = AccountedPMF(noise, 4)
+    assert np.array_equal(one_sided.log_hi, one_sided.log_hi[::-1])
+    both = AccountedPMF(replace(noise, symmetric=False), 4)
+    alphas = np.arange(2, MAX_ORDER + 1, dtype=np.float64)
+    for s in (1, 2, 5):
+        two_sided = np.maximum(both.shift_log_moments(alphas, s), both.shift_log_moments(alphas, -s))
+        mirrored = one_sided.shift_log_moments(alphas, -s)
+        assert np.allclose(one_sided.shift_log_moments(alphas, s), mirrored, rtol=1e-13, atol=1e-13)
+        assert np.all(one_sided.shift_log_moments(alphas, s) <= two_sided + 1e-13)
+        assert np.allclose(one_sided.shift_log_moments(alphas, s), two_sided, rtol=1e-9, atol=1e-12)
+    kappa, tau = pmf_coefficients(noise, 4)
+    kappa_both, tau_both = pmf_coefficients(replace(noise, symmetric=False), 4)
+    assert np.allclose(kappa[2:], kappa_both[2:], rtol=1e-9) and tau >= tau_both

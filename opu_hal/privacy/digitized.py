@@ -11,10 +11,12 @@ so ``P(DN = d) = sum_e Pois(e; lambda_e) P(y in bin_d | e)`` with ``bin_d = [(d 
 clip atoms) (2). A count is the sum of ``n`` independent reads, a noise value the difference of two
 counts, ``K = C_1 - C_2`` (3): symmetric, in DN, with the black level cancelled (not its clipping).
 
-**Numerics, never optimistic** (:class:`NoisePMF`): (2) is evaluated in log space (``gammaln``,
-``log_ndtr``); every later step sums non-negative terms (direct convolution, no FFT), so each entry
-keeps a *relative* error ``<= rel_err`` (each sum of ``L`` positive terms adds ``L 2^-53`` plus
-``1e-13`` for the special functions). Entries below :data:`FLUSH` are set to 0 after each step and
+**Numerics, never optimistic** (:class:`NoisePMF`): (2) is evaluated in log space (the Poisson term
+in Loader's form, :mod:`.poisson_log_pmf`, which does not cancel; ``log_ndtr`` once per bin edge);
+every later step sums non-negative terms (direct convolution, no FFT), so each entry keeps a
+*relative* error ``<= rel_err`` (each sum of ``L`` positive terms adds ``L 2^-53``, plus
+:data:`_FUNC_REL` twice for the log-space evaluation: a few ulps of logs up to ``|log FLUSH| = 645``,
+1.1e-13 each; checked against mpmath in ``tests/test_digitized_precision.py``). Entries below :data:`FLUSH` are set to 0 after each step and
 products below the smallest normal double are lost; both, and the Poisson mass above the evaluated
 range, are charged to ``abs_err``, a bound on how much any entry may exceed its computed value:
 ``p(n) <= p_hat(n) (1 + rel_err) + abs_err`` and ``p(n) >= p_hat(n) (1 - rel_err) - abs_err``.
@@ -24,21 +26,23 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.special import gammaln, log_ndtr, logsumexp
+from scipy.special import log_ndtr, logsumexp
 
 from .events import PrivacyParameterError, _positive, is_count
+from .poisson_log_pmf import log_poisson_pmf
 
 FLUSH = 1e-280  # entries below are dropped (charged to abs_err); far above the subnormal range
 TINY = 2.3e-308  # a product below the smallest normal double may be lost
-_FUNC_REL = 1e-13  # relative error allowed for gammaln / log_ndtr / exp / log in one entry
+_FUNC_REL = 1e-12  # relative error allowed for the log-space terms of one entry: ulps of logs up to 645 in size
 _POISSON_SIGMAS = 45.0  # Poisson range evaluated: mean +- 45 sd (+ 800), the rest charged to abs_err
 MAX_READS = 4096
 _BIN_SIGMAS = 37.0  # bins beyond 37 read-noise sd of an electron count get P(bin | e) <= Phi(-37) < 1e-299
 SKIPPED_BIN = 1e-298  # charged to abs_err: bounds any skipped bin's mass (at most Phi(-37) summed over e)
 _CHUNK = 64  # electron counts per chunk of (2): each chunk evaluates only the bins within reach of its counts
+_ROW_FLOOR = -700.0  # electron counts below exp(-700) are left out of (2), their mass charged to abs_err
 
 
 @dataclass(frozen=True)
@@ -87,33 +91,52 @@ class CameraRead:
 @dataclass(frozen=True)
 class NoisePMF:
     """``p_hat(offset + i) = pmf[i]``, with the error bounds of the module docstring; ``span`` is the
-    number of integers where the true law may put mass (its finite support, computed part or not)."""
+    number of integers where the true law may put mass (its finite support, computed part or not);
+    ``symmetric``: the true law is known to be even, ``p(n) = p(-n)`` (a difference of i.i.d. counts)."""
 
     offset: int
     pmf: np.ndarray
     rel_err: float
     abs_err: float
     span: int
+    symmetric: bool = False
 
     @property
     def support(self) -> np.ndarray:
         return np.arange(self.offset, self.offset + len(self.pmf))
 
 
-def _log_bin(low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """``log(Phi(high) - Phi(low))`` for ``low < high`` (either may be infinite), without cancellation."""
-    low, high = np.broadcast_arrays(low, high)
-    out: np.ndarray = np.empty(low.shape)
-    upper = low >= 0  # both in the upper tail: use the symmetry Phi(b) - Phi(a) = Phi(-a) - Phi(-b)
-    a = np.where(upper, -high, low)
-    b = np.where(upper, -low, high)
-    la, lb = log_ndtr(a), log_ndtr(b)
+def _log_edge_tails(z: np.ndarray) -> np.ndarray:
+    """``log Phi(-|z|)``: the smaller tail at each standardized bin edge, the one value per edge that
+    :func:`_log_bins` needs (either may be infinite)."""
+    out: np.ndarray = log_ndtr(-np.abs(z))
+    return out
+
+
+def _log_bins(z: np.ndarray, tails: np.ndarray) -> np.ndarray:
+    """``log(Phi(z[..., c + 1]) - Phi(z[..., c]))`` of every bin between consecutive standardized edges,
+    without cancellation, from the edges' :func:`_log_edge_tails`: both edges in the upper tail use the
+    symmetry ``Phi(b) - Phi(a) = Phi(-a) - Phi(-b)``, both in the lower tail ``Phi(b) - Phi(a)``, and a
+    bin that straddles 0 is ``1 - Phi(a) - Phi(-b)`` (at least the larger half, > 0)."""
+    low, high = z[..., :-1], z[..., 1:]
+    tail_low, tail_high = tails[..., :-1], tails[..., 1:]
+    upper = low >= 0
+    big = np.where(upper, tail_low, tail_high)
+    small = np.where(upper, tail_high, tail_low)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = lb + np.log1p(-np.exp(la - lb))
-    straddle = (low < 0) & (high > 0)  # Phi(b) - Phi(a) = 1 - Phi(a) - Phi(-b), at least min(...) > 0
+        out: np.ndarray = big + np.log1p(-np.exp(small - big))
+    straddle = (low < 0) & (high > 0)
     if straddle.any():
-        lost = np.logaddexp(log_ndtr(low[straddle]), log_ndtr(-high[straddle]))
-        out[straddle] = np.log(-np.expm1(lost))
+        out[straddle] = np.log(-np.expm1(np.logaddexp(tail_low[straddle], tail_high[straddle])))
+    return out
+
+
+def _logsumexp_columns(x: np.ndarray) -> np.ndarray:
+    """``log(sum(exp(x)))`` of each column (``-inf`` for a column of ``-inf``); numpy only, for speed."""
+    top = np.max(x, axis=0)
+    top = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        out: np.ndarray = top + np.log(np.sum(np.exp(x - top), axis=0))
     return out
 
 
@@ -121,35 +144,39 @@ def read_log_pmf(camera: CameraRead) -> tuple[np.ndarray, float]:
     """``log P(DN = d)`` for ``d = 0 .. 2^bits - 1`` (eq. 2) and the Poisson mass left out (charged to
     ``abs_err`` by the caller). Each chunk of electron counts is evaluated only on the bins within
     :data:`_BIN_SIGMAS` read-noise sd of it; the others' mass, below ``Phi(-37)`` per count, is charged
-    as :data:`SKIPPED_BIN` (so a 16-bit camera costs its populated bins, not all 65 536)."""
+    as :data:`SKIPPED_BIN` (so a 16-bit camera costs its populated bins, not all 65 536); counts whose
+    probability is below ``exp(-700)`` (:data:`_ROW_FLOOR`, 1e-304) are left out, at most that each."""
     lam, g, sigma = camera.mean_e, camera.gain_e_per_dn, camera.read_noise_e
     spread = _POISSON_SIGMAS * math.sqrt(lam) + 800
     bottom, top = max(0, int(math.floor(lam - spread))), int(math.ceil(lam + spread))
     full_well = int(math.floor(camera.full_well_e))
     e = np.arange(bottom, min(top, full_well) + 1, dtype=np.float64)
-    log_pois = e * math.log(lam) - lam - gammaln(e + 1)
+    log_pois = log_poisson_pmf(e, lam)
     # Mass outside the evaluated range: beyond mean +- spread the pmf falls geometrically, ratio < 1 - 1e-4.
     left_out = math.exp(min(0.0, float(log_pois[0]) + math.log(1e4))) if bottom > 0 else 0.0
     if full_well <= top:  # min(e, FW): the whole upper tail sits at FW (Poisson sf, log space)
         tail = np.arange(full_well, max(top, full_well) + 1, dtype=np.float64)
-        log_tail = tail * math.log(lam) - lam - gammaln(tail + 1)
+        log_tail = log_poisson_pmf(tail, lam)
         log_pois[-1] = float(logsumexp(log_tail))
         left_out += math.exp(min(0.0, float(log_tail[-1]) + math.log(1e4)))
     else:
         left_out += math.exp(min(0.0, float(log_pois[-1]) + math.log(1e4)))
-    d = np.arange(camera.max_dn + 1, dtype=np.float64)
-    edges_low = (d - camera.black_level_dn - 0.5) * g
-    edges_high = edges_low + g
-    edges_low[0], edges_high[-1] = -np.inf, np.inf
-    out = np.full(len(d), -np.inf)
+    faint = log_pois < _ROW_FLOOR  # no bin they reach can hold more than exp(-700) of theirs: charged
+    left_out += float(np.count_nonzero(faint)) * math.exp(_ROW_FLOOR)
+    e, log_pois = e[~faint], log_pois[~faint]
+    d = np.arange(camera.max_dn + 2, dtype=np.float64)  # bin d spans edges d and d + 1
+    edges = (d - camera.black_level_dn - 0.5) * g
+    edges[0], edges[-1] = -np.inf, np.inf
+    out = np.full(len(d) - 1, -np.inf)
     reach = _BIN_SIGMAS * sigma  # a bin farther than this from every electron count of a chunk is skipped
     for start in range(0, len(e), _CHUNK):  # chunks of electron counts, each against the bins it reaches
         chunk = e[start : start + _CHUNK, None]
-        first = int(np.clip(math.floor((chunk[0, 0] - reach) / g + camera.black_level_dn - 0.5), 0, len(d) - 1))
-        last = int(np.clip(math.ceil((chunk[-1, 0] + reach) / g + camera.black_level_dn + 0.5), 0, len(d) - 1))
+        first = int(np.clip(math.floor((chunk[0, 0] - reach) / g + camera.black_level_dn - 0.5), 0, len(out) - 1))
+        last = int(np.clip(math.ceil((chunk[-1, 0] + reach) / g + camera.black_level_dn + 0.5), 0, len(out) - 1))
+        z = (edges[None, first : last + 2] - chunk) / sigma
+        log_bins = _log_bins(z, _log_edge_tails(z))
         cols = slice(first, last + 1)
-        log_bins = _log_bin((edges_low[None, cols] - chunk) / sigma, (edges_high[None, cols] - chunk) / sigma)
-        out[cols] = np.logaddexp(out[cols], logsumexp(log_pois[start : start + _CHUNK, None] + log_bins, axis=0))
+        out[cols] = np.logaddexp(out[cols], _logsumexp_columns(log_pois[start : start + _CHUNK, None] + log_bins))
     return out, left_out + SKIPPED_BIN
 
 
@@ -216,4 +243,4 @@ def difference_pmf(camera: CameraRead, reads: int) -> NoisePMF:
     mirrored = NoisePMF(
         -(count.offset + len(count.pmf) - 1), count.pmf[::-1].copy(), count.rel_err, count.abs_err, count.span
     )
-    return _convolve(count, mirrored)
+    return replace(_convolve(count, mirrored), symmetric=True)  # C_1 - C_2 of i.i.d. counts is even

@@ -30,6 +30,13 @@ numerators use ``p_hat (1 + rel) + abs``, denominators ``p_hat (1 - rel) - abs``
 log space; outside the computed grid both laws are ``eps0 nu``, whose ratios are within
 ``exp(+-3 / beta)`` (near) or ``exp(+-s / beta)`` (far), and whose mass (``<= eps0``) is added with
 those ratios.
+
+**(7) Symmetric laws.** A difference of two i.i.d. counts is symmetric, ``p(n) = p(-n)``
+(``NoisePMF.symmetric``). When the computed support is symmetric about 0, the window ``W`` is taken symmetric (an entry is inside only
+if its mirror is, the rest charged to ``tau`` as before), so ``p_bar`` is symmetric too, and each bound
+is replaced by the tighter of itself and its mirror's (both bound the same value). Then the moment of
+shift ``-s`` is the moment of ``+s`` (substitute ``n -> -n``: the same terms), and only ``+s`` is
+summed: half the work.
 """
 
 from __future__ import annotations
@@ -41,11 +48,11 @@ from scipy.special import gammaln, logsumexp
 
 from .digitized import NoisePMF
 from .events import PrivacyParameterError
-from .rounding import MAX_ORDER
+from .far_bound import THETA_CELLS, far_bounds
+from .rounding import MAX_ORDER, logsumexp_rows, near_bound
 
 WINDOW_FLOOR = 1e-200
 MIX = 1e-40
-_THETA_CELLS = 512
 
 
 class AccountedPMF:
@@ -54,6 +61,9 @@ class AccountedPMF:
     def __init__(self, noise: NoisePMF, max_shift: int) -> None:
         p, support = noise.pmf, noise.support
         inside = p >= WINDOW_FLOOR
+        self.symmetric = noise.symmetric and bool(support[0] == -support[-1])  # (7)
+        if self.symmetric:
+            inside &= inside[::-1]
         if not inside.any():
             raise PrivacyParameterError("the noise PMF has no entry above the window floor")
         outside_mass = (1 + noise.rel_err) * float(p[~inside].sum()) + noise.span * noise.abs_err
@@ -77,6 +87,9 @@ class AccountedPMF:
             lower = np.log1p(-MIX) + np.log(np.maximum(hat * (1 - rel) - absolute, 0.0))
         self.log_hi = np.where(window, np.logaddexp(upper, log_nu), log_nu)
         self.log_lo = np.where(window, np.logaddexp(lower, log_nu), log_nu)
+        if self.symmetric:  # the grid is symmetric too (lo_n = -hi_n): each bound and its mirror's
+            self.log_hi = np.minimum(self.log_hi, self.log_hi[::-1])
+            self.log_lo = np.maximum(self.log_lo, self.log_lo[::-1])
 
     def shifted(self, bound: np.ndarray, k: int, length: int, start: int) -> np.ndarray:
         """``bound(n - k)`` for ``n = offset + start .. offset + start + length - 1``."""
@@ -128,9 +141,9 @@ class AccountedPMF:
             with np.errstate(divide="ignore", invalid="ignore"):
                 log_first, log_second = np.log(np.abs(first)), np.log(np.abs(second))
                 log_h = np.log(np.abs(first) + np.abs(second))
-            log_a = max(log_a, float(logsumexp(w + 2 * log_first)))
-            log_b = max(log_b, float(logsumexp(w + 2 * log_second)))
-            log_g = np.maximum(log_g, logsumexp(w[None, :] + i[:, None] * log_h[None, :], axis=1))
+            log_a = max(log_a, float(logsumexp_rows((w + 2 * log_first)[None, :])[0]))
+            log_b = max(log_b, float(logsumexp_rows((w + 2 * log_second)[None, :])[0]))
+            log_g = np.maximum(log_g, logsumexp_rows(w[None, :] + i[:, None] * log_h[None, :]))
         spread = math.exp(3 / self.beta) - math.exp(-3 / self.beta)  # ratios of nu off the grid
         log_tail = math.log(MIX)
         a = math.exp(log_a) + math.exp(log_tail) * spread**2
@@ -140,6 +153,7 @@ class AccountedPMF:
 
 
 def _near(alpha: int, terms: tuple[float, float, np.ndarray]) -> float:
+    """The near bound at one order: the per-order reference of :func:`.rounding.near_bound`."""
     a, b, log_g = terms
     second = math.comb(alpha, 2) * (math.sqrt(a) + math.sqrt(b)) ** 2
     higher = 0.0
@@ -152,11 +166,12 @@ def _near(alpha: int, terms: tuple[float, float, np.ndarray]) -> float:
 
 
 def _far(alpha: int, shift_rdp: np.ndarray) -> float:
-    """``max over s, theta`` of the mixture bound over ``(s + theta)^2`` (``shift_rdp[s] = E(s)``)."""
+    """``max over s, theta`` of the mixture bound over ``(s + theta)^2`` (``shift_rdp[s] = E(s)``) at one
+    order, on the full grid: the per-order reference of :func:`.far_bound.far_bounds`."""
     shifts = np.arange(1, len(shift_rdp) - 1, dtype=np.float64)[:, None]
     if shifts.size == 0:
         return 0.0
-    edges = np.linspace(0.0, 1.0, _THETA_CELLS + 1)[None, :]
+    edges = np.linspace(0.0, 1.0, THETA_CELLS + 1)[None, :]
     low, high = edges[:, :-1], edges[:, 1:]
     e_s = (alpha - 1) * shift_rdp[1:-1, None]
     e_next = (alpha - 1) * shift_rdp[2:, None]
@@ -173,9 +188,10 @@ def pmf_coefficients(noise: NoisePMF, max_shift: int) -> tuple[np.ndarray, float
     alphas = np.arange(2, MAX_ORDER + 1, dtype=np.float64)
     shift_rdp = np.zeros((len(alphas), max_shift + 2))  # row alpha - 2: E(s) at s = 0 .. max_shift + 1
     for s in range(1, max_shift + 2):
-        moment = np.maximum(model.shift_log_moments(alphas, s), model.shift_log_moments(alphas, -s))
+        moment = model.shift_log_moments(alphas, s)
+        if not model.symmetric:  # (7): a symmetric law's -s moment is its +s moment
+            moment = np.maximum(moment, model.shift_log_moments(alphas, -s))
         shift_rdp[:, s] = np.maximum(moment, 0.0) / (alphas - 1)
     kappa = np.full(MAX_ORDER + 1, np.inf)
-    for row, alpha in enumerate(range(2, MAX_ORDER + 1)):
-        kappa[alpha] = max(_near(alpha, terms), _far(alpha, shift_rdp[row]))
+    kappa[2:] = np.maximum(near_bound(alphas, *terms), far_bounds(alphas, shift_rdp))
     return kappa, model.tau

@@ -92,7 +92,7 @@ def _log_binomial(alpha: int | np.ndarray, i: np.ndarray) -> np.ndarray:
     return gammaln(alpha + 1) - gammaln(i + 1) - gammaln(alpha - i + 1)
 
 
-def _logsumexp_rows(x: np.ndarray) -> np.ndarray:
+def logsumexp_rows(x: np.ndarray) -> np.ndarray:
     """``log(sum(exp(x)))`` of each row (``-inf`` for a row of ``-inf``); numpy only, for speed."""
     top = np.max(x, axis=1, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)
@@ -128,21 +128,26 @@ def _near_terms(poisson_mean: float) -> tuple[float, float, np.ndarray]:
         with np.errstate(divide="ignore"):
             log_h = np.log(np.abs(first) + second)
         terms = log_p[e][keep][None, :] + i[:, None] * log_h[None, :]
-        log_g = np.maximum(log_g, _logsumexp_rows(terms))
+        log_g = np.maximum(log_g, logsumexp_rows(terms))
     return a, b, log_g
 
 
-def _near_coefficients(alphas: np.ndarray, poisson_mean: float) -> np.ndarray:
-    """``W / (alpha - 1)`` at each integer order of ``alphas`` (>= 2): the bound for ``|delta| <= 1``."""
-    a, b, log_g = _near_terms(poisson_mean)
+def near_bound(alphas: np.ndarray, a: float, b: float, log_g: np.ndarray) -> np.ndarray:
+    """``W / (alpha - 1)`` at each integer order of ``alphas`` (>= 2) from ``A``, ``B`` and ``log G_i``
+    (``i = 0 .. MAX_ORDER``): the bound for ``|delta| <= 1`` of any integer noise law's terms."""
     second = alphas * (alphas - 1) / 2 * (math.sqrt(a) + math.sqrt(b)) ** 2
     i = np.arange(3, MAX_ORDER + 1, dtype=np.float64)[None, :]
     top = alphas[:, None].astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         terms = np.where(i <= top, _log_binomial(top, i) + log_g[3:][None, :], -np.inf)
-        higher = np.where(alphas >= 3, np.exp(_logsumexp_rows(terms)), 0.0)
+        higher = np.where(alphas >= 3, np.exp(logsumexp_rows(terms)), 0.0)
     coefficients: np.ndarray = (second + higher) / (alphas - 1)
     return coefficients
+
+
+def _near_coefficients(alphas: np.ndarray, poisson_mean: float) -> np.ndarray:
+    """``W / (alpha - 1)`` at each integer order of ``alphas`` (>= 2): the bound for ``|delta| <= 1``."""
+    return near_bound(alphas, *_near_terms(poisson_mean))
 
 
 def integer_shift_rdp(alpha: float | np.ndarray, shift: np.ndarray, poisson_mean: float) -> np.ndarray:
