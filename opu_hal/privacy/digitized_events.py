@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -30,6 +32,8 @@ from .subsampling import (
     subsampled_without_replacement_rdp,
 )
 
+_CORES = min(4, len(os.sched_getaffinity(0)))  # threads for a box's grid of cameras
+
 
 @functools.lru_cache(maxsize=1024)  # a speckle law's bins: up to a few hundred grid cameras per reads count
 def digitized_coefficients(camera: CameraRead, reads: int, max_shift: int) -> tuple[np.ndarray, float]:
@@ -38,8 +42,18 @@ def digitized_coefficients(camera: CameraRead, reads: int, max_shift: int) -> tu
 
 
 def box_coefficients(cameras: tuple[CameraRead, ...], reads: int, max_shift: int) -> tuple[np.ndarray, float]:
-    """The largest ``kappa_alpha`` (every order) and ``tau`` over ``cameras`` (:mod:`.digitized_box`)."""
-    found = [digitized_coefficients(camera, reads, max_shift) for camera in cameras]
+    """The largest ``kappa_alpha`` (every order) and ``tau`` over ``cameras`` (:mod:`.digitized_box`), the
+    cameras' laws computed on one thread per core (numpy and scipy release the lock in their loops)."""
+
+    def coefficients(camera: CameraRead) -> tuple[np.ndarray, float]:
+        return digitized_coefficients(camera, reads, max_shift)
+
+    workers = min(len(cameras), _CORES)
+    if workers > 1:
+        with ThreadPoolExecutor(workers) as pool:
+            found = list(pool.map(coefficients, cameras))
+    else:
+        found = [coefficients(camera) for camera in cameras]
     return np.max([kappa for kappa, _ in found], axis=0), max(tau for _, tau in found)
 
 
