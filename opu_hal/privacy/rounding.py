@@ -138,7 +138,7 @@ def near_bound(alphas: np.ndarray, a: float, b: float, log_g: np.ndarray) -> np.
     second = alphas * (alphas - 1) / 2 * (math.sqrt(a) + math.sqrt(b)) ** 2
     i = np.arange(3, MAX_ORDER + 1, dtype=np.float64)[None, :]
     top = alphas[:, None].astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # a bound of inf is an answer
         terms = np.where(i <= top, _log_binomial(top, i) + log_g[3:][None, :], -np.inf)
         higher = np.where(alphas >= 3, np.exp(logsumexp_rows(terms)), 0.0)
     coefficients: np.ndarray = (second + higher) / (alphas - 1)
