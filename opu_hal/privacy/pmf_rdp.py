@@ -31,12 +31,12 @@ log space; outside the computed grid both laws are ``eps0 nu``, whose ratios are
 ``exp(+-3 / beta)`` (near) or ``exp(+-s / beta)`` (far), and whose mass (``<= eps0``) is added with
 those ratios.
 
-**(7) Symmetric laws.** A difference of two i.i.d. counts is symmetric, ``p(n) = p(-n)``
-(``NoisePMF.symmetric``). When the computed support is symmetric about 0, the window ``W`` is taken symmetric (an entry is inside only
-if its mirror is, the rest charged to ``tau`` as before), so ``p_bar`` is symmetric too, and each bound
-is replaced by the tighter of itself and its mirror's (both bound the same value). Then the moment of
-shift ``-s`` is the moment of ``+s`` (substitute ``n -> -n``: the same terms), and only ``+s`` is
-summed: half the work.
+**(7) Symmetric laws.** A difference of two i.i.d. counts is even, ``p(n) = p(-n)``
+(``NoisePMF.symmetric``). When the computed support is symmetric about 0, the window ``W`` is taken
+symmetric (an entry is inside only if its mirror is, the rest charged to ``tau`` as before), so
+``p_bar`` is even too (``nu`` is), and each bound is replaced by the tighter of itself and its mirror's
+(both bound the same value). Then the moment of shift ``-s`` is the moment of ``+s`` (substitute ``n ->
+-n``: the same terms), and only ``+s`` is summed: half the work.
 """
 
 from __future__ import annotations
