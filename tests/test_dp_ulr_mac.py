@@ -234,6 +234,37 @@ def test_dp_mac_layer_noise_follows_appendix_h():
     assert isinstance(m.planned_event(), PoissonGaussianEvent)
 
 
+def _autograd_z_step(model: MLP, x: torch.Tensor, y: torch.Tensor, steps: int, lr: float) -> list[torch.Tensor]:
+    """Eq. 2's Z-step by autograd on the whole objective: the reference for the written-out gradient."""
+    layers, f = model.layers, model.activation.fn
+    with torch.no_grad():
+        zs, h = [], x
+        for layer in layers[:-1]:
+            h = f(layer(h))
+            zs.append(h.clone().requires_grad_(True))
+    onehot = torch.nn.functional.one_hot(y, layers[-1].out_features).to(x.dtype)
+    for _ in range(steps):
+        inputs = [x, *zs]
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(layers[-1](zs[-1]), onehot, reduction="sum")
+        for k, layer in enumerate(layers[:-1]):
+            loss = loss + 0.5 * (zs[k] - f(layer(inputs[k]))).pow(2).sum()
+        with torch.no_grad():
+            for z, g in zip(zs, torch.autograd.grad(loss, zs)):
+                z -= lr * g
+    return [z.detach() for z in zs]
+
+
+@pytest.mark.parametrize("activation", ["softplus", "tanh", "gelu"])
+@pytest.mark.parametrize("hidden", [(9,), (9, 7), (9, 7, 5)])
+def test_the_written_out_z_step_takes_autograds_steps(activation, hidden):
+    model = MLP([6, *hidden, 4], activation, seed=1)
+    x, y = torch.randn(30, 6, dtype=torch.float64), torch.randint(0, 4, (30,))
+    model = model.double()
+    coords = mac.aux_coordinates(model, x, y, 5, 0.05, 1e9)  # T_z out of reach: the steps alone
+    for ours, reference in zip(coords[1:], _autograd_z_step(model, x, y, 5, 0.05)):
+        assert torch.allclose(ours, reference, rtol=1e-12, atol=1e-12)
+
+
 def test_dp_mac_clipped_coefficient_sum_moves_by_at_most_t_b_when_one_example_is_replaced():
     torch.manual_seed(0)
     model = MLP([6, 5, 4], "softplus", seed=0)

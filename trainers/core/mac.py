@@ -31,26 +31,38 @@ def aux_coordinates(
 ) -> list[torch.Tensor]:
     """Z-step (Algorithm 1, step 1): start from the forward pass, ``steps`` gradient steps on
     eq. 2 over ``Z`` with ``W`` fixed, then ``||z_{k,n}|| <= T_z`` (Appendix D's assumption).
-    Each ``z_n`` depends on example ``n`` only. Returns ``[x, z_1, ..., z_K]``."""
+    Each ``z_n`` depends on example ``n`` only. Returns ``[x, z_1, ..., z_K]``.
+
+    The gradient is written out (:func:`z_gradients`): the first layer's target ``f(W_1 x)`` does not
+    move with ``Z`` and is computed once, and no autograd graph is built per step."""
     layers, f = model.layers, model.activation.fn
     with torch.no_grad():
         h, zs = x, []
         for layer in layers[:-1]:
             h = f(layer(h))
             zs.append(h.clone())
-    onehot = F.one_hot(y, layers[-1].out_features).to(x.dtype)
-    zs = [z.requires_grad_(True) for z in zs]
-    for _ in range(steps):
-        inputs = [x, *zs]
-        loss = F.binary_cross_entropy_with_logits(layers[-1](zs[-1]), onehot, reduction="sum")
-        for k, layer in enumerate(layers[:-1]):
-            loss = loss + 0.5 * (zs[k] - f(layer(inputs[k]))).pow(2).sum()
-        grads = torch.autograd.grad(loss, zs)
-        with torch.no_grad():
-            for z, g in zip(zs, grads):
-                z -= lr * g
-    with torch.no_grad():
-        return [x, *[clip_rows(z.detach(), t_z) for z in zs]]
+        onehot = F.one_hot(y, layers[-1].out_features).to(x.dtype)
+        first_target = zs[0].clone()  # f(W_1 x), fixed while W is
+        for _ in range(steps):
+            for z, g in zip(zs, z_gradients(model, zs, first_target, onehot)):
+                z.sub_(g, alpha=lr)
+        return [x, *[clip_rows(z, t_z) for z in zs]]
+
+
+def z_gradients(
+    model: MLP, zs: list[torch.Tensor], first_target: torch.Tensor, onehot: torch.Tensor
+) -> list[torch.Tensor]:
+    """``dE / dz_k`` of eq. 2 (``mu = 1``) for ``E = sum_k 1/2 ||z_k - f(W_k z_{k-1})||^2 + BCE(W_o z_K)``:
+    ``r_k = z_k - f(u_k)`` from layer ``k``'s own term, ``- (r_{k+1} f'(u_{k+1})) W_{k+1}`` from the next
+    layer's, and ``(sigmoid(W_o z_K) - y) W_o`` from the output's."""
+    layers, act = model.layers, model.activation
+    pre = [None, *(layers[k](zs[k - 1]) for k in range(1, len(zs)))]  # u_k = W_k z_{k-1}, k >= 1
+    grads = [zs[0] - first_target, *(z - act.fn(u) for z, u in zip(zs[1:], pre[1:]))]  # r_k
+    for k in range(1, len(zs)):  # layer k's term pulls on z_{k-1} through W_k, with r_k before it changes
+        grads[k - 1] -= (grads[k] * act.derivative(pre[k])) @ layers[k].weight
+    out = layers[-1]
+    grads[-1] += (torch.sigmoid(out(zs[-1])) - onehot) @ out.weight
+    return grads
 
 
 def clip_rows(v: torch.Tensor, bound: float) -> torch.Tensor:
