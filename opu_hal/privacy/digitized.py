@@ -16,10 +16,11 @@ in Loader's form, :mod:`.poisson_log_pmf`, which does not cancel; ``log_ndtr`` o
 every later step sums non-negative terms (direct convolution, no FFT), so each entry keeps a
 *relative* error ``<= rel_err`` (each sum of ``L`` positive terms adds ``L 2^-53``, plus
 :data:`_FUNC_REL` twice for the log-space evaluation: a few ulps of logs up to ``|log FLUSH| = 645``,
-1.1e-13 each; checked against mpmath in ``tests/test_digitized_precision.py``). Entries below :data:`FLUSH` are set to 0 after each step and
-products below the smallest normal double are lost; both, and the Poisson mass above the evaluated
-range, are charged to ``abs_err``, a bound on how much any entry may exceed its computed value:
-``p(n) <= p_hat(n) (1 + rel_err) + abs_err`` and ``p(n) >= p_hat(n) (1 - rel_err) - abs_err``.
+1.1e-13 each; checked against mpmath in ``tests/test_digitized_precision.py``). Entries below
+:data:`FLUSH` are set to 0 after each step and products below the smallest normal double are lost;
+both, and the Poisson mass outside the evaluated range, are charged to ``abs_err``, a bound on how
+much any entry may exceed its computed value: ``p(n) <= p_hat(n) (1 + rel_err) + abs_err`` and
+``p(n) >= p_hat(n) (1 - rel_err) - abs_err``.
 """
 
 from __future__ import annotations
