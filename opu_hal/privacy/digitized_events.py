@@ -32,7 +32,8 @@ from .subsampling import (
     subsampled_without_replacement_rdp,
 )
 
-_CORES = min(4, len(os.sched_getaffinity(0)))  # threads for a box's grid of cameras
+_CORES = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+"""Threads for a box's grid of cameras: the cores this process may use, at most 4."""
 
 
 @functools.lru_cache(maxsize=1024)  # a speckle law's bins: up to a few hundred grid cameras per reads count

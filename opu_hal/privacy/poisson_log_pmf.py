@@ -42,7 +42,7 @@ def stirlerr(n: np.ndarray) -> np.ndarray:
 def bd0(x: np.ndarray, mean: float) -> np.ndarray:
     """The deviance ``x log(x / mean) + mean - x`` (>= 0) without cancellation near ``x = mean``."""
     x = np.asarray(x, dtype=np.float64)
-    out = x * np.log(x / mean) + mean - x
+    out: np.ndarray = x * np.log(x / mean) + mean - x
     near = np.abs(x - mean) < 0.1 * (x + mean)
     if near.any():
         xn = x[near]
