@@ -1,6 +1,11 @@
 """The benchmark scripts run (tiny shapes): a benchmark that cannot run is not a benchmark."""
 
+import re
+from pathlib import Path
+
 from benchmarks.simulated_projection import time_shape
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_simulated_projection_benchmark_reports_ratios():
@@ -127,3 +132,29 @@ def test_opacus_cnn_summary_gives_mean_and_sd_accuracy_and_the_median_wall_ratio
     lines = summary([repeat(0.60, 0.62, 110.0), repeat(0.61, 0.63, 105.0)]).splitlines()
     assert lines[2].endswith("-2.00 points (goal: at most 1.0 below): NOT met (standard error of the gap 0.71 points)")
     assert lines[3].endswith("NOT met")
+
+
+def test_planning_speed_times_the_plan_the_main_job_runs():
+    from benchmarks.planning_speed import MAIN_PLAN
+
+    main_job = (ROOT / "scripts" / "main.sh").read_text()
+    plan = " ".join(MAIN_PLAN)
+
+    def value(flag: str, text: str) -> str:
+        found = re.search(rf"{flag} (\S+)", text)
+        assert found is not None, flag
+        return found.group(1)
+
+    for flag in ("--lattice-resolution", "--sampling", "--batch-size"):
+        assert value(flag, plan) == value(flag, main_job)
+    assert value("--dataset-size", plan) == value("--public-dataset-size", main_job)
+    assert "--mechanism digitized" in plan  # the main job's calibration does not prove unity gain
+
+
+def test_planning_speed_judges_the_main_plan_against_ten_seconds(monkeypatch, capsys, tmp_path):
+    import benchmarks.planning_speed as bench
+
+    for seconds, verdict in ((8.0, "met"), (12.5, "NOT met")):
+        monkeypatch.setattr(bench, "main_plan_seconds", lambda calibration, s=seconds: (s, "  1 reads per count"))
+        bench.time_main_plan(tmp_path / "cal.json")
+        assert f"(goal <= 10 s: {verdict})" in capsys.readouterr().out

@@ -130,3 +130,16 @@ def test_a_symmetric_law_is_accounted_on_one_side_and_no_lower_than_on_both(came
     kappa, tau = pmf_coefficients(noise, 4)
     kappa_both, tau_both = pmf_coefficients(replace(noise, symmetric=False), 4)
     assert np.allclose(kappa[2:], kappa_both[2:], rtol=1e-9) and tau >= tau_both
+
+
+def test_a_box_on_threads_gives_what_it_gives_on_one(monkeypatch) -> None:
+    from opu_hal.privacy import digitized_events
+
+    cameras = CAMERAS[:2] + (replace(CAMERAS[1], read_noise_e=9.0),)
+    monkeypatch.setattr(digitized_events, "_CORES", 1)
+    digitized_events.digitized_coefficients.cache_clear()
+    alone = digitized_events.box_coefficients(cameras, 1, 3)
+    monkeypatch.setattr(digitized_events, "_CORES", 3)
+    digitized_events.digitized_coefficients.cache_clear()
+    threaded = digitized_events.box_coefficients(cameras, 1, 3)
+    assert np.array_equal(alone[0], threaded[0]) and alone[1] == threaded[1]
