@@ -31,12 +31,9 @@ def _numerator(theta: np.ndarray, e_s: np.ndarray, e_next: np.ndarray) -> np.nda
     return out
 
 
-def _cell_bounds(
-    edges: np.ndarray, e_s: np.ndarray, e_next: np.ndarray, order_scale: np.ndarray, shift: np.ndarray
-) -> np.ndarray:
-    """Each cell's bound between consecutive ``edges`` (last axis); ``order_scale = alpha - 1`` and the
-    shift ``s`` broadcast against them."""
-    n = _numerator(edges, e_s, e_next)
+def _cell_bounds(n: np.ndarray, edges: np.ndarray, order_scale: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """Each cell's bound between consecutive ``edges`` (last axis), from ``n = N(edges)``; ``order_scale =
+    alpha - 1`` and the shift ``s`` broadcast against them."""
     top = np.maximum(n[..., :-1], n[..., 1:])
     bounds: np.ndarray = top / (order_scale * (shift + edges[..., :-1]) ** 2)
     return bounds
@@ -52,8 +49,9 @@ def far_bounds(alphas: np.ndarray, shift_rdp: np.ndarray) -> np.ndarray:
     shifts = np.arange(1, count + 1, dtype=np.float64)[None, :, None]
     e_s, e_next = scale * shift_rdp[:, 1:-1, None], scale * shift_rdp[:, 2:, None]
     coarse_edges = np.linspace(0.0, 1.0, THETA_CELLS // FINE_PER_COARSE + 1)
-    coarse = _cell_bounds(coarse_edges[None, None, :], e_s, e_next, scale, shifts)
-    values = _numerator(coarse_edges[None, None, :], e_s, e_next) / (scale * (shifts + coarse_edges) ** 2)
+    at_edges = _numerator(coarse_edges[None, None, :], e_s, e_next)
+    coarse = _cell_bounds(at_edges, coarse_edges, scale, shifts)
+    values = at_edges / (scale * (shifts + coarse_edges) ** 2)
     best: np.ndarray = values.max(axis=(1, 2))  # B: a value some theta attains, at most the answer
     refined = np.zeros(coarse.shape, dtype=bool)
     step = 1.0 / THETA_CELLS
@@ -63,12 +61,7 @@ def far_bounds(alphas: np.ndarray, shift_rdp: np.ndarray) -> np.ndarray:
             return best
         row, shift, cell = np.nonzero(todo)
         fine_edges = (cell[:, None] * FINE_PER_COARSE + np.arange(FINE_PER_COARSE + 1)[None, :]) * step
-        fine = _cell_bounds(
-            fine_edges,
-            e_s[row, shift],
-            e_next[row, shift],
-            scale[row, 0],
-            (shift + 1.0)[:, None],
-        )
+        fine_n = _numerator(fine_edges, e_s[row, shift], e_next[row, shift])
+        fine = _cell_bounds(fine_n, fine_edges, scale[row, 0], (shift + 1.0)[:, None])
         np.maximum.at(best, row, fine.max(axis=1))
         refined |= todo
