@@ -34,6 +34,7 @@ from scipy.special import log_ndtr, logsumexp
 
 from .events import PrivacyParameterError, _positive, is_count
 from .poisson_log_pmf import log_poisson_pmf
+from .rounding import logsumexp_rows
 
 FLUSH = 1e-280  # entries below are dropped (charged to abs_err); far above the subnormal range
 TINY = 2.3e-308  # a product below the smallest normal double may be lost
@@ -132,15 +133,6 @@ def _log_bins(z: np.ndarray, tails: np.ndarray) -> np.ndarray:
     return out
 
 
-def _logsumexp_columns(x: np.ndarray) -> np.ndarray:
-    """``log(sum(exp(x)))`` of each column (``-inf`` for a column of ``-inf``); numpy only, for speed."""
-    top = np.max(x, axis=0)
-    top = np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(divide="ignore"):
-        out: np.ndarray = top + np.log(np.sum(np.exp(x - top), axis=0))
-    return out
-
-
 def read_log_pmf(camera: CameraRead) -> tuple[np.ndarray, float]:
     """``log P(DN = d)`` for ``d = 0 .. 2^bits - 1`` (eq. 2) and the Poisson mass left out (charged to
     ``abs_err`` by the caller). Each chunk of electron counts is evaluated only on the bins within
@@ -177,7 +169,7 @@ def read_log_pmf(camera: CameraRead) -> tuple[np.ndarray, float]:
         z = (edges[None, first : last + 2] - chunk) / sigma
         log_bins = _log_bins(z, _log_edge_tails(z))
         cols = slice(first, last + 1)
-        out[cols] = np.logaddexp(out[cols], _logsumexp_columns(log_pois[start : start + _CHUNK, None] + log_bins))
+        out[cols] = np.logaddexp(out[cols], logsumexp_rows((log_pois[start : start + _CHUNK, None] + log_bins).T))
     return out, left_out + SKIPPED_BIN
 
 
