@@ -138,8 +138,10 @@ def test_a_box_on_threads_gives_what_it_gives_on_one(monkeypatch) -> None:
     cameras = CAMERAS[:2] + (replace(CAMERAS[1], read_noise_e=9.0),)
     monkeypatch.setattr(digitized_events, "_CORES", 1)
     digitized_events.digitized_coefficients.cache_clear()
+    digitized_events.box_coefficients.cache_clear()
     alone = digitized_events.box_coefficients(cameras, 1, 3)
     monkeypatch.setattr(digitized_events, "_CORES", 3)
     digitized_events.digitized_coefficients.cache_clear()
+    digitized_events.box_coefficients.cache_clear()
     threaded = digitized_events.box_coefficients(cameras, 1, 3)
     assert np.array_equal(alone[0], threaded[0]) and alone[1] == threaded[1]

@@ -42,9 +42,10 @@ def digitized_coefficients(camera: CameraRead, reads: int, max_shift: int) -> tu
     return pmf_coefficients(difference_pmf(camera, reads), max_shift)
 
 
+@functools.lru_cache(maxsize=64)  # asked again at every epsilon query (the coupling's tau): no pool then
 def box_coefficients(cameras: tuple[CameraRead, ...], reads: int, max_shift: int) -> tuple[np.ndarray, float]:
-    """The largest ``kappa_alpha`` (every order) and ``tau`` over ``cameras`` (:mod:`.digitized_box`), the
-    cameras' laws computed on one thread per core (numpy and scipy release the lock in their loops)."""
+    """The largest ``kappa_alpha`` (every order, read-only) and ``tau`` over ``cameras`` (:mod:`.digitized_box`),
+    the cameras' laws computed on one thread per core (numpy and scipy release the lock in their loops)."""
 
     def coefficients(camera: CameraRead) -> tuple[np.ndarray, float]:
         return digitized_coefficients(camera, reads, max_shift)
@@ -55,7 +56,9 @@ def box_coefficients(cameras: tuple[CameraRead, ...], reads: int, max_shift: int
             found = list(pool.map(coefficients, cameras))
     else:
         found = [coefficients(camera) for camera in cameras]
-    return np.max([kappa for kappa, _ in found], axis=0), max(tau for _, tau in found)
+    kappa = np.max([kappa for kappa, _ in found], axis=0)
+    kappa.setflags(write=False)
+    return kappa, max(tau for _, tau in found)
 
 
 def digitized_rdp(orders: np.ndarray, cameras: tuple[CameraRead, ...], reads: int, l2_sensitivity: float) -> np.ndarray:
