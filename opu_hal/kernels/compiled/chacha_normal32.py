@@ -11,7 +11,8 @@ float64 and rounded once to float32. The layout, under one nonce word
 ``nonce`` and a call's reserved blocks ``counter .. counter + n - 1``:
 
 - normal ``i``'s first proposal is word ``i % 16`` of block ``counter + i // 16`` at nonce ``(nonce, 0)``;
-  about 99 % of the normals are settled there, in 16-block SIMD lanes;
+  about 99 % of the normals are settled there, in one pass the compiler vectorizes (the keystream's
+  16-block SIMD lanes first, then the layer tables read by gathers);
 - every further value normal ``i`` needs is a 64-bit pair read in order from its own substream, pair
   ``k % 8`` of block ``counter + i`` at nonce ``(nonce, 1 + k // 8)`` (as in the 64-bit kernel): a
   further proposal is the pair's first word, a uniform (the wedge's, the tail's) the pair's 53 bits.
@@ -22,17 +23,21 @@ share a (block, nonce) pair, and a call's output is a function of the key and it
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit, prange
 
-from .chacha import LANES, _rounds
+from .chacha import LANES, keystream_words
 from .chacha_normal import _lane_blocks, _next_pair, beyond_rectangle
 from .normal import ziggurat_tables
+from .philox import uniform53
 
 WORDS_PER_BLOCK = 16  # first proposals per block
-TASK_CHUNKS = 32  # chunks of 16 blocks (8192 normals) per parallel task
+PER_TASK = 8192  # normals per parallel task
 _K, W32, F32 = ziggurat_tables(bits=23)  # F32: the curve's values, the 64-bit tables' (bits scale k and w)
 K32 = _K.astype(np.int64)  # the 23-bit thresholds
+K32_INT = _K.astype(np.int32)  # the same, as the 32-bit integers the vectorized first pass compares
 W32F = W32.astype(np.float32)  # the layer widths in float32: a first proposal is float32(rabs) * width
 
 
@@ -43,7 +48,7 @@ def _proposal(word):
     return bits & 0xFF, ((bits >> 8) & 1) == 1, (bits >> 9) & 0x7FFFFF
 
 
-@njit(cache=True)
+@njit(inline="always", cache=True)
 def _settle(key, counter, nonce, index, first, words):
     """Normal ``index`` after a first proposal ``first`` outside its rectangle, reading its substream
     (module docstring) whose first block's words are ``words`` (16)."""
@@ -62,46 +67,92 @@ def _settle(key, counter, nonce, index, first, words):
         word, _lo, pair, substream_block = _next_pair(key, block, nonce, substream_block, words, pair)  # a new proposal
 
 
-@njit(parallel=True, cache=True)
-def _normals(key, counter, nonce, out):
-    """Every normal of ``out``: first proposals in float32 (those outside their rectangle listed), then
-    the listed ones on their substreams, 16 first substream blocks side by side."""
-    n = out.shape[0]
-    per_chunk = LANES * WORDS_PER_BLOCK
-    per_task = TASK_CHUNKS * per_chunk
-    for task in prange((n + per_task - 1) // per_task):
-        x = np.empty((16, LANES), np.uint32)
-        state = np.empty((16, LANES), np.uint32)
-        proposals = np.empty(per_chunk, np.uint32)
-        pending = np.empty(per_task, np.int64)
-        firsts = np.empty(per_task, np.uint32)
-        m = 0
-        for chunk in range(task * TASK_CHUNKS, min((task + 1) * TASK_CHUNKS, (n + per_chunk - 1) // per_chunk)):
-            _rounds(key, counter, nonce, np.uint32(0), chunk * LANES, x, state)
-            for lane in range(LANES):
-                for word in range(WORDS_PER_BLOCK):
-                    proposals[lane * WORDS_PER_BLOCK + word] = np.uint32(x[word, lane] + state[word, lane])
-            start = chunk * per_chunk
-            for j in range(min(per_chunk, n - start)):
-                layer, negative, rabs = _proposal(proposals[j])
-                y = np.float32(rabs) * W32F[layer]
-                out[start + j] = -y if negative else y
-                if rabs >= K32[layer]:  # about 1 %: listed, settled below
-                    pending[m], firsts[m] = start + j, proposals[j]
+@njit(inline="always", cache=True)
+def _first_proposals(words, out, outside):
+    """Every normal of ``out`` from its first proposal in ``words``, in float32, and ``outside`` 1
+    where that proposal falls outside its layer's rectangle (about 1 %): written without branches on
+    32-bit integers, so the compiler vectorizes it (the table reads become gathers)."""
+    for i in range(words.shape[0]):
+        word = words[i]
+        layer = np.int32(word & np.uint32(0xFF))
+        rabs = np.int32(word >> np.uint32(9))
+        y = np.float32(rabs) * W32F[layer]
+        out[i] = -y if (word >> np.uint32(8)) & np.uint32(1) else y
+        outside[i] = rabs >= K32_INT[layer]
+
+
+@njit(inline="always", cache=True)
+def _listed(outside):
+    """The indices where ``outside`` (uint8, its length a multiple of 8) is set, read eight flags at a
+    time: about 1 % are set, so most 64-bit groups are zero and skipped."""
+    groups = outside.view(np.uint64)
+    listed = np.empty(outside.shape[0], np.int64)
+    m = 0
+    for g in range(groups.shape[0]):
+        if groups[g]:
+            for i in range(8 * g, 8 * g + 8):
+                if outside[i]:
+                    listed[m] = i
                     m += 1
-        blocks = np.empty(LANES, np.uint64)
-        lanes = np.empty((16, LANES), np.uint32)
-        words = np.empty(16, np.uint32)
-        for group in range(0, m, LANES):
-            count = min(LANES, m - group)
-            for lane in range(count):
-                blocks[lane] = np.uint64(counter) + np.uint64(pending[group + lane])
-            _lane_blocks(key, blocks, count, nonce, np.uint32(1), lanes)
-            for lane in range(count):
-                for word in range(16):
-                    words[word] = lanes[word, lane]
-                j = group + lane
-                out[pending[j]] = _settle(key, counter, nonce, pending[j], firsts[j], words)
+    return listed[:m]
+
+
+@njit(inline="always", cache=True)
+def _substream_blocks(key, counter, nonce, first, listed):
+    """The first substream block (16 words) of each normal ``first + listed[j]``, 16 side by side."""
+    blocks = np.empty(LANES, np.uint64)
+    lanes = np.empty((16, LANES), np.uint32)
+    substreams = np.empty((listed.shape[0], 16), np.uint32)
+    for group in range(0, listed.shape[0], LANES):
+        count = min(LANES, listed.shape[0] - group)
+        for lane in range(count):
+            blocks[lane] = np.uint64(counter) + np.uint64(first + listed[group + lane])
+        _lane_blocks(key, blocks, count, nonce, np.uint32(1), lanes)
+        for lane in range(count):
+            for word in range(16):
+                substreams[group + lane, word] = lanes[word, lane]
+    return substreams
+
+
+@njit(inline="always", cache=True)
+def _two_steps(word, substream):
+    """What :func:`_settle` does with its first two substream pairs, where that settles the normal (the
+    usual case): the wedge's test on a first proposal ``word`` of a layer above 0, and after a rejection
+    a second proposal inside its rectangle. Returns ``(settled, value)``; a tail or a longer walk is
+    left to :func:`_settle`."""
+    layer, negative, rabs = _proposal(word)
+    if layer == 0:
+        return False, 0.0
+    x = rabs * W32[layer]
+    if (F32[layer - 1] - F32[layer]) * uniform53(substream[0], substream[1]) + F32[layer] < math.exp(-0.5 * x * x):
+        return True, -x if negative else x
+    layer, negative, rabs = _proposal(substream[2])
+    x = rabs * W32[layer]
+    return rabs < K32[layer], -x if negative else x
+
+
+@njit(inline="always", cache=True)
+def _settle_outside(key, counter, nonce, first, words, out, outside):
+    """The normals ``first + i`` with ``outside[i]`` on their substreams (``words``: their first proposals):
+    the usual two steps for all of them in one loop, then :func:`_settle` for the few that need more."""
+    listed = _listed(outside)
+    substreams = _substream_blocks(key, counter, nonce, first, listed)
+    for j in range(listed.shape[0]):
+        i = listed[j]
+        settled, value = _two_steps(words[i], substreams[j])
+        out[i] = value if settled else _settle(key, counter, nonce, first + i, words[i], substreams[j])
+
+
+@njit(parallel=True, cache=True)
+def _normals(key, counter, nonce, first_words, out):
+    """Every normal of ``out`` from its first proposal in ``first_words`` (module docstring), in
+    parallel tasks of :data:`PER_TASK` normals."""
+    n = out.shape[0]
+    for task in prange((n + PER_TASK - 1) // PER_TASK):
+        start, stop = task * PER_TASK, min(n, (task + 1) * PER_TASK)
+        outside = np.zeros(-(-(stop - start) // 8) * 8, np.uint8)
+        _first_proposals(first_words[start:stop], out[start:stop], outside)
+        _settle_outside(key, counter, nonce, start, first_words[start:stop], out[start:stop], outside)
 
 
 def blocks_for(n: int) -> int:
@@ -109,10 +160,18 @@ def blocks_for(n: int) -> int:
     return max(n, 1)
 
 
+def first_words(key: np.ndarray, counter: int, nonce: int, n: int) -> np.ndarray:
+    """The ``n`` first proposals: the keystream's words at nonce ``(nonce, 0)`` from block ``counter`` on."""
+    blocks = -(-n // WORDS_PER_BLOCK)
+    words = np.empty((blocks, WORDS_PER_BLOCK), np.uint32)
+    keystream_words(key, np.uint64(counter), np.uint32(nonce), np.uint32(0), blocks, words)
+    return words.reshape(-1)[:n]
+
+
 def standard_normals(key: np.ndarray, counter: int, nonce: int, out: np.ndarray) -> np.ndarray:
     """Fill ``out`` (float32) with standard normals from blocks ``counter .. counter + blocks_for(len(out)) - 1``
     of the keystream ``key`` (eight uint32 words) at ``nonce``."""
     if out.dtype != np.float32:
         raise ValueError(f"the 32-bit ziggurat fills float32 arrays, got {out.dtype}")
-    _normals(key, np.uint64(counter), np.uint32(nonce), out)
+    _normals(key, np.uint64(counter), np.uint32(nonce), first_words(key, counter, nonce, out.shape[0]), out)
     return out
