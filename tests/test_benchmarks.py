@@ -158,3 +158,15 @@ def test_planning_speed_judges_the_main_plan_against_ten_seconds(monkeypatch, ca
         monkeypatch.setattr(bench, "main_plan_seconds", lambda calibration, s=seconds: (s, "  1 reads per count"))
         bench.time_main_plan(tmp_path / "cal.json")
         assert f"(goal <= 10 s: {verdict})" in capsys.readouterr().out
+
+
+def test_secure_normals_benchmark_times_ours_against_randomgen_in_one_run(monkeypatch, capsys):
+    import sys
+
+    from benchmarks import secure_normals
+
+    monkeypatch.setattr(sys, "argv", ["secure_normals", "--n", "5000", "--repeats", "2"])
+    secure_normals.main()
+    printed = capsys.readouterr().out
+    assert printed.count("x randomgen") == 6 and "2 Numba thread(s)" in printed
+    assert "randomgen ChaCha20, numpy ziggurat, one stream" in printed and " 1.00x randomgen" in printed

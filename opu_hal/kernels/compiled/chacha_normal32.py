@@ -28,7 +28,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .chacha import LANES, keystream_words
+from .chacha import LANES, _rounds
 from .chacha_normal import _lane_blocks, _next_pair, beyond_rectangle
 from .normal import ziggurat_tables
 from .philox import uniform53
@@ -143,16 +143,34 @@ def _settle_outside(key, counter, nonce, first, words, out, outside):
         out[i] = value if settled else _settle(key, counter, nonce, first + i, words[i], substreams[j])
 
 
+@njit(inline="always", cache=True)
+def _task_words(key, counter, nonce, start, stop, words):
+    """The first proposals of normals ``start .. stop - 1`` (``start`` a multiple of 16) into ``words``: the
+    keystream at nonce ``(nonce, 0)``, 16 blocks side by side."""
+    x = np.empty((16, LANES), np.uint32)
+    state = np.empty((16, LANES), np.uint32)
+    per_chunk = LANES * WORDS_PER_BLOCK
+    for chunk in range(start // per_chunk, (stop + per_chunk - 1) // per_chunk):
+        _rounds(key, counter, nonce, np.uint32(0), chunk * LANES, x, state)
+        for lane in range(LANES):
+            for word in range(WORDS_PER_BLOCK):
+                i = chunk * per_chunk + lane * WORDS_PER_BLOCK + word
+                if i < stop:
+                    words[i - start] = np.uint32(x[word, lane] + state[word, lane])
+
+
 @njit(parallel=True, cache=True)
-def _normals(key, counter, nonce, first_words, out):
-    """Every normal of ``out`` from its first proposal in ``first_words`` (module docstring), in
-    parallel tasks of :data:`PER_TASK` normals."""
+def _normals(key, counter, nonce, out):
+    """Every normal of ``out`` (module docstring), in parallel tasks of :data:`PER_TASK` normals, each
+    with its keystream words in a buffer of its own (small enough to stay in cache)."""
     n = out.shape[0]
     for task in prange((n + PER_TASK - 1) // PER_TASK):
         start, stop = task * PER_TASK, min(n, (task + 1) * PER_TASK)
+        words = np.empty(stop - start, np.uint32)
+        _task_words(key, counter, nonce, start, stop, words)
         outside = np.zeros(-(-(stop - start) // 8) * 8, np.uint8)
-        _first_proposals(first_words[start:stop], out[start:stop], outside)
-        _settle_outside(key, counter, nonce, start, first_words[start:stop], out[start:stop], outside)
+        _first_proposals(words, out[start:stop], outside)
+        _settle_outside(key, counter, nonce, start, words, out[start:stop], outside)
 
 
 def blocks_for(n: int) -> int:
@@ -160,18 +178,10 @@ def blocks_for(n: int) -> int:
     return max(n, 1)
 
 
-def first_words(key: np.ndarray, counter: int, nonce: int, n: int) -> np.ndarray:
-    """The ``n`` first proposals: the keystream's words at nonce ``(nonce, 0)`` from block ``counter`` on."""
-    blocks = -(-n // WORDS_PER_BLOCK)
-    words = np.empty((blocks, WORDS_PER_BLOCK), np.uint32)
-    keystream_words(key, np.uint64(counter), np.uint32(nonce), np.uint32(0), blocks, words)
-    return words.reshape(-1)[:n]
-
-
 def standard_normals(key: np.ndarray, counter: int, nonce: int, out: np.ndarray) -> np.ndarray:
     """Fill ``out`` (float32) with standard normals from blocks ``counter .. counter + blocks_for(len(out)) - 1``
     of the keystream ``key`` (eight uint32 words) at ``nonce``."""
     if out.dtype != np.float32:
         raise ValueError(f"the 32-bit ziggurat fills float32 arrays, got {out.dtype}")
-    _normals(key, np.uint64(counter), np.uint32(nonce), first_words(key, counter, nonce, out.shape[0]), out)
+    _normals(key, np.uint64(counter), np.uint32(nonce), out)
     return out
