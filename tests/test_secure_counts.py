@@ -166,3 +166,19 @@ def test_secure_generator_draws_per_value_means_from_the_counter_stream_and_old_
     assert legacy.secret_state()["cuda"]["block"] == block  # numpy's sampler on the randomgen streams
     small = generator.poisson_at(np.array([3.0, 40.0]))  # a mean below 10: numpy's sampler for the call
     assert small.dtype == np.int64
+
+
+@pytest.mark.parametrize("size", [1, 3, 63, 4096 * 2 + 65, 300_001])
+def test_a_first_round_read_from_the_keystream_gives_the_counts_of_uniforms_drawn_first(size):
+    from opu_hal.kernels.compiled.poisson_varying import varying_mean_counts
+
+    rng = np.random.default_rng(size)
+    means = np.concatenate([rng.uniform(10.0, 60.0, size - size // 3), rng.uniform(1.0e3, 4.0e8, size // 3)])
+    generator = SecureGenerator()
+    generator.poisson_at(np.full(5, 50.0))  # a counter away from 0
+    before = generator.secret_state()
+    fused = generator.poisson_at(means)
+    replay = SecureGenerator.from_secret_state(before)
+    two_pass = varying_mean_counts(means, replay._counter_uniforms)  # round one's uniforms in an array first
+    assert np.array_equal(fused, two_pass)
+    assert generator.secret_state()["cuda"]["block"] == replay.secret_state()["cuda"]["block"]

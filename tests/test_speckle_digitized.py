@@ -219,3 +219,25 @@ def test_a_bound_above_a_kept_pixels_true_mean_is_refused():
     args = (device.speckle, SecureGenerator(), device.sensor, bounds, selection, law, truth, 100, 1)
     with pytest.raises(DeviceUnavailable, match="1 kept pixel"):
         draw_speckle_digitized(*args, device._camera_generator)
+
+
+@pytest.mark.parametrize("reads", [1, 2, 3])
+def test_the_compiled_adc_gives_numpys_count_differences_with_ties_and_both_clips(reads):
+    from types import SimpleNamespace
+
+    from opu_hal.backends.simulated.speckle_digitized import numpy_differences
+    from opu_hal.kernels.compiled.digitized_reads import count_differences
+
+    rng = np.random.default_rng(reads)
+    for full_well, noise, gain, black, top in ((1.0e4, 6.0, 12.0, 10.0, 255), (3.0e3, 2.5, 0.7, 100.0, 4095)):
+        sensor = SimpleNamespace(
+            full_well_e=full_well, read_noise_e=noise, gain_e_per_dn=gain, black_level_dn=black, max_dn=top
+        )
+        electrons = rng.poisson(rng.uniform(0.0, 1.2 * full_well, 2 * reads * 20_001)).astype(np.int64)
+        normals = rng.standard_normal(electrons.size).astype(np.float32)
+        electrons[:40], normals[:40] = np.arange(40), np.float32(0.0)  # reads at k / gain: halves to round
+        normals[40:60] = np.float32(-1e3)  # below the ADC's 0
+        out = np.empty(20_001, np.int64)
+        count_differences(electrons, normals, reads, full_well, noise, gain, black, float(top), out)
+        expected = numpy_differences(electrons, normals, reads, sensor)
+        assert np.array_equal(out, expected) and (np.abs(expected) > 0).any()

@@ -298,7 +298,7 @@ class SecureGenerator:
         if self._compiled_varying_counts(means):
             from ..kernels.compiled.poisson_varying import varying_mean_counts
 
-            return varying_mean_counts(means, self._counter_uniforms)
+            return varying_mean_counts(means, self._counter_uniforms, self._first_round)
         with self._lock:
             if means.size < _PARALLEL_MIN:
                 return self._streams[0].poisson(means).astype(np.int64)
@@ -325,6 +325,15 @@ class SecureGenerator:
     @staticmethod
     def _compiled_counts(mean: float) -> bool:
         return compiled_ready(torch.device("cpu")) and mean >= PTRS_MIN_MEAN
+
+    def _first_round(self, means: np.ndarray, counts: np.ndarray, settled: np.ndarray) -> None:
+        """PTRS's first round at every one of ``means`` on the blocks ``_counter_uniforms(2 len(means))``
+        would take, the uniforms read from the keystream where they are used (the same counts)."""
+        from ..kernels.compiled import chacha
+        from ..kernels.compiled.poisson_varying import first_round
+
+        start = self._reserve(chacha.blocks_for(2 * means.size), "counts")
+        first_round(self._key_words(), np.uint64(start), np.uint32(COUNTS_NONCE), means, counts, settled)
 
     def _counter_uniforms(self, n: int, nonce: int = COUNTS_NONCE, draw: str = "counts") -> np.ndarray:
         """``n`` uniforms from the next blocks of the counter-mode stream at ``nonce`` (the counter

@@ -17,6 +17,7 @@ from ...contract.errors import CalibrationError, DeviceUnavailable
 from ...contract.noise import DigitizedReadLaw, NoiseDistribution, PrivacyCounts
 from ...contract.speckle_bins import BinnedSelection
 from ...randomness.secure_random import SecureGenerator
+from ...runtime.compute import compiled_ready
 from .camera import Sensor
 from .privacy_noise import clip_probability
 from .speckle_privacy import SpecklePrivacy, sensor_ceiling_e
@@ -97,14 +98,37 @@ def pixel_counts(generator: SecureGenerator, sensor: Sensor, means_e: np.ndarray
     ``reads`` digitized reads (eq. 1 of :mod:`opu_hal.privacy.digitized`), every draw secure."""
     out = np.empty(means_e.size, dtype=np.int64)
     per = max(1, CHUNK_READS // (2 * reads))
+    compiled = compiled_ready(torch.device("cpu"))
     for start in range(0, means_e.size, per):
         lam = np.repeat(means_e[start : start + per], 2 * reads)
-        electrons = np.minimum(generator.poisson_at(lam).astype(np.float64), sensor.full_well_e)
-        electrons += sensor.read_noise_e * generator.standard_normal(lam.size).numpy().astype(np.float64)
-        dn = np.clip(np.rint(electrons / sensor.gain_e_per_dn) + sensor.black_level_dn, 0, sensor.max_dn)
-        counts = dn.astype(np.int64).reshape(-1, 2, reads).sum(axis=2)
-        out[start : start + per] = counts[:, 0] - counts[:, 1]
+        electrons, normals = generator.poisson_at(lam), generator.standard_normal(lam.size).numpy()
+        chunk = out[start : start + per]
+        if compiled:
+            from ...kernels.compiled.digitized_reads import count_differences
+
+            count_differences(
+                electrons,
+                normals,
+                reads,
+                float(sensor.full_well_e),
+                float(sensor.read_noise_e),
+                float(sensor.gain_e_per_dn),
+                float(sensor.black_level_dn),
+                float(sensor.max_dn),
+                chunk,
+            )
+        else:
+            chunk[:] = numpy_differences(electrons, normals, reads, sensor)
     return out
+
+
+def numpy_differences(electrons: np.ndarray, normals: np.ndarray, reads: int, sensor: Sensor) -> np.ndarray:
+    """:func:`opu_hal.kernels.compiled.digitized_reads.count_differences` in numpy (without Numba)."""
+    signal = np.minimum(electrons.astype(np.float64), sensor.full_well_e)
+    signal += sensor.read_noise_e * normals.astype(np.float64)
+    dn = np.clip(np.rint(signal / sensor.gain_e_per_dn) + sensor.black_level_dn, 0, sensor.max_dn)
+    counts = dn.astype(np.int64).reshape(-1, 2, reads).sum(axis=2)
+    return counts[:, 0] - counts[:, 1]
 
 
 def draw_speckle_digitized(

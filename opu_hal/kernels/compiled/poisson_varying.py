@@ -1,6 +1,13 @@
 """Exact Poisson counts, one mean per count, from a caller's uniforms: the secure generator's privacy
 counts at per-pixel means (a speckle anchor's counts). PTRS (Hoermann 1993; :mod:`.poisson`) as in
-:mod:`.poisson_constant`, with each count's constants computed from its own mean."""
+:mod:`.poisson_constant`, with each count's constants computed from its own mean.
+
+The first round, where every count draws, can instead read its uniforms straight from the ChaCha20
+keystream (:func:`first_round`): count ``i``'s two uniforms are the round's uniforms ``2 i`` and ``2 i + 1``,
+words ``4 (i % 4) .. 4 (i % 4) + 3`` of block ``counter + i // 4`` (the layout of
+:func:`opu_hal.kernels.compiled.chacha.uniforms`), computed in cache-sized tasks. The counts are the
+same; the round's 16 bytes of uniforms per count are never written to memory (on the 2-core machine's
+virtual memory, first touches of fresh pages cost more than the keystream)."""
 
 from __future__ import annotations
 
@@ -9,8 +16,9 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .chacha import LANES, _rounds
 from .elementary import log_positive
-from .philox import unsettled
+from .philox import uniform53, unsettled
 from .poisson import LOG_FACTORIALS, PTRS_MIN_RATE, _ptrs_constants, _ptrs_test
 from .poisson_constant import _stirling_log_gamma
 
@@ -49,16 +57,81 @@ def _varying_exact(lams, uniforms_, pending, counts, settled):
             settled[i] = _ptrs_test(lam, log_positive(lam), a, b, k, us, v, log_k_factorial)
 
 
-def varying_mean_counts(lams: np.ndarray, draw_uniforms) -> np.ndarray:
+@njit(inline="always", cache=True)
+def _proposal_settles(lam, u, v):
+    """One PTRS proposal at ``lam`` from uniforms ``u``, ``v``: ``(k, accepted)``, the squeeze then the exact
+    test on the same uniforms (:func:`_varying_squeeze`, :func:`_varying_exact`)."""
+    a, b, vr = _ptrs_constants(lam)
+    u = u - 0.5
+    us = 0.5 - abs(u)
+    k = math.floor((2.0 * a / us + b) * u + lam + 0.43)
+    if (us >= 0.07) & (v <= vr):
+        return k, True
+    top = LOG_FACTORIALS.shape[0] - 1.0
+    tabled = LOG_FACTORIALS[int(min(max(k, 0.0), top))]
+    log_k_factorial = tabled if k < 6.0 else _stirling_log_gamma(max(k, 6.0) + 1.0)
+    return k, _ptrs_test(lam, log_positive(lam), a, b, k, us, v, log_k_factorial)
+
+
+COUNTS_PER_BLOCK = 4  # a first round's counts per keystream block (two 53-bit uniforms each)
+FIRST_ROUND_TASK = 64  # chunks of LANES blocks per parallel task (4096 counts)
+
+
+@njit(parallel=True, cache=True)
+def first_round(key, counter, nonce, lams, counts, settled):
+    """Round one of every count from the keystream ``key`` at ``nonce``, blocks ``counter ..`` (module
+    docstring): the same proposals and verdicts as :func:`_varying_squeeze` and :func:`_varying_exact`
+    on :func:`opu_hal.kernels.compiled.chacha.uniforms` of those blocks."""
+    n = lams.shape[0]
+    per_chunk = LANES * COUNTS_PER_BLOCK
+    chunks = (n + per_chunk - 1) // per_chunk
+    for task in prange((chunks + FIRST_ROUND_TASK - 1) // FIRST_ROUND_TASK):
+        x = np.empty((16, LANES), np.uint32)
+        state = np.empty((16, LANES), np.uint32)
+        for chunk in range(task * FIRST_ROUND_TASK, min(chunks, (task + 1) * FIRST_ROUND_TASK)):
+            _rounds(key, counter, nonce, np.uint32(0), chunk * LANES, x, state)
+            for lane in range(LANES):
+                for q in range(COUNTS_PER_BLOCK):
+                    i = chunk * per_chunk + lane * COUNTS_PER_BLOCK + q
+                    if i < n:
+                        w = 4 * q
+                        u = uniform53(
+                            np.uint32(x[w, lane] + state[w, lane]), np.uint32(x[w + 1, lane] + state[w + 1, lane])
+                        )
+                        v = uniform53(
+                            np.uint32(x[w + 2, lane] + state[w + 2, lane]),
+                            np.uint32(x[w + 3, lane] + state[w + 3, lane]),
+                        )
+                        counts[i], settled[i] = _proposal_settles(lams[i], u, v)
+
+
+@njit(cache=True)
+def _unsettled_indices(settled):
+    """The indices (int64) where ``settled`` is false, in order."""
+    out = np.empty(settled.shape[0], np.int64)
+    m = 0
+    for i in range(settled.shape[0]):
+        out[m] = i
+        m += not settled[i]
+    return out[:m].copy()
+
+
+def varying_mean_counts(lams: np.ndarray, draw_uniforms, draw_first_round=None) -> np.ndarray:
     """One exact Poisson(``lams[i]``) count (int64) per mean, every mean finite and ``>= 10``, by PTRS
     on the uniforms ``draw_uniforms(m)`` returns: every round of every count takes two fresh uniforms
-    (a round's pending counts draw together), so each count is PTRS on its own i.i.d. uniforms."""
+    (a round's pending counts draw together), so each count is PTRS on its own i.i.d. uniforms.
+    ``draw_first_round(lams, counts, settled)``, where given, does round one in place of
+    ``draw_uniforms(2 len(lams))`` and the round on them (:func:`first_round`, on the same blocks)."""
     lams = np.ascontiguousarray(lams, dtype=np.float64)
     if lams.size and not (np.isfinite(lams).all() and lams.min() >= PTRS_MIN_RATE):
         raise ValueError(f"varying_mean_counts needs finite means >= {PTRS_MIN_RATE}, got min {lams.min()}")
     counts = np.empty(lams.size)
     settled = np.zeros(lams.size, dtype=np.bool_)
-    pending = np.arange(lams.size, dtype=np.int64)
+    if draw_first_round is not None and lams.size:
+        draw_first_round(lams, counts, settled)
+        pending = _unsettled_indices(settled)
+    else:
+        pending = np.arange(lams.size, dtype=np.int64)
     while pending.shape[0]:
         uniforms_ = draw_uniforms(2 * pending.shape[0])
         _varying_squeeze(lams, uniforms_, pending, counts, settled)
