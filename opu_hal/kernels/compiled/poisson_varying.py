@@ -58,51 +58,70 @@ def _varying_exact(lams, uniforms_, pending, counts, settled):
 
 
 @njit(inline="always", cache=True)
-def _proposal_settles(lam, u, v):
-    """One PTRS proposal at ``lam`` from uniforms ``u``, ``v``: ``(k, accepted)``, the squeeze then the exact
-    test on the same uniforms (:func:`_varying_squeeze`, :func:`_varying_exact`)."""
+def _squeeze(lam, u, v):
+    """PTRS's proposal ``k`` at ``lam`` from uniforms ``u``, ``v`` and whether the squeeze accepts it (as
+    :func:`_varying_squeeze`); without branches, so a loop of it vectorizes."""
     a, b, vr = _ptrs_constants(lam)
     u = u - 0.5
     us = 0.5 - abs(u)
-    k = math.floor((2.0 * a / us + b) * u + lam + 0.43)
-    if (us >= 0.07) & (v <= vr):
-        return k, True
+    return math.floor((2.0 * a / us + b) * u + lam + 0.43), (us >= 0.07) & (v <= vr)
+
+
+@njit(inline="always", cache=True)
+def _exact(lam, u, v, k):
+    """PTRS's exact test of the proposal ``k`` the squeeze left (as :func:`_varying_exact`)."""
+    a, b, _vr = _ptrs_constants(lam)
+    us = 0.5 - abs(u - 0.5)
     top = LOG_FACTORIALS.shape[0] - 1.0
     tabled = LOG_FACTORIALS[int(min(max(k, 0.0), top))]
     log_k_factorial = tabled if k < 6.0 else _stirling_log_gamma(max(k, 6.0) + 1.0)
-    return k, _ptrs_test(lam, log_positive(lam), a, b, k, us, v, log_k_factorial)
+    return _ptrs_test(lam, log_positive(lam), a, b, k, us, v, log_k_factorial)
 
 
 COUNTS_PER_BLOCK = 4  # a first round's counts per keystream block (two 53-bit uniforms each)
 FIRST_ROUND_TASK = 64  # chunks of LANES blocks per parallel task (4096 counts)
 
 
+@njit(inline="always", cache=True)
+def _task_uniforms(key, counter, nonce, first_chunk, last_chunk, first, n, us, vs):
+    """The two uniforms of counts ``first ..`` (chunks ``first_chunk .. last_chunk - 1``) into ``us``, ``vs``."""
+    x = np.empty((16, LANES), np.uint32)
+    state = np.empty((16, LANES), np.uint32)
+    for chunk in range(first_chunk, last_chunk):
+        _rounds(key, counter, nonce, np.uint32(0), chunk * LANES, x, state)
+        for lane in range(LANES):
+            for q in range(COUNTS_PER_BLOCK):
+                i = chunk * LANES * COUNTS_PER_BLOCK + lane * COUNTS_PER_BLOCK + q
+                if i < n:
+                    w = 4 * q
+                    us[i - first] = uniform53(
+                        np.uint32(x[w, lane] + state[w, lane]), np.uint32(x[w + 1, lane] + state[w + 1, lane])
+                    )
+                    vs[i - first] = uniform53(
+                        np.uint32(x[w + 2, lane] + state[w + 2, lane]), np.uint32(x[w + 3, lane] + state[w + 3, lane])
+                    )
+
+
 @njit(parallel=True, cache=True)
 def first_round(key, counter, nonce, lams, counts, settled):
     """Round one of every count from the keystream ``key`` at ``nonce``, blocks ``counter ..`` (module
     docstring): the same proposals and verdicts as :func:`_varying_squeeze` and :func:`_varying_exact`
-    on :func:`opu_hal.kernels.compiled.chacha.uniforms` of those blocks."""
+    on :func:`opu_hal.kernels.compiled.chacha.uniforms` of those blocks, a task's uniforms in its own
+    cache-sized buffers, then its squeeze in one vectorized loop and the exact test where it failed."""
     n = lams.shape[0]
-    per_chunk = LANES * COUNTS_PER_BLOCK
-    chunks = (n + per_chunk - 1) // per_chunk
-    for task in prange((chunks + FIRST_ROUND_TASK - 1) // FIRST_ROUND_TASK):
-        x = np.empty((16, LANES), np.uint32)
-        state = np.empty((16, LANES), np.uint32)
-        for chunk in range(task * FIRST_ROUND_TASK, min(chunks, (task + 1) * FIRST_ROUND_TASK)):
-            _rounds(key, counter, nonce, np.uint32(0), chunk * LANES, x, state)
-            for lane in range(LANES):
-                for q in range(COUNTS_PER_BLOCK):
-                    i = chunk * per_chunk + lane * COUNTS_PER_BLOCK + q
-                    if i < n:
-                        w = 4 * q
-                        u = uniform53(
-                            np.uint32(x[w, lane] + state[w, lane]), np.uint32(x[w + 1, lane] + state[w + 1, lane])
-                        )
-                        v = uniform53(
-                            np.uint32(x[w + 2, lane] + state[w + 2, lane]),
-                            np.uint32(x[w + 3, lane] + state[w + 3, lane]),
-                        )
-                        counts[i], settled[i] = _proposal_settles(lams[i], u, v)
+    per_task = FIRST_ROUND_TASK * LANES * COUNTS_PER_BLOCK
+    chunks = (n + LANES * COUNTS_PER_BLOCK - 1) // (LANES * COUNTS_PER_BLOCK)
+    for task in prange((n + per_task - 1) // per_task):
+        first, stop = task * per_task, min(n, (task + 1) * per_task)
+        us = np.empty(stop - first)
+        vs = np.empty(stop - first)
+        first_chunk = task * FIRST_ROUND_TASK
+        _task_uniforms(key, counter, nonce, first_chunk, min(chunks, first_chunk + FIRST_ROUND_TASK), first, n, us, vs)
+        for i in range(first, stop):
+            counts[i], settled[i] = _squeeze(lams[i], us[i - first], vs[i - first])
+        for i in range(first, stop):
+            if not settled[i]:
+                settled[i] = _exact(lams[i], us[i - first], vs[i - first], counts[i])
 
 
 @njit(cache=True)
