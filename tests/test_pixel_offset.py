@@ -13,6 +13,7 @@ import pytest
 
 import opu_hal
 from opu_hal.calibration.anchor_map import anchor_map_path, bounds_from_frames, load_anchor_map, save_anchor_map
+from opu_hal.calibration.anchor_upper import pooled_read_variance_dn2
 from opu_hal.calibration.export_frames import export_frames
 from opu_hal.calibration.pixel_offset import frame_moments, offset_bounds
 from opu_hal.calibration.recorded_anchor_map import dark_series
@@ -57,7 +58,13 @@ def test_the_pooled_black_level_puts_some_pixels_lower_bound_above_its_true_mean
     cal = read_calibration(folder / "cal.json")
     black, gain = cal.black_level_dn, cal.gain_e_per_dn
     pooled = bounds_from_frames(
-        anchor_frames(folder), 255.0, (black.lower, black.upper), (gain.lower, gain.upper), 0.01, "pooled"
+        anchor_frames(folder),
+        255.0,
+        (black.lower, black.upper),
+        (gain.lower, gain.upper),
+        0.01,
+        "pooled",
+        read_var_dn2=pooled_read_variance_dn2(cal.read_noise_e.upper, gain.lower),
     )
     assert np.count_nonzero(pooled.lower_e > truth) >= 1
 

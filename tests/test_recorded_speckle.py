@@ -51,7 +51,7 @@ ORDERS = np.arange(2, 17, dtype=np.float64)
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """Frames of the hidden speckle camera (32 anchor frames), the LightOn profile naming the calibration that
+    """Frames of the hidden speckle camera (32 a series and 32 anchor frames), the LightOn profile naming the calibration that
     `opu-hal calibrate` wrote from them, and each pixel's true anchor mean."""
     folder = tmp_path_factory.mktemp("speckle-lab")
     device = opu_hal.load_device(opu_hal.validate_profile(HIDDEN_PROFILE))
@@ -61,7 +61,7 @@ def lab(tmp_path_factory):
         (25.0,),
         (400.0,),
         (1e5, 1e6),
-        frames=4,
+        frames=32,  # each dark series bounds its pixels' read noise (chi-square); 4 frames would leave 3 df
         levels=40,
         anchor_frames=32,
         speckle_anchor=True,

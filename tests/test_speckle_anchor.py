@@ -11,6 +11,7 @@ import pytest
 
 import opu_hal
 from opu_hal.calibration.anchor_map import anchor_map_path, bounds_from_frames, calibrate_anchor_map, load_anchor_map
+from opu_hal.calibration.anchor_upper import pooled_read_variance_dn2
 from opu_hal.calibration.calibrated import CalibratedNoise
 from opu_hal.calibration.run import calibrate_device
 from opu_hal.calibration.schema import write_calibration
@@ -44,7 +45,9 @@ def small_device(**changes):
 
 
 def measured_map(device, frames: int = 32) -> AnchorBoundMap:
-    return bounds_from_frames(device.anchor_frames(frames), device.sensor.max_dn, BLACK, GAIN, 0.01, "test frames")
+    read_var = pooled_read_variance_dn2(device.sensor.read_noise_e, GAIN[0])
+    frames_dn = device.anchor_frames(frames)
+    return bounds_from_frames(frames_dn, device.sensor.max_dn, BLACK, GAIN, 0.01, "test frames", read_var_dn2=read_var)
 
 
 def draw(device, bounds: AnchorBoundMap, n_values: int, poisson_mean: float):

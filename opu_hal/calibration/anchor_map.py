@@ -5,12 +5,16 @@ From ``F`` anchor frames in DN at the run's operating point, pixel ``j``'s mean 
 std ``s_j`` give, with the photon-transfer calibration's black level ``[B_lo, B_hi]`` and gain
 ``[g_lo, g_hi]`` (its intervals, never a profile's figures),
 
-    b_j = g_lo max(0, m_j - t s_j / sqrt(F) - B_hi),     u_j = g_hi (m_j + t s_j / sqrt(F) - B_lo),
+    b_j = g_lo max(0, m_j - t s_j / sqrt(F) - B_hi),     u_j = g_hi w_j,
 
 with ``t`` Student's quantile of ``F - 1`` degrees of freedom at ``alpha / (2 P)`` over the ``P``
-pixels of the sensor (``s_j^2`` at least 1/12 DN^2, :mod:`.pixel_offset`): by the union bound (Bonferroni),
-``b_j <= lambda_j <= u_j`` holds at every pixel simultaneously with probability at least ``1 - alpha``
-(less the black-level and gain intervals' own error rates, stated by the calibration). A recorded map
+pixels of the sensor (``s_j^2`` at least 1/12 DN^2, :mod:`.pixel_offset`; on right-skewed reads the lower
+side errs on the safe side) and ``w_j`` the Chernoff bound of :mod:`.anchor_upper` on Poisson electrons plus
+Gaussian read noise at ``alpha / (4 P)``, its read-noise variance bounded at ``alpha / (4 P)`` too (from the
+calibration's pooled read noise, the simulator's cameras sharing one; from each pixel's dark frames for a
+recorded map). By the union bound (Bonferroni), ``b_j <= lambda_j <= u_j`` holds at every pixel
+simultaneously with probability at least ``1 - alpha`` (less the black-level, gain and pooled read-noise
+intervals' own error rates, stated by the calibration). A recorded map
 (:mod:`.recorded_anchor_map`) takes each pixel's own offset interval in place of ``[B_lo, B_hi]``. A
 pixel that clipped in any frame gets an infinite upper bound (never kept). The map is written next to
 the calibration file (``<calibration>.anchor-map.npz``) with the operating point it holds at.
@@ -24,6 +28,7 @@ import numpy as np
 
 from ..contract.anchor_map import AnchorBoundMap
 from ..contract.errors import CalibrationError
+from .anchor_upper import chernoff_rise_dn, pooled_read_variance_dn2
 from .pixel_offset import frame_moments
 from .schema import Calibration
 
@@ -50,21 +55,31 @@ def bounds_from_frames(
     gain: tuple[float, float],
     alpha: float,
     source: str,
+    *,
+    read_var_dn2: float | np.ndarray,
     **extra: np.ndarray,
 ) -> AnchorBoundMap:
     """The map from an iterable of frames ``(P,)`` in DN (module docstring). ``black_dn``: one interval for
     every pixel, or each pixel's own offset interval (arrays, :mod:`.pixel_offset`; ``-inf`` / ``+inf`` for
-    an unknown offset: never kept); ``extra``: the map's per-pixel arrays measured elsewhere."""
+    an unknown offset: never kept); ``read_var_dn2``: an upper bound on the read noise's variance in DN^2
+    (one for every pixel, or each pixel's, at :func:`upper_level`); ``extra``: the map's per-pixel arrays
+    measured elsewhere."""
     moments = frame_moments(frames_dn, max_dn, "anchor map")
     mean, count = moments.mean, moments.frames
     margin = moments.margin(alpha / (2 * mean.size))
     black_lo, black_hi = (np.broadcast_to(np.asarray(b, dtype=np.float64), mean.shape) for b in black_dn)
     lower = gain[0] * np.maximum(mean - margin - black_hi, 0.0)
-    upper = np.where(moments.clipped, np.inf, gain[1] * (mean + margin - black_lo))
+    rise = chernoff_rise_dn(mean, count, upper_level(alpha, mean.size), black_lo, gain[0], read_var_dn2)
+    upper = np.where(moments.clipped, np.inf, gain[1] * rise)
     with np.errstate(invalid="ignore"):  # an unknown offset (-inf, +inf) has no midpoint: its estimate is 0
         black = 0.5 * (black_lo + black_hi)
         estimate = np.where(np.isfinite(black), (mean - black) * 0.5 * (gain[0] + gain[1]), 0.0)
     return AnchorBoundMap(lower, upper, estimate, confidence=1 - alpha, frames=count, source=source, **extra)
+
+
+def upper_level(alpha: float, pixels: int) -> float:
+    """The level of each of the upper side's two events per pixel: the Chernoff tail and the read-noise bound."""
+    return alpha / (4 * pixels)
 
 
 def measure_anchor_map(
@@ -76,7 +91,8 @@ def measure_anchor_map(
     black, gain = calibration.black_level_dn, calibration.gain_e_per_dn
     source = (
         f"calibration anchor map ({frames} frames, per-pixel lower bounds simultaneous over every pixel at "
-        f"{1 - alpha:.0%}, Bonferroni; black level and gain at their {gain.level:.0%} intervals)"
+        f"{1 - alpha:.0%}, Bonferroni; black level and gain at their {gain.level:.0%} intervals; upper bounds by "
+        "Chernoff, the read noise at its pooled interval's upper end)"
     )
     return bounds_from_frames(
         device.anchor_frames(frames),
@@ -85,6 +101,7 @@ def measure_anchor_map(
         (gain.lower, gain.upper),
         alpha,
         source,
+        read_var_dn2=pooled_read_variance_dn2(calibration.read_noise_e.upper, gain.lower),
     )
 
 

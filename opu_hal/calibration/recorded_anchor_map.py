@@ -4,11 +4,13 @@ DIR``): the recorded anchor series at the profile's operating point, streamed fr
 (:mod:`.pixel_offset`, from the recorded darks at the operating point, never the pooled black level: a pixel
 whose offset sits above it would read as more anchor electrons than it has) and the gain interval, so that
 
-    b_j = g_lo max(0, m_j - t s_j / sqrt(F) - O_hi_j) <= lambda_j <= g_hi (m_j + t s_j / sqrt(F) - O_lo_j) = u_j
+    b_j = g_lo max(0, m_j - t s_j / sqrt(F) - O_hi_j) <= lambda_j <= g_hi w_j = u_j
 
 at every pixel at once with probability at least ``1 - alpha`` (less the gain interval's own error rate):
-the anchor frames take ``alpha / 2`` (Student's ``t`` at ``alpha / (4 P)`` on each side, ``F - 1`` degrees
-of freedom, Bonferroni over the ``P`` pixels) and the offsets the other ``alpha / 2``; with each pixel's full
+the anchor frames take ``alpha / 2`` (Student's ``t`` at ``alpha / (4 P)`` on the lower side, ``F - 1`` degrees
+of freedom, Bonferroni over the ``P`` pixels; on the upper side the Chernoff bound ``w_j`` of
+:mod:`.anchor_upper` at a quarter of the anchor frames' share per pixel, each pixel's read-noise variance
+bounded from its dark frames at the operating point at another quarter) and the offsets the other ``alpha / 2``; with each pixel's full
 well bounded too (:mod:`.pixel_full_well`), the anchor frames take ``3 alpha / 8`` and the wells ``alpha / 8``. The map stores the
 offsets and the calibration's per-pixel read-noise lower bounds (:mod:`.pixel_read_noise`) beside the
 bounds. It is written beside the calibration file (``<calibration>.anchor-map.npz``, where
@@ -27,7 +29,8 @@ import numpy as np
 
 from ..contract.anchor_map import AnchorBoundMap
 from ..contract.errors import CalibrationError
-from .anchor_map import DEFAULT_ALPHA, anchor_map_path, bounds_from_frames
+from .anchor_map import DEFAULT_ALPHA, anchor_map_path, bounds_from_frames, upper_level
+from .anchor_upper import read_variance_upper_dn2
 from .pixel_full_well import full_well_lower_e
 from .pixel_offset import FrameMoments, frame_moments, offset_bounds
 from .recorded_images import read_frame
@@ -157,9 +160,17 @@ def recorded_anchor_map(
         extra["full_well_lower_e"] = full_well_lower_e(flat, high, gain.lower, alpha / 8)
         source = source[:-1] + f"; each pixel's full well from {flat.frames} frames of the brightest flat)"
     frames = (read_frame(path, bits).ravel() for path in series.files)
+    read_var = read_variance_upper_dn2(at_operating, upper_level(anchor_alpha, at_operating.mean.size))
     try:
         bounds = bounds_from_frames(
-            frames, float((1 << bits) - 1), (low, high), (gain.lower, gain.upper), anchor_alpha, source, **extra
+            frames,
+            float((1 << bits) - 1),
+            (low, high),
+            (gain.lower, gain.upper),
+            anchor_alpha,
+            source,
+            read_var_dn2=read_var,
+            **extra,
         )
     except ValueError:  # arrays of two shapes: the anchor frames hold another number of pixels
         bounds = None

@@ -2,9 +2,10 @@
 
     python -m scripts.analysis.t_bound_skew [--maps 2000000] [--seed 1]
 
-One pixel per map, ``F = 64`` reads at 1 e-/DN (black 10 DN), the bounds of
-:mod:`opu_hal.calibration.anchor_map` at a per-pixel level ``q``: the lower bound fails when
-``t > t_q``, the upper when ``t < -t_q``. Prints the failure rates against ``q`` for a few means.
+One pixel per map, ``F = 64`` reads at 1 e-/DN (black 10 DN), Student's bounds at a per-pixel level ``q``
+(the lower bound of :mod:`opu_hal.calibration.anchor_map` fails when ``t > t_q``, a Student upper bound when
+``t < -t_q``) and the map's Chernoff upper bound (:mod:`opu_hal.calibration.anchor_upper`, the read noise
+known). Prints the failure rates against ``q`` for a few means.
 """
 
 from __future__ import annotations
@@ -14,15 +15,19 @@ import argparse
 import numpy as np
 from scipy import stats
 
+from opu_hal.calibration.anchor_upper import chernoff_rise_dn, pooled_read_variance_dn2
+
 FRAMES = 64
 CASES = ((4.0, 3.0), (20.0, 3.0), (200.0, 6.0), (1400.0, 6.0))  # mean, read noise (e-)
 LEVELS = (1e-3, 1e-4, 1e-5)
 CHUNK = 400_000
 
 
-def failure_rates(mean: float, noise: float, maps: int, rng: np.random.Generator) -> dict[float, tuple[float, float]]:
-    """Per level ``q``: (lower-bound failures, upper-bound failures) per map."""
-    counts = {q: [0, 0] for q in LEVELS}
+def failure_rates(
+    mean: float, noise: float, maps: int, rng: np.random.Generator
+) -> dict[float, tuple[float, float, float]]:
+    """Per level ``q``: (Student lower, Student upper, Chernoff upper) failures per map."""
+    counts = {q: [0, 0, 0] for q in LEVELS}
     critical = {q: stats.t.isf(q, FRAMES - 1) for q in LEVELS}
     for start in range(0, maps, CHUNK):
         n = min(CHUNK, maps - start)
@@ -32,7 +37,9 @@ def failure_rates(mean: float, noise: float, maps: int, rng: np.random.Generator
         for q, c in critical.items():
             counts[q][0] += int(np.count_nonzero(t > c))
             counts[q][1] += int(np.count_nonzero(t < -c))
-    return {q: (low / maps, high / maps) for q, (low, high) in counts.items()}
+            rise = chernoff_rise_dn(reads.mean(axis=1), FRAMES, q, 10.0, 1.0, pooled_read_variance_dn2(noise, 1.0))
+            counts[q][2] += int(np.count_nonzero(rise < mean))
+    return {q: (low / maps, high / maps, chernoff / maps) for q, (low, high, chernoff) in counts.items()}
 
 
 def main() -> None:
@@ -41,10 +48,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
-    print("mean, read noise (e-) | " + " | ".join(f"level {q:g}: lower fails / upper fails" for q in LEVELS))
+    print(
+        "mean, read noise (e-) | "
+        + " | ".join(f"level {q:g}: Student lower / Student upper / Chernoff upper fails" for q in LEVELS)
+    )
     for mean, noise in CASES:
         rates = failure_rates(mean, noise, args.maps, rng)
-        print(f"{mean:g}, {noise:g} | " + " | ".join(f"{lo:.2e} / {hi:.2e}" for lo, hi in rates.values()))
+        print(
+            f"{mean:g}, {noise:g} | " + " | ".join(f"{lo:.2e} / {hi:.2e} / {ch:.2e}" for lo, hi, ch in rates.values())
+        )
 
 
 if __name__ == "__main__":
