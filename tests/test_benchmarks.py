@@ -170,3 +170,18 @@ def test_secure_normals_benchmark_times_ours_against_randomgen_in_one_run(monkey
     printed = capsys.readouterr().out
     assert printed.count("x randomgen") == 6 and "2 Numba thread(s)" in printed
     assert "randomgen ChaCha20, numpy ziggurat, one stream" in printed and " 1.00x randomgen" in printed
+
+
+def test_noise_draws_benchmark_times_every_draw_against_numpy():
+    from benchmarks.noise_draws import rows
+
+    timed = rows(1)
+    assert [row[0].split()[1] for row in timed[:3]] == ["normals,", "normals,", "Poisson"] and len(timed) == 4
+    assert all(best > 0 and median >= best and numpy > 0 for _, best, median, numpy in timed)
+
+
+def test_noise_draws_times_the_first_round_against_the_two_pass_path():
+    from benchmarks.noise_draws import first_round_against_two_pass
+
+    two_pass, first = first_round_against_two_pass(1)
+    assert two_pass > 0 and first > 0
