@@ -14,21 +14,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
-from collections.abc import Callable
 
 import numpy as np
 
-
-def best_seconds(draw: Callable[[], object], repeats: int) -> float:
-    """The shortest of ``repeats`` timed calls of ``draw`` (after one untimed call)."""
-    draw()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        draw()
-        times.append(time.perf_counter() - start)
-    return min(times)
+from benchmarks.noise_draws import best_and_median
 
 
 def main() -> None:
@@ -51,7 +40,7 @@ def main() -> None:
             "randomgen ChaCha20, numpy ziggurat, one stream": lambda: chacha.standard_normal(args.n, np.float32),
             "numpy PCG64 (not secure)": lambda: pcg.standard_normal(args.n, np.float32),
         }
-        seconds = {name: best_seconds(draw, args.repeats) for name, draw in rows.items()}
+        seconds = {name: best_and_median(draw, args.repeats)[0] for name, draw in rows.items()}
         baseline = seconds["randomgen ChaCha20, numpy ziggurat, one stream"]
         print(f"{args.n} float32 normals, {threads} Numba thread(s), best of {args.repeats}:")
         for name, value in seconds.items():
