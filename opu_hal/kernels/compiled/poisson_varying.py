@@ -6,8 +6,8 @@ The first round, where every count draws, can instead read its uniforms straight
 keystream (:func:`first_round`): count ``i``'s two uniforms are the round's uniforms ``2 i`` and ``2 i + 1``,
 words ``4 (i % 4) .. 4 (i % 4) + 3`` of block ``counter + i // 4`` (the layout of
 :func:`opu_hal.kernels.compiled.chacha.uniforms`), computed in cache-sized tasks. The counts are the
-same; the round's 16 bytes of uniforms per count are never written to memory (on the 2-core machine's
-virtual memory, first touches of fresh pages cost more than the keystream)."""
+same; the round's 16 bytes of uniforms per count are never written to a step-sized array (0.85x the
+two-pass time, alternated in one process: ``python -m benchmarks.noise_draws``)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def _varying_exact(lams, uniforms_, pending, counts, settled):
 @njit(inline="always", cache=True)
 def _squeeze(lam, u, v):
     """PTRS's proposal ``k`` at ``lam`` from uniforms ``u``, ``v`` and whether the squeeze accepts it (as
-    :func:`_varying_squeeze`); without branches, so a loop of it vectorizes."""
+    :func:`_varying_squeeze`), written without branches."""
     a, b, vr = _ptrs_constants(lam)
     u = u - 0.5
     us = 0.5 - abs(u)
@@ -107,7 +107,7 @@ def first_round(key, counter, nonce, lams, counts, settled):
     """Round one of every count from the keystream ``key`` at ``nonce``, blocks ``counter ..`` (module
     docstring): the same proposals and verdicts as :func:`_varying_squeeze` and :func:`_varying_exact`
     on :func:`opu_hal.kernels.compiled.chacha.uniforms` of those blocks, a task's uniforms in its own
-    cache-sized buffers, then its squeeze in one vectorized loop and the exact test where it failed."""
+    cache-sized buffers, then its squeeze in one loop and the exact test where it failed."""
     n = lams.shape[0]
     per_task = FIRST_ROUND_TASK * LANES * COUNTS_PER_BLOCK
     chunks = (n + LANES * COUNTS_PER_BLOCK - 1) // (LANES * COUNTS_PER_BLOCK)
