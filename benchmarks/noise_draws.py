@@ -28,15 +28,12 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from benchmarks.timing import wall_seconds
+
 
 def best_and_median(draw: Callable[[], object], repeats: int) -> tuple[float, float]:
     """Shortest and median seconds of ``repeats`` timed calls of ``draw`` (after one untimed call)."""
-    draw()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        draw()
-        times.append(time.perf_counter() - start)
+    times = wall_seconds(draw, repeats)
     return min(times), statistics.median(times)
 
 

@@ -10,8 +10,13 @@ import torch
 
 
 def median_seconds(fn: Callable[[], object], repeats: int = 7, warmup: int = 2) -> float:
-    """Median wall time of ``fn`` over ``repeats`` calls, after ``warmup`` untimed calls; CUDA work
-    is waited for (synchronized) before each clock reading, since its launches return at once."""
+    """Median wall time of ``fn`` over ``repeats`` calls, after ``warmup`` untimed calls."""
+    return statistics.median(wall_seconds(fn, repeats, warmup))
+
+
+def wall_seconds(fn: Callable[[], object], repeats: int, warmup: int = 1) -> list[float]:
+    """Wall time of each of ``repeats`` calls of ``fn``, after ``warmup`` untimed calls; CUDA work is
+    waited for (synchronized) before each clock reading, since its launches return at once."""
     for _ in range(warmup):
         fn()
     times = []
@@ -21,7 +26,7 @@ def median_seconds(fn: Callable[[], object], repeats: int = 7, warmup: int = 2) 
         fn()
         synchronize()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return times
 
 
 def synchronize() -> None:
