@@ -59,10 +59,11 @@ def unsettled(pending, settled):
 
 @njit(cache=True)
 def unsettled_pixels(settled, out):
-    """The pixels (int32) where ``settled`` is false, in order, written into ``out``."""
+    """The pixels where ``settled`` is false, in order, written into ``out`` (int32 for a frame's pixels,
+    int64 for a draw's counts)."""
     m = 0
     for i in range(settled.shape[0]):
-        out[m] = np.int32(i)
+        out[m] = i
         m += not settled[i]
     return out[:m]
 

@@ -16,51 +16,16 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .chacha import LANES, _rounds
+from .chacha import LANES, UNIFORMS_PER_BLOCK, chunk_uniforms
 from .elementary import log_positive
-from .philox import uniform53, unsettled
+from .philox import unsettled, unsettled_pixels
 from .poisson import LOG_FACTORIALS, PTRS_MIN_RATE, _ptrs_constants, _ptrs_test
 from .poisson_constant import _stirling_log_gamma
 
 
-@njit(parallel=True, cache=True)
-def _varying_squeeze(lams, uniforms_, pending, counts, settled):
-    """One PTRS proposal for each ``pending`` count at its own mean, from two fresh uniforms each
-    (``uniforms_[2 j]``, ``uniforms_[2 j + 1]``); settled where the squeeze accepts."""
-    for j in prange(pending.shape[0]):
-        i = pending[j]
-        lam = lams[i]
-        a, b, vr = _ptrs_constants(lam)
-        u = uniforms_[2 * j] - 0.5
-        v = uniforms_[2 * j + 1]
-        us = 0.5 - abs(u)
-        counts[i] = math.floor((2.0 * a / us + b) * u + lam + 0.43)
-        settled[i] = (us >= 0.07) & (v <= vr)
-
-
-@njit(parallel=True, cache=True)
-def _varying_exact(lams, uniforms_, pending, counts, settled):
-    """The exact test for the proposals the squeeze left, on the same uniforms (as
-    :func:`.poisson_constant._constant_exact`, at each count's own mean)."""
-    top = LOG_FACTORIALS.shape[0] - 1.0
-    for j in prange(pending.shape[0]):
-        i = pending[j]
-        if not settled[i]:
-            lam = lams[i]
-            a, b, _vr = _ptrs_constants(lam)
-            u = uniforms_[2 * j] - 0.5
-            v = uniforms_[2 * j + 1]
-            us = 0.5 - abs(u)
-            k = counts[i]
-            tabled = LOG_FACTORIALS[int(min(max(k, 0.0), top))]
-            log_k_factorial = tabled if k < 6.0 else _stirling_log_gamma(max(k, 6.0) + 1.0)
-            settled[i] = _ptrs_test(lam, log_positive(lam), a, b, k, us, v, log_k_factorial)
-
-
 @njit(inline="always", cache=True)
 def _squeeze(lam, u, v):
-    """PTRS's proposal ``k`` at ``lam`` from uniforms ``u``, ``v`` and whether the squeeze accepts it (as
-    :func:`_varying_squeeze`), written without branches."""
+    """PTRS's proposal ``k`` at ``lam`` from uniforms ``u``, ``v`` and whether the squeeze accepts it."""
     a, b, vr = _ptrs_constants(lam)
     u = u - 0.5
     us = 0.5 - abs(u)
@@ -69,7 +34,8 @@ def _squeeze(lam, u, v):
 
 @njit(inline="always", cache=True)
 def _exact(lam, u, v, k):
-    """PTRS's exact test of the proposal ``k`` the squeeze left (as :func:`_varying_exact`)."""
+    """PTRS's exact test of the proposal ``k`` the squeeze left, on the same uniforms (as
+    :func:`.poisson_constant._constant_exact`, at the count's own mean)."""
     a, b, _vr = _ptrs_constants(lam)
     us = 0.5 - abs(u - 0.5)
     top = LOG_FACTORIALS.shape[0] - 1.0
@@ -78,61 +44,48 @@ def _exact(lam, u, v, k):
     return _ptrs_test(lam, log_positive(lam), a, b, k, us, v, log_k_factorial)
 
 
-COUNTS_PER_BLOCK = 4  # a first round's counts per keystream block (two 53-bit uniforms each)
-FIRST_ROUND_TASK = 64  # chunks of LANES blocks per parallel task (4096 counts)
+@njit(parallel=True, cache=True)
+def _varying_squeeze(lams, uniforms_, pending, counts, settled):
+    """One PTRS proposal for each ``pending`` count at its own mean, from two fresh uniforms each
+    (``uniforms_[2 j]``, ``uniforms_[2 j + 1]``); settled where the squeeze accepts."""
+    for j in prange(pending.shape[0]):
+        i = pending[j]
+        counts[i], settled[i] = _squeeze(lams[i], uniforms_[2 * j], uniforms_[2 * j + 1])
 
 
-@njit(inline="always", cache=True)
-def _task_uniforms(key, counter, nonce, first_chunk, last_chunk, first, n, us, vs):
-    """The two uniforms of counts ``first ..`` (chunks ``first_chunk .. last_chunk - 1``) into ``us``, ``vs``."""
-    x = np.empty((16, LANES), np.uint32)
-    state = np.empty((16, LANES), np.uint32)
-    for chunk in range(first_chunk, last_chunk):
-        _rounds(key, counter, nonce, np.uint32(0), chunk * LANES, x, state)
-        for lane in range(LANES):
-            for q in range(COUNTS_PER_BLOCK):
-                i = chunk * LANES * COUNTS_PER_BLOCK + lane * COUNTS_PER_BLOCK + q
-                if i < n:
-                    w = 4 * q
-                    us[i - first] = uniform53(
-                        np.uint32(x[w, lane] + state[w, lane]), np.uint32(x[w + 1, lane] + state[w + 1, lane])
-                    )
-                    vs[i - first] = uniform53(
-                        np.uint32(x[w + 2, lane] + state[w + 2, lane]), np.uint32(x[w + 3, lane] + state[w + 3, lane])
-                    )
+@njit(parallel=True, cache=True)
+def _varying_exact(lams, uniforms_, pending, counts, settled):
+    """The exact test for the proposals the squeeze left, on the same uniforms."""
+    for j in prange(pending.shape[0]):
+        i = pending[j]
+        if not settled[i]:
+            settled[i] = _exact(lams[i], uniforms_[2 * j], uniforms_[2 * j + 1], counts[i])
+
+
+COUNTS_PER_TASK = 4096  # a first round's counts per parallel task (64 chunks of LANES blocks)
 
 
 @njit(parallel=True, cache=True)
 def first_round(key, counter, nonce, lams, counts, settled):
     """Round one of every count from the keystream ``key`` at ``nonce``, blocks ``counter ..`` (module
-    docstring): the same proposals and verdicts as :func:`_varying_squeeze` and :func:`_varying_exact`
-    on :func:`opu_hal.kernels.compiled.chacha.uniforms` of those blocks, a task's uniforms in its own
-    cache-sized buffers, then its squeeze in one loop and the exact test where it failed."""
+    docstring): a task's uniforms are :func:`opu_hal.kernels.compiled.chacha.uniforms` of its own blocks,
+    computed into a cache-sized buffer (``chunk_uniforms`` from the task's first block), then the squeeze
+    and the exact test where it failed, as :func:`_varying_squeeze` and :func:`_varying_exact`."""
     n = lams.shape[0]
-    per_task = FIRST_ROUND_TASK * LANES * COUNTS_PER_BLOCK
-    chunks = (n + LANES * COUNTS_PER_BLOCK - 1) // (LANES * COUNTS_PER_BLOCK)
-    for task in prange((n + per_task - 1) // per_task):
-        first, stop = task * per_task, min(n, (task + 1) * per_task)
-        us = np.empty(stop - first)
-        vs = np.empty(stop - first)
-        first_chunk = task * FIRST_ROUND_TASK
-        _task_uniforms(key, counter, nonce, first_chunk, min(chunks, first_chunk + FIRST_ROUND_TASK), first, n, us, vs)
+    per_chunk = LANES * UNIFORMS_PER_BLOCK
+    for task in prange((n + COUNTS_PER_TASK - 1) // COUNTS_PER_TASK):
+        first, stop = task * COUNTS_PER_TASK, min(n, (task + 1) * COUNTS_PER_TASK)
+        uniforms_ = np.empty(2 * (stop - first))
+        x = np.empty((16, LANES), np.uint32)
+        state = np.empty((16, LANES), np.uint32)
+        task_counter = np.uint64(counter) + np.uint64(2 * first // UNIFORMS_PER_BLOCK)
+        for chunk in range((uniforms_.shape[0] + per_chunk - 1) // per_chunk):
+            chunk_uniforms(key, task_counter, nonce, np.uint32(0), chunk, uniforms_, x, state)
         for i in range(first, stop):
-            counts[i], settled[i] = _squeeze(lams[i], us[i - first], vs[i - first])
+            counts[i], settled[i] = _squeeze(lams[i], uniforms_[2 * (i - first)], uniforms_[2 * (i - first) + 1])
         for i in range(first, stop):
             if not settled[i]:
-                settled[i] = _exact(lams[i], us[i - first], vs[i - first], counts[i])
-
-
-@njit(cache=True)
-def _unsettled_indices(settled):
-    """The indices (int64) where ``settled`` is false, in order."""
-    out = np.empty(settled.shape[0], np.int64)
-    m = 0
-    for i in range(settled.shape[0]):
-        out[m] = i
-        m += not settled[i]
-    return out[:m].copy()
+                settled[i] = _exact(lams[i], uniforms_[2 * (i - first)], uniforms_[2 * (i - first) + 1], counts[i])
 
 
 def varying_mean_counts(lams: np.ndarray, draw_uniforms, draw_first_round=None) -> np.ndarray:
@@ -148,7 +101,7 @@ def varying_mean_counts(lams: np.ndarray, draw_uniforms, draw_first_round=None) 
     settled = np.zeros(lams.size, dtype=np.bool_)
     if draw_first_round is not None and lams.size:
         draw_first_round(lams, counts, settled)
-        pending = _unsettled_indices(settled)
+        pending = unsettled_pixels(settled, np.empty(lams.size, np.int64))
     else:
         pending = np.arange(lams.size, dtype=np.int64)
     while pending.shape[0]:
