@@ -83,13 +83,30 @@ def _rounds(key, counter, nonce_lo, nonce_hi, first_block, x, state):
 @njit(parallel=True, cache=True)
 def keystream_words(key, counter, nonce_lo, nonce_hi, n_blocks, out):
     """The sixteen words of blocks ``counter .. counter + n_blocks - 1`` into ``out`` (n_blocks x 16)."""
+    flat = out.reshape(-1)
     for chunk in prange((n_blocks + LANES - 1) // LANES):
-        x = np.empty((16, LANES), np.uint32)
-        state = np.empty((16, LANES), np.uint32)
-        _rounds(key, counter, nonce_lo, nonce_hi, chunk * LANES, x, state)
-        for lane in range(min(LANES, n_blocks - chunk * LANES)):
-            for word in range(16):
-                out[chunk * LANES + lane, word] = np.uint32(x[word, lane] + state[word, lane])
+        chunk_words(
+            key,
+            counter,
+            nonce_lo,
+            nonce_hi,
+            chunk,
+            flat,
+            np.empty((16, LANES), np.uint32),
+            np.empty((16, LANES), np.uint32),
+        )
+
+
+@njit(inline="always", cache=True)
+def chunk_words(key, counter, nonce_lo, nonce_hi, chunk, out, x, state):
+    """The ``LANES`` blocks of one chunk in order into ``out`` (flat; word ``i`` is word ``i % 16`` of block
+    ``counter + i // 16``, as far as ``out`` reaches; ``x``, ``state``: ``(16, LANES)`` scratch)."""
+    _rounds(key, counter, nonce_lo, nonce_hi, chunk * LANES, x, state)
+    for lane in range(LANES):
+        for word in range(16):
+            i = (chunk * LANES + lane) * 16 + word
+            if i < out.shape[0]:
+                out[i] = np.uint32(x[word, lane] + state[word, lane])
 
 
 @njit(parallel=True, cache=True)

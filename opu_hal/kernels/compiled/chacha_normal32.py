@@ -23,15 +23,12 @@ share a (block, nonce) pair, and a call's output is a function of the key and it
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit, prange
 
-from .chacha import LANES, _rounds
+from .chacha import LANES, chunk_words
 from .chacha_normal import _lane_blocks, _next_pair, beyond_rectangle
 from .normal import ziggurat_tables
-from .philox import uniform53
 
 WORDS_PER_BLOCK = 16  # first proposals per block
 PER_TASK = 8192  # normals per parallel task
@@ -69,7 +66,7 @@ def _settle(key, counter, nonce, index, first, words):
 
 @njit(inline="always", cache=True)
 def _first_proposals(words, out, outside):
-    """Every normal of ``out`` from its first proposal in ``words``, in float32, and ``outside`` 1
+    """Every normal of ``out`` from its first proposal in ``words``, in float32, and ``outside`` true
     where that proposal falls outside its layer's rectangle (about 1 %): written without branches on
     32-bit integers, so the compiler vectorizes it (the table reads become gathers)."""
     for i in range(words.shape[0]):
@@ -79,22 +76,6 @@ def _first_proposals(words, out, outside):
         y = np.float32(rabs) * W32F[layer]
         out[i] = -y if (word >> np.uint32(8)) & np.uint32(1) else y
         outside[i] = rabs >= K32_INT[layer]
-
-
-@njit(inline="always", cache=True)
-def _listed(outside):
-    """The indices where ``outside`` (uint8, its length a multiple of 8) is set, read eight flags at a
-    time: about 1 % are set, so most 64-bit groups are zero and skipped."""
-    groups = outside.view(np.uint64)
-    listed = np.empty(outside.shape[0], np.int64)
-    m = 0
-    for g in range(groups.shape[0]):
-        if groups[g]:
-            for i in range(8 * g, 8 * g + 8):
-                if outside[i]:
-                    listed[m] = i
-                    m += 1
-    return listed[:m]
 
 
 @njit(inline="always", cache=True)
@@ -115,48 +96,25 @@ def _substream_blocks(key, counter, nonce, first, listed):
 
 
 @njit(inline="always", cache=True)
-def _two_steps(word, substream):
-    """What :func:`_settle` does with its first two substream pairs, where that settles the normal (the
-    usual case): the wedge's test on a first proposal ``word`` of a layer above 0, and after a rejection
-    a second proposal inside its rectangle. Returns ``(settled, value)``; a tail or a longer walk is
-    left to :func:`_settle`."""
-    layer, negative, rabs = _proposal(word)
-    if layer == 0:
-        return False, 0.0
-    x = rabs * W32[layer]
-    if (F32[layer - 1] - F32[layer]) * uniform53(substream[0], substream[1]) + F32[layer] < math.exp(-0.5 * x * x):
-        return True, -x if negative else x
-    layer, negative, rabs = _proposal(substream[2])
-    x = rabs * W32[layer]
-    return rabs < K32[layer], -x if negative else x
-
-
-@njit(inline="always", cache=True)
 def _settle_outside(key, counter, nonce, first, words, out, outside):
-    """The normals ``first + i`` with ``outside[i]`` on their substreams (``words``: their first proposals):
-    the usual two steps for all of them in one loop, then :func:`_settle` for the few that need more."""
-    listed = _listed(outside)
+    """The normals ``first + i`` with ``outside[i]`` on their substreams (``words``: their first proposals)."""
+    listed = np.flatnonzero(outside)
     substreams = _substream_blocks(key, counter, nonce, first, listed)
     for j in range(listed.shape[0]):
         i = listed[j]
-        settled, value = _two_steps(words[i], substreams[j])
-        out[i] = value if settled else _settle(key, counter, nonce, first + i, words[i], substreams[j])
+        out[i] = _settle(key, counter, nonce, first + i, words[i], substreams[j])
 
 
 @njit(inline="always", cache=True)
-def _task_words(key, counter, nonce, start, stop, words):
-    """The first proposals of normals ``start .. stop - 1`` (``start`` a multiple of 16) into ``words``: the
-    keystream at nonce ``(nonce, 0)``, 16 blocks side by side."""
+def _task_words(key, counter, nonce, start, words):
+    """The first proposals of normals ``start ..`` (``start`` a multiple of 16) into ``words``: the keystream
+    at nonce ``(nonce, 0)`` from block ``counter + start / 16`` on."""
     x = np.empty((16, LANES), np.uint32)
     state = np.empty((16, LANES), np.uint32)
+    task_counter = np.uint64(counter) + np.uint64(start // WORDS_PER_BLOCK)
     per_chunk = LANES * WORDS_PER_BLOCK
-    for chunk in range(start // per_chunk, (stop + per_chunk - 1) // per_chunk):
-        _rounds(key, counter, nonce, np.uint32(0), chunk * LANES, x, state)
-        for lane in range(LANES):
-            for word in range(WORDS_PER_BLOCK):
-                i = chunk * per_chunk + lane * WORDS_PER_BLOCK + word
-                if i < stop:
-                    words[i - start] = np.uint32(x[word, lane] + state[word, lane])
+    for chunk in range((words.shape[0] + per_chunk - 1) // per_chunk):
+        chunk_words(key, task_counter, nonce, np.uint32(0), chunk, words, x, state)
 
 
 @njit(parallel=True, cache=True)
@@ -167,8 +125,8 @@ def _normals(key, counter, nonce, out):
     for task in prange((n + PER_TASK - 1) // PER_TASK):
         start, stop = task * PER_TASK, min(n, (task + 1) * PER_TASK)
         words = np.empty(stop - start, np.uint32)
-        _task_words(key, counter, nonce, start, stop, words)
-        outside = np.zeros(-(-(stop - start) // 8) * 8, np.uint8)
+        _task_words(key, counter, nonce, start, words)
+        outside = np.empty(stop - start, np.bool_)
         _first_proposals(words, out[start:stop], outside)
         _settle_outside(key, counter, nonce, start, words, out[start:stop], outside)
 
