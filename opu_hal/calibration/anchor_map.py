@@ -1,23 +1,22 @@
 """Calibrate every pixel the privacy path reads: a per-pixel map of lower confidence bounds on the
 speckle anchor's read (:class:`~opu_hal.contract.anchor_map.AnchorBoundMap`), from frames alone.
 
-From ``F`` anchor frames in DN at the run's operating point, pixel ``j``'s mean ``m_j`` and sample
-std ``s_j`` give, with the photon-transfer calibration's black level ``[B_lo, B_hi]`` and gain
-``[g_lo, g_hi]`` (its intervals, never a profile's figures),
+From ``F`` anchor frames in DN at the run's operating point, pixel ``j``'s mean ``m_j`` gives, with the
+photon-transfer calibration's black level ``[B_lo, B_hi]`` and gain ``[g_lo, g_hi]`` (its intervals, never a
+profile's figures),
 
-    b_j = g_lo max(0, m_j - t s_j / sqrt(F) - B_hi),     u_j = g_hi w_j,
+    b_j = g_lo d_j,     u_j = g_hi w_j,
 
-with ``t`` Student's quantile of ``F - 1`` degrees of freedom at ``alpha / (2 P)`` over the ``P``
-pixels of the sensor (``s_j^2`` at least 1/12 DN^2, :mod:`.pixel_offset`; on right-skewed reads the lower
-side errs on the safe side) and ``w_j`` the Chernoff bound of :mod:`.anchor_upper` on Poisson electrons plus
-Gaussian read noise at ``alpha / (4 P)``, its read-noise variance bounded at ``alpha / (4 P)`` too (from the
-calibration's pooled read noise, the simulator's cameras sharing one; from each pixel's dark frames for a
-recorded map). By the union bound (Bonferroni), ``b_j <= lambda_j <= u_j`` holds at every pixel
-simultaneously with probability at least ``1 - alpha`` (less the black-level, gain and pooled read-noise
-intervals' own error rates, stated by the calibration). A recorded map
+with ``d_j`` the Bernstein bound of :mod:`.anchor_lower` at ``alpha / (2 P)`` over the ``P`` pixels of the
+sensor and ``w_j`` the Chernoff bound of :mod:`.anchor_upper` at ``alpha / (4 P)``, both on Poisson electrons
+plus Gaussian read noise, the rounding included. Both use one upper bound on the read noise's variance, at
+``alpha / (4 P)`` (from the calibration's pooled read noise, the simulator's cameras sharing one; from each
+pixel's dark frames for a recorded map). By the union bound (Bonferroni), ``b_j <= lambda_j <= u_j`` holds at
+every pixel simultaneously with probability at least ``1 - alpha`` (less the black-level, gain and pooled
+read-noise intervals' own error rates, stated by the calibration). A recorded map
 (:mod:`.recorded_anchor_map`) takes each pixel's own offset interval in place of ``[B_lo, B_hi]``. A
-pixel that clipped in any frame gets an infinite upper bound (never kept). The map is written next to
-the calibration file (``<calibration>.anchor-map.npz``) with the operating point it holds at.
+pixel that clipped in any frame gets a lower bound of 0 and an infinite upper bound (never kept). The map is
+written next to the calibration file (``<calibration>.anchor-map.npz``) with the operating point it holds at.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ import numpy as np
 
 from ..contract.anchor_map import AnchorBoundMap
 from ..contract.errors import CalibrationError
+from .anchor_lower import bernstein_floor_dn
 from .anchor_upper import chernoff_rise_dn, pooled_read_variance_dn2
 from .pixel_offset import frame_moments
 from .schema import Calibration
@@ -66,9 +66,9 @@ def bounds_from_frames(
     measured elsewhere."""
     moments = frame_moments(frames_dn, max_dn, "anchor map")
     mean, count = moments.mean, moments.frames
-    margin = moments.margin(alpha / (2 * mean.size))
     black_lo, black_hi = (np.broadcast_to(np.asarray(b, dtype=np.float64), mean.shape) for b in black_dn)
-    lower = gain[0] * np.maximum(mean - margin - black_hi, 0.0)
+    floor = bernstein_floor_dn(mean, count, alpha / (2 * mean.size), (black_lo, black_hi), gain[0], read_var_dn2)
+    lower = np.where(moments.clipped, 0.0, gain[0] * floor)
     rise = chernoff_rise_dn(mean, count, upper_level(alpha, mean.size), black_lo, gain[0], read_var_dn2)
     upper = np.where(moments.clipped, np.inf, gain[1] * rise)
     with np.errstate(invalid="ignore"):  # an unknown offset (-inf, +inf) has no midpoint: its estimate is 0

@@ -4,14 +4,15 @@ DIR``): the recorded anchor series at the profile's operating point, streamed fr
 (:mod:`.pixel_offset`, from the recorded darks at the operating point, never the pooled black level: a pixel
 whose offset sits above it would read as more anchor electrons than it has) and the gain interval, so that
 
-    b_j = g_lo max(0, m_j - t s_j / sqrt(F) - O_hi_j) <= lambda_j <= g_hi w_j = u_j
+    b_j = g_lo d_j <= lambda_j <= g_hi w_j = u_j
 
 at every pixel at once with probability at least ``1 - alpha`` (less the gain interval's own error rate):
-the anchor frames take ``alpha / 2`` (Student's ``t`` at ``alpha / (4 P)`` on the lower side, ``F - 1`` degrees
-of freedom, Bonferroni over the ``P`` pixels; on the upper side the Chernoff bound ``w_j`` of
+the anchor frames take ``alpha / 2`` (the Bernstein bound ``d_j`` of :mod:`.anchor_lower` at ``alpha / (4 P)``
+on the lower side, Bonferroni over the ``P`` pixels; on the upper side the Chernoff bound ``w_j`` of
 :mod:`.anchor_upper` at a quarter of the anchor frames' share per pixel, each pixel's read-noise variance
-bounded from its dark frames at the operating point at another quarter) and the offsets the other ``alpha / 2``; with each pixel's full
-well bounded too (:mod:`.pixel_full_well`), the anchor frames take ``3 alpha / 8`` and the wells ``alpha / 8``. The map stores the
+bounded from its dark frames at the operating point at another quarter, which both sides use) and the
+offsets the other ``alpha / 2``; with each pixel's full well bounded too (:mod:`.pixel_full_well`), the anchor
+frames take ``3 alpha / 8`` and the wells ``alpha / 8``. The map stores the
 offsets and the calibration's per-pixel read-noise lower bounds (:mod:`.pixel_read_noise`) beside the
 bounds. It is written beside the calibration file (``<calibration>.anchor-map.npz``, where
 :meth:`.calibrated.CalibratedNoise.anchor_map` reads it) with the operating point it holds at; the

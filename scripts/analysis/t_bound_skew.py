@@ -1,11 +1,12 @@
-"""How often the anchor map's Student bounds fail on skewed reads (Poisson counts plus read noise).
+"""How often Student's bounds and the anchor map's own bounds fail on skewed reads (Poisson counts plus
+read noise).
 
     python -m scripts.analysis.t_bound_skew [--maps 2000000] [--seed 1]
 
 One pixel per map, ``F = 64`` reads at 1 e-/DN (black 10 DN), Student's bounds at a per-pixel level ``q``
-(the lower bound of :mod:`opu_hal.calibration.anchor_map` fails when ``t > t_q``, a Student upper bound when
-``t < -t_q``) and the map's Chernoff upper bound (:mod:`opu_hal.calibration.anchor_upper`, the read noise
-known). Prints the failure rates against ``q`` for a few means.
+(a Student lower bound fails when ``t > t_q``, an upper bound when ``t < -t_q``) and the map's Chernoff upper bound (:mod:`opu_hal.calibration.anchor_upper`, the read noise
+known) and Bernstein lower bound (:mod:`opu_hal.calibration.anchor_lower`, which replaced Student's lower
+bound). Prints the failure rates against ``q`` for a few means.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import argparse
 import numpy as np
 from scipy import stats
 
+from opu_hal.calibration.anchor_lower import bernstein_floor_dn
 from opu_hal.calibration.anchor_upper import chernoff_rise_dn, pooled_read_variance_dn2
 
 FRAMES = 64
@@ -23,11 +25,10 @@ LEVELS = (1e-3, 1e-4, 1e-5)
 CHUNK = 400_000
 
 
-def failure_rates(
-    mean: float, noise: float, maps: int, rng: np.random.Generator
-) -> dict[float, tuple[float, float, float]]:
-    """Per level ``q``: (Student lower, Student upper, Chernoff upper) failures per map."""
-    counts = {q: [0, 0, 0] for q in LEVELS}
+def failure_rates(mean: float, noise: float, maps: int, rng: np.random.Generator) -> dict[float, tuple[float, ...]]:
+    """Per level ``q``: (Student lower, Student upper, Chernoff upper, Bernstein lower) failures per map."""
+    counts = {q: [0, 0, 0, 0] for q in LEVELS}
+    read_var = pooled_read_variance_dn2(noise, 1.0)
     critical = {q: stats.t.isf(q, FRAMES - 1) for q in LEVELS}
     for start in range(0, maps, CHUNK):
         n = min(CHUNK, maps - start)
@@ -37,9 +38,11 @@ def failure_rates(
         for q, c in critical.items():
             counts[q][0] += int(np.count_nonzero(t > c))
             counts[q][1] += int(np.count_nonzero(t < -c))
-            rise = chernoff_rise_dn(reads.mean(axis=1), FRAMES, q, 10.0, 1.0, pooled_read_variance_dn2(noise, 1.0))
+            rise = chernoff_rise_dn(reads.mean(axis=1), FRAMES, q, 10.0, 1.0, read_var)
             counts[q][2] += int(np.count_nonzero(rise < mean))
-    return {q: (low / maps, high / maps, chernoff / maps) for q, (low, high, chernoff) in counts.items()}
+            floor = bernstein_floor_dn(reads.mean(axis=1), FRAMES, q, (10.0, 10.0), 1.0, read_var)
+            counts[q][3] += int(np.count_nonzero(floor > mean))
+    return {q: tuple(n / maps for n in row) for q, row in counts.items()}
 
 
 def main() -> None:
@@ -50,12 +53,13 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     print(
         "mean, read noise (e-) | "
-        + " | ".join(f"level {q:g}: Student lower / Student upper / Chernoff upper fails" for q in LEVELS)
+        + " | ".join(f"level {q:g}: Student lower / upper, Chernoff upper, Bernstein lower fails" for q in LEVELS)
     )
     for mean, noise in CASES:
         rates = failure_rates(mean, noise, args.maps, rng)
         print(
-            f"{mean:g}, {noise:g} | " + " | ".join(f"{lo:.2e} / {hi:.2e} / {ch:.2e}" for lo, hi, ch in rates.values())
+            f"{mean:g}, {noise:g} | "
+            + " | ".join(f"{lo:.2e} / {hi:.2e}, {ch:.2e}, {be:.2e}" for lo, hi, ch, be in rates.values())
         )
 
 
