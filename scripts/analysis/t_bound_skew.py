@@ -4,9 +4,10 @@ read noise).
     python -m scripts.analysis.t_bound_skew [--maps 2000000] [--seed 1]
 
 One pixel per map, ``F = 64`` reads at 1 e-/DN (black 10 DN), Student's bounds at a per-pixel level ``q``
-(a Student lower bound fails when ``t > t_q``, an upper bound when ``t < -t_q``) and the map's Chernoff upper bound (:mod:`opu_hal.calibration.anchor_upper`, the read noise
-known) and Bernstein lower bound (:mod:`opu_hal.calibration.anchor_lower`, which replaced Student's lower
-bound). Prints the failure rates against ``q`` for a few means.
+(a Student lower bound fails when ``t > t_q``, an upper bound when ``t < -t_q``), the map's Chernoff upper
+bound (:mod:`opu_hal.calibration.anchor_upper`, the read noise known) and its Bernstein lower bound
+(:mod:`opu_hal.calibration.anchor_lower`, which replaced Student's). Prints the failure rates against ``q``
+for a few means.
 """
 
 from __future__ import annotations
