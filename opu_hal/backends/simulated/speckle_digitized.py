@@ -99,13 +99,13 @@ def pixel_counts(generator: SecureGenerator, sensor: Sensor, means_e: np.ndarray
     out = np.empty(means_e.size, dtype=np.int64)
     per = max(1, CHUNK_READS // (2 * reads))
     compiled = compiled_ready(torch.device("cpu"))
+    if compiled:
+        from ...kernels.compiled.digitized_reads import count_differences
     for start in range(0, means_e.size, per):
         lam = np.repeat(means_e[start : start + per], 2 * reads)
         electrons, normals = generator.poisson_at(lam), generator.standard_normal(lam.size).numpy()
         chunk = out[start : start + per]
         if compiled:
-            from ...kernels.compiled.digitized_reads import count_differences
-
             count_differences(
                 electrons,
                 normals,
