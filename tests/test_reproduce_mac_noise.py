@@ -38,7 +38,9 @@ def test_a_batch_larger_than_the_training_split_is_refused_by_name() -> None:
         mac_noise_multiplier(1.0, 1e-5, train=50, batch=60, epochs=1)
 
 
-@pytest.mark.parametrize("name", ["paper000_mnist", "paper002_conv", "paper003_mnist", "paper004_mnist"])
+@pytest.mark.parametrize(
+    "name", ["paper000_mnist", "paper002_conv", "paper003_mnist", "paper003_fixed", "paper004_mnist"]
+)
 def test_the_table_scripts_parse(name: str) -> None:
     result = subprocess.run(["bash", "-n", str(ROOT / "scripts" / "reproduce" / f"{name}.sh")], capture_output=True)
     assert result.returncode == 0, result.stderr.decode()
