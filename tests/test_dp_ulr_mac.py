@@ -234,6 +234,16 @@ def test_dp_mac_layer_noise_follows_appendix_h():
     assert isinstance(m.planned_event(), PoissonGaussianEvent)
 
 
+def test_dp_mac_fixed_bounds_default_to_fixed_t_b_and_histogram_pretraining_to_t_b_max():
+    from trainers.methods.dp_mac import FIXED_T_B
+
+    fixed = method("dp-mac")
+    assert fixed.bounds == [FIXED_T_B] * 3 and fixed.layer_noise_std(0) == pytest.approx(4.0 * math.sqrt(3) * 1e-3)
+    assert method("dp-mac", extra={"bounds": "histogram"}).bounds == [0.1] * 3  # pre-trains at T_b^max
+    assert method("dp-mac", extra={"bounds": "histogram", "t_b_max": "0.5"}).bounds == [0.5] * 3
+    assert method("dp-mac", extra={"t_b": "0.2"}).bounds == [0.2] * 3  # an explicit t_b wins in either mode
+
+
 def _autograd_z_step(model: MLP, x: torch.Tensor, y: torch.Tensor, steps: int, lr: float) -> list[torch.Tensor]:
     """Eq. 2's Z-step by autograd on the whole objective: the reference for the written-out gradient."""
     layers, f = model.layers, model.activation.fn
