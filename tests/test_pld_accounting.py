@@ -57,6 +57,17 @@ def test_gaussian_release_and_steps_compose_like_opacus_prv():
     assert accountant.get_epsilon(1e-5) == pytest.approx(reference, abs=0.02)
 
 
+def test_a_run_with_almost_no_noise_falls_back_to_its_rdp_epsilon_instead_of_overflowing():
+    # z = 1e-4 (a noise-free diagnostic run): dp-accounting's PLD grid would need exp(interval) > 1.8e308
+    event = PoissonGaussianEvent(0.1517, 1e-4)
+    rdp, pld = Accountant("add_remove"), Accountant("add_remove", conversion="pld")
+    rdp.step(event, 27)
+    pld.step(event, 27)
+    assert np.isfinite(pld.get_epsilon(1e-5)) and pld.get_epsilon(1e-5) == rdp.get_epsilon(1e-5)
+    with pytest.raises(PrivacyParameterError, match="overflows float64"):
+        pld.get_epsilon_pld(1e-5)
+
+
 def test_the_conversion_travels_with_the_ledger():
     accountant = Accountant("add_remove", conversion="pld")
     accountant.step(PoissonGaussianEvent(0.1, 2.0), 50)
