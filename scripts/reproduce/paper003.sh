@@ -10,13 +10,7 @@
 # are (issue 35). SIGMAS (default "1.7 5.8") runs some of the noise levels only.
 # OPU_HAL_PYTHON=/path/to/python skips the venv set-up and runs `python -m trainers.cli`.
 set -euo pipefail
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-if [ -n "${OPU_HAL_PYTHON:-}" ]; then
-  ROOT="$(cd "$HERE/../.." && pwd)"; PY="$OPU_HAL_PYTHON"; opu-hal() { "$PY" -m trainers.cli "$@"; }
-else
-  source "$HERE/../setup.sh"; PY="$VENV/bin/python"
-fi
-cd "$ROOT"
+source "$(dirname "${BASH_SOURCE[0]}")/prologue.sh"  # HERE, ROOT, PY, opu-hal; cd "$ROOT"
 OUT=results/paper003
 mkdir -p "$OUT"
 OUT="${OUT_DIR:-$OUT}"

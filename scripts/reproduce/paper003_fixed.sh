@@ -11,13 +11,7 @@
 # Records in OUT_DIR (default results/paper003-mnist-fixed)/eps<e>-tb<X>.json; an existing record is kept.
 # OPU_HAL_PYTHON=/path/to/python skips the venv set-up and runs `python -m trainers.cli`.
 set -uo pipefail
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-if [ -n "${OPU_HAL_PYTHON:-}" ]; then
-  ROOT="$(cd "$HERE/../.." && pwd)"; PY="$OPU_HAL_PYTHON"; opu-hal() { "$PY" -m trainers.cli "$@"; }
-else
-  source "$HERE/../setup.sh"; PY="$VENV/bin/python"
-fi
-cd "$ROOT"
+source "$(dirname "${BASH_SOURCE[0]}")/prologue.sh"  # HERE, ROOT, PY, opu-hal; cd "$ROOT"
 OUT="${OUT_DIR:-results/paper003-mnist-fixed}"
 mkdir -p "$OUT"
 EPSILONS="${EPSILONS:-0.5 1 2}"

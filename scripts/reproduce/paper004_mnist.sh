@@ -17,13 +17,7 @@
 # OUT_DIR (default results/paper004-mnist); SEED (default 0).
 # OPU_HAL_PYTHON=/path/to/python skips the venv set-up and runs `python -m trainers.cli`.
 set -euo pipefail
-HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-if [ -n "${OPU_HAL_PYTHON:-}" ]; then
-  ROOT="$(cd "$HERE/../.." && pwd)"; PY="$OPU_HAL_PYTHON"; opu-hal() { "$PY" -m trainers.cli "$@"; }
-else
-  source "$HERE/../setup.sh"; PY="$VENV/bin/python"
-fi
-cd "$ROOT"
+source "$(dirname "${BASH_SOURCE[0]}")/prologue.sh"  # HERE, ROOT, PY, opu-hal; cd "$ROOT"
 OUT="${OUT_DIR:-results/paper004-mnist}"
 mkdir -p "$OUT"
 E="${EPOCHS:-25}"
