@@ -139,10 +139,11 @@ class Accountant:
         accountant's conversion."""
         epsilon, order = self._epsilon_and_order(rdp, delta, self._coupling(totals))
         if self.conversion == "pld" and totals:
+            interval = grid_interval(rdp, self.orders)
             try:
-                by_pld = self._pld_epsilon(totals, delta, grid_interval(rdp, self.orders))
-            except PrivacyParameterError:
-                by_pld = math.inf  # a loss grid beyond float64 (next method): RDP's epsilon, a valid bound, stands
+                by_pld = self._pld_epsilon(totals, delta, interval)
+            except OverflowError:  # dp-accounting takes exp(interval), beyond float64 here: RDP's epsilon stands
+                by_pld = math.inf
             if by_pld < epsilon:
                 return by_pld, math.nan
         return epsilon, order
@@ -288,16 +289,17 @@ class Accountant:
                 f"value_discretization_interval {value_discretization_interval!r} would need more than "
                 f"{max_points} grid points for this ledger; use >= {needed:.3g} (or raise max_points)"
             )
-        return self._pld_epsilon(self._totals, delta, float(value_discretization_interval))
-
-    def _pld_epsilon(self, totals: dict[Event, int], delta: float, interval: float) -> float:
         try:
-            return float(composed_pld(totals, self.neighboring, interval).get_epsilon(delta))
+            return self._pld_epsilon(self._totals, delta, float(value_discretization_interval))
         except OverflowError:  # dp-accounting takes exp(interval): a grid this coarse overflows float64
             raise PrivacyParameterError(
-                f"the PLD of this ledger cannot be computed: its losses need a grid interval of {interval:.3g}, "
-                "whose exponential overflows float64 (a run with almost no noise); its RDP epsilon is the bound"
+                f"the PLD of this ledger cannot be computed: its losses need a grid interval of "
+                f"{value_discretization_interval:.3g}, whose exponential overflows float64 (a run with almost "
+                "no noise); its RDP epsilon is the bound"
             ) from None
+
+    def _pld_epsilon(self, totals: dict[Event, int], delta: float, interval: float) -> float:
+        return float(composed_pld(totals, self.neighboring, interval).get_epsilon(delta))
 
     # -- ledger ------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

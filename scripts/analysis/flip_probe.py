@@ -16,6 +16,7 @@ import time
 
 import torch
 
+from scripts.analysis.flip_symmetric import mirrored
 from trainers.core.data import Split, load_dataset
 from trainers.core.feature_cache import cached_scatter_features
 from trainers.core.scattering import Scattering2D, scatter_split
@@ -40,9 +41,9 @@ def main() -> None:
     torch.manual_seed(0)
     data = load_dataset("fashion-mnist")
     features = cached_scatter_features(data, print, progress=False)
-    mirrored = Split(data.train.x.view(-1, 28, 28).flip(-1).reshape(-1, 784).contiguous(), data.train.y)
+    mirror_images = mirrored(data.train)
     started = time.perf_counter()
-    flipped = scatter_split(mirrored, Scattering2D(28))
+    flipped = scatter_split(mirror_images, Scattering2D(28))
     print(f"features of the flipped images: {time.perf_counter() - started:.0f} s", flush=True)
     mean = features.train.x.mean(0)
     both_x, both_y = torch.cat([features.train.x, flipped.x]), torch.cat([features.train.y, flipped.y])

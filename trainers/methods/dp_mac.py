@@ -117,10 +117,10 @@ class DPMAC(Method):
             )
         self.options = parse_options(self.name, config.extra, OPTIONS)
         self.sampling_rate = config.batch_size / context.dataset_size
-        fixed_default = FIXED_T_B if self.options["bounds"] == "fixed" else self.options["t_b_max"]
-        initial = self.options["t_b"] or fixed_default  # histogram mode pre-trains at T_b^max
+        fixed = self.options["bounds"] == "fixed"
+        initial = self.options["t_b"] or (FIXED_T_B if fixed else self.options["t_b_max"])  # histogram: T_b^max
         self.bounds = [initial] * len(model.layers)
-        self.prepared = self.options["bounds"] == "fixed"
+        self.prepared = fixed
         self.histograms: list[list[float]] = []
         self.noise_multiplier: float | None = None
 
