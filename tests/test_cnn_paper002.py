@@ -3,6 +3,11 @@ BP/DFA network, whose DFA signals and sensitivity then take sigmoid's derivative
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -108,3 +113,24 @@ def test_an_unsupported_kernel_or_pool_is_refused_naming_what_is_allowed():
         CNN(784, (4,), 10, kernel=7)
     with pytest.raises(TrainingConfigError, match=r"--conv-pool 'median'.*\('avg', 'max'\)"):
         CNN(784, (4,), 10, pool="median")
+
+
+def test_paper002_script_resumes_from_its_checkpoints_and_skips_finished_runs(tmp_path):
+    """CHECKPOINT_DIR: a second invocation trains only the runs without a record (from their checkpoints)."""
+    root = Path(__file__).resolve().parents[1]
+    out, ck = tmp_path / "out", tmp_path / "ck"
+    env = {**os.environ, "QUICK": "1", "OUT_DIR": str(out), "CHECKPOINT_DIR": str(ck), "OPU_HAL_PYTHON": sys.executable}
+
+    def run() -> None:
+        done = subprocess.run(["bash", "scripts/reproduce/paper002_conv.sh"], cwd=root, env=env, capture_output=True)
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+
+    run()
+    sgd, dfa = out / "dp-sgd-relu-lr1e-3.json", out / "dp-dfa-hybrid-tanh-sigmoid-lr1e-3.json"
+    assert sgd.is_file() and dfa.is_file()
+    assert (ck / "dp-sgd-relu-lr1e-3.ckpt").is_file() and (ck / "dp-dfa-hybrid-tanh-sigmoid-lr1e-3.ckpt").is_file()
+    kept = dfa.stat().st_mtime_ns
+    sgd.unlink()
+    run()
+    assert sgd.is_file(), "the run without a record trains again from its checkpoint"
+    assert dfa.stat().st_mtime_ns == kept, "a run with a record is not trained again"

@@ -18,6 +18,8 @@
 # QUICK=1: one epoch on 1,024 examples, 8,8 channels (a plumbing check). OUT_DIR (default
 # results/paper002-conv). COMPUTE=cuda trains on a GPU, PARALLEL=1 runs every (method, lr) at once
 # (a GPU holds them all). OPU_HAL_PYTHON=/path/to/python skips the venv set-up (a GPU machine).
+# CHECKPOINT_DIR=DIR checkpoints every run there each epoch (secret files: keep DIR private) and,
+# run again, resumes each run from its checkpoint: a run cut off by a time limit loses at most an epoch.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 if [ -n "${OPU_HAL_PYTHON:-}" ]; then
@@ -45,11 +47,23 @@ COMMON=(--dataset fashion-mnist --features pixels --inputs unit --model cnn --hi
   --batch-size 512 --optimizer adam --lr-schedule constant --weight-average 0 --sampling fixed
   --target-epsilon "$EPSILON" --epochs "$E" --compute "${COMPUTE:-auto}" --quiet "${LIMIT[@]}")
 run() { if [ "${PARALLEL:-0}" = 1 ]; then "$@" & else "$@"; fi; }
+checkpointing() {  # the checkpoint options of the run whose record is $1 (none without CHECKPOINT_DIR)
+  [ -n "${CHECKPOINT_DIR:-}" ] || return 0
+  local ck="$CHECKPOINT_DIR/$(basename "$1" .json).ckpt"
+  printf '%s\n' --checkpoint "$ck" --checkpoint-every "${CHECKPOINT_EVERY:-100}"
+  [ -f "$ck" ] && printf '%s\n' --resume
+  return 0
+}
+[ -n "${CHECKPOINT_DIR:-}" ] && mkdir -p "$CHECKPOINT_DIR"
 for lr in ${LRS:-1e-3}; do
-  run opu-hal train --method dp-sgd "${COMMON[@]}" --activation relu --clip-norm "$C" --lr "$lr" \
-    --out "$OUT/dp-sgd-relu-lr$lr.json"
-  run opu-hal train --method dp-dfa "${COMMON[@]}" --activation tanh --head-activation "$HEAD_ACTIVATION" --beta 0.9 --tau-e 0.1 --tau-h "$TAU_H" --lr "$lr" \
-    --out "$OUT/dp-dfa-hybrid-tanh-$HEAD_ACTIVATION-lr$lr.json"
+  rec="$OUT/dp-sgd-relu-lr$lr.json"
+  mapfile -t CK < <(checkpointing "$rec")
+  [ -f "$rec" ] && [ -n "${CHECKPOINT_DIR:-}" ] || run opu-hal train --method dp-sgd "${COMMON[@]}" --activation relu \
+    --clip-norm "$C" --lr "$lr" "${CK[@]}" --out "$rec"
+  rec="$OUT/dp-dfa-hybrid-tanh-$HEAD_ACTIVATION-lr$lr.json"
+  mapfile -t CK < <(checkpointing "$rec")
+  [ -f "$rec" ] && [ -n "${CHECKPOINT_DIR:-}" ] || run opu-hal train --method dp-dfa "${COMMON[@]}" --activation tanh \
+    --head-activation "$HEAD_ACTIVATION" --beta 0.9 --tau-e 0.1 --tau-h "$TAU_H" --lr "$lr" "${CK[@]}" --out "$rec"
 done
 wait
 opu-hal table "$OUT"/*.json
