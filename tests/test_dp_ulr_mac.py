@@ -234,6 +234,25 @@ def test_dp_mac_layer_noise_follows_appendix_h():
     assert isinstance(m.planned_event(), PoissonGaussianEvent)
 
 
+def test_dp_mac_noise_replays_from_the_stream_its_checkpoint_names(monkeypatch):
+    """New runs draw on the compiled keyed stream; a checkpoint without ``noise_stream`` (written
+    before it) replays on randomgen's; without Numba a compiled checkpoint is refused."""
+    pytest.importorskip("numba")
+    from opu_hal.randomness.keyed_stream import KeyedStream
+
+    m = method("dp-mac")
+    state = m.state_dict()
+    assert state["noise_stream"] == "compiled" and isinstance(m._keyed("noise", 0), KeyedStream)
+    assert "compiled counter mode" in m.describe()["generator"]
+    old = method("dp-mac")
+    old.load_state_dict({k: v for k, v in state.items() if k != "noise_stream"})
+    assert old.noise_stream == "randomgen" and isinstance(old._keyed("noise", 0), np.random.Generator)
+    assert "randomgen" in old.describe()["generator"]
+    monkeypatch.setenv("OPU_HAL_NO_NUMBA", "1")
+    with pytest.raises(TrainingConfigError, match="needs Numba"):
+        method("dp-mac").load_state_dict(state)
+
+
 def test_dp_mac_fixed_bounds_default_to_fixed_t_b_and_histogram_pretraining_to_t_b_max():
     from trainers.methods.dp_mac import FIXED_T_B
 

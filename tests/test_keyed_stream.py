@@ -117,3 +117,28 @@ def test_a_sampler_state_replays_from_its_own_stream(monkeypatch):
     with pytest.raises(TrainingConfigError, match="needs Numba"):
         compiled.batch(0, 0)  # fresh batches from another stream would pair replayed noise with new data
     assert Sampler("poisson", 500, 50, seed=0, secret_key=SECRET).stream == RANDOMGEN_STREAM
+
+
+def test_keyed_normals_are_the_32_bit_ziggurat_at_their_own_nonce_and_never_reread():
+    from opu_hal.kernels.compiled import chacha_normal32
+    from opu_hal.randomness.keyed_stream import NORMALS_NONCE
+
+    key = stream_key(SECRET, "noise", 3)
+    stream = keyed_stream(SECRET, "noise", 3)
+    first, second = stream.standard_normal((4, 5)), stream.standard_normal(7)  # the second starts at block 20
+    words = chacha.key_words(key.to_bytes(32, "little"))
+    expected = chacha_normal32.standard_normals(words, 0, NORMALS_NONCE, np.empty(27, np.float32))
+    assert first.shape == (4, 5) and first.dtype == np.float32
+    assert np.array_equal(first.ravel(), expected[:20])
+    assert np.array_equal(second, chacha_normal32.standard_normals(words, 20, NORMALS_NONCE, np.empty(7, np.float32)))
+    assert not np.array_equal(second, expected[20:])  # blocks 20.. of a fresh call, not the rest of the first
+    uniforms = keyed_stream(SECRET, "noise", 3).random(8)  # the uniforms' nonce is another keystream
+    assert not np.isin(uniforms, keyed_stream(SECRET, "noise", 3).standard_normal(8)).any()
+    with pytest.raises(ValueError, match="float32 normals only"):
+        stream.standard_normal(3, dtype=np.float64)
+
+
+def test_keyed_normals_are_standard_normal():
+    values = keyed_stream(SECRET, "noise", 0).standard_normal(200_000)
+    assert stats.kstest(values, "norm").pvalue > 1e-3
+    assert abs(values.mean()) < 0.01 and abs(values.std() - 1) < 0.01

@@ -4,16 +4,20 @@ normals and uniforms for per-step privacy noise, and Poisson or fixed-size batch
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import torch
 
+if TYPE_CHECKING:
+    from .keyed_stream import KeyedStream
+
 
 def torch_normal(
-    generator: np.random.Generator, shape: Sequence[int], dtype: torch.dtype = torch.float32
+    generator: np.random.Generator | KeyedStream, shape: Sequence[int], dtype: torch.dtype = torch.float32
 ) -> torch.Tensor:
-    """I.i.d. N(0, 1) values of ``shape`` from ``generator`` (numpy's ziggurat) as a CPU tensor."""
+    """I.i.d. N(0, 1) values of ``shape`` from ``generator`` (numpy's ziggurat, or a compiled keyed
+    stream's float32 one) as a CPU tensor."""
     wide = dtype == torch.float64
     values = generator.standard_normal(tuple(shape), dtype=np.float64 if wide else np.float32)
     return torch.from_numpy(values).to(dtype)

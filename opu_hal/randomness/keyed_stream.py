@@ -12,6 +12,11 @@ numpy's construction; drawn on one thread by :mod:`opu_hal.kernels.compiled.keye
 "Fast random integer generation in an interval", the division-free test aside), so a
 permutation or a draw without replacement is exactly uniform. About 1.5 ns a value instead of
 randomgen's 10, and the Python-level set-up of a randomgen generator per step goes too.
+
+Normals (:meth:`KeyedStream.standard_normal`, for per-step privacy noise keyed like the batches) are
+float32 from the 32-bit ziggurat of :mod:`opu_hal.kernels.compiled.chacha_normal32` at the nonce word
+:data:`NORMALS_NONCE`, whose layout keeps them apart from the uniforms' ``(SAMPLING_NONCE, 0)``; each
+call reserves its blocks from a counter of its own before they are computed.
 """
 
 from __future__ import annotations
@@ -21,6 +26,11 @@ import numpy as np
 from .secure_random import stream_key
 
 SAMPLING_NONCE = 4  # the keyed streams' nonce word (the secure generator's own key uses 0 to 3)
+KEYED_STREAM_NAME = (
+    "ChaCha20 (compiled counter mode; float32 normals by the Marsaglia-Tsang ziggurat, 32-bit proposals) "
+    "keyed per step by BLAKE2b-256 of a 256-bit key from os.urandom"
+)
+NORMALS_NONCE = 5  # the keyed streams' normals (first nonce word; the second numbers their substreams)
 _TWO_53 = 1 << 53
 
 
@@ -32,6 +42,7 @@ class KeyedStream:
 
         self._key = chacha.key_words(key.to_bytes(32, "little"))
         self._block = 0
+        self._normal_block = 0
 
     def random(self, n: int) -> np.ndarray:
         """The next ``n`` uniforms in [0, 1) (float64, 53 bits)."""
@@ -42,6 +53,20 @@ class KeyedStream:
         return keyed_draws.serial_uniforms(
             self._key, np.uint64(start), np.uint32(SAMPLING_NONCE), np.uint32(0), np.empty(n)
         )
+
+    def standard_normal(self, size: int | tuple[int, ...], dtype: type = np.float32) -> np.ndarray:
+        """The next standard normals of shape ``size`` (float32 only: numpy's signature, the 32-bit
+        ziggurat); a float64 request is refused rather than rounded."""
+        from ..kernels.compiled import chacha_normal32
+
+        if np.dtype(dtype) != np.float32:
+            raise ValueError(f"a keyed stream draws float32 normals only, got {np.dtype(dtype)}")
+        shape = (size,) if isinstance(size, int) else tuple(size)
+        n = int(np.prod(shape, dtype=np.int64))
+        start = self._normal_block
+        self._normal_block += chacha_normal32.blocks_for(n)  # reserved before they are computed
+        out = np.empty(n, np.float32)
+        return chacha_normal32.standard_normals(self._key, start, NORMALS_NONCE, out).reshape(shape)
 
     def integers_below(self, bounds: np.ndarray) -> np.ndarray:
         """One integer uniform in ``[0, bounds[i])`` per bound (each ``1 <= bound <= 2^53``), exactly:

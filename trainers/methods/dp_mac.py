@@ -37,11 +37,13 @@ import torch
 
 from opu_hal.privacy import Accountant, ComposedEvent, GaussianEvent, PoissonGaussianEvent
 from opu_hal.randomness.draws import bernoulli_indices, torch_normal
+from opu_hal.randomness.keyed_stream import KEYED_STREAM_NAME, KeyedStream, keyed_stream
 from opu_hal.randomness.secure_random import KEYED_GENERATOR_NAME, keyed_generator, new_secret_key
 
 from ..core import mac
 from ..core.errors import TrainingConfigError
 from ..core.options import choice, count, parse_options, positive
+from ..core.sampling import COMPILED_STREAM, RANDOMGEN_STREAM, default_stream
 from .base import Method, MethodContext, StepOutput, batch_stats
 
 OPTIONS = {
@@ -106,6 +108,7 @@ class DPMAC(Method):
         super().__init__(model, context)
         config = context.config
         self.secret_key = new_secret_key()  # keys the per-step noise streams; never recorded
+        self.noise_stream = default_stream()  # compiled ChaCha20 where Numba runs (kept in checkpoints)
         if config.noise_source == "device":
             raise TrainingConfigError(
                 "dp-mac: --noise-source device is not supported (software Gaussian noise "
@@ -141,7 +144,7 @@ class DPMAC(Method):
         the ledger in :meth:`prepare`, so publishing them is post-processing."""
         return {
             "noise_multiplier": self.noise_multiplier,
-            "generator": KEYED_GENERATOR_NAME,
+            "generator": KEYED_STREAM_NAME if self.noise_stream == COMPILED_STREAM else KEYED_GENERATOR_NAME,
             "layer_bounds": self.bounds,
             "noise_std_per_layer": [self.layer_noise_std(k) for k in range(len(self.bounds))],
             "histograms": self.histograms,
@@ -158,10 +161,18 @@ class DPMAC(Method):
             "prepared": self.prepared,
             "histograms": self.histograms,
             "secret_key": self.secret_key,
+            "noise_stream": self.noise_stream,
         }  # secret: checkpoints only
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.secret_key = state["secret_key"]
+        # checkpoints written before the compiled stream drew their noise from randomgen: replayed as drawn
+        self.noise_stream = state.get("noise_stream", RANDOMGEN_STREAM)
+        if self.noise_stream == COMPILED_STREAM and default_stream() != COMPILED_STREAM:
+            raise TrainingConfigError(
+                "dp-mac: this checkpoint drew its noise from the compiled ChaCha20 stream, which needs Numba "
+                "(and OPU_HAL_NO_NUMBA unset) to replay its steps exactly"
+            )
         self.bounds = list(state["bounds"])
         self.prepared = bool(state["prepared"])
         self.histograms = list(state["histograms"])
@@ -172,7 +183,14 @@ class DPMAC(Method):
         coords = mac.aux_coordinates(model, x, y, o["z_steps"], o["z_lr"], o["t_z"])
         return coords, mac.layer_deltas(model, coords, y)
 
-    def _step(self, model, x: torch.Tensor, y: torch.Tensor, generator: np.random.Generator) -> None:
+    def _keyed(self, stream: str, index: int) -> KeyedStream | np.random.Generator:
+        """The secret-keyed ChaCha20 stream of ``(stream, index)``, compiled or randomgen's as
+        :attr:`noise_stream` says (a resumed step replays on the stream it was drawn from)."""
+        if self.noise_stream == COMPILED_STREAM:
+            return keyed_stream(self.secret_key, stream, index)
+        return keyed_generator(self.secret_key, stream, index)
+
+    def _step(self, model, x: torch.Tensor, y: torch.Tensor, generator: KeyedStream | np.random.Generator) -> None:
         """Clipped coefficient sums plus Appendix H noise (from ``generator``, a secret-keyed
         ChaCha20 stream) as ``model``'s gradients."""
         coords, deltas = self._coefficients(model, x, y)
@@ -187,7 +205,7 @@ class DPMAC(Method):
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         with torch.no_grad():
             loss_sum, correct = batch_stats(self.model(x), y)
-        self._step(self.model, x, y, keyed_generator(self.secret_key, "noise", self.current_step))
+        self._step(self.model, x, y, self._keyed("noise", self.current_step))
         return StepOutput(loss_sum, correct, int(y.shape[0]), privacy_event=self.planned_event())
 
     def after_step(self) -> None:
@@ -220,9 +238,9 @@ class DPMAC(Method):
         model = copy.deepcopy(self.model)
         optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
         for step in range(steps):
-            idx = bernoulli_indices(keyed_generator(self.secret_key, "mac-pretrain-batch", step), n, self.sampling_rate)
+            idx = bernoulli_indices(self._keyed("mac-pretrain-batch", step), n, self.sampling_rate)
             optimizer.zero_grad(set_to_none=True)
-            self._step(model, train.x[idx], train.y[idx], keyed_generator(self.secret_key, "mac-pretrain-noise", step))
+            self._step(model, train.x[idx], train.y[idx], self._keyed("mac-pretrain-noise", step))
             optimizer.step()
             mac.project_columns(model, o["t_w"])
         parts = []
@@ -230,7 +248,7 @@ class DPMAC(Method):
             coords, deltas = self._coefficients(model, train.x[i : i + 1000], train.y[i : i + 1000])
             parts.append(mac.coefficient_norms(deltas, coords))
         norms = torch.cat(parts, dim=1)
-        generator = keyed_generator(self.secret_key, "mac-histogram", 0)
+        generator = keyed_generator(self.secret_key, "mac-histogram", 0)  # float64 normals: randomgen's
         bounds, histograms = [], []
         for layer_norms in norms:
             bound, counts = mac.histogram_bound(layer_norms, o["t_b_max"], o["bins"], o["sigma_hist"], generator)
