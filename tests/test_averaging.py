@@ -46,6 +46,18 @@ def test_decay_schedule_multiplies_the_learning_rate_by_0_9_after_each_epoch():
     assert seen == pytest.approx([0.4] * 4 + [0.36] * 4 + [0.324] * 4)
 
 
+def test_paper004s_schedule_multiplies_the_learning_rate_by_0_85_after_every_10_epochs():
+    weight = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.SGD([weight], lr=0.01)
+    schedule = make_schedule("decay-0.85-per-10", optimizer, total_steps=50, steps_per_epoch=2)
+    seen = []
+    for _ in range(50):
+        seen.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        schedule.step()
+    assert seen == pytest.approx([0.01] * 20 + [0.0085] * 20 + [0.007225] * 10)
+
+
 def test_weight_average_is_the_warmed_up_exponential_average_and_leaves_the_live_weights_alone():
     model = torch.nn.Linear(3, 2)
     average = WeightAverage(model, decay=0.9)

@@ -39,7 +39,7 @@ def test_a_batch_larger_than_the_training_split_is_refused_by_name() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["paper000_mnist", "paper002_conv", "paper003_mnist", "paper003_fixed", "paper004_mnist"]
+    "name", ["paper000_mnist", "paper002_conv", "paper003_mnist", "paper003_fixed", "paper004_mnist", "paper004_c1"]
 )
 def test_the_table_scripts_parse(name: str) -> None:
     result = subprocess.run(["bash", "-n", str(ROOT / "scripts" / "reproduce" / f"{name}.sh")], capture_output=True)

@@ -64,10 +64,10 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
     run.add_argument("--momentum", type=float, default=None, help="SGD momentum ({per_method})")
     run.add_argument(
         "--lr-schedule",
-        choices=("constant", "cosine", "decay-0.9"),
+        choices=("constant", "cosine", "decay-0.9", "decay-0.85-per-10"),
         default=None,
-        help="learning rate over the planned steps: constant (default), cosine decay to 0, or times 0.9 "
-        "after each epoch (post-processing, no privacy cost)",
+        help="learning rate over the planned steps: constant (default), cosine decay to 0, times 0.9 "
+        "after each epoch, or times 0.85 after every 10 epochs (post-processing, no privacy cost)",
     )
     run.add_argument(
         "--weight-average",

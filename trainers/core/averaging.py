@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-SCHEDULES = ("constant", "cosine", "decay-0.9")
+SCHEDULES = ("constant", "cosine", "decay-0.9", "decay-0.85-per-10")
 
 
 def make_schedule(
@@ -24,7 +24,8 @@ def make_schedule(
 ) -> torch.optim.lr_scheduler.LambdaLR:
     """``constant``; ``cosine``: the learning rate times ``(1 + cos(pi t / T)) / 2`` at step ``t`` of
     ``T`` (Loshchilov and Hutter 2017, without restarts), reaching 0 at the planned last step;
-    ``decay-0.9``: times 0.9 after each epoch (paper 003's decay of ``W``'s learning rate, Table 2)."""
+    ``decay-0.9``: times 0.9 after each epoch (paper 003's decay of ``W``'s learning rate, Table 2);
+    ``decay-0.85-per-10``: times 0.85 after every 10 epochs (paper 004, section 4.2)."""
     if kind not in SCHEDULES:
         raise ValueError(f"unknown learning-rate schedule {kind!r}: choose {' or '.join(SCHEDULES)}")
     total = max(1, total_steps)
@@ -35,6 +36,8 @@ def make_schedule(
             return 1.0
         if kind == "decay-0.9":
             return 0.9 ** (step // epoch)
+        if kind == "decay-0.85-per-10":
+            return 0.85 ** (step // (10 * epoch))
         return 0.5 * (1.0 + math.cos(math.pi * min(step, total) / total))
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
