@@ -236,7 +236,7 @@ def test_dp_mac_layer_noise_follows_appendix_h():
 
 def test_dp_mac_noise_replays_from_the_stream_its_checkpoint_names(monkeypatch):
     """New runs draw on the compiled keyed stream; a checkpoint without ``noise_stream`` (written
-    before it) replays on randomgen's; without Numba a compiled checkpoint is refused."""
+    before it) replays on randomgen's; without Numba a compiled checkpoint's draws are refused."""
     pytest.importorskip("numba")
     from opu_hal.randomness.keyed_stream import KeyedStream
 
@@ -248,9 +248,21 @@ def test_dp_mac_noise_replays_from_the_stream_its_checkpoint_names(monkeypatch):
     old.load_state_dict({k: v for k, v in state.items() if k != "noise_stream"})
     assert old.noise_stream == "randomgen" and isinstance(old._keyed("noise", 0), np.random.Generator)
     assert "randomgen" in old.describe()["generator"]
+    resumed = method("dp-mac")
+    resumed.load_state_dict(state)
     monkeypatch.setenv("OPU_HAL_NO_NUMBA", "1")
     with pytest.raises(TrainingConfigError, match="needs Numba"):
-        method("dp-mac").load_state_dict(state)
+        resumed._keyed("noise", 0)
+
+
+def test_dp_ulr_noise_stream_is_compiled_for_new_runs_and_randomgen_for_older_checkpoints():
+    pytest.importorskip("numba")
+    m = method("dp-ulr")
+    state = m.state_dict()
+    assert state["noise_stream"] == "compiled" and "compiled counter mode" in m.describe()["generator"]
+    old = method("dp-ulr")
+    old.load_state_dict({"secret_key": state["secret_key"]})
+    assert old.noise_stream == "randomgen" and "randomgen" in old.describe()["generator"]
 
 
 def test_dp_mac_fixed_bounds_default_to_fixed_t_b_and_histogram_pretraining_to_t_b_max():

@@ -27,8 +27,8 @@ import numpy as np
 import torch
 
 from opu_hal.randomness.draws import bernoulli_indices, permutation, sample_without_replacement
-from opu_hal.randomness.keyed_stream import KeyedStream, keyed_stream
-from opu_hal.randomness.secure_random import keyed_generator
+from opu_hal.randomness.keyed_stream import KEYED_STREAM_NAME, KeyedStream, keyed_stream
+from opu_hal.randomness.secure_random import KEYED_GENERATOR_NAME, keyed_generator
 from opu_hal.randomness.seeding import derive_seed
 from opu_hal.runtime.compute import compiled_ready
 
@@ -40,6 +40,25 @@ COMPILED_STREAM, RANDOMGEN_STREAM = "compiled", "randomgen"  # where a private s
 def default_stream() -> str:
     """The compiled keystream where Numba runs, else randomgen."""
     return COMPILED_STREAM if compiled_ready(torch.device("cpu")) else RANDOMGEN_STREAM
+
+
+def keyed_draws(kind: str, key: str, stream: str, index: int) -> KeyedStream | np.random.Generator:
+    """The ChaCha20 stream of ``(stream, index)`` under the secret ``key``: compiled
+    (:data:`COMPILED_STREAM`) or randomgen's. A compiled one refuses to run without Numba: a
+    checkpoint's replayed draws from another stream would be fresh ones (a second release)."""
+    if kind == RANDOMGEN_STREAM:
+        return keyed_generator(key, stream, index)
+    if not compiled_ready(torch.device("cpu")):
+        raise TrainingConfigError(
+            f"the {stream!r} draws come from the compiled ChaCha20 stream, which needs Numba "
+            "(and OPU_HAL_NO_NUMBA unset) to replay a checkpoint exactly"
+        )
+    return keyed_stream(key, stream, index)
+
+
+def keyed_draws_name(kind: str) -> str:
+    """What a record says of the per-step keyed draws of ``kind``."""
+    return KEYED_STREAM_NAME if kind == COMPILED_STREAM else KEYED_GENERATOR_NAME
 
 
 def step_generator(seed: int, stream: str, index: int) -> torch.Generator:
@@ -113,14 +132,7 @@ class Sampler:
     def keyed(self, stream: str, index: int) -> KeyedStream | np.random.Generator:
         """The ChaCha20 stream of ``(stream, index)`` under the secret key, from :attr:`stream`."""
         assert self.secret_key is not None
-        if self.stream == RANDOMGEN_STREAM:
-            return keyed_generator(self.secret_key, stream, index)
-        if not compiled_ready(torch.device("cpu")):
-            raise TrainingConfigError(
-                "this private sampler draws its batches from the compiled ChaCha20 stream, which needs Numba "
-                "(and OPU_HAL_NO_NUMBA unset) to replay a checkpoint's batches exactly"
-            )
-        return keyed_stream(self.secret_key, stream, index)
+        return keyed_draws(self.stream, self.secret_key, stream, index)
 
     def state_dict(self) -> dict[str, str | None]:
         """The secret key of a private sampler and its stream (SECRET: the key recomputes every

@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from opu_hal.randomness.draws import torch_normal
+from opu_hal.randomness.keyed_stream import KeyedStream
 
 from .model import MLP, Trace
 
@@ -51,7 +52,7 @@ def noisy_losses(
     y: torch.Tensor,
     std: float,
     repeats: int,
-    generator: np.random.Generator,
+    generator: np.random.Generator | KeyedStream,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Forward noise ``z ~ N(0, std^2 I)`` on layer ``l``'s output, ``K`` repeats (Algorithm 1),
     drawn from ``generator`` (a secret-keyed ChaCha20 stream in training): returns ``z`` of shape

@@ -37,13 +37,13 @@ import torch
 
 from opu_hal.privacy import Accountant, ComposedEvent, GaussianEvent, PoissonGaussianEvent
 from opu_hal.randomness.draws import bernoulli_indices, torch_normal
-from opu_hal.randomness.keyed_stream import KEYED_STREAM_NAME, KeyedStream, keyed_stream
-from opu_hal.randomness.secure_random import KEYED_GENERATOR_NAME, keyed_generator, new_secret_key
+from opu_hal.randomness.keyed_stream import KeyedStream
+from opu_hal.randomness.secure_random import keyed_generator, new_secret_key
 
 from ..core import mac
 from ..core.errors import TrainingConfigError
 from ..core.options import choice, count, parse_options, positive
-from ..core.sampling import COMPILED_STREAM, RANDOMGEN_STREAM, default_stream
+from ..core.sampling import RANDOMGEN_STREAM, default_stream, keyed_draws, keyed_draws_name
 from .base import Method, MethodContext, StepOutput, batch_stats
 
 OPTIONS = {
@@ -144,7 +144,7 @@ class DPMAC(Method):
         the ledger in :meth:`prepare`, so publishing them is post-processing."""
         return {
             "noise_multiplier": self.noise_multiplier,
-            "generator": KEYED_STREAM_NAME if self.noise_stream == COMPILED_STREAM else KEYED_GENERATOR_NAME,
+            "generator": keyed_draws_name(self.noise_stream),
             "layer_bounds": self.bounds,
             "noise_std_per_layer": [self.layer_noise_std(k) for k in range(len(self.bounds))],
             "histograms": self.histograms,
@@ -168,11 +168,6 @@ class DPMAC(Method):
         self.secret_key = state["secret_key"]
         # checkpoints written before the compiled stream drew their noise from randomgen: replayed as drawn
         self.noise_stream = state.get("noise_stream", RANDOMGEN_STREAM)
-        if self.noise_stream == COMPILED_STREAM and default_stream() != COMPILED_STREAM:
-            raise TrainingConfigError(
-                "dp-mac: this checkpoint drew its noise from the compiled ChaCha20 stream, which needs Numba "
-                "(and OPU_HAL_NO_NUMBA unset) to replay its steps exactly"
-            )
         self.bounds = list(state["bounds"])
         self.prepared = bool(state["prepared"])
         self.histograms = list(state["histograms"])
@@ -186,9 +181,7 @@ class DPMAC(Method):
     def _keyed(self, stream: str, index: int) -> KeyedStream | np.random.Generator:
         """The secret-keyed ChaCha20 stream of ``(stream, index)``, compiled or randomgen's as
         :attr:`noise_stream` says (a resumed step replays on the stream it was drawn from)."""
-        if self.noise_stream == COMPILED_STREAM:
-            return keyed_stream(self.secret_key, stream, index)
-        return keyed_generator(self.secret_key, stream, index)
+        return keyed_draws(self.noise_stream, self.secret_key, stream, index)
 
     def _step(self, model, x: torch.Tensor, y: torch.Tensor, generator: KeyedStream | np.random.Generator) -> None:
         """Clipped coefficient sums plus Appendix H noise (from ``generator``, a secret-keyed

@@ -43,16 +43,18 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from opu_hal.privacy import ControllerClaimEvent, Event, PoissonGaussianEvent, SampledWithRejectionGaussianEvent
 from opu_hal.randomness.draws import torch_normal
-from opu_hal.randomness.secure_random import KEYED_GENERATOR_NAME, keyed_generator, new_secret_key
+from opu_hal.randomness.secure_random import new_secret_key
 
 from ..core import ulr
 from ..core.errors import TrainingConfigError
 from ..core.options import Option, choice, count, parse_options, positive
+from ..core.sampling import RANDOMGEN_STREAM, default_stream, keyed_draws, keyed_draws_name
 from .base import Method, MethodContext, StepOutput
 
 OPTIONS = {
@@ -123,6 +125,7 @@ class DPULR(Method):
         super().__init__(model, context)
         config = context.config
         self.secret_key = new_secret_key()  # keys the per-step noise streams; never recorded
+        self.noise_stream = default_stream()  # compiled ChaCha20 where Numba runs (kept in checkpoints)
         if config.noise_source == "device":
             raise TrainingConfigError(DEVICE_REFUSAL)
         self.options = parse_options(self.name, config.extra, OPTIONS)
@@ -182,7 +185,7 @@ class DPULR(Method):
         return {
             "mode": mode,
             "guarantee": guarantee,
-            "generator": KEYED_GENERATOR_NAME,
+            "generator": keyed_draws_name(self.noise_stream),
             "noise_multiplier": self.noise_multiplier,
             "sigma_0": self.noise_multiplier,
             "clip_norm": self.context.config.clip_norm,
@@ -224,18 +227,22 @@ class DPULR(Method):
         return (allowed if allowed > 0 else cap), (eigenvalues, eigenvectors)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"secret_key": self.secret_key}  # secret: checkpoints only, for an exact replay
+        # secret: checkpoints only, for an exact replay on the stream the steps were drawn from
+        return {"secret_key": self.secret_key, "noise_stream": self.noise_stream}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.secret_key = state["secret_key"]
+        self.noise_stream = state.get("noise_stream", RANDOMGEN_STREAM)  # older checkpoints: randomgen's
 
     def compute_gradients(self, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         config, options = self.context.config, self.options
         controller = options["mode"] == "controller"
         sigma0, clip = self.noise_multiplier, config.clip_norm
         assert sigma0 is not None
-        forward = keyed_generator(self.secret_key, "forward", self.current_step)
-        noise = keyed_generator(self.secret_key, "noise", self.current_step)
+        forward = keyed_draws(self.noise_stream, self.secret_key, "forward", self.current_step)
+        # the controller's remediation draws float64 normals, which only randomgen's stream gives
+        noise_stream = RANDOMGEN_STREAM if controller else self.noise_stream
+        noise = keyed_draws(noise_stream, self.secret_key, "noise", self.current_step)
         with torch.no_grad():
             trace = self.model.forward_trace(x)
             clean = F.cross_entropy(trace.logits, y, reduction="none")
@@ -255,6 +262,7 @@ class DPULR(Method):
                 if not controller:
                     grad = grad + sigma0 * clip * torch_normal(noise, grad.shape, grad.dtype)
                 elif options["remediation"]:
+                    assert isinstance(noise, np.random.Generator)  # the controller's: randomgen's (float64)
                     eigenvalues, eigenvectors = spectrum
                     variances = ulr.remediation_variances(eigenvalues, std, options["repeats"], clip, sigma0)
                     grad = grad + ulr.remediation_noise(eigenvectors, variances, layer.out_features, noise)
