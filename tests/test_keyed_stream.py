@@ -132,6 +132,11 @@ def test_keyed_normals_are_the_32_bit_ziggurat_at_their_own_nonce_and_never_rere
     assert np.array_equal(first.ravel(), expected[:20])
     assert np.array_equal(second, chacha_normal32.standard_normals(words, 20, NORMALS_NONCE, np.empty(7, np.float32)))
     assert not np.array_equal(second, expected[20:])  # blocks 20.. of a fresh call, not the rest of the first
+    many = np.empty(20_000, np.float32)  # several tasks: one thread gives the parallel kernel's values
+    assert np.array_equal(
+        chacha_normal32.standard_normals(words, 5, NORMALS_NONCE, many.copy(), parallel=False),
+        chacha_normal32.standard_normals(words, 5, NORMALS_NONCE, many),
+    )
     uniforms = keyed_stream(SECRET, "noise", 3).random(8)  # the uniforms' nonce is another keystream
     assert not np.isin(uniforms, keyed_stream(SECRET, "noise", 3).standard_normal(8)).any()
     with pytest.raises(ValueError, match="float32 normals only"):

@@ -16,7 +16,8 @@ randomgen's 10, and the Python-level set-up of a randomgen generator per step go
 Normals (:meth:`KeyedStream.standard_normal`, for per-step privacy noise keyed like the batches) are
 float32 from the 32-bit ziggurat of :mod:`opu_hal.kernels.compiled.chacha_normal32` at the nonce word
 :data:`NORMALS_NONCE`, whose layout keeps them apart from the uniforms' ``(SAMPLING_NONCE, 0)``; each
-call reserves its blocks from a counter of its own before they are computed.
+call reserves its blocks from a counter of its own before they are computed, and runs on one thread
+like the uniforms.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ class KeyedStream:
         start = self._normal_block
         self._normal_block += chacha_normal32.blocks_for(n)  # reserved before they are computed
         out = np.empty(n, np.float32)
-        return chacha_normal32.standard_normals(self._key, start, NORMALS_NONCE, out).reshape(shape)
+        return chacha_normal32.standard_normals(self._key, start, NORMALS_NONCE, out, parallel=False).reshape(shape)
 
     def integers_below(self, bounds: np.ndarray) -> np.ndarray:
         """One integer uniform in ``[0, bounds[i])`` per bound (each ``1 <= bound <= 2^53``), exactly:

@@ -117,18 +117,31 @@ def _task_words(key, counter, nonce, start, words):
         chunk_words(key, task_counter, nonce, np.uint32(0), chunk, words, x, state)
 
 
+@njit(inline="always", cache=True)
+def _task(key, counter, nonce, out, task):
+    """The normals of task ``task`` (:data:`PER_TASK` of ``out``), with its keystream words in a buffer
+    of its own (small enough to stay in cache)."""
+    start, stop = task * PER_TASK, min(out.shape[0], (task + 1) * PER_TASK)
+    words = np.empty(stop - start, np.uint32)
+    _task_words(key, counter, nonce, start, words)
+    outside = np.empty(stop - start, np.bool_)
+    _first_proposals(words, out[start:stop], outside)
+    _settle_outside(key, counter, nonce, start, words, out[start:stop], outside)
+
+
 @njit(parallel=True, cache=True)
 def _normals(key, counter, nonce, out):
-    """Every normal of ``out`` (module docstring), in parallel tasks of :data:`PER_TASK` normals, each
-    with its keystream words in a buffer of its own (small enough to stay in cache)."""
-    n = out.shape[0]
-    for task in prange((n + PER_TASK - 1) // PER_TASK):
-        start, stop = task * PER_TASK, min(n, (task + 1) * PER_TASK)
-        words = np.empty(stop - start, np.uint32)
-        _task_words(key, counter, nonce, start, words)
-        outside = np.empty(stop - start, np.bool_)
-        _first_proposals(words, out[start:stop], outside)
-        _settle_outside(key, counter, nonce, start, words, out[start:stop], outside)
+    """Every normal of ``out`` (module docstring), in parallel tasks."""
+    for task in prange((out.shape[0] + PER_TASK - 1) // PER_TASK):
+        _task(key, counter, nonce, out, task)
+
+
+@njit(cache=True)
+def _serial_normals(key, counter, nonce, out):
+    """The same values on one thread (per-step keyed draws: on a loaded machine, the wait for a
+    second thread costs more than it saves)."""
+    for task in range((out.shape[0] + PER_TASK - 1) // PER_TASK):
+        _task(key, counter, nonce, out, task)
 
 
 def blocks_for(n: int) -> int:
@@ -136,10 +149,11 @@ def blocks_for(n: int) -> int:
     return max(n, 1)
 
 
-def standard_normals(key: np.ndarray, counter: int, nonce: int, out: np.ndarray) -> np.ndarray:
+def standard_normals(key: np.ndarray, counter: int, nonce: int, out: np.ndarray, parallel: bool = True) -> np.ndarray:
     """Fill ``out`` (float32) with standard normals from blocks ``counter .. counter + blocks_for(len(out)) - 1``
-    of the keystream ``key`` (eight uint32 words) at ``nonce``."""
+    of the keystream ``key`` (eight uint32 words) at ``nonce``; ``parallel=False``: the same values on
+    one thread."""
     if out.dtype != np.float32:
         raise ValueError(f"the 32-bit ziggurat fills float32 arrays, got {out.dtype}")
-    _normals(key, np.uint64(counter), np.uint32(nonce), out)
+    (_normals if parallel else _serial_normals)(key, np.uint64(counter), np.uint32(nonce), out)
     return out
