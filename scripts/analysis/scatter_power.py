@@ -37,7 +37,7 @@ def sqrt_group_normalize(
     return _group_normalize(coefficients.clamp_min(0).sqrt(), groups, eps)
 
 
-def _linear_validation_accuracy(train: Split, validation: Split, epochs: int = 40) -> float:
+def linear_validation_accuracy(train: Split, validation: Split, epochs: int = 40) -> float:
     """Validation accuracy of a linear model fitted without privacy on centred features."""
     mean = train.x.mean(0)
     x, x_val = train.x - mean, validation.x - mean
@@ -67,7 +67,7 @@ def probe() -> None:
 
     train, validation = coefficients(data.train), coefficients(data.validation)
     for name, normalize in (("plain", _group_normalize), ("square root", sqrt_group_normalize)):
-        accuracy = _linear_validation_accuracy(
+        accuracy = linear_validation_accuracy(
             Split(normalize(train).flatten(1), data.train.y), Split(normalize(validation).flatten(1), data.validation.y)
         )
         print(f"{name}: validation accuracy {accuracy:.4f}", flush=True)
