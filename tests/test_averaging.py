@@ -34,28 +34,25 @@ def test_cosine_schedule_decays_from_the_learning_rate_to_zero_at_the_planned_st
     assert all(a > b for a, b in zip(seen, seen[1:]))
 
 
-def test_decay_schedule_multiplies_the_learning_rate_by_0_9_after_each_epoch():
-    weight = torch.nn.Parameter(torch.zeros(1))
-    optimizer = torch.optim.SGD([weight], lr=0.4)
-    schedule = make_schedule("decay-0.9", optimizer, total_steps=12, steps_per_epoch=4)
+def learning_rates(kind: str, lr: float, steps: int, steps_per_epoch: int) -> list[float]:
+    """The learning rate ``make_schedule(kind)`` gives each of ``steps`` optimizer steps."""
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=lr)
+    schedule = make_schedule(kind, optimizer, total_steps=steps, steps_per_epoch=steps_per_epoch)
     seen = []
-    for _ in range(12):
+    for _ in range(steps):
         seen.append(optimizer.param_groups[0]["lr"])
         optimizer.step()
         schedule.step()
-    assert seen == pytest.approx([0.4] * 4 + [0.36] * 4 + [0.324] * 4)
+    return seen
+
+
+def test_decay_schedule_multiplies_the_learning_rate_by_0_9_after_each_epoch():
+    assert learning_rates("decay-0.9", 0.4, 12, 4) == pytest.approx([0.4] * 4 + [0.36] * 4 + [0.324] * 4)
 
 
 def test_paper004s_schedule_multiplies_the_learning_rate_by_0_85_after_every_10_epochs():
-    weight = torch.nn.Parameter(torch.zeros(1))
-    optimizer = torch.optim.SGD([weight], lr=0.01)
-    schedule = make_schedule("decay-0.85-per-10", optimizer, total_steps=50, steps_per_epoch=2)
-    seen = []
-    for _ in range(50):
-        seen.append(optimizer.param_groups[0]["lr"])
-        optimizer.step()
-        schedule.step()
-    assert seen == pytest.approx([0.01] * 20 + [0.0085] * 20 + [0.007225] * 10)
+    expected = [0.01] * 20 + [0.0085] * 20 + [0.007225] * 10
+    assert learning_rates("decay-0.85-per-10", 0.01, 50, 2) == pytest.approx(expected)
 
 
 def test_weight_average_is_the_warmed_up_exponential_average_and_leaves_the_live_weights_alone():
