@@ -22,18 +22,16 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import torch
 
 import opu_hal
+from opu_hal.contract.profile_base import BaseProfile
 from scripts.analysis.scatter_power import linear_validation_accuracy
 from trainers.core.data import Split, load_dataset
 from trainers.core.feature_cache import cached_scatter_features
 
-ROOT = Path(__file__).resolve().parents[2]
 LEVELS = 3
 
 
@@ -42,16 +40,11 @@ def thermometer(x: torch.Tensor, levels: int = LEVELS) -> torch.Tensor:
     return torch.cat([(x > k / (levels + 1)).float() for k in range(1, levels + 1)], dim=1)
 
 
-def device_profile(features: int, exposure_us: float, in_features: int) -> Path:
-    """``opu-sim-intensity`` with ``features`` outputs, ``in_features`` inputs and the exposure, in a temporary file."""
-    text = (ROOT / "device_profiles" / "opu-sim-intensity.toml").read_text()
-    text = text.replace("out_features = 2048", f"out_features = {features}")
-    text = text.replace("in_features = 784", f"in_features = {in_features}")
-    text = text.replace("exposure_us = 400.0", f"exposure_us = {exposure_us}")
-    handle, name = tempfile.mkstemp(suffix=".toml")
-    os.close(handle)
-    Path(name).write_text(text)
-    return Path(name)
+def device_profile(features: int, exposure_us: float, in_features: int) -> BaseProfile:
+    """``opu-sim-intensity`` with ``features`` outputs, ``in_features`` inputs and the exposure, validated."""
+    base = opu_hal.load_profile("opu-sim-intensity")
+    changes = {"out_features": features, "in_features": in_features, "exposure_us": exposure_us}
+    return type(base).model_validate({**base.model_dump(), **changes})
 
 
 def per_image_normalized(z: torch.Tensor) -> torch.Tensor:
@@ -61,16 +54,12 @@ def per_image_normalized(z: torch.Tensor) -> torch.Tensor:
 
 def opu_features(splits: list[Split], features: int, exposure_us: float) -> list[torch.Tensor]:
     """The normalised amplitudes ``sqrt(|B x|^2)`` of every split's thermometer-coded images, on one device."""
-    profile = device_profile(features, exposure_us, 784 * LEVELS)
-    try:
-        with opu_hal.load_device(str(profile)) as device:
-            out = []
-            for split in splits:
-                frames = [device.project(thermometer(part)).values for part in split.x.split(1000)]
-                out.append(per_image_normalized(torch.cat(frames).clamp_min(0).sqrt()))
-            return out
-    finally:
-        profile.unlink()
+    with opu_hal.load_device(device_profile(features, exposure_us, 784 * LEVELS)) as device:
+        out = []
+        for split in splits:
+            frames = [device.project(thermometer(part)).values for part in split.x.split(1000)]
+            out.append(per_image_normalized(torch.cat(frames).clamp_min(0).sqrt()))
+        return out
 
 
 def probe() -> None:

@@ -18,8 +18,9 @@
 # QUICK=1: one epoch on 1,024 examples, 8,8 channels (a plumbing check). OUT_DIR (default
 # results/paper002-conv). COMPUTE=cuda trains on a GPU, PARALLEL=1 runs every (method, lr) at once
 # (a GPU holds them all). OPU_HAL_PYTHON=/path/to/python skips the venv set-up (a GPU machine).
-# CHECKPOINT_DIR=DIR checkpoints every run there each epoch (secret files: keep DIR private) and,
-# run again, resumes each run from its checkpoint: a run cut off by a time limit loses at most an epoch.
+# CHECKPOINT_DIR=DIR checkpoints every run there every CHECKPOINT_EVERY steps (default 100, about an epoch;
+# secret files: keep DIR private) and, run again, skips the runs with a record and resumes the others
+# from their checkpoints: a run cut off by a time limit loses at most CHECKPOINT_EVERY steps.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 if [ -n "${OPU_HAL_PYTHON:-}" ]; then
@@ -47,23 +48,23 @@ COMMON=(--dataset fashion-mnist --features pixels --inputs unit --model cnn --hi
   --batch-size 512 --optimizer adam --lr-schedule constant --weight-average 0 --sampling fixed
   --target-epsilon "$EPSILON" --epochs "$E" --compute "${COMPUTE:-auto}" --quiet "${LIMIT[@]}")
 run() { if [ "${PARALLEL:-0}" = 1 ]; then "$@" & else "$@"; fi; }
-checkpointing() {  # the checkpoint options of the run whose record is $1 (none without CHECKPOINT_DIR)
-  [ -n "${CHECKPOINT_DIR:-}" ] || return 0
-  local ck="$CHECKPOINT_DIR/$(basename "$1" .json).ckpt"
-  printf '%s\n' --checkpoint "$ck" --checkpoint-every "${CHECKPOINT_EVERY:-100}"
-  [ -f "$ck" ] && printf '%s\n' --resume
-  return 0
+train_into() {  # record options...: one run (PARALLEL: in the background); with CHECKPOINT_DIR, a run with a
+  # record is skipped and the others checkpoint there and resume from their checkpoint
+  local rec="$1" ck=() file
+  shift
+  if [ -n "${CHECKPOINT_DIR:-}" ]; then
+    [ -f "$rec" ] && return 0
+    file="$CHECKPOINT_DIR/$(basename "$rec" .json).ckpt"
+    ck=(--checkpoint "$file" --checkpoint-every "${CHECKPOINT_EVERY:-100}")
+    [ -f "$file" ] && ck+=(--resume)
+  fi
+  run opu-hal train "$@" "${ck[@]}" --out "$rec"
 }
 [ -n "${CHECKPOINT_DIR:-}" ] && mkdir -p "$CHECKPOINT_DIR"
 for lr in ${LRS:-1e-3}; do
-  rec="$OUT/dp-sgd-relu-lr$lr.json"
-  mapfile -t CK < <(checkpointing "$rec")
-  [ -f "$rec" ] && [ -n "${CHECKPOINT_DIR:-}" ] || run opu-hal train --method dp-sgd "${COMMON[@]}" --activation relu \
-    --clip-norm "$C" --lr "$lr" "${CK[@]}" --out "$rec"
-  rec="$OUT/dp-dfa-hybrid-tanh-$HEAD_ACTIVATION-lr$lr.json"
-  mapfile -t CK < <(checkpointing "$rec")
-  [ -f "$rec" ] && [ -n "${CHECKPOINT_DIR:-}" ] || run opu-hal train --method dp-dfa "${COMMON[@]}" --activation tanh \
-    --head-activation "$HEAD_ACTIVATION" --beta 0.9 --tau-e 0.1 --tau-h "$TAU_H" --lr "$lr" "${CK[@]}" --out "$rec"
+  train_into "$OUT/dp-sgd-relu-lr$lr.json" --method dp-sgd "${COMMON[@]}" --activation relu --clip-norm "$C" --lr "$lr"
+  train_into "$OUT/dp-dfa-hybrid-tanh-$HEAD_ACTIVATION-lr$lr.json" --method dp-dfa "${COMMON[@]}" --activation tanh \
+    --head-activation "$HEAD_ACTIVATION" --beta 0.9 --tau-e 0.1 --tau-h "$TAU_H" --lr "$lr"
 done
 wait
 opu-hal table "$OUT"/*.json
