@@ -113,7 +113,7 @@ def _reference_normals32(key: bytes, counter: int, nonce: int, n: int) -> tuple[
     chacha.keystream_words(
         chacha.key_words(key), np.uint64(counter), np.uint32(nonce), np.uint32(0), words.shape[0], words
     )
-    out, seen = np.empty(n), {"wedge": 0, "tail": 0, "rejected": 0}
+    out, seen = np.empty(n), {"wedge": 0, "tail": 0, "rejected": 0, "outside again": 0}
     for i in range(n):
         next_pair = _substream(key, counter, nonce, i, chacha_normal32.blocks_for(n))
         word = int(words[i // 16, i % 16])
@@ -143,6 +143,7 @@ def _reference_normals32(key: bytes, counter: int, nonce: int, n: int) -> tuple[
                 break
             seen["rejected"] += 1
             word = next_pair()[0]
+            seen["outside again"] += (word >> 9) & 0x7FFFFF >= int(k32[word & 0xFF])
         out[i] = -x if negative else x
     return out, seen
 
@@ -150,7 +151,9 @@ def _reference_normals32(key: bytes, counter: int, nonce: int, n: int) -> tuple[
 def test_32_bit_normals_match_a_python_reference_of_their_layout_including_wedges_tails_and_rejections():
     key, counter, n = bytes(range(3, 35)), 2**32 - 900, 40_000  # the counter's low word wraps inside
     expected, seen = _reference_normals32(key, counter, 7, n)
-    assert seen["tail"] > 0 and seen["wedge"] > 100 and seen["rejected"] > 0
+    # every path of the kernel: the branch-free second pass (a wedge accepted, or rejected and the next
+    # proposal inside its rectangle) and the sequential settling it leaves (the tail; outside again)
+    assert seen["tail"] > 0 and seen["wedge"] > 100 and seen["rejected"] > 0 and seen["outside again"] > 0
     got = chacha_normal32.standard_normals(chacha.key_words(key), counter, 7, np.empty(n, np.float32))
     assert np.array_equal(got, expected.astype(np.float32))
     with pytest.raises(ValueError, match="float32"):
