@@ -44,7 +44,7 @@ import numpy as np
 import torch
 
 from ..contract.errors import OpuHalError
-from ..runtime.compute import compiled_ready, triton_ready
+from ..runtime.compute import compiled_ready, compute_threads, triton_ready
 
 GENERATOR_NAME = "ChaCha20 (randomgen), 256-bit key from os.urandom"
 CUDA_GENERATOR_NAME = "ChaCha20 (Triton kernel on the GPU; Box-Muller normals), 256-bit key from os.urandom"
@@ -246,7 +246,8 @@ class SecureGenerator:
             (chacha_normal32, "normals32") if self.cpu_stream == COUNTER32_STREAM else (chacha_normal, "normals")
         )
         start = self._reserve(kernel.blocks_for(n), draw)
-        return kernel.standard_normals(self._key_words(), start, NORMALS_NONCE, np.empty(n, np.float32))
+        with compute_threads():
+            return kernel.standard_normals(self._key_words(), start, NORMALS_NONCE, np.empty(n, np.float32))
 
     def _reserve(self, blocks: int, draw: str) -> int:
         """The first of ``blocks`` fresh blocks of the counter-mode stream, now behind the counter."""
@@ -285,7 +286,8 @@ class SecureGenerator:
         if self._compiled_counts(mean):
             from ..kernels.compiled.poisson_constant import constant_mean_counts
 
-            return constant_mean_counts(mean, n, self._counter_uniforms)  # nonce COUNTS_NONCE
+            with compute_threads():
+                return constant_mean_counts(mean, n, self._counter_uniforms)  # nonce COUNTS_NONCE
         return self._split(n, lambda g, k: g.poisson(mean, k))
 
     def poisson_at(self, means: np.ndarray) -> np.ndarray:
@@ -298,7 +300,8 @@ class SecureGenerator:
         if self._compiled_varying_counts(means):
             from ..kernels.compiled.poisson_varying import varying_mean_counts
 
-            return varying_mean_counts(means, self._counter_uniforms, self._first_round)
+            with compute_threads():
+                return varying_mean_counts(means, self._counter_uniforms, self._first_round)
         with self._lock:
             if means.size < _PARALLEL_MIN:
                 return self._streams[0].poisson(means).astype(np.int64)
@@ -342,5 +345,6 @@ class SecureGenerator:
 
         start = self._reserve(chacha.blocks_for(n), draw)
         out = np.empty(n)
-        chacha.uniforms(self._key_words(), np.uint64(start), np.uint32(nonce), np.uint32(0), out)
+        with compute_threads():
+            chacha.uniforms(self._key_words(), np.uint64(start), np.uint32(nonce), np.uint32(0), out)
         return out

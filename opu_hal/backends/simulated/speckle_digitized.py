@@ -17,7 +17,7 @@ from ...contract.errors import CalibrationError, DeviceUnavailable
 from ...contract.noise import DigitizedReadLaw, NoiseDistribution, PrivacyCounts
 from ...contract.speckle_bins import BinnedSelection
 from ...randomness.secure_random import SecureGenerator
-from ...runtime.compute import compiled_ready
+from ...runtime.compute import compiled_ready, compute_threads
 from .camera import Sensor
 from .privacy_noise import clip_probability
 from .speckle_privacy import SpecklePrivacy, sensor_ceiling_e
@@ -106,17 +106,18 @@ def pixel_counts(generator: SecureGenerator, sensor: Sensor, means_e: np.ndarray
         electrons, normals = generator.poisson_at(lam), generator.standard_normal(lam.size).numpy()
         chunk = out[start : start + per]
         if compiled:
-            count_differences(
-                electrons,
-                normals,
-                reads,
-                float(sensor.full_well_e),
-                float(sensor.read_noise_e),
-                float(sensor.gain_e_per_dn),
-                float(sensor.black_level_dn),
-                float(sensor.max_dn),
-                chunk,
-            )
+            with compute_threads():
+                count_differences(
+                    electrons,
+                    normals,
+                    reads,
+                    float(sensor.full_well_e),
+                    float(sensor.read_noise_e),
+                    float(sensor.gain_e_per_dn),
+                    float(sensor.black_level_dn),
+                    float(sensor.max_dn),
+                    chunk,
+                )
         else:
             chunk[:] = numpy_differences(electrons, normals, reads, sensor)
     return out

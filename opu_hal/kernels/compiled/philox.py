@@ -95,12 +95,17 @@ WORKSPACE = Workspace()
 
 
 class compute_threads:
-    """Numba's threads follow torch's intra-op thread count for the duration of a call."""
+    """Numba's threads follow torch's intra-op thread count for the duration of a call, and torch's count
+    is the same after it: the first parallel kernel of a process starts Numba's OpenMP layer, which sets
+    the OpenMP runtime torch shares to Numba's full count (a run told ``OMP_NUM_THREADS=1`` went on with
+    two torch threads, so two such runs side by side each waited for the other's cores)."""
 
     def __enter__(self) -> None:
-        self._before = numba.get_num_threads()
+        self._torch, self._before = torch.get_num_threads(), numba.get_num_threads()
         most = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]  # set when numba.config loads
-        numba.set_num_threads(max(1, min(torch.get_num_threads(), most)))
+        numba.set_num_threads(max(1, min(self._torch, most)))
 
     def __exit__(self, *exc: object) -> None:
         numba.set_num_threads(self._before)
+        if torch.get_num_threads() != self._torch:
+            torch.set_num_threads(self._torch)
