@@ -44,7 +44,8 @@ import numpy as np
 import torch
 
 from ..contract.errors import OpuHalError
-from ..runtime.compute import compiled_ready, compute_threads, triton_ready
+from ..kernels.compiled import compute_threads
+from ..runtime.compute import compiled_ready, triton_ready
 
 GENERATOR_NAME = "ChaCha20 (randomgen), 256-bit key from os.urandom"
 CUDA_GENERATOR_NAME = "ChaCha20 (Triton kernel on the GPU; Box-Muller normals), 256-bit key from os.urandom"
@@ -274,8 +275,7 @@ class SecureGenerator:
         return normals
 
     def uniform(self, n: int) -> np.ndarray:
-        """``n`` i.i.d. uniforms in [0, 1) (float64): the counter-mode stream at
-        :data:`UNIFORMS_NONCE` with Numba, else randomgen."""
+        """``n`` i.i.d. uniforms in [0, 1) (float64): the counter-mode stream at :data:`UNIFORMS_NONCE`, else randomgen."""
         if self._counter_stream():
             return self._counter_uniforms(n, UNIFORMS_NONCE, "uniforms")
         return self._split(n, lambda g, k: g.random(k))

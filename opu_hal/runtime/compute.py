@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
-from contextlib import AbstractContextManager
 
 import torch
 
@@ -55,14 +54,3 @@ def compiled_ready(device: torch.device) -> bool:
     kernels (:mod:`opu_hal.kernels.compiled`) can run; setting ``OPU_HAL_NO_NUMBA=1`` keeps the eager torch
     path (for comparisons, or a machine without Numba)."""
     return device.type == "cpu" and _numba_installed() and not os.environ.get(NO_NUMBA_ENV)
-
-
-def compute_threads() -> AbstractContextManager[None]:
-    """Numba's threads follow torch's intra-op count for one compiled draw
-    (:class:`opu_hal.kernels.compiled.philox.compute_threads`). Two runs of one torch thread each on a
-    2-core machine (the reproduction scripts' ``PARALLEL=2``) otherwise launch two Numba threads each,
-    and each parallel draw waits for a core the other run holds: an epoch measured 135-148 s, against
-    2.1-2.7 s with the threads following torch's."""
-    from ..kernels.compiled.philox import compute_threads as following
-
-    return following()

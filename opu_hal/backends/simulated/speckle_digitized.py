@@ -16,8 +16,9 @@ from ...contract.calibration import ReadBox
 from ...contract.errors import CalibrationError, DeviceUnavailable
 from ...contract.noise import DigitizedReadLaw, NoiseDistribution, PrivacyCounts
 from ...contract.speckle_bins import BinnedSelection
+from ...kernels.compiled import compute_threads
 from ...randomness.secure_random import SecureGenerator
-from ...runtime.compute import compiled_ready, compute_threads
+from ...runtime.compute import compiled_ready
 from .camera import Sensor
 from .privacy_noise import clip_probability
 from .speckle_privacy import SpecklePrivacy, sensor_ceiling_e
