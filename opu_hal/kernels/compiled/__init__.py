@@ -12,11 +12,8 @@ from contextlib import AbstractContextManager
 
 
 def compute_threads() -> AbstractContextManager[None]:
-    """Numba's threads follow torch's intra-op count for one compiled draw
-    (:class:`opu_hal.kernels.compiled.philox.compute_threads`). Two runs of one torch thread each on a
-    2-core machine (the reproduction scripts' ``PARALLEL=2``) otherwise launch two Numba threads each,
-    and each parallel draw waits for a core the other run holds: an epoch measured 135-148 s, against
-    2.1-2.7 s with the threads following torch's."""
+    """:class:`opu_hal.kernels.compiled.philox.compute_threads`, imported when first used (so that importing
+    the secure generator does not import Numba): Numba's threads follow torch's count for one draw."""
     from .philox import compute_threads as following
 
     return following()
