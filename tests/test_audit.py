@@ -197,7 +197,7 @@ class WideErrorClipDPDFA(DPDFA):
 
     name = "dp-dfa-wide-error-clip-fixture"
 
-    def deltas(self, error, preacts):
+    def deltas(self, error, preacts, outputs=None):
         e = clip_norm(error, 3 * self.context.config.tau_e)
         derivative = self.model.activation.derivative
         deltas = [(e @ b.T) * derivative(z.detach()) for b, z in zip(self.feedback, preacts)]

@@ -136,9 +136,9 @@ def _clip_skipped_for_one_layer(monkeypatch):
 def _extra_release_per_step(monkeypatch):
     """Two noisy releases per step averaged (half the variance), one event charged."""
 
-    def twice(self):
+    def twice(self, flat=None):
         params = [p for layer in self._layers() for p in (layer.weight, layer.bias)]
-        flat = torch.cat([p.grad.flatten() for p in params])
+        flat = torch.cat([p.grad.flatten() for p in params]) if flat is None else flat
         released = (self.release(flat) + self.release(flat)) / 2
         for p, part in zip(params, released.split([p.numel() for p in params])):
             p.grad = part.view_as(p)

@@ -18,21 +18,33 @@ from .errors import TrainingConfigError
 
 @dataclass(frozen=True)
 class Activation:
-    """An element-wise nonlinearity, its derivative and the bounds ``gamma_min <= |phi'| <= gamma_max``."""
+    """An element-wise nonlinearity, its derivative and the bounds ``gamma_min <= |phi'| <= gamma_max``;
+    ``derivative_at_output``, where set, gives the same ``phi'(z)`` from the output ``phi(z)`` that a
+    forward pass already holds (one elementwise function fewer than ``derivative``)."""
 
     name: str
     fn: Callable[[torch.Tensor], torch.Tensor]
     derivative: Callable[[torch.Tensor], torch.Tensor]
     gamma_min: float
     gamma_max: float
+    derivative_at_output: Callable[[torch.Tensor], torch.Tensor] | None = None
 
 
 def _tanh_derivative(z: torch.Tensor) -> torch.Tensor:
     return 1 - torch.tanh(z) ** 2
 
 
+def _tanh_derivative_at_output(h: torch.Tensor) -> torch.Tensor:
+    """``1 - h^2`` at ``h = tanh(z)``: :func:`_tanh_derivative`'s value, bit for bit."""
+    return 1 - h * h
+
+
 def _sigmoid_derivative(z: torch.Tensor) -> torch.Tensor:
     s = torch.sigmoid(z)
+    return s * (1 - s)
+
+
+def _sigmoid_derivative_at_output(s: torch.Tensor) -> torch.Tensor:
     return s * (1 - s)
 
 
@@ -50,8 +62,8 @@ def _softplus_derivative(z: torch.Tensor) -> torch.Tensor:
 
 
 ACTIVATIONS: dict[str, Activation] = {
-    "tanh": Activation("tanh", torch.tanh, _tanh_derivative, 0.0, 1.0),
-    "sigmoid": Activation("sigmoid", torch.sigmoid, _sigmoid_derivative, 0.0, 0.25),
+    "tanh": Activation("tanh", torch.tanh, _tanh_derivative, 0.0, 1.0, _tanh_derivative_at_output),
+    "sigmoid": Activation("sigmoid", torch.sigmoid, _sigmoid_derivative, 0.0, 0.25, _sigmoid_derivative_at_output),
     "relu": Activation("relu", torch.relu, _relu_derivative, 0.0, 1.0),
     "gelu": Activation("gelu", torch.nn.functional.gelu, _gelu_derivative, 0.0, 1.129),
     "softplus": Activation("softplus", torch.nn.functional.softplus, _softplus_derivative, 0.0, 1.0),

@@ -51,10 +51,22 @@ def linear_clipped_sum_into(
 ) -> int:
     """:func:`linear_clipped_sum` written into ``out`` from ``offset`` (weight, then bias), so the
     flat update needs no concatenation; returns the offset after them."""
-    weighted = g * scale[:, None]
+    return linear_update_into(g * scale[:, None], a, out, offset)
+
+
+def linear_update_into(g: torch.Tensor, a: torch.Tensor, out: torch.Tensor, offset: int, alpha: float = 1.0) -> int:
+    """A linear layer's batch update ``alpha g^T a`` (weight) and ``alpha sum_i g_i`` (bias) written into
+    ``out`` from ``offset`` (``alpha`` inside the matrix product: no pass of its own); returns the offset
+    after them."""
     rows, cols = g.shape[1], a.shape[1]
-    torch.mm(weighted.T, a, out=out[offset : offset + rows * cols].view(rows, cols))
-    torch.sum(weighted, 0, out=out[offset + rows * cols : offset + rows * cols + rows])
+    weight = out[offset : offset + rows * cols].view(rows, cols)
+    if alpha == 1.0:
+        torch.mm(g.T, a, out=weight)
+    else:
+        torch.addmm(weight, g.T, a, beta=0, alpha=alpha, out=weight)  # beta 0: the empty memory is not read
+    bias = torch.sum(g, 0, out=out[offset + rows * cols : offset + rows * cols + rows])
+    if alpha != 1.0:
+        bias.mul_(alpha)
     return offset + rows * cols + rows
 
 

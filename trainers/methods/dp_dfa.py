@@ -63,6 +63,7 @@ from ..core.per_example import (
     conv_patches,
     conv_squared_norms,
     layer_bias,
+    linear_update_into,
     weights_and_biases,
 )
 from ..core.sampling import step_generator
@@ -235,9 +236,12 @@ class DPDFA(GaussianNoiseMethod):
         model = self.model
         return [*model.convs, *model.linears] if isinstance(model, CNN) else list(model.layers)
 
-    def _add_noise(self) -> None:
+    def _add_noise(self, flat: torch.Tensor | None = None) -> None:
+        """Release every layer's update at once: ``flat``, where given, already holds them in
+        :func:`weights_and_biases` order (written there in place); else their ``.grad`` are joined."""
         params = weights_and_biases(self._layers())
-        flat = torch.cat([_grad(p).flatten() for p in params])
+        if flat is None:
+            flat = torch.cat([_grad(p).flatten() for p in params])
         released = self.release(flat)
         for p, part in zip(params, released.split([p.numel() for p in params])):
             p.grad = part.view_as(p)  # disjoint views of the released tensor: no copy back
@@ -249,26 +253,46 @@ class DPDFA(GaussianNoiseMethod):
         opening = forward_and_error(self.model, x, y)
         trace = opening.trace
         with torch.no_grad():
-            self._set_linear_updates(self.model.layers, self.deltas(opening.error, trace.preacts), trace.inputs)
-            self._add_noise()
+            # the hidden layers' phi' from their outputs, which the trace holds (the next layers' inputs)
+            deltas = self.deltas(opening.error, trace.preacts, trace.inputs[1:])
+            self._add_noise(self._set_linear_updates(self.model.layers, deltas, trace.inputs))
         return StepOutput(opening.loss_sum, opening.correct, int(y.shape[0]), privacy_event=self.planned_event())
 
-    def deltas(self, error: torch.Tensor, preacts: list[torch.Tensor]) -> list[torch.Tensor]:
+    def deltas(
+        self, error: torch.Tensor, preacts: list[torch.Tensor], outputs: list[torch.Tensor] | None = None
+    ) -> list[torch.Tensor]:
         """Each linear layer's DFA signal (Algorithm 1): with ``e`` the error clipped to ``tau_e``,
-        ``(B^{l+1} e) * phi'(z^l)`` for the hidden layers ``preacts`` and ``gamma beta e`` at the output."""
+        ``(B^{l+1} e) * phi'(z^l)`` for the hidden layers ``preacts`` and ``gamma beta e`` at the output.
+        ``outputs`` (``phi(z^l)``), where given, supply ``phi'`` for the activations that have it from
+        their output (:attr:`trainers.core.model.Activation.derivative_at_output`: the same values)."""
         e = clip_norm(error, self.context.config.tau_e)
         model = self.model
-        derivative = (model.head_activation if isinstance(model, CNN) else model.activation).derivative
-        deltas = [(e @ b.T) * derivative(z.detach()) for b, z in zip(self.feedback, preacts)]
+        activation = model.head_activation if isinstance(model, CNN) else model.activation
+        at_output = activation.derivative_at_output
+        if outputs is not None and at_output is not None:
+            slopes = [at_output(h.detach()) for h in outputs]
+        else:
+            slopes = [activation.derivative(z.detach()) for z in preacts]
+        deltas = [(e @ b.T) * slope for b, slope in zip(self.feedback, slopes)]
         return [*deltas, self.output_scale * e]
 
     def _set_linear_updates(
         self, layers: list[torch.nn.Linear], deltas: list[torch.Tensor], inputs: list[torch.Tensor]
-    ) -> None:
-        """``delta^T clip(h, tau_h) / m`` per layer (Algorithm 1, lines 15-16 before the noise)."""
+    ) -> torch.Tensor | None:
+        """``delta^T clip(h, tau_h) / m`` per layer (Algorithm 1, lines 15-16 before the noise), written
+        into one flat tensor in :func:`weights_and_biases` order (returned; no ``.grad`` is set) when the
+        layers are all the released parameters, else into each layer's ``.grad`` (None returned)."""
         config = self.context.config
-        for layer, delta, h in zip(layers, deltas, inputs):
-            set_linear_grads(layer, delta / config.batch_size, clip_norm(h.detach(), config.tau_h))
+        if isinstance(self.model, CNN):
+            for layer, delta, h in zip(layers, deltas, inputs):
+                set_linear_grads(layer, delta / config.batch_size, clip_norm(h.detach(), config.tau_h))
+            return None
+        flat, offset = inputs[0].new_empty(self.dimension), 0
+        for delta, h in zip(deltas, inputs):
+            offset = linear_update_into(delta, clip_norm(h.detach(), config.tau_h), flat, offset, 1 / config.batch_size)
+        if offset != self.dimension:  # a parameter left out would go unreleased
+            raise RuntimeError(f"dp-dfa: the updates fill {offset} of the {self.dimension} released coordinates")
+        return flat
 
     def _hybrid_gradients(self, model: CNN, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         """The hybrid BP/DFA step of a CNN (module docstring): DFA deltas for the head's linear
