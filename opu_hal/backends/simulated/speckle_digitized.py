@@ -94,16 +94,22 @@ def speckle_law(
     )
 
 
-def pixel_counts(generator: SecureGenerator, sensor: Sensor, means_e: np.ndarray, reads: int) -> np.ndarray:
+def pixel_counts(
+    generator: SecureGenerator, sensor: Sensor, means_e: np.ndarray, reads: int, per_read: np.ndarray | None = None
+) -> np.ndarray:
     """``K_i = C_1 - C_2`` at each of ``means_e`` (one pixel's true mean per value), each count the sum of
-    ``reads`` digitized reads (eq. 1 of :mod:`opu_hal.privacy.digitized`), every draw secure."""
+    ``reads`` digitized reads (eq. 1 of :mod:`opu_hal.privacy.digitized`), every draw secure. ``per_read``,
+    where given, is ``np.repeat(means_e, 2 reads)`` computed once (:class:`.speckle_privacy.ValueMeans`)."""
     out = np.empty(means_e.size, dtype=np.int64)
     per = max(1, CHUNK_READS // (2 * reads))
     compiled = compiled_ready(torch.device("cpu"))
     if compiled:
         from ...kernels.compiled.digitized_reads import count_differences
     for start in range(0, means_e.size, per):
-        lam = np.repeat(means_e[start : start + per], 2 * reads)
+        if per_read is None:
+            lam = np.repeat(means_e[start : start + per], 2 * reads)
+        else:
+            lam = per_read[2 * reads * start : 2 * reads * min(means_e.size, start + per)]
         electrons, normals = generator.poisson_at(lam), generator.standard_normal(lam.size).numpy()
         chunk = out[start : start + per]
         if compiled:
@@ -149,30 +155,27 @@ def draw_speckle_digitized(
     refused where a kept pixel's true mean lies outside its bounds or above the sensor's clip ceiling."""
     if not (isinstance(reads, int) and reads >= 1 and isinstance(n_values, int) and n_values >= 1):
         raise DeviceUnavailable(f"need integers n_values >= 1 and reads >= 1, got {n_values!r}, {reads!r}")
-    kept = selection.kept
-    speckle.watch(means_e, bounds, kept, sensor, camera)
-    truth = means_e[kept]
-    inside = (truth >= bounds.lower_e[kept]) & (truth <= bounds.upper_e[kept])
-    if not inside.all() or truth.max() > sensor_ceiling_e(sensor):
+    speckle.watch(means_e, bounds, selection.kept, sensor, camera)
+    means = speckle.value_means(selection, bounds, means_e, n_values, reads)
+    if means.kept_outside or not means.kept_max <= sensor_ceiling_e(sensor):
         raise DeviceUnavailable(
-            f"profile {speckle.label!r}: {int(np.count_nonzero(~inside))} kept pixel(s)' true anchor mean lie outside "
+            f"profile {speckle.label!r}: {means.kept_outside} kept pixel(s)' true anchor mean lie outside "
             f"their bounds, or above the clip ceiling {sensor_ceiling_e(sensor):.4g} e- ({bounds.source}); "
             "re-run `opu-hal calibrate`"
         )
-    lam = means_e[selection.value_pixels(n_values)]
-    counts = pixel_counts(generator, sensor, lam, reads)
+    counts = pixel_counts(generator, sensor, means.values, reads, means.per_read)
     speckle.draws += 1
     frames = law.frames(n_values, reads)
     distribution = NoiseDistribution(
         kind="digitized-reads",
         generator=generator.name,
-        poisson_mean=float(lam.mean()),
-        poisson_mean_lower=min(law.mean_e[0], float(lam.min())),
+        poisson_mean=means.mean,
+        poisson_mean_lower=min(law.mean_e[0], means.minimum),
         reads_per_value=reads,
         read_noise_e=law.read_noise_e[0],  # the accounted (calibrated) low ends, not the simulator's truth
         gain_e_per_dn=law.gain_e_per_dn,
         lattice_step=1.0,
-        clip_probability=clip_probability(float(truth.max()), sensor),
+        clip_probability=clip_probability(means.kept_max, sensor),
         mean_source=law.source,
         frames=frames,
         camera_seconds=frames * law.frame_time_s,

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -52,6 +54,33 @@ def model_bounds(means_e: np.ndarray) -> AnchorBoundMap:
     return AnchorBoundMap(means_e, means_e, means_e, confidence=0.5, frames=0, source=MODEL_SOURCE)
 
 
+@dataclass(frozen=True)
+class ValueMeans:
+    """The hidden-truth means a digitized draw reads, for one selection and draw size: each value's pixel
+    mean (``values``), the same repeated for the ``2 reads`` reads of its two counts (``per_read``), their
+    mean and minimum, the kept pixels' largest mean and how many kept pixels lie outside their bounds."""
+
+    values: np.ndarray
+    per_read: np.ndarray
+    mean: float
+    minimum: float
+    kept_max: float
+    kept_outside: int
+
+
+def value_means(
+    selection: BinnedSelection, bounds: AnchorBoundMap, means_e: np.ndarray, n_values: int, reads: int
+) -> ValueMeans:
+    """:class:`ValueMeans` of ``means_e`` (read-only arrays)."""
+    truth = means_e[selection.kept]
+    inside = (truth >= bounds.lower_e[selection.kept]) & (truth <= bounds.upper_e[selection.kept])  # NaN: outside
+    values = means_e[selection.value_pixels(n_values)]
+    per_read = np.repeat(values, 2 * reads)
+    values.flags.writeable = per_read.flags.writeable = False
+    outside = int(np.count_nonzero(~inside))
+    return ValueMeans(values, per_read, float(values.mean()), float(values.min()), float(truth.max()), outside)
+
+
 class SpecklePrivacy:
     """The speckle anchor's privacy draws and drift checks of one device."""
 
@@ -67,6 +96,23 @@ class SpecklePrivacy:
         self._count_means: tuple[PixelSelection, np.ndarray, int, np.ndarray] | None = None
         self._binned: tuple[AnchorBoundMap, float, int | None, BinnedSelection] | None = None
         self.values_per_draw: int | None = None  # digitized counts: the threshold is chosen for draws of this size
+        self._value_means: tuple[tuple[Any, ...], ValueMeans] | None = None
+
+    def value_means(
+        self, selection: BinnedSelection, bounds: AnchorBoundMap, means_e: np.ndarray, n_values: int, reads: int
+    ) -> ValueMeans:
+        """:func:`value_means`, kept while the selection, the bounds, the (read-only) means, the draw size and
+        the reads stay the same: a draw of a million values would otherwise recompute them (milliseconds)."""
+        key = (selection, bounds, means_e, n_values, reads)
+        last = self._value_means
+        if (
+            last is None
+            or means_e.flags.writeable
+            or any(a is not b for a, b in zip(last[0][:3], key[:3]))
+            or last[0][3:] != key[3:]
+        ):
+            self._value_means = last = (key, value_means(selection, bounds, means_e, n_values, reads))
+        return last[1]
 
     def uncalibrated_bounds(self, means_e: np.ndarray) -> AnchorBoundMap:
         """:func:`model_bounds` of ``means_e``, the same object while the means stay the same, so that
