@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import ClassVar
@@ -23,6 +24,7 @@ import numpy as np
 from .digitized import MAX_READS, CameraRead, difference_pmf
 from .digitized_bins import binned_cameras
 from .digitized_box import BOX_POINTS, box_cameras
+from .digitized_cache import read_box, store_if_slow
 from .events import Event, Neighboring, PrivacyParameterError, _positive, is_count, register_event
 from .pmf_rdp import pmf_coefficients
 from .rounding import MAX_ORDER
@@ -47,6 +49,11 @@ def box_coefficients(cameras: tuple[CameraRead, ...], reads: int, max_shift: int
     """The largest ``kappa_alpha`` (every order, read-only) and ``tau`` over ``cameras`` (:mod:`.digitized_box`),
     the cameras' laws computed on one thread per core (numpy and scipy release the lock in their loops)."""
 
+    stored = read_box(cameras, reads, max_shift)  # kept on disk where it took long (:mod:`.digitized_cache`)
+    if stored is not None:
+        return stored
+    start = time.perf_counter()
+
     def coefficients(camera: CameraRead) -> tuple[np.ndarray, float]:
         return digitized_coefficients(camera, reads, max_shift)
 
@@ -58,7 +65,9 @@ def box_coefficients(cameras: tuple[CameraRead, ...], reads: int, max_shift: int
         found = [coefficients(camera) for camera in cameras]
     kappa = np.max([kappa for kappa, _ in found], axis=0)
     kappa.setflags(write=False)
-    return kappa, max(tau for _, tau in found)
+    tau = max(tau for _, tau in found)
+    store_if_slow(cameras, reads, max_shift, kappa, tau, time.perf_counter() - start)
+    return kappa, tau
 
 
 def digitized_rdp(orders: np.ndarray, cameras: tuple[CameraRead, ...], reads: int, l2_sensitivity: float) -> np.ndarray:
