@@ -10,11 +10,8 @@
 # an existing record is kept. OPU_HAL_PYTHON=/path/to/python skips the venv set-up.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/prologue.sh"  # HERE, ROOT, PY, opu-hal; cd "$ROOT"
-OUT="${OUT_DIR:-results/paper003-mnist-scatter}"
-mkdir -p "$OUT"
-EPSILONS="${EPSILONS:-0.5 1 2}"
-SEEDS="${SEEDS:-0}"
-PARALLEL="${PARALLEL:-2}"
+out_dir results/paper003-mnist-scatter
+EPSILONS="${EPSILONS:-0.5 1 2}" SEEDS="${SEEDS:-0}" PARALLEL="${PARALLEL:-2}"
 SHARED=(--dataset mnist --features scatter --hidden 300,100 --activation softplus --batch-size 50 --lr 3e-3
   --optimizer adam --epochs 3 --lr-schedule cosine --weight-average 0.99 --delta 1e-5 --quiet)
 run() {  # method epsilon seed: one record, its test line prefixed with its name

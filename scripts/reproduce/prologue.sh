@@ -8,3 +8,5 @@ else
   source "$HERE/../setup.sh"; PY="$VENV/bin/python"
 fi
 cd "$ROOT"
+# out_dir DEFAULT: OUT is $OUT_DIR, else DEFAULT; the folder is made.
+out_dir() { OUT="${OUT_DIR:-$1}"; mkdir -p "$OUT"; }
