@@ -30,22 +30,21 @@ class Activation:
     derivative_at_output: Callable[[torch.Tensor], torch.Tensor] | None = None
 
 
-def _tanh_derivative(z: torch.Tensor) -> torch.Tensor:
-    return 1 - torch.tanh(z) ** 2
-
-
 def _tanh_derivative_at_output(h: torch.Tensor) -> torch.Tensor:
-    """``1 - h^2`` at ``h = tanh(z)``: :func:`_tanh_derivative`'s value, bit for bit."""
+    """``1 - h^2`` at ``h = tanh(z)``."""
     return 1 - h * h
 
 
-def _sigmoid_derivative(z: torch.Tensor) -> torch.Tensor:
-    s = torch.sigmoid(z)
-    return s * (1 - s)
+def _tanh_derivative(z: torch.Tensor) -> torch.Tensor:
+    return _tanh_derivative_at_output(torch.tanh(z))
 
 
 def _sigmoid_derivative_at_output(s: torch.Tensor) -> torch.Tensor:
     return s * (1 - s)
+
+
+def _sigmoid_derivative(z: torch.Tensor) -> torch.Tensor:
+    return _sigmoid_derivative_at_output(torch.sigmoid(z))
 
 
 def _relu_derivative(z: torch.Tensor) -> torch.Tensor:

@@ -81,6 +81,18 @@ def value_means(
     return ValueMeans(values, per_read, float(values.mean()), float(values.min()), float(truth.max()), outside)
 
 
+#: What a draw's hidden-truth means are computed from: objects compared by identity (the selection, the
+#: bounds, the anchor's read-only means), then plain values (the draw size, the reads).
+DrawKey = tuple[tuple[Any, ...], tuple[int, ...]]
+
+
+def _same_draw(last: DrawKey, key: DrawKey, means_e: np.ndarray) -> bool:
+    """Whether what was computed for ``last`` holds for ``key``: the same objects, the same values, and
+    means that cannot have changed in place (read-only)."""
+    same_objects = len(last[0]) == len(key[0]) and all(a is b for a, b in zip(last[0], key[0]))
+    return same_objects and last[1] == key[1] and not means_e.flags.writeable
+
+
 class SpecklePrivacy:
     """The speckle anchor's privacy draws and drift checks of one device."""
 
@@ -93,24 +105,19 @@ class SpecklePrivacy:
         self.checks: list[DriftCheck] = []
         self._selection: tuple[AnchorBoundMap, float, float, PixelSelection] | None = None
         self._model: tuple[np.ndarray, AnchorBoundMap] | None = None
-        self._count_means: tuple[PixelSelection, np.ndarray, int, np.ndarray] | None = None
+        self._count_means: tuple[DrawKey, np.ndarray] | None = None
         self._binned: tuple[AnchorBoundMap, float, int | None, BinnedSelection] | None = None
         self.values_per_draw: int | None = None  # digitized counts: the threshold is chosen for draws of this size
-        self._value_means: tuple[tuple[Any, ...], ValueMeans] | None = None
+        self._value_means: tuple[DrawKey, ValueMeans] | None = None
 
     def value_means(
         self, selection: BinnedSelection, bounds: AnchorBoundMap, means_e: np.ndarray, n_values: int, reads: int
     ) -> ValueMeans:
         """:func:`value_means`, kept while the selection, the bounds, the (read-only) means, the draw size and
         the reads stay the same: a draw of a million values would otherwise recompute them (milliseconds)."""
-        key = (selection, bounds, means_e, n_values, reads)
+        key = ((selection, bounds, means_e), (n_values, reads))
         last = self._value_means
-        if (
-            last is None
-            or means_e.flags.writeable
-            or any(a is not b for a, b in zip(last[0][:3], key[:3]))
-            or last[0][3:] != key[3:]
-        ):
+        if last is None or not _same_draw(last[0], key, means_e):
             self._value_means = last = (key, value_means(selection, bounds, means_e, n_values, reads))
         return last[1]
 
@@ -125,18 +132,13 @@ class SpecklePrivacy:
     def count_means(self, chosen: PixelSelection, means_e: np.ndarray, n_values: int) -> np.ndarray:
         """:meth:`PixelSelection.count_means`, kept while the selection, the (read-only) means and the
         draw size stay the same: a draw of a million values would otherwise recompute them (milliseconds)."""
+        key = ((chosen, means_e), (n_values,))
         last = self._count_means
-        if (
-            last is None
-            or last[0] is not chosen
-            or last[1] is not means_e
-            or last[2] != n_values
-            or means_e.flags.writeable
-        ):
+        if last is None or not _same_draw(last[0], key, means_e):
             lam = chosen.count_means(means_e, n_values)
             lam.flags.writeable = False
-            self._count_means = last = (chosen, means_e, n_values, lam)
-        return last[3]
+            self._count_means = last = (key, lam)
+        return last[1]
 
     def selection(self, bounds: AnchorBoundMap, poisson_mean: float, ceiling_e: float) -> PixelSelection:
         last = self._selection  # keyed on the map object itself (held), not its id: an id can be reused
