@@ -185,3 +185,14 @@ def test_noise_draws_times_the_first_round_against_the_two_pass_path():
 
     two_pass, first = first_round_against_two_pass(1)
     assert two_pass > 0 and first > 0
+
+
+def test_dp_sgd_overheads_rows_run_with_their_part_taken_out_and_normals_parts_add_up():
+    from benchmarks.data import fashion_or_random
+    from benchmarks.dp_sgd_overheads import NO_BUDGET, NO_NORMALS, epoch_rows, normals_parts
+
+    rows = epoch_rows(fashion_or_random(512), 8.0)
+    assert all(rows[name]() > 0 for name in (NO_NORMALS, NO_BUDGET))  # the patched names still exist
+    parts = normals_parts(repeats=2)
+    assert parts["total"] > 0
+    assert abs(sum(v for k, v in parts.items() if k != "total") - parts["total"]) < 1e-12
