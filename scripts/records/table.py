@@ -14,6 +14,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from trainers.cli.best_by_validation import selection_key
 from trainers.cli.table import read_record
 
 SUFFIXES = ("-repeat", "-final-60k", "-final-60k-second")
@@ -30,7 +31,7 @@ def row(folder: Path) -> str | None:
     candidates = {name: r for name, r in records.items() if not name.endswith(SUFFIXES)}
     if not candidates:
         return None
-    pick = max(candidates, key=lambda name: candidates[name]["final"]["validation_accuracy"])
+    pick = max(candidates, key=lambda name: selection_key(candidates[name]))  # the sweep's pick
     finals = [records.get(pick + suffix) for suffix in SUFFIXES[1:]]
     tests = [r["final"]["test_accuracy"] for r in finals if r is not None]
     mean = f"**{100 * statistics.mean(tests):.2f}**" if tests else "-"
