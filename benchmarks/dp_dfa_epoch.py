@@ -9,21 +9,15 @@ median of the per-round ratios is printed with its spread.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 
-from benchmarks.data import fashion_or_random
+from benchmarks.epoch_setup import epoch_parser, warmed_data
 from benchmarks.private_vs_opacus import GOALS, ours, plain_epoch_seconds
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--train", type=int, default=54_000)
-    parser.add_argument("--epsilon", type=float, default=8.0)
-    args = parser.parse_args()
-    data = fashion_or_random(args.train)
-    ours("dp-dfa", data, 1, args.epsilon)  # compiles the noise kernels, fills the caches
+    args = epoch_parser(__doc__, rounds=7).parse_args()
+    data = warmed_data("dp-dfa", args)
     ratios, seconds = [], []
     for _ in range(args.rounds):
         plain = plain_epoch_seconds(data)

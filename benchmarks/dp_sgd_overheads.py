@@ -18,7 +18,6 @@ the ~1.5 % of proposals outside their rectangle (each reads a ChaCha20 block of 
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 from collections.abc import Callable
@@ -29,7 +28,7 @@ import numpy as np
 import torch
 from numba import njit
 
-from benchmarks.data import fashion_or_random
+from benchmarks.epoch_setup import epoch_parser, warmed_data
 from benchmarks.interleave import interleaved_ratios
 from benchmarks.private_vs_opacus import ours, plain_epoch_seconds
 from opu_hal.kernels.compiled import chacha_normal32 as normals32
@@ -110,14 +109,10 @@ def normals_parts(repeats: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--train", type=int, default=54_000)
-    parser.add_argument("--epsilon", type=float, default=8.0)
+    parser = epoch_parser(__doc__, rounds=5)
     parser.add_argument("--repeats", type=int, default=21)
     args = parser.parse_args()
-    data = fashion_or_random(args.train)
-    ours("dp-sgd", data, 1, args.epsilon)  # compiles the noise kernels, fills the caches
+    data = warmed_data("dp-sgd", args)
     steps = max(1, args.train // 256)
     ratios = interleaved_ratios(epoch_rows(data, args.epsilon), args.rounds, PLAIN)
     print(
