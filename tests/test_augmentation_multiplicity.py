@@ -25,15 +25,10 @@ def test_view_norms_are_the_norms_of_each_examples_mean_gradient_over_its_views(
     model = MLP([6, 5, 3], "tanh")
     x, y = torch.randn(4, 2, 6), torch.tensor([0, 2, 1, 2])
     batch, views = x.shape[:2]
-    inputs, preacts, h = [], [], x.reshape(batch * views, 6)
-    for index, layer in enumerate(model.layers):
-        inputs.append(h.detach())
-        z = layer(h)
-        preacts.append(z)
-        h = model.activation.fn(z) if index < len(model.layers) - 1 else z
-    losses = F.cross_entropy(h, y.repeat_interleave(views), reduction="none").view(batch, views).mean(1)
-    grads = torch.autograd.grad(losses.sum(), preacts)
-    ghost = sum(view_squared_norms(g, a, views) for g, a in zip(grads, inputs))
+    trace = model.forward_trace(x.reshape(batch * views, 6))
+    losses = F.cross_entropy(trace.logits, y.repeat_interleave(views), reduction="none").view(batch, views).mean(1)
+    grads = torch.autograd.grad(losses.sum(), trace.preacts)
+    ghost = sum(view_squared_norms(g, a.detach(), views) for g, a in zip(grads, trace.inputs))
     assert torch.allclose(ghost, per_example_squared_norms(model, x, y), rtol=1e-5)
 
 

@@ -61,7 +61,7 @@ def test_the_key_names_the_mean_and_the_computing_source(tmp_path, monkeypatch):
     monkeypatch.setenv("OPU_HAL_CACHE", str(tmp_path))
     key = kappa_cache.coefficients_key(100.0, rounding._compute_coefficients)
     assert key != kappa_cache.coefficients_key(100.0 * (1 + 1e-15), rounding._compute_coefficients)
-    monkeypatch.setattr(kappa_cache, "_source_digest", lambda name: "another source")
+    monkeypatch.setattr(kappa_cache, "source_digest", lambda name: "another source")
     assert key != kappa_cache.coefficients_key(100.0, rounding._compute_coefficients)
 
 

@@ -22,7 +22,7 @@ import scipy
 
 from ..runtime.cache import cache_key, read_entry, write_entry
 from .digitized import CameraRead
-from .kappa_cache import _source_digest
+from .kappa_cache import source_digest
 from .rounding import MAX_ORDER
 
 CACHE_FOLDER = "digitized-box"
@@ -34,7 +34,7 @@ COMPUTING_MODULES = ("opu_hal.privacy.digitized", "opu_hal.privacy.pmf_rdp", "op
 
 def box_key(cameras: tuple[CameraRead, ...], reads: int, max_shift: int) -> str:
     """The key of the box curve of ``cameras`` at ``reads`` reads per count and shifts up to ``max_shift``."""
-    digests = tuple(_source_digest(name) for name in COMPUTING_MODULES)
+    digests = tuple(source_digest(name) for name in COMPUTING_MODULES)
     return cache_key(
         "digitized-box", repr(cameras), int(reads), int(max_shift), digests, np.__version__, scipy.__version__
     )

@@ -31,7 +31,8 @@ Compute = Callable[[float], np.ndarray]
 
 
 @functools.lru_cache(maxsize=8)
-def _source_digest(module_name: str) -> str:
+def source_digest(module_name: str) -> str:
+    """SHA-256 of a module's source: a cached curve is keyed on the code that computed it."""
     module = __import__(module_name, fromlist=["_"])
     return hashlib.sha256(inspect.getsource(module).encode()).hexdigest()
 
@@ -42,7 +43,7 @@ def coefficients_key(poisson_mean: float, compute: Compute) -> str:
         "kappa",
         repr(float(poisson_mean)),
         compute.__module__,
-        _source_digest(compute.__module__),
+        source_digest(compute.__module__),
         np.__version__,
         scipy.__version__,
     )

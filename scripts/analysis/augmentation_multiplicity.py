@@ -116,24 +116,18 @@ def views_gradients(self: DPSGD, x: torch.Tensor, y: torch.Tensor):
     if x.dim() != 3:
         return _plain_gradients(self, x, y)
     batch, views = x.shape[0], x.shape[1]
-    layers, activation = self.model.layers, self.model.activation.fn
-    inputs, preacts = [], []
-    h = x.reshape(batch * views, x.shape[2])
-    for index, layer in enumerate(layers):
-        inputs.append(h.detach())
-        z = layer(h.detach()) if index == 0 else layer(h)
-        preacts.append(z)
-        h = activation(z) if index < len(layers) - 1 else z
-    losses = F.cross_entropy(h, y.repeat_interleave(views), reduction="none").view(batch, views).mean(1)
-    output_grads = self._output_grads(losses, preacts)
+    trace = self.model.forward_trace(x.reshape(batch * views, x.shape[2]))
+    losses = F.cross_entropy(trace.logits, y.repeat_interleave(views), reduction="none").view(batch, views).mean(1)
+    output_grads = self._output_grads(losses, trace.preacts)
     with torch.no_grad():
+        inputs = [a.detach() for a in trace.inputs]
         scale = self._clip_scale(summed(view_squared_norms(g, a, views) for g, a in zip(output_grads, inputs)))
         per_view = scale.repeat_interleave(views)
         flat, offset = x.new_empty(self.dimension), 0
         for g, a in zip(output_grads, inputs):
             offset = linear_clipped_sum_into(g, a, per_view, flat, offset)
-        self._release([p for layer in layers for p in (layer.weight, layer.bias)], flat)
-    return self._output(losses, h.view(batch, views, -1).mean(1), y)
+        self._release([p for layer in self.model.layers for p in (layer.weight, layer.bias)], flat)
+    return self._output(losses, trace.logits.view(batch, views, -1).mean(1), y)
 
 
 if __name__ == "__main__":

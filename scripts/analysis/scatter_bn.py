@@ -90,12 +90,12 @@ def release_channel_norm(
         m, s = released
         event: GaussianEvent | None = GaussianEvent(noise_multiplier / math.sqrt(2))
         name: str | None = generator.name
+        std: float | None = noise_multiplier * factor * _thresholds["mean"]  # on the means' sum
     else:
-        m, s, event, name = means.mean(0), squares.mean(0), None, None
+        m, s, event, name, std = means.mean(0), squares.mean(0), None, None, None
     scale = 1 / torch.sqrt((s - m.square()).clamp_min(0) + EPS)
     positions = x.shape[1] // CHANNELS
     stacked = torch.stack([m.repeat_interleave(positions), scale.repeat_interleave(positions)]).to(x.dtype)
-    std = noise_multiplier * _thresholds["mean"] if private else None
     return Centering(stacked, _thresholds["mean"], noise_multiplier if private else None, std, event, name)
 
 
