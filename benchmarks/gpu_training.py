@@ -9,12 +9,16 @@ the median ratio is printed with its spread (min-max). Then the simulated OPU's 
 against a plain matmul at (256, 784 -> 16384), interleaved the same way. Needs neither Opacus nor a
 package registry (the lent GPU machine has neither). Goals (on an H100): dp-sgd and dp-dfa <= 1.2x a
 plain epoch, device-noise dp-dfa <= 1.3x; pdfa on the simulated OPU <= 2x dfa; the simulated linear
-projection <= 5x the matmul.
+projection <= 5x the matmul. ``--only "bp,dp-sgd,dp-sgd no-normals"`` adds dp-sgd with one part of its
+step taken out (``ABLATIONS``: the normals, the budget check, the accountant, or fixed-size sampling).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Callable
+from unittest import mock
 
 import torch
 
@@ -39,6 +43,24 @@ RUNS = {
         "profile": "opu-sim-dp",
     },
 }
+
+
+def _zeros_on_model(self, shape: torch.Size) -> torch.Tensor:
+    return torch.zeros(shape, device=next(self.model.parameters()).device)
+
+
+# ``--ablate``: dp-sgd with one part of its step taken out (measurements only: nothing is private),
+# each as ``(options, patch)``; a part's cost in situ is dp-sgd's time less its row's.
+ABLATIONS: dict[str, tuple[dict, Callable[[], contextlib.AbstractContextManager]]] = {
+    "dp-sgd no-normals": ({}, lambda: mock.patch("trainers.methods.dp_sgd.DPSGD._normal", _zeros_on_model)),
+    "dp-sgd no-budget": ({}, lambda: mock.patch("trainers.run.loop.budget_allows", lambda *args: True)),
+    "dp-sgd no-accountant": (
+        {},
+        lambda: mock.patch("opu_hal.privacy.accountant.Accountant.step", lambda *a, **k: None),
+    ),
+    "dp-sgd fixed-size": ({"sampling": "fixed"}, contextlib.nullcontext),
+}
+RUNS.update({name: {"noise_multiplier": 1.0, **options} for name, (options, _) in ABLATIONS.items()})
 GOALS = {("dp-sgd", "bp"): 1.2, ("dp-dfa", "bp"): 1.2, ("dp-dfa (device)", "bp"): 1.3, ("pdfa", "dfa"): 2.0}
 PROJECTION, PROJECTION_GOAL = (256, 784, 16384), 5.0
 
@@ -50,7 +72,8 @@ def epoch_seconds(name: str, data, compute: str) -> float:
     method = name.split(" ")[0]
     options = {"hidden": (512, 512), "activation": "tanh", "batch_size": 256, **RUNS[name]}
     config = TrainConfig.for_method(method, epochs=2, alignment=False, compute=compute, **options)
-    record = train(config, data=data, progress=False, log=lambda message: None)
+    with ABLATIONS[name][1]() if name in ABLATIONS else contextlib.nullcontext():
+        record = train(config, data=data, progress=False, log=lambda message: None)
     return float(record["epochs"][-1]["epoch_time_s"])
 
 
@@ -63,12 +86,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of one epoch per run")
     parser.add_argument("--train", type=int, default=54_000)
     parser.add_argument("--compute", default="auto", choices=("auto", "cpu", "cuda"))
-    parser.add_argument("--only", default=None, help="comma-separated subset of the runs (the first is the baseline)")
+    parser.add_argument(
+        "--only",
+        default=None,
+        help="comma-separated runs, the first the baseline (also the ablations: 'dp-sgd no-normals')",
+    )
     parser.add_argument("--skip-projection", action="store_true", help="do not time the simulated projection")
     args = parser.parse_args()
     data = fashion_or_random(args.train)
     where = torch.cuda.get_device_name() if torch.cuda.is_available() and args.compute != "cpu" else "cpu"
-    names = args.only.split(",") if args.only else list(RUNS)
+    names = args.only.split(",") if args.only else [name for name in RUNS if name not in ABLATIONS]
     print(
         f"torch {torch.__version__}, compute {args.compute} ({where}), {args.train} examples, one warm-up epoch "
         f"per run, then {args.rounds} interleaved rounds; x {names[0]}: median [min-max] of the rounds' ratios"
@@ -78,7 +105,7 @@ def main() -> None:
         row()
     times = interleaved_times(rows, args.rounds, names[0])
     for name, ratio in ratios(times, names[0]).items():
-        print(f"  {name:<16} {ratio.seconds:8.3f} s/epoch  {ratio} {names[0]}", flush=True)
+        print(f"  {name:<22} {ratio.seconds:8.3f} s/epoch  {ratio} {names[0]}", flush=True)
     for (a, b), goal in GOALS.items():
         if a in times and b in times:
             ratio = ratios(times, b)[a]
