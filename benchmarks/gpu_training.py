@@ -49,14 +49,22 @@ def _zeros_on_model(self, shape: torch.Size) -> torch.Tensor:
     return torch.zeros(shape, device=next(self.model.parameters()).device)
 
 
+def _skip(*args: object, **kwargs: object) -> None:
+    return None
+
+
+def _allow(*args: object) -> bool:
+    return True
+
+
 # ``--ablate``: dp-sgd with one part of its step taken out (measurements only: nothing is private),
 # each as ``(options, patch)``; a part's cost in situ is dp-sgd's time less its row's.
-ABLATIONS: dict[str, tuple[dict, Callable[[], contextlib.AbstractContextManager]]] = {
+ABLATIONS: dict[str, tuple[dict[str, object], Callable[[], contextlib.AbstractContextManager]]] = {
     "dp-sgd no-normals": ({}, lambda: mock.patch("trainers.methods.dp_sgd.DPSGD._normal", _zeros_on_model)),
-    "dp-sgd no-budget": ({}, lambda: mock.patch("trainers.run.loop.budget_allows", lambda *args: True)),
+    "dp-sgd no-budget": ({}, lambda: mock.patch("trainers.run.loop.budget_allows", _allow)),
     "dp-sgd no-accountant": (
         {},
-        lambda: mock.patch("opu_hal.privacy.accountant.Accountant.step", lambda *a, **k: None),
+        lambda: mock.patch("opu_hal.privacy.accountant.Accountant.step", _skip),
     ),
     "dp-sgd fixed-size": ({"sampling": "fixed"}, contextlib.nullcontext),
 }
