@@ -96,7 +96,11 @@ def test_gpu_normals_are_standard_normal_and_consecutive_draws_differ():
     assert stats.kstest(z, "norm").pvalue > 1e-3
     assert abs(z.mean()) < 5 / np.sqrt(z.size) and abs(z.var() - 1) < 0.02
     later = triton_chacha.standard_normal(key, triton_chacha.blocks_for(200_001), 0, 16).cpu().numpy()
-    assert not np.isin(later, z).any()
+    # A shared block would repeat all eight of its values. Two independent float32 normals coincide by
+    # chance with probability about 1.9e-8 (the sum over values of P(v)^2, with P(v) about phi(x) |x| 2^-23),
+    # so 16 x 200 001 pairs give 0.06 expected coincidences: one failed a run on an H200 (2026-11-28).
+    # Three or more has probability below 1e-4.
+    assert np.isin(later, z).sum() <= 2
 
 
 @CUDA_ONLY
