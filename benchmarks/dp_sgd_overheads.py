@@ -8,7 +8,8 @@ Rows, each ratio taken to the plain epoch of its round (:mod:`benchmarks.interle
 
 - ``dp-sgd``: the private epoch as trained;
 - ``without the normals``: its noise draw replaced by zeros (a measurement only: nothing is private);
-- ``without the budget check``: the check before each step answered yes without asking the accountant.
+- ``without the budget check``: the check before each step answered yes without asking the accountant;
+- ``sampler before``: the Poisson sampler of before its 16-bit prefixes (a whole uniform per example).
 
 A part's cost in situ is the full row's time less the row without it. Then the parts of one call of
 :func:`opu_hal.kernels.compiled.chacha_normal32.standard_normals` for one step's normals at one thread
@@ -29,12 +30,14 @@ import torch
 from numba import njit
 
 from benchmarks.epoch_setup import epoch_parser, warmed_data
+from benchmarks.gpu_training import WHOLE_UNIFORMS_TARGET, whole_uniforms_stream
 from benchmarks.interleave import interleaved_ratios
 from benchmarks.private_vs_opacus import ours, plain_epoch_seconds
 from opu_hal.kernels.compiled import chacha_normal32 as normals32
 from opu_hal.kernels.compiled.chacha import LANES, key_words
 
 PLAIN, FULL, NO_NORMALS, NO_BUDGET = "plain", "dp-sgd", "without the normals", "without the budget check"
+WHOLE = "dp-sgd, sampler before"  # the Poisson sampler reading one whole 53-bit uniform per example
 STEP_NORMALS = 669_706  # one step's: the parameters of the 784-512-512-10 network
 
 
@@ -56,11 +59,16 @@ def epoch_rows(data, epsilon: float) -> dict[str, Callable[[], float]]:
         with mock.patch("trainers.run.loop.budget_allows", lambda *args: True):
             return private()
 
+    def whole_uniforms() -> float:
+        with mock.patch(WHOLE_UNIFORMS_TARGET, whole_uniforms_stream):
+            return private()
+
     return {
         PLAIN: lambda: plain_epoch_seconds(data),
         FULL: private,
         NO_NORMALS: without_normals,
         NO_BUDGET: without_budget,
+        WHOLE: whole_uniforms,
     }
 
 
@@ -125,6 +133,8 @@ def main() -> None:
         print(
             f"  cost of {name.removeprefix('without '):<18} {1e3 * (full - ratios[name].seconds) / steps:6.3f} ms a step"
         )
+    extra = ratios[WHOLE].seconds - full
+    print(f"  the sampler before its prefixes: {1e3 * extra / steps:+6.3f} ms a step against the current one")
     print(f"one step's {STEP_NORMALS} secure normals at one thread, best of {args.repeats}:")
     for name, seconds in normals_parts(args.repeats).items():
         print(f"  {name:<36} {1e3 * seconds:6.3f} ms")

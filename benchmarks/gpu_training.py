@@ -10,7 +10,8 @@ against a plain matmul at (256, 784 -> 16384), interleaved the same way. Needs n
 package registry (the lent GPU machine has neither). Goals (on an H100): dp-sgd and dp-dfa <= 1.2x a
 plain epoch, device-noise dp-dfa <= 1.3x; pdfa on the simulated OPU <= 2x dfa; the simulated linear
 projection <= 5x the matmul. ``--only "bp,dp-sgd,dp-sgd no-normals"`` adds dp-sgd with one part of its
-step taken out (``ABLATIONS``: the normals, the budget check, the accountant, or fixed-size sampling).
+step taken out (``ABLATIONS``: the normals, the budget check, the accountant, or fixed-size sampling), or
+with the Poisson sampler before its 16-bit prefixes (``dp-sgd whole-uniforms``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import torch
 from benchmarks.data import fashion_or_random
 from benchmarks.interleave import Timed, interleaved_ratios, interleaved_times, ratios
 from benchmarks.simulated_projection import projection_rows
+from trainers.core.sampling import COMPILED_STREAM
 from trainers.run.config import TrainConfig
 from trainers.run.loop import train
 
@@ -57,6 +59,14 @@ def _allow(*args: object) -> bool:
     return True
 
 
+WHOLE_UNIFORMS_TARGET = "trainers.distributed.setup.default_sampler_stream"  # the private sampler's stream
+
+
+def whole_uniforms_stream() -> str:
+    """The sampler before prefixes: one whole 53-bit uniform per example and step."""
+    return COMPILED_STREAM
+
+
 # ``--ablate``: dp-sgd with one part of its step taken out (measurements only: nothing is private),
 # each as ``(options, patch)``; a part's cost in situ is dp-sgd's time less its row's.
 ABLATIONS: dict[str, tuple[dict[str, object], Callable[[], contextlib.AbstractContextManager]]] = {
@@ -67,6 +77,7 @@ ABLATIONS: dict[str, tuple[dict[str, object], Callable[[], contextlib.AbstractCo
         lambda: mock.patch("opu_hal.privacy.accountant.Accountant.step", _skip),
     ),
     "dp-sgd fixed-size": ({"sampling": "fixed"}, contextlib.nullcontext),
+    "dp-sgd whole-uniforms": ({}, lambda: mock.patch(WHOLE_UNIFORMS_TARGET, whole_uniforms_stream)),
 }
 RUNS.update({name: {"noise_multiplier": 1.0, **options} for name, (options, _) in ABLATIONS.items()})
 GOALS = {("dp-sgd", "bp"): 1.2, ("dp-dfa", "bp"): 1.2, ("dp-dfa (device)", "bp"): 1.3, ("pdfa", "dfa"): 2.0}

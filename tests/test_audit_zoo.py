@@ -104,7 +104,7 @@ def _noise_seeded_from_seed(monkeypatch):
 
 
 def _every_example_in_every_batch(monkeypatch):
-    monkeypatch.setattr(sampling, "bernoulli_indices", lambda generator, n, rate: torch.arange(n))
+    monkeypatch.setattr(sampling.Sampler, "_inclusions", lambda self, generator: torch.arange(self.dataset_size))
 
 
 def _sampler_drops_the_last_batch(monkeypatch):

@@ -189,10 +189,26 @@ def test_noise_draws_times_the_first_round_against_the_two_pass_path():
 
 def test_dp_sgd_overheads_rows_run_with_their_part_taken_out_and_normals_parts_add_up():
     from benchmarks.data import fashion_or_random
-    from benchmarks.dp_sgd_overheads import NO_BUDGET, NO_NORMALS, epoch_rows, normals_parts
+    from benchmarks.dp_sgd_overheads import NO_BUDGET, NO_NORMALS, WHOLE, epoch_rows, normals_parts
 
     rows = epoch_rows(fashion_or_random(512), 8.0)
-    assert all(rows[name]() > 0 for name in (NO_NORMALS, NO_BUDGET))  # the patched names still exist
+    assert all(rows[name]() > 0 for name in (NO_NORMALS, NO_BUDGET, WHOLE))  # the patched names still exist
     parts = normals_parts(repeats=2)
     assert parts["total"] > 0
     assert abs(sum(v for k, v in parts.items() if k != "total") - parts["total"]) < 1e-12
+
+
+def test_gpu_training_ablations_patch_what_they_name():
+    """Each ablation's patch enters (its target exists), and the whole-uniforms one gives a private run's
+    sampler the stream of before the prefixes."""
+    from benchmarks.gpu_training import ABLATIONS
+    from trainers.core.sampling import COMPILED_STREAM, PREFIX_STREAM
+    from trainers.distributed.context import SingleProcess
+    from trainers.distributed.setup import shared_stream
+
+    for _, patch in ABLATIONS.values():
+        with patch():
+            pass
+    with ABLATIONS["dp-sgd whole-uniforms"][1]():
+        assert shared_stream(SingleProcess()) == COMPILED_STREAM
+    assert shared_stream(SingleProcess()) == PREFIX_STREAM

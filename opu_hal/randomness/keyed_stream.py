@@ -22,6 +22,8 @@ like the uniforms.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .secure_random import stream_key
@@ -44,6 +46,8 @@ class KeyedStream:
         self._key = chacha.key_words(key.to_bytes(32, "little"))
         self._block = 0
         self._normal_block = 0
+        self._prefix_block = 0
+        self._tie_block = 0
 
     def random(self, n: int) -> np.ndarray:
         """The next ``n`` uniforms in [0, 1) (float64, 53 bits)."""
@@ -82,6 +86,34 @@ class KeyedStream:
             while raw[i] >= limits[i]:
                 raw[i] = int(self.random(1)[0] * _TWO_53)
         return raw % bounds
+
+    def bernoulli_indices(self, n: int, rate: float) -> np.ndarray:
+        """The sorted indices of ``range(n)`` each kept independently with probability
+        ``ceil(rate 2^53) / 2^53``, the law of ``flatnonzero(self.random(n) < rate)``, from a quarter of its
+        keystream: each index's 53-bit uniform is read 16 bits first, at the nonce words ``(SAMPLING_NONCE,
+        1)``, and its other 37 bits only on a tie with the threshold, at ``(SAMPLING_NONCE, 2)``
+        (:func:`opu_hal.kernels.compiled.keyed_draws.prefix_bernoulli`). Both counters move past the
+        call's blocks first."""
+        from ..kernels.compiled.keyed_draws import prefix_bernoulli
+
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError(f"an inclusion probability lies in [0, 1], got {rate}")
+        threshold = math.ceil(rate * _TWO_53)  # exact: a float times a power of two
+        start, tie = self._prefix_block, self._tie_block
+        self._prefix_block += -(-n // 32)  # 32 prefixes a block
+        self._tie_block += n  # one block per index, computed only on a tie
+        out = np.empty(n, np.int64)
+        count = prefix_bernoulli(
+            self._key,
+            np.uint64(start),
+            np.uint32(SAMPLING_NONCE),
+            np.uint32(1),
+            np.uint64(tie),
+            np.uint32(2),
+            np.int64(threshold),
+            out,
+        )
+        return out[:count]
 
     def choice(self, n: int, size: int, replace: bool = False) -> np.ndarray:
         """``size`` distinct values of ``range(n)`` uniformly at random, in random order (the front

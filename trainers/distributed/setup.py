@@ -15,7 +15,7 @@ import torch
 from opu_hal.randomness.secure_random import SecureGenerator, new_secret_key
 
 from ..core.errors import TrainingConfigError
-from ..core.sampling import default_stream
+from ..core.sampling import default_sampler_stream
 from ..methods.base import Method
 from ..methods.registry import get_spec
 from .aggregation import GaussianShareRelease, NoiseAdderRelease, SkellamShareRelease, honest_ranks
@@ -57,9 +57,9 @@ def shared_secret(ranks: SingleProcess) -> str:
 
 
 def shared_stream(ranks: SingleProcess) -> str:
-    """The private sampler's keystream (compiled or randomgen): rank 0's, so that every rank draws
+    """The private sampler's keystream (:data:`trainers.core.sampling.SAMPLER_STREAMS`): rank 0's, so that every rank draws
     the same batches (a rank that cannot draw it refuses by name rather than draw others)."""
-    return ranks.broadcast_object(default_stream(), 0, "sharing the sampler's keystream")
+    return ranks.broadcast_object(default_sampler_stream(), 0, "sharing the sampler's keystream")
 
 
 def broadcast_model(ranks: SingleProcess, model: torch.nn.Module) -> None:

@@ -14,7 +14,7 @@ from ..core.cnn import CNN
 from ..core.data import Dataset, Split
 from ..core.errors import TrainingConfigError
 from ..core.model import MLP
-from ..core.sampling import Sampler, default_stream
+from ..core.sampling import Sampler, default_sampler_stream
 from ..distributed.context import SingleProcess
 from ..distributed.setup import rank_profile, shared_secret, shared_stream
 from ..methods import METHODS, Method, MethodContext
@@ -77,7 +77,7 @@ def build_sampler(config: TrainConfig, method: Method, train_size: int, ranks: S
         min_batch=method.min_batch,
         secret_key=shared_secret(ranks) if method.private else None,
         public_size=public_size(config, train_size),
-        stream=shared_stream(ranks) if method.private else default_stream(),
+        stream=shared_stream(ranks) if method.private else default_sampler_stream(),
     )
 
 
