@@ -109,24 +109,18 @@ class DPSGD(GaussianNoiseMethod):
         if isinstance(self.model, CNN):
             return self._cnn_gradients(self.model, x, y)
         layers = self.model.layers
-        activation = self.model.activation.fn
-        inputs, preacts = [], []
-        h = x
-        for index, layer in enumerate(layers):
-            inputs.append(h.detach())
-            z = layer(h.detach()) if index == 0 else layer(h)
-            preacts.append(z)
-            h = activation(z) if index < len(layers) - 1 else z
-        losses = F.cross_entropy(h, y, reduction="none")
-        output_grads = self._output_grads(losses, preacts)
+        trace = self.model.forward_trace(x)
+        losses = F.cross_entropy(trace.logits, y, reduction="none")
+        output_grads = self._output_grads(losses, trace.preacts)
         with torch.no_grad():
+            inputs = [a.detach() for a in trace.inputs]
             squared = summed(linear_squared_norms(g, a) for g, a in zip(output_grads, inputs))
             scale = self._clip_scale(squared)
             flat, offset = x.new_empty(self.dimension), 0  # the clipped sum, each layer's in place
             for g, a in zip(output_grads, inputs):
                 offset = linear_clipped_sum_into(g, a, scale, flat, offset)
             self._release([p for layer in layers for p in (layer.weight, layer.bias)], flat)
-        return self._output(losses, h, y)
+        return self._output(losses, trace.logits, y)
 
     def _cnn_gradients(self, model: CNN, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
         """A CNN (:class:`trainers.core.cnn.CNN`): per-example conv gradients from unfolded patches, the
