@@ -2,7 +2,8 @@
 # Issue 16's GPU checks in one go, for a machine with CUDA and its own torch (the lent H100):
 # installs opu-hal without dependencies over that torch (wheels of the missing pure dependencies
 # from .whl/ when present), then runs the CUDA tests, the two GPU benchmarks and paper 000's
-# Table 1 on the GPU. Logs go to $OUT (default results/gpu). FashionMNIST from $OPU_HAL_DATA_DIR.
+# Table 1 on the GPU. Logs go to $OUT (default results/gpu). FashionMNIST from $OPU_HAL_DATA_DIR
+# (default .gpudata/fashion-mnist; the script stops when its IDX files are not there).
 #   STAGES="tests suite bench pdfa device syncs profile paper002 papers table1" bash scripts/gpu_check.sh
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -11,6 +12,14 @@ OUT="${OUT:-results/gpu}"
 mkdir -p "$OUT"
 STAGES="${STAGES:-tests bench profile table1}"
 export OPU_HAL_SYSTEM_PYTHON=1 PYTHONUNBUFFERED=1 OPU_HAL_CACHE="${OPU_HAL_CACHE:-/tmp/opu-hal-cache}"
+# FashionMNIST's four IDX files, by default from .gpudata/fashion-mnist. Refused when missing: the
+# benchmarks would time random data of the same shape and the papers' runs would learn nothing
+# (2026-11-28: a folder one level too high cost a device run its accuracies).
+export OPU_HAL_DATA_DIR="${OPU_HAL_DATA_DIR:-$ROOT/.gpudata/fashion-mnist}"
+if ! ls "$OPU_HAL_DATA_DIR"/train-images-idx3-ubyte* >/dev/null 2>&1; then
+  echo "gpu_check.sh: OPU_HAL_DATA_DIR=$OPU_HAL_DATA_DIR holds no train-images-idx3-ubyte[.gz] (FashionMNIST's IDX files)" >&2
+  exit 2
+fi
 if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
   export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
