@@ -212,3 +212,11 @@ def test_gpu_training_ablations_patch_what_they_name():
     with ABLATIONS["dp-sgd whole-uniforms"][1]():
         assert shared_stream(SingleProcess()) == COMPILED_STREAM
     assert shared_stream(SingleProcess()) == PREFIX_STREAM
+
+
+def test_cnn_epoch_times_each_row_on_the_loops_cnn():
+    from benchmarks.cnn_epoch import ROWS, epoch_seconds
+    from benchmarks.data import fashion_or_random
+
+    data = fashion_or_random(512)
+    assert all(epoch_seconds(method, data, (4,), 8.0) > 0 for method in ROWS)

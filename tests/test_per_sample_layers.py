@@ -8,10 +8,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trainers.api.per_sample import formed, trainable_params
-from trainers.api.per_sample.conv import conv_formed_norms, conv_ghost_norms, grouped_output, patches
+from trainers.api.per_sample import trainable_params
 from trainers.api.per_sample.linear import formed_squared_norms, ghost_squared_norms
 from trainers.api.updates import PerExampleClipping
+from trainers.core import formed
+from trainers.core.conv_per_example import conv_formed_norms, conv_ghost_norms, grouped_output, patches
 
 
 class Tokens(nn.Module):

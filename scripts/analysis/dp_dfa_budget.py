@@ -21,7 +21,7 @@ import torch
 
 from trainers.core.clipping import clip_norm
 from trainers.core.cnn import CNN
-from trainers.core.per_example import conv_patches, conv_squared_norms
+from trainers.core.per_example import conv_norms_and_sums
 from trainers.methods.base import output_error
 from trainers.run.config import TrainConfig
 from trainers.run.loop import Trainer
@@ -47,7 +47,7 @@ def budget_use(trainer: Trainer, n: int = 2048) -> list[tuple[str, torch.Tensor]
     if cnn:
         grads = torch.autograd.grad((trace.head_outputs[0] * deltas[0]).sum(), trace.preacts)
         for index, (conv, h, g) in enumerate(zip(model.convs, trace.inputs, grads)):
-            norms = conv_squared_norms(g.flatten(2), conv_patches(h, conv)).sqrt().clamp(max=method.conv_clip)
+            norms = conv_norms_and_sums(conv, h, g)[0].sqrt().clamp(max=method.conv_clip)
             out.append((f"conv {index + 1}", norms / method.conv_clip))
     for index, (delta, h) in enumerate(zip(deltas, inputs)):
         h = clip_norm(h.detach(), config.tau_h)

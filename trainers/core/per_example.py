@@ -3,20 +3,18 @@ a per-example gradient of a linear layer (shared by DP-SGD and DP-DFA's hybrid C
 
 Linear layer with input ``a_i`` and output gradient ``g_i``: ``||g_i a_i^T||_F = ||g_i|| ||a_i||``
 and the clipped sum is ``(c * G)^T A`` ("ghost clipping"). Convolution: ``G_i = g_i U_i^T`` with
-``U_i`` the input patches unfolded at the conv's stride, formed by one batched matmul per chunk of
-:data:`PER_EXAMPLE_CHUNK` examples.
+``U_i`` the input patches as the conv reads them, by the rule the API's ``make_private`` uses
+(:mod:`trainers.core.conv_per_example`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import cast
+from collections.abc import Callable, Sequence
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-PER_EXAMPLE_CHUNK = 256  # examples per batched matmul (bounds the per-example conv gradients in memory)
+from .conv_per_example import conv_clipped_sums, conv_prepare, conv_squared_norms
 
 
 def weights_and_biases(layers: Sequence[nn.Linear | nn.Conv2d]) -> list[torch.Tensor]:
@@ -70,30 +68,21 @@ def linear_update_into(g: torch.Tensor, a: torch.Tensor, out: torch.Tensor, offs
     return offset + rows * cols + rows
 
 
-def conv_patches(h: torch.Tensor, conv: nn.Conv2d) -> torch.Tensor:
-    """The conv's input patches ``U``, ``(n, C_in k^2, P)`` (the conv's kernel, padding and stride)."""
-    padding = cast("tuple[int, int]", conv.padding)  # an int pair: CNN never builds a string padding
-    return F.unfold(h.detach(), kernel_size=conv.kernel_size, padding=padding, stride=conv.stride)
+def conv_norms_and_sums(
+    conv: nn.Conv2d, h: torch.Tensor, g: torch.Tensor
+) -> tuple[torch.Tensor, Callable[[torch.Tensor], list[torch.Tensor]]]:
+    """A conv layer's per-example squared gradient norms (weight and bias) from its input ``h`` and output
+    gradient ``g``, and the function giving its clipped weight and bias sums, flat, for per-example factors
+    ``scale`` (:mod:`trainers.core.conv_per_example`: per-example gradients formed once and kept where they
+    fit, so the clipped sum is a weighted sum of them, "book-keeping")."""
+    recorded = conv_prepare(conv, h.detach(), g)
+    norms = conv_squared_norms(conv, recorded)
 
+    def clipped_sums(scale: torch.Tensor) -> list[torch.Tensor]:
+        sums = conv_clipped_sums(conv, recorded, scale)
+        return [sums["weight"].flatten(), sums["bias"]]
 
-def conv_squared_norms(g: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """``||g_i U_i^T||_F^2 + ||sum_p g_i||^2`` per example, weight and bias (``g``: (n, C_out, P),
-    ``u``: (n, K, P))."""
-    out = []
-    for start in range(0, g.shape[0], PER_EXAMPLE_CHUNK):
-        per_example = torch.bmm(
-            g[start : start + PER_EXAMPLE_CHUNK], u[start : start + PER_EXAMPLE_CHUNK].transpose(1, 2)
-        )
-        out.append(per_example.flatten(1).pow(2).sum(1))
-    weights = torch.cat(out) if out else g.new_zeros(0)
-    return weights + g.sum(2).pow(2).sum(1)
-
-
-def conv_clipped_sum(g: torch.Tensor, u: torch.Tensor, scale: torch.Tensor) -> list[torch.Tensor]:
-    """A conv layer's clipped weight and bias sums ``sum_i c_i g_i U_i^T`` and ``sum_i c_i sum_p g_i``,
-    flat (weight in ``(C_out, C_in, k, k)`` order)."""
-    weighted = g * scale[:, None, None]
-    return [torch.einsum("nop,nkp->ok", weighted, u).flatten(), weighted.sum((0, 2))]
+    return norms["weight"] + norms["bias"], clipped_sums
 
 
 def clip_scale(squared_norms: torch.Tensor, bound: float) -> torch.Tensor:

@@ -59,9 +59,7 @@ from ..core.cnn import CNN
 from ..core.errors import TrainingConfigError
 from ..core.per_example import (
     clip_scale,
-    conv_clipped_sum,
-    conv_patches,
-    conv_squared_norms,
+    conv_norms_and_sums,
     layer_bias,
     linear_update_into,
     weights_and_biases,
@@ -312,8 +310,8 @@ class DPDFA(GaussianNoiseMethod):
         )
         with torch.no_grad():
             for conv, h, g in zip(model.convs, trace.inputs, conv_grads):
-                u, g = conv_patches(h, conv), g.flatten(2)
-                weight, bias = conv_clipped_sum(g, u, clip_scale(conv_squared_norms(g, u), self.conv_clip))
+                squared, clipped_sums = conv_norms_and_sums(conv, h, g)
+                weight, bias = clipped_sums(clip_scale(squared, self.conv_clip))
                 conv.weight.grad = weight.view_as(conv.weight) / m
                 layer_bias(conv).grad = bias / m
             self._set_linear_updates(model.linears, deltas, trace.head_inputs)

@@ -27,9 +27,7 @@ from ..core.cnn import CNN
 from ..core.errors import TrainingConfigError
 from ..core.per_example import (
     clip_scale,
-    conv_clipped_sum,
-    conv_patches,
-    conv_squared_norms,
+    conv_norms_and_sums,
     linear_clipped_sum,
     linear_clipped_sum_into,
     linear_squared_norms,
@@ -123,21 +121,21 @@ class DPSGD(GaussianNoiseMethod):
         return self._output(losses, trace.logits, y)
 
     def _cnn_gradients(self, model: CNN, x: torch.Tensor, y: torch.Tensor) -> StepOutput:
-        """A CNN (:class:`trainers.core.cnn.CNN`): per-example conv gradients from unfolded patches, the
-        head's linear layers by the identity above (:mod:`trainers.core.per_example`). Each example's
+        """A CNN (:class:`trainers.core.cnn.CNN`): per-example conv gradients formed once from the input
+        patches and kept (book-keeping), the head's linear layers by the identity above
+        (:mod:`trainers.core.per_example`). Each example's
         whole gradient is clipped to ``C``; the clipped sum is released and divided as above."""
         trace = model.trace(x)
-        patches = [conv_patches(h, conv) for h, conv in zip(trace.inputs, model.convs)]
         losses = F.cross_entropy(trace.logits, y, reduction="none")
         grads = self._output_grads(losses, [*trace.preacts, *trace.head_outputs])
         conv_grads, head_grads = grads[: len(model.convs)], grads[len(model.convs) :]
         with torch.no_grad():
             head_inputs = [a.detach() for a in trace.head_inputs]
-            flat_grads = [g.flatten(2) for g in conv_grads]  # (n, C_out, P)
+            convs = [conv_norms_and_sums(conv, h, g) for conv, h, g in zip(model.convs, trace.inputs, conv_grads)]
             squared = summed(linear_squared_norms(g, a) for g, a in zip(head_grads, head_inputs))
-            squared = squared + summed(conv_squared_norms(g, u) for g, u in zip(flat_grads, patches))
+            squared = squared + summed(norms for norms, _ in convs)
             scale = self._clip_scale(squared)
-            parts = [part for g, u in zip(flat_grads, patches) for part in conv_clipped_sum(g, u, scale)]
+            parts = [part for _, clipped_sums in convs for part in clipped_sums(scale)]
             parts += [part for g, a in zip(head_grads, head_inputs) for part in linear_clipped_sum(g, a, scale)]
             params = weights_and_biases([*model.convs, *model.linears])
             self._release(params, torch.cat(parts))

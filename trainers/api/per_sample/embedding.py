@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .formed import row_squares
+from ...core.formed import row_squares
 
 
 def embedding_prepare(layer: nn.Embedding, a: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

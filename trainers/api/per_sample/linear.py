@@ -3,7 +3,7 @@
 
 With ``T = 1`` its squared norm is ``||g_i||^2 ||a_i||^2`` and the clipped sum one product
 ``(c G)^T A`` (ghost clipping). With ``T > 1`` the per-example gradients are formed by one batched
-product and kept (:mod:`.formed`), or, when too large, the norm is ``<G_i G_i^T, A_i A_i^T>``
+product and kept (:mod:`trainers.core.formed`), or, when too large, the norm is ``<G_i G_i^T, A_i A_i^T>``
 (ghost norm, ``T^2 (d_in + d_out)`` operations) or the formed gradient's, whichever is cheaper.
 """
 
@@ -14,7 +14,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from .formed import fits, row_squares
+from ...core.formed import fits, row_squares
 
 
 class Recorded(NamedTuple):

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .formed import row_squares
+from ...core.formed import row_squares
 
 Norm = nn.GroupNorm | nn.LayerNorm | nn.InstanceNorm1d | nn.InstanceNorm2d
 

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .conv import conv_clipped_sums, conv_prepare, conv_squared_norms
+from ...core.conv_per_example import conv_clipped_sums, conv_prepare, conv_squared_norms
 from .embedding import embedding_clipped_sums, embedding_prepare, embedding_squared_norms
 from .linear import linear_clipped_sums, linear_prepare, linear_squared_norms
 from .norms import norm_clipped_sums, norm_squared_norms, per_example_grads
