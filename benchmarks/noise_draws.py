@@ -39,7 +39,7 @@ def best_and_median(draw: Callable[[], object], repeats: int) -> tuple[float, fl
 
 def rows(repeats: int) -> list[tuple[str, float, float, float]]:
     """(what, best s, median s, numpy's median s) per draw."""
-    import numba
+    import torch
 
     from opu_hal.backends.simulated.speckle_digitized import pixel_counts
     from opu_hal.randomness.secure_random import SecureGenerator
@@ -49,11 +49,13 @@ def rows(repeats: int) -> list[tuple[str, float, float, float]]:
     main_means = rng.uniform(1378.0, 2900.0, 1_018_890)
     camera = SimpleNamespace(full_well_e=1e4, read_noise_e=6.0, gain_e_per_dn=1.0, black_level_dn=10.0, max_dn=4095)
     out = []
-    for threads in (1, 2):
-        numba.set_num_threads(threads)
+    torch_threads = torch.get_num_threads()
+    for threads in (1, 2):  # the secure draws follow torch's thread count (compute_threads), not Numba's
+        torch.set_num_threads(threads)
         best, median = best_and_median(lambda: generator.standard_normal(step), repeats)
         numpy_median = best_and_median(lambda: pcg.standard_normal(step, np.float32), repeats)[1]
         out.append((f"{step} normals, {threads} thread(s)", best, median, numpy_median))
+    torch.set_num_threads(torch_threads)
     best, median = best_and_median(lambda: generator.poisson_at(means), repeats)
     out.append(
         (f"{step} Poisson counts at 1e3-3e3 e-", best, median, best_and_median(lambda: pcg.poisson(means), repeats)[1])
