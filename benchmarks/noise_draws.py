@@ -11,6 +11,8 @@ Best and median of ``--repeats`` calls, each returning fresh arrays as a trainin
 - the main job's digitized counts: 1 018 890 values of one read at means in [1 378, 2 900] e- on a 12-bit
   camera at 1 e-/DN (:func:`opu_hal.backends.simulated.speckle_digitized.pixel_counts`), against numpy's
   Poisson counts and normals of the same sizes;
+- a private sampler's Poisson batch of 54 000 examples, its inclusions decided on 16-bit prefixes of their
+  uniforms and, as before, on whole 53-bit uniforms, against numpy's ``random(n) < rate``;
 - PTRS's first round read from the keystream (:func:`opu_hal.kernels.compiled.poisson_varying.first_round`)
   against the two-pass path (the round's uniforms drawn into an array first), the same counts, alternated in
   this process with a little torch work between draws, as in a training step.
@@ -64,7 +66,25 @@ def rows(repeats: int) -> list[tuple[str, float, float, float]]:
     best, median = best_and_median(lambda: pixel_counts(generator, camera, main_means, 1), repeats)  # type: ignore[arg-type]
     numpy_median = best_and_median(lambda: (pcg.poisson(doubled), pcg.standard_normal(doubled.size)), repeats)[1]
     out.append(("the main job's digitized counts (1 018 890 values)", best, median, numpy_median))
+    out += poisson_batch_rows(repeats, pcg)
     return out
+
+
+def poisson_batch_rows(repeats: int, pcg: np.random.Generator) -> list[tuple[str, float, float, float]]:
+    """A private sampler's Poisson batch of 54 000 examples at rate 256 / 54 000, its inclusions decided on
+    16-bit prefixes, and as before (one whole 53-bit uniform per example), on one keyed stream."""
+    from opu_hal.randomness.draws import bernoulli_indices
+    from opu_hal.randomness.keyed_stream import keyed_stream
+    from opu_hal.randomness.secure_random import new_secret_key
+
+    stream, n, rate = keyed_stream(new_secret_key(), "batch", 0), 54_000, 256 / 54_000
+    numpy_median = best_and_median(lambda: np.flatnonzero(pcg.random(n) < rate), repeats)[1]
+    prefixes = best_and_median(lambda: stream.bernoulli_indices(n, rate), repeats)
+    whole = best_and_median(lambda: bernoulli_indices(stream, n, rate), repeats)
+    return [
+        ("a Poisson batch of 54 000, 16-bit prefixes", *prefixes, numpy_median),
+        ("a Poisson batch of 54 000, whole uniforms (before)", *whole, numpy_median),
+    ]
 
 
 def first_round_against_two_pass(repeats: int) -> tuple[float, float]:

@@ -176,7 +176,8 @@ def test_noise_draws_benchmark_times_every_draw_against_numpy():
     from benchmarks.noise_draws import rows
 
     timed = rows(1)
-    assert [row[0].split()[1] for row in timed[:3]] == ["normals,", "normals,", "Poisson"] and len(timed) == 4
+    assert [row[0].split()[1] for row in timed[:3]] == ["normals,", "normals,", "Poisson"] and len(timed) == 6
+    assert "prefixes" in timed[4][0] and "whole uniforms" in timed[5][0]
     assert all(best > 0 and median >= best and numpy > 0 for _, best, median, numpy in timed)
 
 
