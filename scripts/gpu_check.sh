@@ -5,6 +5,7 @@
 # Table 1 on the GPU. Logs go to $OUT (default results/gpu). FashionMNIST from $OPU_HAL_DATA_DIR
 # (default .gpudata/fashion-mnist; the script stops when its IDX files are not there).
 #   STAGES="tests suite bench pdfa device syncs profile paper002 papers table1" bash scripts/gpu_check.sh
+#   STAGES=install bash scripts/gpu_check.sh   (only the install)
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -56,6 +57,8 @@ papers_stage() {  # MNIST from .gpudata/mnist; each job's log in one file; recor
 }
 for s in $STAGES; do
   case "$s" in
+    install)  # the install above, and nothing more (then run one command by hand)
+      stage "installed" ;;
     tests)
       stage "CUDA tests"
       timeout 300 python3 -m pytest ${TESTS_K:+-k "$TESTS_K"} -q -p no:cacheprovider -rs tests/test_compute_device.py tests/test_counter_random.py \
