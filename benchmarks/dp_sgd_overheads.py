@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from unittest import mock
 
 import numba
 import numpy as np
@@ -30,7 +29,7 @@ import torch
 from numba import njit
 
 from benchmarks.epoch_setup import epoch_parser, warmed_data
-from benchmarks.gpu_training import WHOLE_UNIFORMS_TARGET, whole_uniforms_stream
+from benchmarks.gpu_training import ABLATIONS
 from benchmarks.interleave import interleaved_ratios
 from benchmarks.private_vs_opacus import ours, plain_epoch_seconds
 from opu_hal.kernels.compiled import chacha_normal32 as normals32
@@ -41,34 +40,25 @@ WHOLE = "dp-sgd, sampler before"  # the Poisson sampler reading one whole 53-bit
 STEP_NORMALS = 669_706  # one step's: the parameters of the 784-512-512-10 network
 
 
-def _zeros(self, shape: torch.Size) -> torch.Tensor:
-    return torch.zeros(shape)
-
-
 def epoch_rows(data, epsilon: float) -> dict[str, Callable[[], float]]:
     """The plain epoch and the three DP-SGD rows, each returning seconds an epoch."""
 
     def private() -> float:
         return ours("dp-sgd", data, 1, epsilon)[0]
 
-    def without_normals() -> float:
-        with mock.patch("trainers.methods.dp_sgd.DPSGD._normal", _zeros):
-            return private()
+    def patched(ablation: str) -> Callable[[], float]:
+        def run() -> float:
+            with ABLATIONS[ablation][1]():  # benchmarks.gpu_training's patch of the same part
+                return private()
 
-    def without_budget() -> float:
-        with mock.patch("trainers.run.loop.budget_allows", lambda *args: True):
-            return private()
-
-    def whole_uniforms() -> float:
-        with mock.patch(WHOLE_UNIFORMS_TARGET, whole_uniforms_stream):
-            return private()
+        return run
 
     return {
         PLAIN: lambda: plain_epoch_seconds(data),
         FULL: private,
-        NO_NORMALS: without_normals,
-        NO_BUDGET: without_budget,
-        WHOLE: whole_uniforms,
+        NO_NORMALS: patched("dp-sgd no-normals"),
+        NO_BUDGET: patched("dp-sgd no-budget"),
+        WHOLE: patched("dp-sgd whole-uniforms"),
     }
 
 

@@ -59,16 +59,16 @@ def _allow(*args: object) -> bool:
     return True
 
 
-WHOLE_UNIFORMS_TARGET = "trainers.distributed.setup.default_sampler_stream"  # the private sampler's stream
+_WHOLE_UNIFORMS_TARGET = "trainers.distributed.setup.default_sampler_stream"  # the private sampler's stream
 
 
-def whole_uniforms_stream() -> str:
+def _whole_uniforms_stream() -> str:
     """The sampler before prefixes: one whole 53-bit uniform per example and step."""
     return COMPILED_STREAM
 
 
-# ``--ablate``: dp-sgd with one part of its step taken out (measurements only: nothing is private),
-# each as ``(options, patch)``; a part's cost in situ is dp-sgd's time less its row's.
+# Rows ``--only`` may name: dp-sgd with one part of its step taken out (measurements only: nothing is
+# private), each as ``(options, patch)``; a part's cost in situ is dp-sgd's time less its row's.
 ABLATIONS: dict[str, tuple[dict[str, object], Callable[[], contextlib.AbstractContextManager]]] = {
     "dp-sgd no-normals": ({}, lambda: mock.patch("trainers.methods.dp_sgd.DPSGD._normal", _zeros_on_model)),
     "dp-sgd no-budget": ({}, lambda: mock.patch("trainers.run.loop.budget_allows", _allow)),
@@ -77,7 +77,7 @@ ABLATIONS: dict[str, tuple[dict[str, object], Callable[[], contextlib.AbstractCo
         lambda: mock.patch("opu_hal.privacy.accountant.Accountant.step", _skip),
     ),
     "dp-sgd fixed-size": ({"sampling": "fixed"}, contextlib.nullcontext),
-    "dp-sgd whole-uniforms": ({}, lambda: mock.patch(WHOLE_UNIFORMS_TARGET, whole_uniforms_stream)),
+    "dp-sgd whole-uniforms": ({}, lambda: mock.patch(_WHOLE_UNIFORMS_TARGET, _whole_uniforms_stream)),
 }
 RUNS.update({name: {"noise_multiplier": 1.0, **options} for name, (options, _) in ABLATIONS.items()})
 GOALS = {("dp-sgd", "bp"): 1.2, ("dp-dfa", "bp"): 1.2, ("dp-dfa (device)", "bp"): 1.3, ("pdfa", "dfa"): 2.0}

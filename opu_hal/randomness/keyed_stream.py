@@ -94,13 +94,13 @@ class KeyedStream:
         1)``, and its other 37 bits only on a tie with the threshold, at ``(SAMPLING_NONCE, 2)``
         (:func:`opu_hal.kernels.compiled.keyed_draws.prefix_bernoulli`). Both counters move past the
         call's blocks first."""
-        from ..kernels.compiled.keyed_draws import prefix_bernoulli
+        from ..kernels.compiled.keyed_draws import PREFIXES_PER_BLOCK, prefix_bernoulli
 
         if not 0.0 <= rate <= 1.0:
             raise ValueError(f"an inclusion probability lies in [0, 1], got {rate}")
         threshold = math.ceil(rate * _TWO_53)  # exact: a float times a power of two
         start, tie = self._prefix_block, self._tie_block
-        self._prefix_block += -(-n // 32)  # 32 prefixes a block
+        self._prefix_block += -(-n // PREFIXES_PER_BLOCK)
         self._tie_block += n  # one block per index, computed only on a tie
         out = np.empty(n, np.int64)
         count = prefix_bernoulli(

@@ -42,8 +42,9 @@ def partial_shuffle(n, offsets, out):
     return out
 
 
-PREFIX_BITS, LOW_BITS = 16, 37  # a 53-bit uniform as a 16-bit prefix and, read only on a tie, 37 more bits
-HALVES_PER_CHUNK = LANES * 16 * 2  # the prefixes of one chunk of LANES blocks: two per 32-bit word
+LOW_BITS = 37  # a 53-bit uniform as a 16-bit prefix and, read only on a tie, 37 more bits
+PREFIXES_PER_BLOCK = 32  # two 16-bit prefixes per 32-bit word
+HALVES_PER_CHUNK = LANES * PREFIXES_PER_BLOCK  # the prefixes of one chunk of LANES blocks
 
 
 @njit(cache=True)
